@@ -1,0 +1,114 @@
+"""The ``grade-kit`` command (DESIGN.md §5)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from grade_kit.evaluate import load_evaluation, score_evaluation
+from grade_kit.io import InputError, load_tasks
+from grade_kit.report import write_outputs
+
+__all__ = ["main"]
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_FIXTURES = REPO_ROOT / "fixtures"
+
+
+def _print_rejects(messages: Sequence[str], limit: int = 20) -> None:
+    for message in messages[:limit]:
+        print(f"rejected: {message}", file=sys.stderr)
+    if len(messages) > limit:
+        print(f"rejected: ... and {len(messages) - limit} more (see rejects.jsonl)",
+              file=sys.stderr)
+
+
+def _score(args: argparse.Namespace) -> int:
+    evaluation = load_evaluation(args.tasks, args.runs, args.judgements, args.grades,
+                                 args.packs)
+    scores = score_evaluation(evaluation)
+    paths = write_outputs(args.out, evaluation, scores)
+    for warning in evaluation.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    _print_rejects([r.message() for r in evaluation.rejected])
+    print(f"scored {len(evaluation.runs)} runs of {len(evaluation.tasks)} tasks "
+          f"({len(evaluation.rejected)} rejected) -> {paths['results'].parent}")
+    for name, path in paths.items():
+        print(f"  {name:<10} {path}")
+    if args.strict and evaluation.rejected:
+        print(f"--strict: {len(evaluation.rejected)} input records rejected", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    loaded = load_tasks(args.tasks, args.packs)
+    for warning in loaded.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    _print_rejects([r.message() for r in loaded.rejected], limit=1000)
+    plain = sum(1 for t in loaded.records if t.kind == "plain")
+    print(f"{len(loaded.records)} tasks valid ({plain} plain), {len(loaded.rejected)} rejected")
+    return 1 if loaded.rejected else 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    example = Path(args.fixtures) / "example"
+    evaluation = load_evaluation(example / "tasks", example / "runs.jsonl",
+                                 example / "judgements.jsonl")
+    scores = score_evaluation(evaluation)
+    paths = write_outputs(args.out, evaluation, scores)
+    _print_rejects([r.message() for r in evaluation.rejected])
+    print(f"demo: scored {len(evaluation.runs)} recorded runs of {len(evaluation.tasks)} tasks")
+    print(f"demo: scorecard at {paths['scorecard']}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``grade-kit``."""
+    parser = argparse.ArgumentParser(
+        prog="grade-kit",
+        description="GRADE scores, grades and timing statistics for LLM and agent runs.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    score = sub.add_parser("score", help="score run records against tasks")
+    score.add_argument("tasks", type=Path, help="folder of task files, or a tasks JSONL file")
+    score.add_argument("runs", type=Path, help="run records, one JSON object per line")
+    score.add_argument("--judgements", type=Path, help="recorded judgements (JSONL)")
+    score.add_argument("--grades", type=Path, help="grades (JSONL)")
+    score.add_argument("--packs", type=Path,
+                       help="folder of packs for ground_truth keys (default: next to TASKS)")
+    score.add_argument("--repeats", type=int, default=None,
+                       help="planned repeats per task (default: the largest repeat seen)")
+    score.add_argument("--strict", action="store_true",
+                       help="exit non-zero when any input record is rejected")
+    score.add_argument("--out", type=Path, required=True, help="output folder")
+    score.set_defaults(func=_score)
+
+    validate = sub.add_parser("validate", help="check task files alone")
+    validate.add_argument("tasks", type=Path)
+    validate.add_argument("--packs", type=Path)
+    validate.set_defaults(func=_validate)
+
+    demo = sub.add_parser("demo", help="run the embedded default end to end")
+    demo.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "demo")
+    demo.add_argument("--fixtures", type=Path, default=DEFAULT_FIXTURES)
+    demo.set_defaults(func=_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``grade-kit``; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,318 @@
+"""Tidy frames: the nested JSON flattened once, at load (DESIGN.md §2).
+
+This module is the one place where every frame's columns are written down (:data:`COLUMNS`).
+Every scorer is then a join, a filter and a group-by over these frames. Each distinct text is
+normalised once (``norm`` = its tokens joined by single spaces, :func:`grade_kit.text.normalize`).
+
+Public functions accept a pandas or a polars DataFrame and return the same kind
+(:func:`to_polars` / :func:`like`), converting once at the boundary.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC
+from typing import Any, TypeVar
+
+import pandas as pd
+import polars as pl
+
+from grade_kit.schema import DIMENSIONS, Grade, Judgement, Run, Task, parse_timestamp
+from grade_kit.text import normalize, normalize_value, parse_number
+
+__all__ = [
+    "COLUMNS",
+    "EvalData",
+    "Frame",
+    "like",
+    "run_frames",
+    "task_frames",
+    "to_polars",
+    "verdict_frames",
+]
+
+Frame = TypeVar("Frame", pl.DataFrame, pd.DataFrame)
+
+_TS = pl.Datetime("us", "UTC")
+
+COLUMNS: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
+    # one row per task
+    "tasks": {"task_id": pl.String, "track": pl.Int64, "pack": pl.String, "kind": pl.String,
+              "prompt": pl.String, "n_facts": pl.Int64, "n_insights": pl.Int64,
+              "n_limitations": pl.Int64, "n_forbidden": pl.Int64, "n_calibration": pl.Int64},
+    # one row per (GRADE task, dimension): the task's rubric weights, absent keys weigh 0
+    "weights": {"task_id": pl.String, "dimension": pl.String, "weight": pl.Float64},
+    # one row per gold fact; gold_num for numeric facts, gold_str/gold_key for string facts
+    "facts": {"task_id": pl.String, "fact_id": pl.String, "metric": pl.String,
+              "gold_num": pl.Float64, "gold_str": pl.String, "gold_key": pl.String,
+              "abs_tol": pl.Float64, "rel_tol": pl.Float64},
+    # one row per claim; role is insight, limitation or forbidden
+    "claims": {"task_id": pl.String, "claim_id": pl.String, "role": pl.String,
+               "calibration": pl.Boolean, "text": pl.String, "norm": pl.String},
+    # one row per synonym of a claim's pattern term (a claim without patterns: one row, its norm)
+    "claim_terms": {"task_id": pl.String, "claim_id": pl.String, "alternative": pl.Int64,
+                    "term": pl.Int64, "synonym": pl.String},
+    # one row per attempt
+    "runs": {"run_id": pl.String, "setup": pl.String, "task_id": pl.String,
+             "repeat": pl.Int64, "attempt_of": pl.String, "status": pl.String,
+             "error": pl.String, "is_primary": pl.Boolean, "has_response": pl.Boolean,
+             "tools_exposed": pl.Boolean, "line": pl.Int64},
+    # one row per answer item; field is finding, limitation, recommendation or text
+    "items": {"run_id": pl.String, "field": pl.String, "position": pl.Int64,
+              "text": pl.String, "norm": pl.String},
+    # one row per reported structured metric; raw is the value as JSON
+    "metrics": {"run_id": pl.String, "key": pl.String, "raw": pl.String, "num": pl.Float64,
+                "str": pl.String, "str_key": pl.String},
+    # one row per event timestamp: at is the instant in UTC, raw the string as given
+    "events": {"run_id": pl.String, "event": pl.String, "at": _TS, "raw": pl.String},
+    # one row per tool call as recorded (ids may repeat; counting uses unique ids)
+    "tool_calls": {"run_id": pl.String, "call_id": pl.String, "name": pl.String,
+                   "started": _TS, "ended": _TS},
+    # one row per recorded judgement
+    "judgements": {"run_id": pl.String, "dimension": pl.String, "score": pl.Float64,
+                   "judge": pl.String, "reason": pl.String, "method": pl.String},
+    # one row per grade
+    "grades": {"run_id": pl.String, "core_conclusion": pl.String,
+               "request_fulfilment": pl.String, "material_error": pl.String,
+               "claim": pl.String, "evidence": pl.String, "effect": pl.String,
+               "grader": pl.String, "reason": pl.String},
+    # one row per (run, dimension) score; method says what decided it
+    "scores": {"run_id": pl.String, "dimension": pl.String, "score": pl.Float64,
+               "method": pl.String},
+}
+"""The column contract of every frame, by frame name."""
+
+
+def empty(name: str) -> pl.DataFrame:
+    """An empty frame with the columns of ``name`` in :data:`COLUMNS`."""
+    return pl.DataFrame(schema=COLUMNS[name])
+
+
+def _frame(name: str, rows: dict[str, list[Any]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=COLUMNS[name])
+
+
+def to_polars(frame: pl.DataFrame | pd.DataFrame) -> pl.DataFrame:
+    """A polars view of ``frame`` (pandas is converted once)."""
+    if isinstance(frame, pl.DataFrame):
+        return frame
+    if isinstance(frame, pd.DataFrame):
+        return pl.from_pandas(frame)
+    raise TypeError(f"expected a pandas or polars DataFrame, got {type(frame).__name__}")
+
+
+def like(result: pl.DataFrame, template: Frame) -> Frame:
+    """``result`` as the same kind of frame as ``template`` (pandas in, pandas out)."""
+    if isinstance(template, pd.DataFrame):
+        return result.to_pandas()
+    return result
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+def task_frames(tasks: Sequence[Task]) -> dict[str, pl.DataFrame]:
+    """Flatten tasks into the ``tasks``, ``weights``, ``facts``, ``claims`` and ``claim_terms``
+    frames (see :data:`COLUMNS`)."""
+    t: dict[str, list[Any]] = {k: [] for k in COLUMNS["tasks"]}
+    w: dict[str, list[Any]] = {k: [] for k in COLUMNS["weights"]}
+    f: dict[str, list[Any]] = {k: [] for k in COLUMNS["facts"]}
+    c: dict[str, list[Any]] = {k: [] for k in COLUMNS["claims"]}
+    ct: dict[str, list[Any]] = {k: [] for k in COLUMNS["claim_terms"]}
+    for task in tasks:
+        t["task_id"].append(task.task_id)
+        t["track"].append(task.track)
+        t["pack"].append(task.pack)
+        t["kind"].append(task.kind)
+        t["prompt"].append(task.prompt)
+        t["n_facts"].append(len(task.gold_facts))
+        t["n_insights"].append(len(task.gold_insights))
+        t["n_limitations"].append(len(task.required_limitations))
+        t["n_forbidden"].append(len(task.forbidden_claims))
+        t["n_calibration"].append(sum(1 for c_ in task.gold_insights if c_.calibration))
+        if task.weights is not None:
+            for dim in DIMENSIONS:
+                w["task_id"].append(task.task_id)
+                w["dimension"].append(dim)
+                w["weight"].append(float(task.weights.get(dim, 0.0)))
+        for fact in task.gold_facts:
+            is_str = isinstance(fact.value, str)
+            f["task_id"].append(task.task_id)
+            f["fact_id"].append(fact.id)
+            f["metric"].append(fact.metric)
+            f["gold_num"].append(None if is_str else float(fact.value))  # type: ignore[arg-type]
+            f["gold_str"].append(fact.value if is_str else None)
+            f["gold_key"].append(normalize_value(fact.value) if isinstance(fact.value, str)
+                                 else None)
+            f["abs_tol"].append(fact.abs_tol)
+            f["rel_tol"].append(fact.rel_tol)
+        roles = (("insight", task.gold_insights), ("limitation", task.required_limitations),
+                 ("forbidden", task.forbidden_claims))
+        for role, claims in roles:
+            for claim in claims:
+                c["task_id"].append(task.task_id)
+                c["claim_id"].append(claim.id)
+                c["role"].append(role)
+                c["calibration"].append(claim.calibration)
+                c["text"].append(claim.text)
+                c["norm"].append(normalize(claim.text))
+                alternatives = claim.patterns or [[claim.text]]
+                for a, alternative in enumerate(alternatives):
+                    for term_index, term in enumerate(alternative):
+                        synonyms = term.split("|") if claim.patterns else [term]
+                        for synonym in synonyms:
+                            ct["task_id"].append(task.task_id)
+                            ct["claim_id"].append(claim.id)
+                            ct["alternative"].append(a)
+                            ct["term"].append(term_index)
+                            ct["synonym"].append(normalize(synonym))
+    return {
+        "tasks": _frame("tasks", t),
+        "weights": _frame("weights", w),
+        "facts": _frame("facts", f),
+        "claims": _frame("claims", c),
+        "claim_terms": _frame("claim_terms", ct),
+    }
+
+
+# --------------------------------------------------------------------------- runs
+
+_FIELDS = (("finding", "key_findings"), ("limitation", "limitations"),
+           ("recommendation", "recommendations"))
+
+
+def run_frames(
+    runs: Sequence[Run], lines: Sequence[int | None] | None = None
+) -> dict[str, pl.DataFrame]:
+    """Flatten run records into ``runs``, ``items``, ``metrics``, ``events`` and
+    ``tool_calls`` frames (see :data:`COLUMNS`). Each distinct text is normalised once.
+
+    Only a delivered run's response is flattened (``has_response``): a response carried by a
+    timed-out or failed run is kept in its record but never scored.
+    """
+    r: dict[str, list[Any]] = {k: [] for k in COLUMNS["runs"]}
+    it: dict[str, list[Any]] = {k: [] for k in COLUMNS["items"]}
+    m: dict[str, list[Any]] = {k: [] for k in COLUMNS["metrics"]}
+    ev: dict[str, list[Any]] = {k: [] for k in COLUMNS["events"]}
+    tc: dict[str, list[Any]] = {k: [] for k in COLUMNS["tool_calls"]}
+    norms: dict[str, str] = {}
+
+    def norm(text: str) -> str:
+        cached = norms.get(text)
+        if cached is None:
+            cached = norms[text] = normalize(text)
+        return cached
+
+    line_list: Iterable[int | None] = lines if lines is not None else [None] * len(runs)
+    for run, line in zip(runs, line_list, strict=True):
+        rid = run.run_id
+        r["run_id"].append(rid)
+        r["setup"].append(run.setup)
+        r["task_id"].append(run.task_id)
+        r["repeat"].append(run.repeat)
+        r["attempt_of"].append(run.attempt_of)
+        r["status"].append(run.status)
+        r["error"].append(run.error)
+        r["is_primary"].append(run.attempt_of is None)
+        answered = run.status == "delivered" and run.response is not None
+        r["has_response"].append(answered)
+        r["tools_exposed"].append(run.tool_calls is not None)
+        r["line"].append(line)
+        if answered and run.response is not None:
+            resp = run.response
+            for field_name, attr in _FIELDS:
+                for position, text in enumerate(getattr(resp, attr)):
+                    it["run_id"].append(rid)
+                    it["field"].append(field_name)
+                    it["position"].append(position)
+                    it["text"].append(text)
+                    it["norm"].append(norm(text))
+            it["run_id"].append(rid)
+            it["field"].append("text")
+            it["position"].append(0)
+            it["text"].append(resp.text)
+            it["norm"].append(norm(resp.text))
+            for key, value in resp.structured_metrics.items():
+                m["run_id"].append(rid)
+                m["key"].append(key)
+                m["raw"].append(json.dumps(value, ensure_ascii=False))
+                m["num"].append(parse_number(value))
+                m["str"].append(value if isinstance(value, str) else None)
+                m["str_key"].append(normalize_value(value) if isinstance(value, str) else None)
+        for event, raw in run.events.items():
+            if raw is None:
+                continue
+            ev["run_id"].append(rid)
+            ev["event"].append(event)
+            ev["at"].append(parse_timestamp(raw).astimezone(UTC))
+            ev["raw"].append(raw)
+        for call in run.tool_calls or []:
+            tc["run_id"].append(rid)
+            tc["call_id"].append(call.id)
+            tc["name"].append(call.name)
+            tc["started"].append(None if call.started is None
+                                 else parse_timestamp(call.started).astimezone(UTC))
+            tc["ended"].append(None if call.ended is None
+                               else parse_timestamp(call.ended).astimezone(UTC))
+    return {
+        "runs": _frame("runs", r),
+        "items": _frame("items", it),
+        "metrics": _frame("metrics", m),
+        "events": _frame("events", ev),
+        "tool_calls": _frame("tool_calls", tc),
+    }
+
+
+def verdict_frames(
+    judgements: Sequence[Judgement] = (), grades: Sequence[Grade] = ()
+) -> dict[str, pl.DataFrame]:
+    """The ``judgements`` and ``grades`` frames (see :data:`COLUMNS`)."""
+    j = _frame("judgements", {
+        "run_id": [x.run_id for x in judgements],
+        "dimension": [x.dimension for x in judgements],
+        "score": [x.score for x in judgements],
+        "judge": [x.judge for x in judgements],
+        "reason": [x.reason for x in judgements],
+        "method": [f"judge:{x.judge}" for x in judgements],
+    })
+    g = _frame("grades", {k: [getattr(x, k) for x in grades] for k in COLUMNS["grades"]})
+    return {"judgements": j, "grades": g}
+
+
+@dataclass
+class EvalData:
+    """All frames of one evaluation: tasks, runs and verdicts, flattened (see :data:`COLUMNS`).
+
+    Build it with :func:`grade_kit.io`'s loaders and :meth:`from_records`, or directly from
+    frames; every scorer reads only the frames it needs.
+    """
+
+    tasks: pl.DataFrame
+    weights: pl.DataFrame
+    facts: pl.DataFrame
+    claims: pl.DataFrame
+    claim_terms: pl.DataFrame
+    runs: pl.DataFrame
+    items: pl.DataFrame
+    metrics: pl.DataFrame
+    events: pl.DataFrame
+    tool_calls: pl.DataFrame
+    judgements: pl.DataFrame
+    grades: pl.DataFrame
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_records(
+        cls,
+        tasks: Sequence[Task],
+        runs: Sequence[Run],
+        judgements: Sequence[Judgement] = (),
+        grades: Sequence[Grade] = (),
+        run_lines: Sequence[int | None] | None = None,
+    ) -> EvalData:
+        """Flatten validated records into frames."""
+        frames = {**task_frames(tasks), **run_frames(runs, run_lines),
+                  **verdict_frames(judgements, grades)}
+        return cls(**frames)  # type: ignore[arg-type]

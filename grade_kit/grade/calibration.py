@@ -1,0 +1,57 @@
+"""Calibration & limitation handling (DESIGN.md §4 "Calibration")."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from grade_kit.frames import Frame, like, to_polars
+from grade_kit.grade.claims import role_share
+
+__all__ = ["calibration_scores"]
+
+
+def _calibration_scores(matches: pl.DataFrame, runs: pl.DataFrame,
+                        tasks: pl.DataFrame) -> pl.DataFrame:
+    parts = [
+        role_share(matches, pl.col("role") == "limitation", "limitations_found"),
+        role_share(matches, pl.col("role") == "forbidden", "forbidden_absent", invert=True),
+        role_share(matches, (pl.col("role") == "insight") & pl.col("calibration"),
+                    "calibration_insights_found"),
+    ]
+    answered = runs.filter(pl.col("has_response")).select("run_id")
+    for part in parts:
+        answered = answered.join(part, on="run_id", how="left")
+    components = ["limitations_found", "forbidden_absent", "calibration_insights_found"]
+    methods = [f"{c}_method" for c in components]
+    scored = answered.with_columns(
+        calibration=pl.mean_horizontal(components),
+        calibration_method=pl.concat_list(methods).list.drop_nulls().list.unique()
+        .list.sort().list.join("+"),
+    ).filter(pl.col("calibration").is_not_null())
+    defined = tasks.filter(
+        (pl.col("n_limitations") + pl.col("n_forbidden") + pl.col("n_calibration")) > 0
+    ).select("task_id")
+    silent = (runs.filter(~pl.col("has_response")).join(defined, on="task_id")
+              .select("run_id", calibration=pl.lit(0.0),
+                      calibration_method=pl.lit("no_response")))
+    out_cols = ["run_id", "calibration", "calibration_method", *components]
+    return pl.concat(
+        [scored.select(out_cols), silent.with_columns(
+            [pl.lit(None, pl.Float64).alias(c) for c in components]).select(out_cols)]
+    )
+
+
+def calibration_scores(matches: Frame, runs: Frame, tasks: Frame) -> Frame:
+    """Per-run calibration = mean of the non-null of three shares (DESIGN.md §4).
+
+    The shares are: required limitations found; forbidden claims absent; ``calibration: true``
+    insights found. A share is null when the task has none of its claims; a task with none of
+    the three gets no row (null). A run with no response scores 0 whenever the task defines
+    any of the three.
+
+    Returns:
+        run_id, calibration, calibration_method, limitations_found, forbidden_absent,
+        calibration_insights_found.
+    """
+    result = _calibration_scores(to_polars(matches), to_polars(runs), to_polars(tasks))
+    return like(result, runs)

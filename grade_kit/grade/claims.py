@@ -1,0 +1,178 @@
+"""Claim validation and insight quality (DESIGN.md §4 "Claim match", "Insight quality").
+
+The deterministic match is vectorised: each distinct (task, field, normalised text) is tested
+once against every synonym of the task's claims with a substring test on space-padded ``norm``
+strings, then reduced synonym -> term (any) -> alternative (all) -> claim (any) -> run (any).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import polars as pl
+
+from grade_kit.frames import Frame, like, to_polars
+
+__all__ = [
+    "DETERMINISTIC",
+    "ClaimJudge",
+    "claim_matches",
+    "insight_scores",
+]
+
+DETERMINISTIC = "deterministic"
+"""The ``method`` of a decision made by the deterministic matcher."""
+
+ROLE_FIELDS = pl.DataFrame(
+    {
+        "role": ["insight", "limitation", "forbidden", "forbidden", "forbidden", "forbidden"],
+        "field": ["finding", "limitation", "finding", "limitation", "recommendation", "text"],
+    }
+)
+"""DESIGN.md §4 targets: insights in each key finding; limitations in each limitation;
+forbidden claims in each finding, limitation, recommendation and in the full text."""
+
+
+class ClaimJudge(Protocol):
+    """An optional fallback asked about a claim the deterministic match missed.
+
+    ``name`` is recorded as the deciding method (``judge:<name>``).
+    """
+
+    name: str
+
+    def __call__(self, claim: str, targets: Sequence[str]) -> bool:
+        """Whether ``claim`` is stated in any of ``targets`` (texts of the claim's role)."""
+        ...
+
+
+def _matched_texts(claim_terms: pl.DataFrame, claims: pl.DataFrame,
+                   items: pl.DataFrame) -> pl.DataFrame:
+    """(task_id, field, norm, claim_id) for every distinct target text that states a claim."""
+    terms = claim_terms.join(claims.select("task_id", "claim_id", "role"),
+                             on=["task_id", "claim_id"]).join(ROLE_FIELDS, on="role")
+    texts = items.select("task_id", "field", "norm").unique()
+    keys = ["task_id", "field", "norm", "claim_id"]
+    hits = texts.join(terms, on=["task_id", "field"], how="inner").with_columns(
+        hit=(pl.lit(" ") + pl.col("norm") + pl.lit(" ")).str.contains(
+            pl.lit(" ") + pl.col("synonym") + pl.lit(" "), literal=True
+        )
+    )
+    return (
+        hits.group_by([*keys, "alternative", "term"]).agg(pl.col("hit").any())
+        .group_by([*keys, "alternative"]).agg(pl.col("hit").all())
+        .group_by(keys).agg(pl.col("hit").any())
+        .filter(pl.col("hit"))
+        .select(keys)
+    )
+
+
+def _claim_matches(
+    claims: pl.DataFrame,
+    claim_terms: pl.DataFrame,
+    runs: pl.DataFrame,
+    items: pl.DataFrame,
+    judge: ClaimJudge | None = None,
+) -> pl.DataFrame:
+    answered = runs.filter(pl.col("has_response")).select("run_id", "task_id")
+    run_items = items.join(answered, on="run_id", how="inner")
+    matched = _matched_texts(claim_terms, claims, run_items)
+    found = (
+        run_items.join(matched, on=["task_id", "field", "norm"], how="inner")
+        .select("run_id", "claim_id").unique().with_columns(found=pl.lit(True))
+    )
+    out = (
+        answered.join(claims.select("task_id", "claim_id", "role", "calibration", "text"),
+                      on="task_id", how="inner")
+        .join(found, on=["run_id", "claim_id"], how="left")
+        .with_columns(found=pl.col("found").fill_null(False), method=pl.lit(DETERMINISTIC))
+    )
+    if judge is not None:
+        out = _ask_judge(out, run_items, judge)
+    return out.select("run_id", "task_id", "claim_id", "role", "calibration", "found", "method")
+
+
+def _ask_judge(matches: pl.DataFrame, run_items: pl.DataFrame,
+               judge: ClaimJudge) -> pl.DataFrame:
+    missed = matches.filter(~pl.col("found"))
+    if missed.is_empty():
+        return matches
+    targets = (run_items.join(ROLE_FIELDS, on="field")
+               .filter(pl.col("norm") != "")
+               .group_by("run_id", "role").agg(pl.col("text")))
+    lookup = {(r, role): texts for r, role, texts in targets.iter_rows()}
+    decided = [
+        (run_id, claim_id, bool(judge(text, lookup.get((run_id, role), []))))
+        for run_id, claim_id, role, text in missed.select(
+            "run_id", "claim_id", "role", "text").iter_rows()
+    ]
+    verdicts = pl.DataFrame(decided, schema={"run_id": pl.String, "claim_id": pl.String,
+                                             "judged": pl.Boolean}, orient="row")
+    return matches.join(verdicts, on=["run_id", "claim_id"], how="left").with_columns(
+        found=pl.coalesce("judged", "found"),
+        method=pl.when(pl.col("judged").is_not_null())
+        .then(pl.lit(f"judge:{judge.name}")).otherwise(pl.col("method")),
+    ).drop("judged")
+
+
+def claim_matches(
+    claims: Frame,
+    claim_terms: Frame,
+    runs: Frame,
+    items: Frame,
+    judge: ClaimJudge | None = None,
+) -> Frame:
+    """Whether each run states each claim of its task (DESIGN.md §4 "Claim match").
+
+    Without patterns a claim is found when its tokens appear as a contiguous run in one target
+    text; with patterns, when some alternative has every term present in one target text, a
+    term being present when one of its synonyms appears as a contiguous token run. Only runs
+    with a response get rows.
+
+    Args:
+        claims: The ``claims`` frame.
+        claim_terms: The ``claim_terms`` frame.
+        runs: The ``runs`` frame.
+        items: The ``items`` frame.
+        judge: Optional fallback asked only about claims the deterministic match missed;
+            default None (deterministic only).
+
+    Returns:
+        run_id, task_id, claim_id, role, calibration, found, method (``deterministic`` or
+        ``judge:<name>``, whichever decided).
+    """
+    result = _claim_matches(to_polars(claims), to_polars(claim_terms), to_polars(runs),
+                            to_polars(items), judge)
+    return like(result, runs)
+
+
+def role_share(matches: pl.DataFrame, predicate: pl.Expr, name: str,
+                invert: bool = False) -> pl.DataFrame:
+    found = ~pl.col("found") if invert else pl.col("found")
+    return matches.filter(predicate).group_by("run_id").agg(
+        found.cast(pl.Float64).mean().alias(name),
+        pl.col("method").unique().sort().str.join("+").alias(f"{name}_method"),
+    )
+
+
+def _insight_scores(matches: pl.DataFrame, runs: pl.DataFrame,
+                    tasks: pl.DataFrame) -> pl.DataFrame:
+    shares = role_share(matches, pl.col("role") == "insight", "insight_quality")
+    silent = (runs.filter(~pl.col("has_response"))
+              .join(tasks.filter(pl.col("n_insights") > 0).select("task_id"), on="task_id")
+              .select("run_id", insight_quality=pl.lit(0.0),
+                      insight_quality_method=pl.lit("no_response")))
+    return pl.concat([shares, silent])
+
+
+def insight_scores(matches: Frame, runs: Frame, tasks: Frame) -> Frame:
+    """Per-run insight quality = share of the task's gold insights found (DESIGN.md §4).
+
+    Tasks without gold insights get no row (null); a run with no response scores 0.
+
+    Returns:
+        run_id, insight_quality, insight_quality_method.
+    """
+    result = _insight_scores(to_polars(matches), to_polars(runs), to_polars(tasks))
+    return like(result, runs)

@@ -1,0 +1,108 @@
+"""Composite scores and aggregation task -> track -> pack -> overall (DESIGN.md §4 "Aggregation").
+
+- task dimension = mean of its primary runs' non-null values (consistency is per task);
+- task composite = project weights over the non-null dimensions, renormalised; task rubric
+  score = the same with the task's own weights;
+- track and pack: dimension = mean of task dimensions, composite = mean of task composites;
+- overall: dimension = mean over all tasks; composite = project weights applied to the overall
+  dimensions (renormalised over the non-null).
+
+A dimension that cannot be computed is null, never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+from grade_kit.frames import Frame, like, to_polars
+from grade_kit.schema import DIMENSIONS, PROJECT_WEIGHTS, Dimension
+
+__all__ = ["aggregate_scores", "composite_expr", "task_scores"]
+
+PER_RUN = ("grounding_accuracy", "insight_quality", "evidence_linkage", "calibration",
+           "structure_usability")
+
+
+def composite_expr(weights: Mapping[Dimension, float] | Mapping[Dimension, pl.Expr]) -> pl.Expr:
+    """sum(w_d x d) / sum(w_d) over the non-null dimensions d; null when that sum of weights
+    is 0 (no dimension computed, or only zero-weighted ones)."""
+    numerator = pl.sum_horizontal(
+        [pl.col(d) * pl.lit(w) if not isinstance(w, pl.Expr) else pl.col(d) * w
+         for d, w in weights.items()]
+    )
+    denominator = pl.sum_horizontal(
+        [pl.when(pl.col(d).is_not_null()).then(w if isinstance(w, pl.Expr) else pl.lit(w))
+         .otherwise(0.0) for d, w in weights.items()]
+    )
+    return pl.when(denominator > 0).then(numerator / denominator).otherwise(None)
+
+
+def _task_scores(run_scores: pl.DataFrame, consistency: pl.DataFrame, tasks: pl.DataFrame,
+                 weights: pl.DataFrame) -> pl.DataFrame:
+    grade_tasks = tasks.filter(pl.col("kind") == "grade").select("task_id", "track", "pack")
+    primary = run_scores.filter(pl.col("is_primary")).join(grade_tasks, on="task_id")
+    per_task = primary.group_by("setup", "task_id", "track", "pack").agg(
+        pl.len().cast(pl.Int64).alias("runs"), *[pl.col(d).mean() for d in PER_RUN]
+    )
+    per_task = per_task.join(
+        consistency.select("setup", "task_id", "consistency"), on=["setup", "task_id"],
+        how="left",
+    )
+    wide_weights = weights.group_by("task_id").agg(
+        [pl.col("weight").filter(pl.col("dimension") == d).first().alias(f"w_{d}")
+         for d in DIMENSIONS]
+    )
+    per_task = per_task.join(wide_weights, on="task_id", how="left")
+    return per_task.with_columns(
+        composite=composite_expr(PROJECT_WEIGHTS),
+        rubric_score=composite_expr({d: pl.col(f"w_{d}") for d in DIMENSIONS}),
+    ).select("setup", "task_id", "track", "pack", "runs", *DIMENSIONS, "composite",
+             "rubric_score").sort("setup", "task_id")
+
+
+def task_scores(run_scores: Frame, consistency: Frame, tasks: Frame, weights: Frame) -> Frame:
+    """Per (setup, GRADE task): the six dimensions, composite and rubric score.
+
+    Args:
+        run_scores: Per-run scores (run_id, setup, task_id, is_primary and the five per-run
+            dimensions), as returned by :func:`grade_kit.grade.run_scores`.
+        consistency: Per (setup, task) consistency (:func:`consistency_scores`).
+        tasks: The ``tasks`` frame; plain tasks are left out.
+        weights: The ``weights`` frame (the tasks' rubric weights).
+
+    Returns:
+        setup, task_id, track, pack, runs (primary runs scored), the six dimensions,
+        composite, rubric_score.
+    """
+    result = _task_scores(to_polars(run_scores), to_polars(consistency), to_polars(tasks),
+                          to_polars(weights))
+    return like(result, run_scores)
+
+
+def _aggregate(per_task: pl.DataFrame, level: str) -> pl.DataFrame:
+    keys = ["setup"] if level == "overall" else ["setup", level]
+    out = per_task.group_by(keys).agg(
+        pl.len().cast(pl.Int64).alias("tasks"),
+        *[pl.col(d).mean() for d in DIMENSIONS],
+        pl.col("composite").mean(),
+    )
+    if level == "overall":
+        out = out.with_columns(composite=composite_expr(PROJECT_WEIGHTS))
+    return out.sort(keys)
+
+
+def aggregate_scores(task_scores: Frame, level: str) -> Frame:
+    """Aggregate task scores to ``track``, ``pack`` or ``overall`` per setup.
+
+    Track and pack: each dimension is the mean of the task dimensions, the composite the mean
+    of the task composites. Overall: each dimension is the mean over all tasks, the composite
+    the project weights applied to those overall dimensions (renormalised over non-null).
+
+    Returns:
+        setup, [track | pack,] tasks, the six dimensions, composite.
+    """
+    if level not in ("track", "pack", "overall"):
+        raise ValueError(f"level must be track, pack or overall, not {level!r}")
+    return like(_aggregate(to_polars(task_scores), level), task_scores)

@@ -1,0 +1,224 @@
+"""Consistency across repeats (DESIGN.md §4 "Consistency").
+
+Per (setup, task), over its primary runs in repeat order. A run with no response counts as a run
+with no findings and no metrics; with fewer than 2 runs every sub-metric is null.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from itertools import combinations
+
+import polars as pl
+
+from grade_kit.frames import Frame, like, to_polars
+
+__all__ = [
+    "CONSISTENCY_WEIGHTS",
+    "cluster_findings",
+    "consistency_scores",
+    "finding_stability",
+    "kendall_tau_b",
+    "metric_variance",
+    "ranking_stability",
+]
+
+CONSISTENCY_WEIGHTS = {"finding_stability": 0.5, "ranking_stability": 0.3,
+                       "metric_variance": 0.2}
+"""DESIGN.md §4: consistency = 0.5, 0.3, 0.2 weighted mean of the non-null sub-metrics."""
+
+TOP_K = 3
+"""DESIGN.md §4: top-3 = first three non-empty key findings."""
+
+
+def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Kendall's tau-b of two paired sequences (ties corrected).
+
+    tau_b = (concordant - discordant) / sqrt((n0 - ties_x) (n0 - ties_y)), n0 = n(n-1)/2.
+
+    Returns:
+        tau_b in [-1, 1], or None when fewer than 2 pairs or either side is all ties.
+    """
+    n = len(x)
+    if n != len(y):
+        raise ValueError("x and y must have the same length")
+    concordant = discordant = ties_x = ties_y = 0
+    for i, j in combinations(range(n), 2):
+        dx = x[i] - x[j]
+        dy = y[i] - y[j]
+        if dx == 0:
+            ties_x += 1
+        if dy == 0:
+            ties_y += 1
+        if dx * dy > 0:
+            concordant += 1
+        elif dx * dy < 0:
+            discordant += 1
+    n0 = n * (n - 1) // 2
+    denominator = math.sqrt((n0 - ties_x) * (n0 - ties_y))
+    if denominator == 0:
+        return None
+    return (concordant - discordant) / denominator
+
+
+def cluster_findings(runs: Sequence[Sequence[frozenset[str]]]) -> list[list[int]]:
+    """Greedy clustering of top-3 findings in run order (DESIGN.md §4).
+
+    A finding joins the first cluster whose *first* finding has token-set Jaccard >= 0.50 with
+    it, else it opens a new cluster.
+
+    Args:
+        runs: Per run (in repeat order), the token sets of its top-3 findings.
+
+    Returns:
+        Per run, the cluster index of each of its findings.
+    """
+    heads: list[frozenset[str]] = []
+    out: list[list[int]] = []
+    for findings in runs:
+        assigned = []
+        for tokens in findings:
+            for index, head in enumerate(heads):
+                # Jaccard >= 0.5  <=>  2 |a ∩ b| >= |a ∪ b|, exact in integers.
+                if 2 * len(tokens & head) >= len(tokens | head):
+                    assigned.append(index)
+                    break
+            else:
+                heads.append(tokens)
+                assigned.append(len(heads) - 1)
+        out.append(assigned)
+    return out
+
+
+def finding_stability(assignments: Sequence[Sequence[int]]) -> float | None:
+    """Mean over clusters of (runs with a top-3 finding in the cluster / runs).
+
+    Returns:
+        The stability, or None with fewer than 2 runs or no findings at all.
+    """
+    n_runs = len(assignments)
+    clusters = sorted({c for run in assignments for c in run})
+    if n_runs < 2 or not clusters:
+        return None
+    shares = [sum(1 for run in assignments if c in run) / n_runs for c in clusters]
+    return math.fsum(shares) / len(shares)
+
+
+def ranking_stability(assignments: Sequence[Sequence[int]]) -> float | None:
+    """Mean over run pairs sharing >= 2 clusters of (tau_b + 1) / 2 (DESIGN.md §4).
+
+    A run's position for a cluster is the position of its first finding in it; tau_b is taken
+    over the shared clusters' positions. Pairs sharing fewer than 2 clusters are skipped.
+
+    Returns:
+        The stability, or None when no pair qualifies.
+    """
+    positions = []
+    for run in assignments:
+        first: dict[int, int] = {}
+        for position, cluster in enumerate(run):
+            first.setdefault(cluster, position)
+        positions.append(first)
+    values = []
+    for a, b in combinations(positions, 2):
+        shared = sorted(set(a) & set(b))
+        if len(shared) < 2:
+            continue
+        tau = kendall_tau_b([a[c] for c in shared], [b[c] for c in shared])
+        if tau is not None:
+            values.append((tau + 1) / 2)
+    return math.fsum(values) / len(values) if values else None
+
+
+def metric_variance(values_by_key: Mapping[str, Sequence[float]]) -> float | None:
+    """Mean over metric keys numeric in >= 2 runs of 1 / (1 + CV) (DESIGN.md §4).
+
+    CV = population std / |mean|; mean 0 with std 0 gives CV 0, mean 0 otherwise scores 0.
+
+    Args:
+        values_by_key: Per structured_metrics key, its parsed numeric values (one per run
+            where it parsed).
+
+    Returns:
+        The score, or None when no key is numeric in 2 or more runs.
+    """
+    scores = []
+    for values in values_by_key.values():
+        n = len(values)
+        if n < 2:
+            continue
+        mean = math.fsum(values) / n
+        std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / n)
+        if mean == 0:
+            scores.append(1.0 if std == 0 else 0.0)
+        else:
+            scores.append(1.0 / (1.0 + std / abs(mean)))
+    return math.fsum(scores) / len(scores) if scores else None
+
+
+def weighted_consistency(parts: dict[str, float | None]) -> float | None:
+    """0.5 / 0.3 / 0.2 weighted mean of the non-null sub-metrics, weights renormalised."""
+    present = {k: v for k, v in parts.items() if v is not None}
+    total = math.fsum(CONSISTENCY_WEIGHTS[k] for k in present)
+    if not present or total == 0:
+        return None
+    return math.fsum(CONSISTENCY_WEIGHTS[k] * v for k, v in present.items()) / total
+
+
+def _consistency_scores(runs: pl.DataFrame, items: pl.DataFrame,
+                        metrics: pl.DataFrame) -> pl.DataFrame:
+    primary = runs.filter(pl.col("is_primary")).select("run_id", "setup", "task_id", "repeat")
+    top = (
+        items.filter((pl.col("field") == "finding") & (pl.col("norm") != ""))
+        .sort("run_id", "position")
+        .group_by("run_id", maintain_order=True).head(TOP_K)
+        .group_by("run_id").agg(pl.col("norm"))
+    )
+    nums = (metrics.filter(pl.col("num").is_not_null())
+            .group_by("run_id").agg(pl.col("key"), pl.col("num")))
+    grouped = (
+        primary.join(top, on="run_id", how="left").join(nums, on="run_id", how="left")
+        .sort("setup", "task_id", "repeat")
+        .group_by("setup", "task_id", maintain_order=True)
+        .agg(pl.col("run_id"), pl.col("norm"), pl.col("key"), pl.col("num"))
+    )
+    rows = []
+    for setup, task_id, run_ids, norms, keys, nums_ in grouped.iter_rows():
+        n_runs = len(run_ids)
+        top3 = [[frozenset(n.split(" ")) for n in (ns or [])] for ns in norms]
+        by_key: dict[str, list[float]] = {}
+        for ks, vs in zip(keys, nums_, strict=True):
+            for k, v in zip(ks or [], vs or [], strict=True):
+                by_key.setdefault(k, []).append(v)
+        if n_runs < 2:
+            fs = rs = mv = None
+        else:
+            assignments = cluster_findings(top3)
+            fs = finding_stability(assignments)
+            rs = ranking_stability(assignments)
+            mv = metric_variance(by_key)
+        parts = {"finding_stability": fs, "ranking_stability": rs, "metric_variance": mv}
+        rows.append((setup, task_id, n_runs, fs, rs, mv, weighted_consistency(parts)))
+    return pl.DataFrame(
+        rows, orient="row",
+        schema={"setup": pl.String, "task_id": pl.String, "runs": pl.Int64,
+                "finding_stability": pl.Float64, "ranking_stability": pl.Float64,
+                "metric_variance": pl.Float64, "consistency": pl.Float64},
+    )
+
+
+def consistency_scores(runs: Frame, items: Frame, metrics: Frame) -> Frame:
+    """Consistency per (setup, task) over its primary runs in repeat order (DESIGN.md §4).
+
+    Args:
+        runs: The ``runs`` frame; only primary runs are used (re-runs never count).
+        items: The ``items`` frame (key findings are read from it).
+        metrics: The ``metrics`` frame (numeric values are read from it).
+
+    Returns:
+        setup, task_id, runs, finding_stability, ranking_stability, metric_variance,
+        consistency; every score null with fewer than 2 runs.
+    """
+    result = _consistency_scores(to_polars(runs), to_polars(items), to_polars(metrics))
+    return like(result, runs)

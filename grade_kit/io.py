@@ -1,0 +1,434 @@
+"""Load tasks, runs, judgements and grades, keeping every bad record with file, line and field.
+
+DESIGN.md §3: bad input anywhere gives a clear error naming file, line and field; the good
+records go on; the bad ones are kept verbatim (:func:`write_rejects`) and counted in the report.
+Nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from grade_kit.schema import Grade, Judgement, Reject, Run, Task
+
+__all__ = [
+    "InputError",
+    "Loaded",
+    "Rejected",
+    "find_packs_dir",
+    "load_grades",
+    "load_judgements",
+    "load_runs",
+    "load_tasks",
+    "write_rejects",
+]
+
+TASK_SUFFIXES = (".yaml", ".yml", ".json")
+Model = TypeVar("Model", bound=BaseModel)
+T = TypeVar("T")
+
+
+class InputError(Exception):
+    """An input that cannot be read at all (missing file or folder)."""
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A rejected record: its source file, 1-based line (None for a whole file), field, reason
+    and the record verbatim."""
+
+    source: str
+    line: int | None
+    field: str | None
+    error: str
+    raw: str
+
+    def message(self) -> str:
+        """``file:line: field 'x': reason``, the form every error is shown in."""
+        where = self.source if self.line is None else f"{self.source}:{self.line}"
+        what = f"field '{self.field}': " if self.field else ""
+        return f"{where}: {what}{self.error}"
+
+    def as_reject(self) -> Reject:
+        """The record as listed under ``rejected`` in results.json (without the raw text)."""
+        return Reject(source=self.source, line=self.line, field=self.field, error=self.error)
+
+
+@dataclass
+class Loaded(Generic[T]):
+    """Records that loaded, with their source lines, and those that were rejected."""
+
+    records: list[T] = field(default_factory=list)
+    lines: list[int | None] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _loc(loc: Sequence[int | str]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _validation_reject(
+    source: str, line: int | None, raw: str, exc: ValidationError, prefix: str = ""
+) -> Rejected:
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    loc = _loc(first["loc"])
+    msg = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "missing":
+        msg = "missing required field"
+    elif "input" in first and first["type"] != "value_error":
+        msg = f"{msg} (got {json.dumps(first['input'], default=str)[:80]})"
+    if len(errors) > 1:
+        others = ", ".join(_loc(e["loc"]) or "record" for e in errors[1:4])
+        msg += f" (and {len(errors) - 1} more: {others})"
+    return Rejected(source, line, (prefix + loc) or None, msg, raw)
+
+
+def _iter_lines(path: Path) -> Iterator[tuple[int, str]]:
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    with path.open(encoding="utf-8", errors="surrogateescape") as handle:
+        for number, line in enumerate(handle, start=1):
+            text = line.rstrip("\n").rstrip("\r")
+            if text.strip():
+                yield number, text
+
+
+def _read_jsonl(
+    path: Path,
+    model: type[Model],
+    check: Callable[[Model, int, str], tuple[str | None, str] | None] | None = None,
+) -> Loaded[Model]:
+    """Validate each non-blank line of ``path`` as ``model``; ``check`` may reject more."""
+    out: Loaded[Model] = Loaded()
+    source = str(path)
+    for number, text in _iter_lines(path):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            out.rejected.append(
+                Rejected(source, number, None, f"malformed JSON: {exc.msg} (column {exc.colno})",
+                         text)
+            )
+            continue
+        if not isinstance(data, dict):
+            out.rejected.append(
+                Rejected(source, number, None, "a record must be a JSON object", text)
+            )
+            continue
+        try:
+            record = model.model_validate(data)
+        except ValidationError as exc:
+            out.rejected.append(_validation_reject(source, number, text, exc))
+            continue
+        if check is not None:
+            problem = check(record, number, text)
+            if problem is not None:
+                out.rejected.append(Rejected(source, number, problem[0], problem[1], text))
+                continue
+        out.records.append(record)
+        out.lines.append(number)
+    return out
+
+
+def write_rejects(path: Path, rejected: Sequence[Rejected]) -> Path:
+    """Write rejected records as JSONL: ``{source, line, field, error, raw}``, raw verbatim."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for item in rejected:
+            handle.write(
+                json.dumps(
+                    {"source": item.source, "line": item.line, "field": item.field,
+                     "error": item.error, "raw": item.raw},
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
+    return path
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+def find_packs_dir(tasks_path: Path) -> Path | None:
+    """Where the packs' ground_truth.json files are looked for when no folder is given.
+
+    Tried in order: ``<tasks>/../packs`` and ``<tasks>/packs`` (for a tasks file, its folder
+    stands for ``<tasks>``). Returns the first that exists, else None.
+    """
+    base = tasks_path if tasks_path.is_dir() else tasks_path.parent
+    for candidate in (base.parent / "packs", base / "packs"):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def _yaml_line(text: str, loc: Sequence[int | str]) -> int | None:
+    """1-based line of the node at ``loc`` in a YAML/JSON document, best effort."""
+    try:
+        node: Any = yaml.compose(text)
+    except yaml.YAMLError:
+        return None
+    line = None if node is None else node.start_mark.line + 1
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = [v for k, v in node.value if getattr(k, "value", None) == part]
+            if not match:
+                break
+            node = match[0]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                break
+            node = node.value[part]
+        else:
+            break
+        line = node.start_mark.line + 1
+    return line
+
+
+def _lookup(data: Any, dotted: str) -> Any:
+    if isinstance(data, dict) and dotted in data:
+        return data[dotted]
+    node = data
+    for part in dotted.split("."):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            raise KeyError(dotted)
+    return node
+
+
+def _task_sources(path: Path) -> Iterator[tuple[str, int | None, str, str]]:
+    """(source, line, text, format) of every task record under ``path``."""
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.suffix.lower() in TASK_SUFFIXES
+                       and p.is_file() and "packs" not in p.relative_to(path).parts)
+        for file in files:
+            yield str(file), None, file.read_text(encoding="utf-8"), file.suffix.lower()
+    elif path.is_file() and path.suffix.lower() == ".jsonl":
+        for number, text in _iter_lines(path):
+            yield str(path), number, text, ".jsonl"
+    elif path.is_file() and path.suffix.lower() in TASK_SUFFIXES:
+        yield str(path), None, path.read_text(encoding="utf-8"), path.suffix.lower()
+    else:
+        raise InputError(f"{path}: not a tasks folder, task file or JSONL file")
+
+
+def load_tasks(path: Path | str, packs: Path | str | None = None) -> Loaded[Task]:
+    """Load tasks from a folder of YAML/JSON files (one task each, recursive) or a JSONL file.
+
+    ``ground_truth: "dotted.key"`` in a gold fact is resolved from
+    ``<packs>/<pack>/ground_truth.json`` (``packs`` defaults to :func:`find_packs_dir`).
+    A file or line is rejected, naming file, line and field, when it is not valid YAML/JSON,
+    fails the Task model (weights off 1 by more than 1e-6, a claim text or synonym with no
+    token, ...), names a ground_truth key its pack lacks, or repeats an earlier task_id.
+
+    Args:
+        path: Folder of task files, one task file, or a JSONL file of tasks.
+        packs: Folder holding one sub-folder per pack; default: found next to ``path``.
+
+    Returns:
+        The loaded tasks (in file order) with their rejects and warnings.
+    """
+    path = Path(path)
+    packs_dir = Path(packs) if packs is not None else find_packs_dir(path)
+    truth_cache: dict[str, Any] = {}
+    out: Loaded[Task] = Loaded()
+    seen: dict[str, str] = {}
+    known = set(Task.model_fields) | {"reference_answer"}
+    for source, line, text, fmt in _task_sources(path):
+        try:
+            data = json.loads(text) if fmt in (".json", ".jsonl") else yaml.safe_load(text)
+        except (json.JSONDecodeError, yaml.YAMLError) as exc:
+            kind = "JSON" if fmt in (".json", ".jsonl") else "YAML"
+            out.rejected.append(Rejected(source, line, None, f"malformed {kind}: {exc}", text))
+            continue
+        if not isinstance(data, dict):
+            out.rejected.append(Rejected(source, line, None, "a task must be a mapping", text))
+            continue
+        try:
+            task = Task.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]["loc"]
+            at = line if line is not None else _yaml_line(text, first)
+            out.rejected.append(_validation_reject(source, at, text, exc))
+            continue
+        problem = _resolve_ground_truth(task, data, packs_dir, truth_cache)
+        if problem is not None:
+            fld, msg = problem
+            at = line if line is not None else _yaml_line(text, _split_loc(fld))
+            out.rejected.append(Rejected(source, at, fld, msg, text))
+            continue
+        if task.task_id in seen:
+            out.rejected.append(Rejected(
+                source, line, "task_id",
+                f"duplicate task_id {task.task_id!r} (first in {seen[task.task_id]})", text))
+            continue
+        seen[task.task_id] = source if line is None else f"{source}:{line}"
+        unknown = sorted(set(data) - known)
+        if unknown:
+            where = source if line is None else f"{source}:{line}"
+            out.warnings.append(f"{where}: unknown task field(s) kept but unused: {unknown}")
+        out.records.append(task)
+        out.lines.append(line)
+    return out
+
+
+def _split_loc(dotted: str) -> list[int | str]:
+    parts: list[int | str] = []
+    for chunk in dotted.replace("]", "").split("."):
+        name, *idx = chunk.split("[")
+        parts.append(name)
+        parts.extend(int(i) for i in idx)
+    return parts
+
+
+def _resolve_ground_truth(
+    task: Task, data: dict[str, Any], packs_dir: Path | None, cache: dict[str, Any]
+) -> tuple[str, str] | None:
+    """Fill each ``ground_truth`` fact's value from its pack; (field, error) on failure."""
+    for index, fact in enumerate(task.gold_facts):
+        if fact.ground_truth is None:
+            continue
+        fld = f"gold_facts[{index}].ground_truth"
+        if packs_dir is None:
+            return fld, "ground_truth needs the packs folder (none found; pass --packs)"
+        pack = str(task.pack)
+        if pack not in cache:
+            truth_file = packs_dir / pack / "ground_truth.json"
+            if not truth_file.is_file():
+                return fld, f"pack {pack!r} has no ground truth at {truth_file}"
+            cache[pack] = json.loads(truth_file.read_text(encoding="utf-8"))
+        try:
+            value = _lookup(cache[pack], fact.ground_truth)
+        except KeyError:
+            return fld, f"ground_truth key {fact.ground_truth!r} is not in pack {pack!r}"
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            return fld, (f"ground_truth key {fact.ground_truth!r} holds "
+                         f"{type(value).__name__}, not a number or string")
+        fact.value = value
+    return None
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def load_runs(path: Path | str, tasks: Sequence[Task] | None = None) -> Loaded[Run]:
+    """Load run records (one attempt per JSONL line, DESIGN.md §3).
+
+    Rejected, naming the line and field: malformed JSON; a missing or mistyped field; a naive
+    timestamp; a delivered run without a response; a task_id not among ``tasks``; a run_id
+    seen before (the first stands); a second primary attempt for a (setup, task, repeat) slot
+    already filled; a re-run whose ``attempt_of`` names no accepted run of the same slot.
+
+    Args:
+        path: The JSONL file.
+        tasks: The loaded tasks; when None, task ids are not checked.
+
+    Returns:
+        Accepted runs in file order, their lines, and the rejects.
+    """
+    path = Path(path)
+    task_ids = None if tasks is None else {t.task_id for t in tasks}
+    seen_ids: dict[str, int] = {}
+    slots: dict[tuple[str, str, int], tuple[str, int]] = {}
+
+    def check(run: Run, line: int, _text: str) -> tuple[str | None, str] | None:
+        if task_ids is not None and run.task_id not in task_ids:
+            return "task_id", f"unknown task {run.task_id!r}"
+        if run.run_id in seen_ids:
+            first = seen_ids[run.run_id]
+            return "run_id", f"duplicate run_id {run.run_id!r} (first on line {first})"
+        if run.attempt_of is None:
+            slot = (run.setup, run.task_id, run.repeat)
+            if slot in slots:
+                first_id, first_line = slots[slot]
+                return "attempt_of", (
+                    f"second primary attempt for setup {run.setup!r}, task {run.task_id!r}, "
+                    f"repeat {run.repeat} (run {first_id!r} on line {first_line} fills it; "
+                    "a re-run must name it in attempt_of)"
+                )
+            slots[slot] = (run.run_id, line)
+        seen_ids[run.run_id] = line
+        return None
+
+    loaded = _read_jsonl(path, Run, check)
+    # Second pass: a re-run must name an accepted run of the same slot.
+    by_id = {run.run_id: run for run in loaded.records}
+    out: Loaded[Run] = Loaded(rejected=loaded.rejected)
+    texts = None
+    for run, line in zip(loaded.records, loaded.lines, strict=True):
+        target = by_id.get(run.attempt_of) if run.attempt_of is not None else None
+        if run.attempt_of is not None and (
+            target is None
+            or (target.setup, target.task_id, target.repeat)
+            != (run.setup, run.task_id, run.repeat)
+            or target.run_id == run.run_id
+        ):
+            if texts is None:
+                texts = dict(_iter_lines(path))
+            why = ("names no accepted run" if target is None or target.run_id == run.run_id
+                   else "names a run of another setup, task or repeat")
+            out.rejected.append(Rejected(
+                str(path), line, "attempt_of", f"attempt_of {run.attempt_of!r} {why}",
+                texts.get(line or 0, "")))
+            continue
+        out.records.append(run)
+        out.lines.append(line)
+    out.rejected.sort(key=lambda r: (r.source, r.line or 0))
+    return out
+
+
+def load_judgements(path: Path | str, runs: Sequence[Run] | None = None) -> Loaded[Judgement]:
+    """Load recorded judgements; unknown run_id or a repeated (run_id, dimension) is rejected."""
+    run_ids = None if runs is None else {r.run_id for r in runs}
+    seen: dict[tuple[str, str], int] = {}
+
+    def check(j: Judgement, line: int, _text: str) -> tuple[str | None, str] | None:
+        if run_ids is not None and j.run_id not in run_ids:
+            return "run_id", f"unknown run {j.run_id!r}"
+        key = (j.run_id, j.dimension)
+        if key in seen:
+            return "dimension", (f"second {j.dimension} judgement for run {j.run_id!r} "
+                                 f"(first on line {seen[key]})")
+        seen[key] = line
+        return None
+
+    return _read_jsonl(Path(path), Judgement, check)
+
+
+def load_grades(path: Path | str, runs: Sequence[Run] | None = None) -> Loaded[Grade]:
+    """Load grades; unknown run_id is rejected, and a second grade for a run is an error that
+    names both lines (the first stands)."""
+    run_ids = None if runs is None else {r.run_id for r in runs}
+    seen: dict[str, int] = {}
+
+    def check(g: Grade, line: int, _text: str) -> tuple[str | None, str] | None:
+        if run_ids is not None and g.run_id not in run_ids:
+            return "run_id", f"unknown run {g.run_id!r}"
+        if g.run_id in seen:
+            return "run_id", (f"duplicate grade for run {g.run_id!r} on lines "
+                              f"{seen[g.run_id]} and {line}")
+        seen[g.run_id] = line
+        return None
+
+    return _read_jsonl(Path(path), Grade, check)

@@ -1,0 +1,212 @@
+"""results.json, the Markdown scorecard, per-run Parquet and the rejects file (DESIGN.md §5)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from grade_kit.evaluate import Evaluation
+from grade_kit.grade import GradeScores, long_scores
+from grade_kit.io import Rejected, write_rejects
+from grade_kit.schema import (
+    DIMENSIONS,
+    PROJECT_WEIGHTS,
+    Aggregate,
+    DimensionScores,
+    Results,
+    SetupResults,
+    TaskScore,
+)
+
+__all__ = ["build_results", "scorecard_markdown", "write_outputs"]
+
+SHORT = {
+    "grounding_accuracy": "ground",
+    "insight_quality": "insight",
+    "evidence_linkage": "evidence",
+    "calibration": "calib",
+    "consistency": "consist",
+    "structure_usability": "struct",
+}
+
+
+def _clean(value: Any) -> float | None:
+    if value is None:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _dims(row: dict[str, Any]) -> DimensionScores:
+    return DimensionScores(**{d: _clean(row.get(d)) for d in DIMENSIONS})
+
+
+def _aggregate(row: dict[str, Any]) -> Aggregate:
+    return Aggregate(composite=_clean(row["composite"]), dimensions=_dims(row),
+                     tasks=int(row["tasks"]))
+
+
+def build_results(scores: GradeScores, setups: Sequence[str],
+                  rejected: Sequence[Rejected] = ()) -> Results:
+    """Assemble results.json's GRADE part from the scored frames.
+
+    Args:
+        scores: The GRADE frames (:func:`grade_kit.grade.grade_scores`).
+        setups: Every setup seen in the runs (a setup with no GRADE task still gets an entry,
+            with null dimensions and ``tasks: 0``).
+        rejected: Everything rejected while loading.
+    """
+    out: dict[str, SetupResults] = {}
+    for setup in sorted(setups):
+        overall_rows = scores.overall.filter(pl.col("setup") == setup).to_dicts()
+        overall = (_aggregate(overall_rows[0]) if overall_rows
+                   else Aggregate(composite=None, dimensions=DimensionScores(), tasks=0))
+        tracks = {str(r["track"]): _aggregate(r)
+                  for r in scores.tracks.filter(pl.col("setup") == setup).to_dicts()}
+        packs = {str(r["pack"]): _aggregate(r)
+                 for r in scores.packs.filter(pl.col("setup") == setup).to_dicts()}
+        tasks = {
+            str(r["task_id"]): TaskScore(composite=_clean(r["composite"]),
+                                         rubric_score=_clean(r["rubric_score"]),
+                                         dimensions=_dims(r), runs=int(r["runs"]))
+            for r in scores.tasks.filter(pl.col("setup") == setup).to_dicts()
+        }
+        out[setup] = SetupResults(overall=overall, tracks=tracks, packs=packs, tasks=tasks)
+    return Results(setups=out, rejected=[r.as_reject() for r in rejected])
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+    lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows]
+    return lines
+
+
+def _dim_row(agg: Aggregate) -> list[Any]:
+    d = agg.dimensions.model_dump()
+    return [agg.composite, *[d[k] for k in DIMENSIONS], agg.tasks]
+
+
+def scorecard_markdown(results: Results, scores: GradeScores, evaluation: Evaluation,
+                       weakest: int = 5, rejects_file: str = "rejects.jsonl") -> str:
+    """A scorecard a practitioner can scan: the leaderboard, per-track and per-pack tables,
+    the weakest tasks per setup, and every rejected input.
+
+    Args:
+        results: The results being written.
+        scores: The GRADE frames behind them.
+        evaluation: The loaded evaluation (for counts, sources and warnings).
+        weakest: How many weakest tasks to list per setup; default 5.
+        rejects_file: Name of the rejects file to point to.
+    """
+    dims_header = [SHORT[d] for d in DIMENSIONS]
+    lines = ["# GRADE scorecard", ""]
+    n_grade = sum(1 for t in evaluation.tasks if t.kind == "grade")
+    primary = sum(1 for r in evaluation.runs if r.attempt_of is None)
+    lines += [
+        f"- Inputs: {', '.join(f'{k} `{v}`' for k, v in evaluation.sources.items())}",
+        f"- {len(evaluation.tasks)} tasks loaded ({n_grade} GRADE, "
+        f"{len(evaluation.tasks) - n_grade} plain); {len(evaluation.runs)} runs loaded "
+        f"({primary} primary, {len(evaluation.runs) - primary} re-runs, never scored in place "
+        f"of the attempt they repeat); {len(evaluation.judgements)} judgements.",
+        f"- **{len(results.rejected)} input records rejected** (see below and "
+        f"`{rejects_file}`).",
+        "- Composite = project weights "
+        + ", ".join(f"{SHORT[d]} {w:.2f}" for d, w in PROJECT_WEIGHTS.items())
+        + ", renormalised over the dimensions that could be computed. "
+        "— marks a dimension that cannot be computed (never counted as 0).",
+        "",
+        "## Leaderboard (overall)",
+        "",
+    ]
+    ranked = sorted(results.setups.items(),
+                    key=lambda kv: -1.0 if kv[1].overall.composite is None
+                    else -kv[1].overall.composite)
+    lines += _table(["setup", "composite", *dims_header, "tasks"],
+                    [[name, *_dim_row(s.overall)] for name, s in ranked
+                     if s.overall.composite is not None] +
+                    [[name, *_dim_row(s.overall)] for name, s in ranked
+                     if s.overall.composite is None])
+    for title, attr in (("track", "tracks"), ("pack", "packs")):
+        lines += ["", f"## By {title}", ""]
+        rows = []
+        for name, s in ranked:
+            for key, agg in sorted(getattr(s, attr).items()):
+                rows.append([name, key, *_dim_row(agg)])
+        lines += _table(["setup", title, "composite", *dims_header, "tasks"], rows)
+    lines += ["", f"## Weakest tasks (lowest composite, {weakest} per setup)", ""]
+    rows = []
+    for name, _ in ranked:
+        per_setup = (scores.tasks.filter(pl.col("setup") == name)
+                     .filter(pl.col("composite").is_not_null())
+                     .sort("composite", "task_id").head(weakest))
+        for r in per_setup.to_dicts():
+            present: dict[str, float] = {d: float(r[d]) for d in DIMENSIONS
+                                         if r[d] is not None}
+            low = min(present, key=lambda d: present[d]) if present else ""
+            rows.append([name, r["task_id"], r["track"], r["composite"], r["rubric_score"],
+                         f"{SHORT[low]} {present[low]:.3f}" if low else "—", r["runs"]])
+    lines += _table(["setup", "task", "track", "composite", "rubric", "weakest dimension",
+                     "runs"], rows)
+    lines += ["", "## Rejected input", ""]
+    if not results.rejected:
+        lines.append("None: every record loaded.")
+    else:
+        shown = results.rejected[:50]
+        lines += _table(["source", "line", "field", "error"],
+                        [[Path(r.source).name, r.line, r.field, r.error.replace("|", "\\|")]
+                         for r in shown])
+        if len(results.rejected) > len(shown):
+            lines.append(f"\n… and {len(results.rejected) - len(shown)} more in "
+                         f"`{rejects_file}`.")
+    if evaluation.warnings:
+        lines += ["", "## Warnings", ""] + [f"- {w}" for w in evaluation.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(out_dir: Path | str, evaluation: Evaluation,
+                  scores: GradeScores) -> dict[str, Path]:
+    """Write results.json, scorecard.md, scores.parquet (per-run, long), run_scores.parquet
+    (per-run, wide) and rejects.jsonl under ``out_dir``.
+
+    Returns:
+        The written paths by name.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    setups = sorted(set(evaluation.data.runs.get_column("setup").to_list()))
+    results = build_results(scores, setups, evaluation.rejected)
+    paths = {
+        "results": out / "results.json",
+        "scorecard": out / "scorecard.md",
+        "scores": out / "scores.parquet",
+        "run_scores": out / "run_scores.parquet",
+        "rejects": out / "rejects.jsonl",
+    }
+    paths["results"].write_text(
+        json.dumps(results.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n",
+        encoding="utf-8")
+    paths["scorecard"].write_text(
+        scorecard_markdown(results, scores, evaluation, rejects_file=paths["rejects"].name),
+        encoding="utf-8")
+    per_run = scores.runs
+    long = long_scores(per_run).join(
+        per_run.select("run_id", "setup", "task_id", "repeat", "is_primary"), on="run_id")
+    long.select("run_id", "setup", "task_id", "repeat", "is_primary", "dimension", "score",
+                "method").write_parquet(paths["scores"])
+    per_run.write_parquet(paths["run_scores"])
+    write_rejects(paths["rejects"], evaluation.rejected)
+    return paths

@@ -1,0 +1,401 @@
+"""Pydantic models for every input and output contract (DESIGN.md §3 and §5).
+
+The JSON Schemas shipped in ``grade_kit/schemas/`` are generated from these models by
+:func:`write_json_schemas`; a test fails when a checked-in schema drifts from its model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from grade_kit.text import tokenize
+
+__all__ = [
+    "DIMENSIONS",
+    "PROJECT_WEIGHTS",
+    "WEIGHT_TOLERANCE",
+    "Aggregate",
+    "Claim",
+    "Dimension",
+    "DimensionScores",
+    "GoldFact",
+    "Grade",
+    "Judgement",
+    "Reject",
+    "Response",
+    "Results",
+    "Run",
+    "SetupResults",
+    "Task",
+    "TaskScore",
+    "ToolCall",
+    "parse_timestamp",
+    "write_json_schemas",
+]
+
+Dimension = Literal[
+    "grounding_accuracy",
+    "insight_quality",
+    "evidence_linkage",
+    "calibration",
+    "consistency",
+    "structure_usability",
+]
+DIMENSIONS: tuple[Dimension, ...] = (
+    "grounding_accuracy",
+    "insight_quality",
+    "evidence_linkage",
+    "calibration",
+    "consistency",
+    "structure_usability",
+)
+"""The six GRADE dimension keys, in the order of DESIGN.md §1."""
+
+PROJECT_WEIGHTS: dict[Dimension, float] = {
+    "grounding_accuracy": 0.35,
+    "insight_quality": 0.20,
+    "evidence_linkage": 0.15,
+    "calibration": 0.15,
+    "consistency": 0.10,
+    "structure_usability": 0.05,
+}
+"""Project weights of the composite (DESIGN.md §1)."""
+
+WEIGHT_TOLERANCE = 1e-6
+"""A task's weights must sum to 1 within this (DESIGN.md §3)."""
+
+
+def parse_timestamp(value: str) -> datetime:
+    """Parse an ISO 8601 timestamp that must carry a time zone.
+
+    Raises:
+        ValueError: when the string is not ISO 8601 or has no offset (a naive timestamp).
+    """
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise ValueError(f"not an ISO 8601 timestamp: {value!r}") from exc
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        raise ValueError(f"naive timestamp (no time zone): {value!r}")
+    return parsed
+
+
+def _aware(value: str) -> str:
+    parse_timestamp(value)
+    return value
+
+
+Timestamp = Annotated[str, AfterValidator(_aware)]
+"""An ISO 8601 timestamp string with a time zone, kept as given (offset preserved)."""
+
+
+def _has_token(text: str, what: str) -> str:
+    if not tokenize(text):
+        raise ValueError(f"{what} {text!r} has no token (letters or digits)")
+    return text
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+class Claim(BaseModel):
+    """A gold insight, required limitation or forbidden claim (DESIGN.md §3).
+
+    ``patterns`` is a list of alternatives; each alternative is a list of terms; a term is a
+    string whose ``|`` separates synonyms. Without patterns the claim's own tokens must appear
+    as a contiguous run.
+    """
+
+    id: str = Field(min_length=1)
+    text: str
+    patterns: list[list[str]] | None = None
+    calibration: bool = False
+
+    @field_validator("text")
+    @classmethod
+    def _text_has_token(cls, value: str) -> str:
+        return _has_token(value, "claim text")
+
+    @field_validator("patterns")
+    @classmethod
+    def _patterns_have_tokens(cls, value: list[list[str]] | None) -> list[list[str]] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("patterns is empty: give at least one alternative or omit it")
+        for alternative in value:
+            if not alternative:
+                raise ValueError("a pattern alternative has no term")
+            for term in alternative:
+                for synonym in term.split("|"):
+                    _has_token(synonym, "synonym")
+        return value
+
+
+class GoldFact(BaseModel):
+    """A gold fact: ``value`` directly, or ``ground_truth`` as a dotted key into the pack."""
+
+    id: str = Field(min_length=1)
+    metric: str = Field(min_length=1)
+    value: float | int | str | None = None
+    ground_truth: str | None = None
+    abs_tol: float | None = Field(default=None, ge=0)
+    rel_tol: float | None = Field(default=None, ge=0)
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _value_not_bool(cls, value: object) -> object:
+        if isinstance(value, bool):
+            raise ValueError("a gold value must be a number or a string, not a boolean")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError("a gold value must be finite")
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> GoldFact:
+        if (self.value is None) == (self.ground_truth is None):
+            raise ValueError("give exactly one of 'value' and 'ground_truth'")
+        return self
+
+
+class Task(BaseModel):
+    """One task file (DESIGN.md §3).
+
+    A GRADE task has ``weights`` (and usually gold facts and claims); a *plain* question has
+    none of weights, gold_facts, gold_insights, required_limitations and forbidden_claims,
+    counts in the standard's statistics and is left out of GRADE scores. Unknown top-level
+    fields are kept (``model_extra``) and reported as warnings by the loader, so a typo such
+    as ``gold_fact`` is seen without rejecting other tools' task files.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    task_id: str = Field(min_length=1)
+    track: int | None = Field(default=None, ge=1, le=5)
+    pack: str | None = None
+    prompt: str
+    reference: str | None = Field(
+        default=None, validation_alias=AliasChoices("reference", "reference_answer")
+    )
+    weights: dict[Dimension, float] | None = None
+    gold_facts: list[GoldFact] = Field(default_factory=list)
+    gold_insights: list[Claim] = Field(default_factory=list)
+    required_limitations: list[Claim] = Field(default_factory=list)
+    forbidden_claims: list[Claim] = Field(default_factory=list)
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    judge_guidance: dict[str, str] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def kind(self) -> Literal["grade", "plain"]:
+        """``grade`` for a GRADE task, ``plain`` for a plain question."""
+        return "plain" if self.weights is None else "grade"
+
+    @model_validator(mode="after")
+    def _check_grade_task(self) -> Task:
+        gold = (
+            self.gold_facts or self.gold_insights or self.required_limitations
+            or self.forbidden_claims
+        )
+        if self.weights is None:
+            if gold:
+                raise ValueError("a task with gold facts or claims needs 'weights'")
+            return self
+        if self.track is None or self.pack is None:
+            raise ValueError("a GRADE task (one with weights) needs 'track' and 'pack'")
+        if any(w < 0 or not math.isfinite(w) for w in self.weights.values()):
+            raise ValueError("weights must be finite and non-negative")
+        total = math.fsum(self.weights.values())
+        if abs(total - 1.0) > WEIGHT_TOLERANCE:
+            raise ValueError(
+                f"weights of task {self.task_id!r} sum to {total!r}, not 1 (within 1e-6)"
+            )
+        ids = [c.id for c in self.claims()]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"claim ids repeat within the task: {dupes}")
+        fact_ids = [f.id for f in self.gold_facts]
+        dupes = sorted({i for i in fact_ids if fact_ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"gold fact ids repeat within the task: {dupes}")
+        return self
+
+    def claims(self) -> list[Claim]:
+        """All claims of the task: insights, limitations, then forbidden claims."""
+        return [*self.gold_insights, *self.required_limitations, *self.forbidden_claims]
+
+
+# --------------------------------------------------------------------------- runs
+
+
+class ToolCall(BaseModel):
+    """One tool call; counted by unique ``id``."""
+
+    id: str
+    name: str
+    started: Timestamp | None = None
+    ended: Timestamp | None = None
+
+
+class Response(BaseModel):
+    """The answer in the response format of DESIGN.md §3."""
+
+    key_findings: list[str] = Field(default_factory=list)
+    limitations: list[str] = Field(default_factory=list)
+    recommendations: list[str] = Field(default_factory=list)
+    structured_metrics: dict[str, Any] = Field(default_factory=dict)
+    text: str = ""
+
+
+RunStatus = Literal["delivered", "timeout", "failed", "cancelled"]
+
+
+class Run(BaseModel):
+    """One attempt (one JSONL line of a run file, DESIGN.md §3)."""
+
+    run_id: str = Field(min_length=1)
+    setup: str = Field(min_length=1)
+    task_id: str = Field(min_length=1)
+    repeat: int = Field(ge=1)
+    attempt_of: str | None = None
+    status: RunStatus
+    error: str | None = None
+    events: dict[str, Timestamp | None] = Field(default_factory=dict)
+    response: Response | None = None
+    tool_calls: list[ToolCall] | None = None
+
+    @model_validator(mode="after")
+    def _delivered_has_response(self) -> Run:
+        if self.status == "delivered" and self.response is None:
+            raise ValueError("a delivered run needs a 'response'")
+        return self
+
+
+class Judgement(BaseModel):
+    """A recorded score for one judged dimension of one run."""
+
+    run_id: str = Field(min_length=1)
+    dimension: Literal["evidence_linkage", "structure_usability"]
+    score: float = Field(ge=0.0, le=1.0)
+    judge: str = Field(min_length=1)
+    reason: str | None = None
+
+
+class Grade(BaseModel):
+    """A grader's verdict on one run (at most one per run)."""
+
+    run_id: str = Field(min_length=1)
+    core_conclusion: Literal["correct", "material_error", "no_gradable_conclusion", "pending"]
+    request_fulfilment: Literal["full", "partial", "not_met", "pending"]
+    material_error: Literal["yes", "no", "pending"]
+    claim: str | None = None
+    evidence: str | None = None
+    effect: str | None = None
+    grader: str = Field(min_length=1)
+    reason: str | None = None
+
+
+# --------------------------------------------------------------------------- results
+
+
+class Reject(BaseModel):
+    """One rejected input record: where it was, which field, and why."""
+
+    source: str
+    line: int | None = None
+    field: str | None = None
+    error: str
+
+
+class DimensionScores(BaseModel):
+    """The six GRADE dimensions; null where a dimension cannot be computed (never 0)."""
+
+    grounding_accuracy: float | None = None
+    insight_quality: float | None = None
+    evidence_linkage: float | None = None
+    calibration: float | None = None
+    consistency: float | None = None
+    structure_usability: float | None = None
+
+
+class Aggregate(BaseModel):
+    """A track, pack or overall aggregate over ``tasks`` GRADE tasks."""
+
+    composite: float | None
+    dimensions: DimensionScores
+    tasks: int
+
+
+class TaskScore(BaseModel):
+    """One task's scores for one setup; ``runs`` counts its scored primary runs."""
+
+    composite: float | None
+    rubric_score: float | None
+    dimensions: DimensionScores
+    runs: int
+
+
+class SetupResults(BaseModel):
+    """Everything computed for one setup."""
+
+    overall: Aggregate
+    tracks: dict[str, Aggregate]
+    packs: dict[str, Aggregate]
+    tasks: dict[str, TaskScore]
+    grades: dict[str, Any] | None = None
+    timing: dict[str, Any] | None = None
+    tool_calls: dict[str, Any] | None = None
+
+
+class Results(BaseModel):
+    """The whole of results.json (DESIGN.md §5)."""
+
+    schema_version: str = "1"
+    generated_by: str = "grade_kit"
+    setups: dict[str, SetupResults]
+    common_subset: dict[str, Any] | None = None
+    rejected: list[Reject] = Field(default_factory=list)
+
+
+_SCHEMAS: dict[str, type[BaseModel]] = {
+    "task.schema.json": Task,
+    "run.schema.json": Run,
+    "judgement.schema.json": Judgement,
+    "grade.schema.json": Grade,
+    "results.schema.json": Results,
+}
+
+SCHEMA_DIR = Path(__file__).parent / "schemas"
+
+
+def json_schemas() -> dict[str, str]:
+    """The JSON Schema text of every contract, keyed by file name."""
+    return {
+        name: json.dumps(model.model_json_schema(), indent=2, sort_keys=True) + "\n"
+        for name, model in _SCHEMAS.items()
+    }
+
+
+def write_json_schemas(directory: Path = SCHEMA_DIR) -> list[Path]:
+    """Write the JSON Schemas generated from the models (default: ``grade_kit/schemas``)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in json_schemas().items():
+        path = directory / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written

@@ -1,0 +1,118 @@
+"""The one text normaliser, tokeniser and number parser that every matcher shares.
+
+DESIGN.md §4 "Text": Unicode NFKC, then Python's ``str.casefold``; tokens are runs of digits
+with an optional decimal part, or runs of letters (``[0-9]+(?:\\.[0-9]+)?|[^\\W\\d_]+``).
+Everything else separates tokens. A text is *empty* when it has no token.
+
+The normalised form of a text (``norm``) is its tokens joined by single spaces, so that "a
+contiguous run of tokens" becomes a substring test on space-padded ``norm`` strings
+(:func:`contains_run`), which vectorises over a frame column.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from functools import lru_cache
+
+__all__ = [
+    "TOKEN_PATTERN",
+    "contains_run",
+    "jaccard",
+    "normalize",
+    "normalize_value",
+    "padded",
+    "parse_number",
+    "tokenize",
+]
+
+TOKEN_PATTERN = re.compile(r"[0-9]+(?:\.[0-9]+)?|[^\W\d_]+")
+"""DESIGN.md §4: digits with an optional decimal part, or letters."""
+
+_NUMERIC_STRING = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+@lru_cache(maxsize=1_000_000)
+def tokenize(text: str) -> tuple[str, ...]:
+    """Tokens of ``text`` after NFKC and casefold (DESIGN.md §4 "Text").
+
+    Args:
+        text: Any string.
+
+    Returns:
+        The tokens in order; an empty tuple when the text has none.
+
+    Example:
+        >>> tokenize("Oct. cancellations: 18.4% (2.6x Sept)")
+        ('oct', 'cancellations', '18.4', '2.6', 'x', 'sept')
+    """
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return tuple(TOKEN_PATTERN.findall(folded))
+
+
+def normalize(text: str) -> str:
+    """The normalised form of ``text``: its tokens joined by single spaces ("" when empty)."""
+    return " ".join(tokenize(text))
+
+
+def padded(norm: str) -> str:
+    """``norm`` with a space either side, so a token run is a plain substring test."""
+    return f" {norm} "
+
+
+def contains_run(haystack_norm: str, needle_norm: str) -> bool:
+    """Whether the tokens of ``needle_norm`` appear as a contiguous run in ``haystack_norm``.
+
+    Whole tokens only: "2.6" is not found in "12.6". An empty needle is never found.
+    """
+    if not needle_norm:
+        return False
+    return padded(needle_norm) in padded(haystack_norm)
+
+
+def jaccard(a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> float:
+    """Token-set Jaccard similarity |a ∩ b| / |a ∪ b|; 0.0 when both are empty."""
+    union = len(a | b)
+    return len(a & b) / union if union else 0.0
+
+
+def normalize_value(text: str) -> str:
+    """String-fact normalisation (DESIGN.md §4 "Grounding"): NFKC, strip, casefold."""
+    return unicodedata.normalize("NFKC", text).strip().casefold()
+
+
+def parse_number(value: object) -> float | None:
+    """Parse a reported metric as a number (DESIGN.md §4 "Grounding").
+
+    JSON numbers count (booleans do not); NaN and infinities are unparsable. Strings count when
+    they are numeric after stripping blanks and dropping thousands commas; a trailing ``%``
+    divides by 100 ("18.4%" -> 0.184).
+
+    Args:
+        value: A decoded JSON value.
+
+    Returns:
+        The number as a float, or None when it cannot be parsed.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        try:
+            number = float(value)
+        except OverflowError:
+            return None
+        return number if math.isfinite(number) else None
+    if not isinstance(value, str):
+        return None
+    text = unicodedata.normalize("NFKC", value).strip().replace(",", "")
+    scale = 1.0
+    if text.endswith("%"):
+        text = text[:-1].rstrip()
+        scale = 100.0
+    if not _NUMERIC_STRING.fullmatch(text):
+        return None
+    number = float(text)
+    if not math.isfinite(number):
+        return None
+    return number / scale
