@@ -80,6 +80,8 @@ class Loaded(Generic[T]):
 def _loc(loc: Sequence[int | str]) -> str:
     out = ""
     for part in loc:
+        if part == "[key]":  # pydantic's marker for a bad mapping key
+            continue
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
 

@@ -188,7 +188,7 @@ class Task(BaseModel):
     track: int | None = Field(default=None, ge=1, le=5)
     pack: str | None = None
     prompt: str
-    reference: str | None = Field(
+    reference: str | int | float | None = Field(
         default=None, validation_alias=AliasChoices("reference", "reference_answer")
     )
     weights: dict[Dimension, float] | None = None
@@ -220,7 +220,7 @@ class Task(BaseModel):
         if any(w < 0 or not math.isfinite(w) for w in self.weights.values()):
             raise ValueError("weights must be finite and non-negative")
         total = math.fsum(self.weights.values())
-        if abs(total - 1.0) > WEIGHT_TOLERANCE:
+        if abs(total - 1.0) > WEIGHT_TOLERANCE + 1e-12:  # §4's 1e-12 representation slack
             raise ValueError(
                 f"weights of task {self.task_id!r} sum to {total!r}, not 1 (within 1e-6)"
             )

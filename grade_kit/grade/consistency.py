@@ -148,8 +148,11 @@ def metric_variance(values_by_key: Mapping[str, Sequence[float]]) -> float | Non
         n = len(values)
         if n < 2:
             continue
-        mean = math.fsum(values) / n
-        std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / n)
+        if all(v == values[0] for v in values):
+            mean, std = values[0], 0.0  # identical values: exactly no spread
+        else:
+            mean = math.fsum(values) / n
+            std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / n)
         if mean == 0:
             scores.append(1.0 if std == 0 else 0.0)
         else:

@@ -1,0 +1,146 @@
+"""DESIGN.md §4 "Claim match", "Insight quality" and "Calibration"."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from grade_kit.frames import EvalData
+from grade_kit.grade import claim_matches
+
+from .conftest import make_run, make_task, run_row, score, task_row
+
+
+def found(claim: dict[str, Any], role: str = "gold_insights", **run: Any) -> bool:
+    task = make_task(**{role: [claim]})
+    data = EvalData.from_records([task], [make_run("r", **run)])
+    m = claim_matches(data.claims, data.claim_terms, data.runs, data.items)
+    return bool(m["found"].item())
+
+
+def test_without_patterns_tokens_must_be_a_contiguous_run() -> None:
+    claim = {"id": "c", "text": "October cancellations spiked"}
+    assert found(claim, findings=["In OCTOBER, cancellations spiked sharply."])
+    assert not found(claim, findings=["October cancellations clearly spiked"])
+    assert not found(claim, findings=["October", "cancellations spiked"])  # one finding
+
+
+def test_whole_tokens_only() -> None:
+    assert not found({"id": "c", "text": "2.6"}, findings=["ratio 12.6"])
+    assert found({"id": "c", "text": "2.6"}, findings=["ratio 2.6x"])
+
+
+def test_patterns_with_synonyms_and_alternatives() -> None:
+    claim = {"id": "c", "text": "October spike",
+             "patterns": [["october|oct", "spike|jump|rose"], ["autumn peak"]]}
+    assert found(claim, findings=["Cancellations rose in Oct."])  # order free, synonyms
+    assert found(claim, findings=["An autumn peak in cancellations"])  # second alternative
+    assert not found(claim, findings=["October was quiet"])  # one term missing
+    assert not found(claim, findings=["Oct was quiet", "a jump in November"])  # split terms
+
+
+def test_multi_token_synonym_is_a_contiguous_run() -> None:
+    claim = {"id": "c", "text": "x", "patterns": [["year over year|yoy"]]}
+    assert found(claim, role="forbidden_claims", findings=["Up year over year"])
+    assert found(claim, role="forbidden_claims", findings=["Up YoY"])
+    assert not found(claim, role="forbidden_claims", findings=["year after year over"])
+
+
+def test_unicode_case_folding_in_claims() -> None:
+    assert found({"id": "c", "text": "STRASSE"}, findings=["die Straße"])
+
+
+@pytest.mark.parametrize(
+    ("role", "where", "expected"),
+    [
+        ("gold_insights", "findings", True),
+        ("gold_insights", "limitations", False),
+        ("gold_insights", "text", False),
+        ("required_limitations", "limitations", True),
+        ("required_limitations", "findings", False),
+        ("forbidden_claims", "findings", True),
+        ("forbidden_claims", "limitations", True),
+        ("forbidden_claims", "recommendations", True),
+        ("forbidden_claims", "text", True),
+    ],
+)
+def test_targets_by_role(role: str, where: str, expected: bool) -> None:
+    value: Any = "the spike" if where == "text" else ["the spike"]
+    assert found({"id": "c", "text": "spike"}, role=role, **{where: value}) is expected
+
+
+def test_empty_findings_match_nothing() -> None:
+    assert not found({"id": "c", "text": "spike"}, findings=["", "  ", "--"])
+
+
+def test_insight_quality_share_and_failed_run(approx: Any) -> None:
+    task = make_task(gold_insights=[{"id": "a", "text": "alpha"}, {"id": "b", "text": "beta"},
+                                    {"id": "c", "text": "gamma"}])
+    scores = score([task], [make_run("r1", findings=["alpha", "beta gamma"]),
+                            make_run("r2", repeat=2, findings=["alpha"]),
+                            make_run("r3", repeat=3, status="failed")])
+    assert run_row(scores, "r1")["insight_quality"] == approx(1.0)
+    assert run_row(scores, "r2")["insight_quality"] == approx(1 / 3)
+    assert run_row(scores, "r3")["insight_quality"] == 0.0
+    assert task_row(scores)["insight_quality"] == approx(4 / 9)
+
+
+def test_calibration_mean_of_non_null_shares(approx: Any) -> None:
+    task = make_task(
+        gold_insights=[{"id": "i1", "text": "alpha"},
+                       {"id": "i2", "text": "one quarter", "calibration": True}],
+        required_limitations=[{"id": "l1", "text": "single quarter"},
+                              {"id": "l2", "text": "small sample"}],
+        forbidden_claims=[{"id": "x1", "text": "year over year"}, {"id": "x2", "text": "causes"}],
+    )
+    runs = [
+        # limitations 1/2, forbidden absent 1/2 (x1 in text), calibration insight 1/1
+        make_run("r1", findings=["one quarter only"], limitations=["single quarter"],
+                 text="up year over year"),
+        # limitations 0, forbidden absent 1, calibration insight 0
+        make_run("r2", repeat=2, findings=["alpha"]),
+    ]
+    scores = score([task], runs)
+    assert run_row(scores, "r1")["calibration"] == approx((0.5 + 0.5 + 1.0) / 3)
+    assert run_row(scores, "r2")["calibration"] == approx((0 + 1 + 0) / 3)
+
+
+def test_calibration_components_null_when_undefined(approx: Any) -> None:
+    only_forbidden = make_task(forbidden_claims=[{"id": "x", "text": "causes"}])
+    scores = score([only_forbidden], [make_run("r1", findings=["dosage causes growth"]),
+                                      make_run("r2", repeat=2, findings=["fine"]),
+                                      make_run("r3", repeat=3, status="cancelled")])
+    assert run_row(scores, "r1")["calibration"] == 0.0
+    assert run_row(scores, "r2")["calibration"] == 1.0
+    assert run_row(scores, "r3")["calibration"] == 0.0  # no response: 0, not "nothing said"
+    assert task_row(scores)["calibration"] == approx(1 / 3)
+    nothing = make_task(gold_insights=[{"id": "i", "text": "alpha"}])
+    scores = score([nothing], [make_run("r1", findings=["alpha"]),
+                               make_run("r2", repeat=2, status="failed")])
+    assert run_row(scores, "r2")["calibration"] is None
+    assert task_row(scores)["calibration"] is None
+
+
+class RecordingJudge:
+    name = "stub-llm"
+
+    def __init__(self, answer: bool) -> None:
+        self.answer = answer
+        self.asked: list[tuple[str, Sequence[str]]] = []
+
+    def __call__(self, claim: str, targets: Sequence[str]) -> bool:
+        self.asked.append((claim, list(targets)))
+        return self.answer
+
+
+def test_fallback_judge_only_asked_about_misses_and_recorded() -> None:
+    task = make_task(gold_insights=[{"id": "a", "text": "alpha"}, {"id": "b", "text": "beta"}])
+    data = EvalData.from_records([task], [make_run("r", findings=["alpha", "b-e-t-a"])])
+    judge = RecordingJudge(True)
+    m = claim_matches(data.claims, data.claim_terms, data.runs, data.items, judge=judge)
+    rows = {r["claim_id"]: r for r in m.to_dicts()}
+    assert rows["a"]["method"] == "deterministic" and rows["a"]["found"]
+    assert rows["b"]["method"] == "judge:stub-llm" and rows["b"]["found"]
+    assert judge.asked == [("beta", ["alpha", "b-e-t-a"])]

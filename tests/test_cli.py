@@ -1,0 +1,79 @@
+"""`grade-kit score`, `validate` and `demo` end to end on real files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from grade_kit.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "fixtures" / "example"
+
+
+def test_score_writes_every_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["score", str(EXAMPLE / "tasks"), str(EXAMPLE / "runs.jsonl"),
+                 "--judgements", str(EXAMPLE / "judgements.jsonl"), "--out", str(tmp_path)])
+    assert code == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert set(results["setups"]) == {"careful", "hasty"}
+    careful = results["setups"]["careful"]
+    assert set(careful["overall"]["dimensions"]) == {
+        "grounding_accuracy", "insight_quality", "evidence_linkage", "calibration",
+        "consistency", "structure_usability"}
+    assert careful["overall"]["tasks"] == 4  # the plain question is left out of GRADE
+    assert set(careful["tracks"]) == {"1", "3", "4", "5"}
+    assert set(careful["tasks"]["t1-oct-cancel"]) == {"composite", "rubric_score",
+                                                      "dimensions", "runs"}
+    assert careful["overall"]["composite"] > results["setups"]["hasty"]["overall"]["composite"]
+    assert [(r["line"], r["field"]) for r in results["rejected"]] == [
+        (32, "events.submitted"), (33, "task_id")]
+    rejects = (tmp_path / "rejects.jsonl").read_text().splitlines()
+    raw_lines = (EXAMPLE / "runs.jsonl").read_text().splitlines()
+    assert [json.loads(r)["raw"] for r in rejects] == raw_lines[31:33]
+    scores = pl.read_parquet(tmp_path / "scores.parquet")
+    assert set(scores.columns) >= {"run_id", "setup", "task_id", "dimension", "score", "method"}
+    card = (tmp_path / "scorecard.md").read_text()
+    for heading in ("## Leaderboard", "## By track", "## By pack", "## Weakest tasks",
+                    "## Rejected input"):
+        assert heading in card
+    assert "runs.jsonl:32: field 'events.submitted'" in capsys.readouterr().err
+
+
+def test_strict_turns_rejects_into_an_exit_code(tmp_path: Path) -> None:
+    args = ["score", str(EXAMPLE / "tasks"), str(EXAMPLE / "runs.jsonl"), "--out",
+            str(tmp_path)]
+    assert main(args) == 0
+    assert main([*args, "--strict"]) == 1
+    assert (tmp_path / "results.json").is_file()  # nothing already computed is lost
+
+
+def test_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(EXAMPLE / "tasks")]) == 0
+    assert "5 tasks valid (1 plain), 0 rejected" in capsys.readouterr().out
+    bad = tmp_path / "tasks"
+    bad.mkdir()
+    (bad / "t.yaml").write_text("task_id: t\ntrack: 9\npack: p\nprompt: q\n"
+                                "weights: {calibration: 1}\n")
+    assert main(["validate", str(bad)]) == 1
+    assert "t.yaml:2: field 'track'" in capsys.readouterr().err
+
+
+def test_missing_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["score", str(EXAMPLE / "tasks"), str(tmp_path / "nope.jsonl"), "--out",
+                 str(tmp_path)])
+    assert code == 2
+    assert "nope.jsonl: no such file" in capsys.readouterr().err
+
+
+def test_console_script_demo(tmp_path: Path) -> None:
+    exe = Path(sys.executable).parent / "grade-kit"
+    done = subprocess.run([str(exe), "demo", "--out", str(tmp_path)], capture_output=True,
+                          text=True, check=True)
+    assert "scorecard" in done.stdout
+    assert (tmp_path / "scorecard.md").is_file()

@@ -1,0 +1,172 @@
+"""DESIGN.md §4 "Consistency": clustering, finding and ranking stability, metric variance."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import kendalltau
+
+from grade_kit.grade import (
+    cluster_findings,
+    finding_stability,
+    kendall_tau_b,
+    metric_variance,
+    ranking_stability,
+)
+from grade_kit.text import parse_number, tokenize
+
+from .conftest import make_run, make_task, score, task_row
+
+
+def sets(*texts: str) -> list[frozenset[str]]:
+    return [frozenset(tokenize(t)) for t in texts]
+
+
+def test_clusters_join_the_first_cluster_by_its_first_finding() -> None:
+    runs = [sets("a b c d", "x y"), sets("a b c e", "x y z w"), sets("a b e f")]
+    # "a b c e" vs head "a b c d": 3/5 >= 0.5 -> cluster 0.
+    # "x y z w" vs head "x y": 2/4 = 0.5, inclusive -> cluster 1.
+    # "a b e f" vs head "a b c d": 2/6 < 0.5 (never compared with "a b c e") -> new cluster 2.
+    assert cluster_findings(runs) == [[0, 1], [0, 1], [2]]
+
+
+def test_finding_stability_hand_computed(approx: Any) -> None:
+    assert finding_stability([[0, 1], [0, 1], [2]]) == approx((2 / 3 + 2 / 3 + 1 / 3) / 3)
+    assert finding_stability([[0], []]) == approx(0.5)  # an empty run still counts
+    assert finding_stability([[0, 1]]) is None  # one run
+    assert finding_stability([[], []]) is None  # no findings at all
+
+
+def test_ranking_stability_hand_computed(approx: Any) -> None:
+    # Runs 1 and 2 share clusters 0,1,2 in the same order: tau 1 -> 1.
+    # Run 3 has 2,1,0 reversed: tau -1 -> 0 with runs 1 and 2.
+    assert ranking_stability([[0, 1, 2], [0, 1, 2], [2, 1, 0]]) == approx((1 + 0 + 0) / 3)
+    # Positions use each run's first finding in a cluster: run 2 is [0, 1] by first position.
+    assert ranking_stability([[0, 1], [0, 0, 1]]) == approx(1.0)
+    # A pair sharing one cluster is skipped; none qualify -> None.
+    assert ranking_stability([[0, 1], [0, 2]]) is None
+    # tau 1/3 for three shared clusters with one swap: (1/3 + 1) / 2.
+    assert ranking_stability([[0, 1, 2], [1, 0, 2]]) == approx((1 / 3 + 1) / 2)
+
+
+def test_metric_variance_hand_computed(approx: Any) -> None:
+    # mean 0.187, pop std 0.003 -> 1 / (1 + 0.003/0.187)
+    assert metric_variance({"m": [0.184, 0.19]}) == approx(1 / (1 + 0.003 / 0.187))
+    assert metric_variance({"m": [1.0]}) is None  # numeric in only one run
+    assert metric_variance({}) is None
+
+
+def test_metric_variance_zero_mean(approx: Any) -> None:
+    assert metric_variance({"m": [0.0, 0.0, 0.0]}) == 1.0  # mean 0, std 0: CV 0
+    assert metric_variance({"m": [1.0, -1.0]}) == 0.0  # mean 0, std > 0: scores 0
+    assert metric_variance({"a": [0.0, 0.0], "b": [2.0, -2.0], "c": [1.0, 3.0]}) == approx(
+        (1 + 0 + 1 / (1 + 1 / 2)) / 3)
+
+
+def test_metric_variance_identical_values_is_exactly_one() -> None:
+    assert metric_variance({"m": [0.1, 0.1, 0.1]}) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("x", "y"),
+    [
+        ([0, 1, 2], [0, 1, 2]),
+        ([0, 1, 2], [2, 1, 0]),
+        ([0, 1, 2, 3], [1, 0, 3, 2]),
+        ([1, 1, 2, 3], [1, 2, 2, 3]),  # ties on both sides
+        ([1, 2], [2, 1]),
+        ([3, 1, 4, 1, 5, 9, 2, 6], [2, 7, 1, 8, 2, 8, 1, 8]),
+    ],
+)
+def test_kendall_tau_b_matches_scipy(x: list[int], y: list[int]) -> None:
+    expected = kendalltau(x, y, variant="b").statistic
+    assert kendall_tau_b(x, y) == pytest.approx(expected, abs=1e-12)
+
+
+def test_kendall_tau_b_undefined() -> None:
+    assert kendall_tau_b([1, 1], [1, 2]) is None
+    assert kendall_tau_b([1], [1]) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4)), min_size=2, max_size=12))
+def test_kendall_tau_b_matches_scipy_property(pairs: list[tuple[int, int]]) -> None:
+    x, y = [p[0] for p in pairs], [p[1] for p in pairs]
+    expected = kendalltau(x, y, variant="b").statistic
+    got = kendall_tau_b(x, y)
+    if math.isnan(expected):
+        assert got is None
+    else:
+        assert got == pytest.approx(expected, abs=1e-12)
+
+
+def test_task_consistency_weights_and_failed_runs(approx: Any) -> None:
+    task = make_task(gold_insights=[{"id": "i", "text": "alpha"}])
+    runs = [
+        make_run("r1", findings=["alpha beta", "gamma delta", "eps"], metrics={"m": 1.0}),
+        make_run("r2", repeat=2, findings=["alpha beta", "gamma delta", "zeta"],
+                 metrics={"m": 3.0}),
+        make_run("r3", repeat=3, status="failed"),
+    ]
+    scores = score([task], runs)
+    c = scores.consistency.to_dicts()[0]
+    # clusters: {alpha beta}: r1,r2; {gamma delta}: r1,r2; {eps}: r1; {zeta}: r2; runs = 3
+    fs = (2 / 3 + 2 / 3 + 1 / 3 + 1 / 3) / 4
+    rs = 1.0  # r1-r2 share two clusters in the same order; pairs with r3 skipped
+    mv = 1 / (1 + 1 / 2)  # mean 2, std 1
+    assert c["finding_stability"] == approx(fs)
+    assert c["ranking_stability"] == approx(rs)
+    assert c["metric_variance"] == approx(mv)
+    assert c["consistency"] == approx(0.5 * fs + 0.3 * rs + 0.2 * mv)
+    assert task_row(scores)["consistency"] == approx(0.5 * fs + 0.3 * rs + 0.2 * mv)
+
+
+def test_consistency_renormalises_and_is_null_with_one_run(approx: Any) -> None:
+    task = make_task(gold_insights=[{"id": "i", "text": "alpha"}])
+    scores = score([task], [make_run("r1", findings=["alpha"]),
+                            make_run("r2", repeat=2, findings=["beta"])])
+    # fs = (1/2 + 1/2)/2 = 0.5; rs null; mv null -> consistency = fs
+    assert task_row(scores)["consistency"] == approx(0.5)
+    scores = score([task], [make_run("r1", findings=["alpha"], metrics={"m": 1})])
+    assert task_row(scores)["consistency"] is None
+    assert scores.consistency.to_dicts()[0]["finding_stability"] is None
+
+
+def test_top3_skips_empty_findings_and_reruns_never_count(approx: Any) -> None:
+    task = make_task(gold_insights=[{"id": "i", "text": "alpha"}])
+    runs = [
+        make_run("r1", findings=["", "a1", "b1", "c1", "d1"]),
+        make_run("r2", repeat=2, findings=["a1", "b1", "c1"]),
+        make_run("r2b", repeat=2, findings=["zz"], attempt_of="r2"),
+    ]
+    scores = score([task], runs)
+    c = scores.consistency.to_dicts()[0]
+    assert c["runs"] == 2
+    assert c["finding_stability"] == approx(1.0)
+    assert c["ranking_stability"] == approx(1.0)
+
+
+finding_text = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "2.6", "x"]),
+                        min_size=0, max_size=4).map(" ".join)
+
+
+@settings(max_examples=60, deadline=None)
+@given(findings=st.lists(finding_text, max_size=5),
+       metrics=st.dictionaries(st.sampled_from(["a", "b"]),
+                               st.floats(-1e6, 1e6, allow_nan=False) | st.text(max_size=3)),
+       repeats=st.integers(2, 4))
+def test_identical_repeats_score_consistency_one(findings: list[str], metrics: dict[str, Any],
+                                                 repeats: int) -> None:
+    task = make_task(gold_insights=[{"id": "i", "text": "alpha"}])
+    runs = [make_run(f"r{i}", repeat=i, findings=findings, metrics=metrics)
+            for i in range(1, repeats + 1)]
+    c = score([task], runs).consistency.to_dicts()[0]
+    for key in ("finding_stability", "ranking_stability", "metric_variance", "consistency"):
+        assert c[key] in (None, 1.0), (key, c)
+    has_findings = any(tokenize(f) for f in findings)
+    has_numbers = any(parse_number(v) is not None for v in metrics.values())
+    assert (c["consistency"] == 1.0) == (has_findings or has_numbers)

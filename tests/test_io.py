@@ -1,0 +1,230 @@
+"""Loaders: every bad record named by file, line and field; the good ones go on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grade_kit.io import load_grades, load_judgements, load_runs, load_tasks, write_rejects
+
+from .conftest import ALL_DIMS, make_task
+
+GOOD_TASK = {"task_id": "t1", "track": 1, "pack": "p", "prompt": "q", "weights": ALL_DIMS,
+             "gold_facts": [{"id": "f", "metric": "m", "value": 1}]}
+
+
+def run_line(run_id: str = "r1", **changes: Any) -> str:
+    record: dict[str, Any] = {
+        "run_id": run_id, "setup": "A", "task_id": "t1", "repeat": 1, "attempt_of": None,
+        "status": "delivered", "error": None,
+        "events": {"submitted": "2026-11-02T09:00:00.000+00:00",
+                   "received": "2026-11-02T09:00:10.500+01:00"},
+        "response": {"key_findings": ["x"], "structured_metrics": {"m": 1}},
+        "tool_calls": None,
+    }
+    record.update(changes)
+    return json.dumps(record)
+
+
+def write(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_run_rejects_name_line_and_field(tmp_path: Path) -> None:
+    lines = [
+        run_line("r1"),
+        '{"run_id": "r2", "setup": "A",',  # malformed JSON
+        run_line("r3", repeat="two"),  # mistyped
+        run_line("r4", events={"submitted": "2026-11-02T09:00:00"}),  # naive timestamp
+        run_line("r5", task_id="nope"),  # unknown task
+        run_line("r1", repeat=2),  # duplicate run_id
+        run_line("r6"),  # second primary attempt for (A, t1, 1)
+        run_line("r7", attempt_of="ghost"),  # re-run of an unknown run
+        run_line("r8", response=None),  # delivered without response
+        json.dumps({"setup": "A"}),  # missing fields
+        run_line("r9", repeat=2),
+        "",  # blank lines are not records
+        run_line("r10", attempt_of="r1"),  # a proper re-run
+    ]
+    path = write(tmp_path / "runs.jsonl", lines)
+    loaded = load_runs(path, [make_task()])
+    assert [r.run_id for r in loaded.records] == ["r1", "r9", "r10"]
+    assert loaded.lines == [1, 11, 13]
+    got = {(r.line, r.field) for r in loaded.rejected}
+    assert got == {(2, None), (3, "repeat"), (4, "events.submitted"), (5, "task_id"),
+                   (6, "run_id"), (7, "attempt_of"), (8, "attempt_of"), (9, None),
+                   (10, "run_id")}
+    by_line = {r.line: r for r in loaded.rejected}
+    assert "malformed JSON" in by_line[2].error
+    assert "naive timestamp" in by_line[4].error
+    assert "first on line 1" in by_line[6].error
+    assert "delivered run needs a 'response'" in by_line[9].error
+    assert "missing required field" in by_line[10].error
+    assert by_line[4].message().startswith(f"{path}:4: field 'events.submitted': ")
+    assert by_line[2].raw == lines[1]  # verbatim
+
+
+def test_rejects_file_keeps_records_verbatim(tmp_path: Path) -> None:
+    bad = '{"run_id": "r2", "setup": "A", "task_id": "t1", "repeat": 0, "status": "failed"}'
+    path = write(tmp_path / "runs.jsonl", [run_line("r1"), bad])
+    loaded = load_runs(path, [make_task()])
+    out = write_rejects(tmp_path / "rejects.jsonl", loaded.rejected)
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert rows == [{"source": str(path), "line": 2, "field": "repeat",
+                     "error": rows[0]["error"], "raw": bad}]
+
+
+def test_ten_thousand_runs_one_bad_line_in_a_hundred(tmp_path: Path) -> None:
+    lines = []
+    for i in range(10_000):
+        if i % 100 == 99:
+            lines.append(run_line(f"r{i}", events={"received": "2026-11-02 09:00"}))
+        else:
+            lines.append(run_line(f"r{i}", repeat=i + 1))
+    path = write(tmp_path / "runs.jsonl", lines)
+    loaded = load_runs(path, [make_task()])
+    assert len(loaded.records) == 9_900
+    assert [r.line for r in loaded.rejected] == list(range(100, 10_001, 100))
+    assert all(r.field == "events.received" for r in loaded.rejected)
+    assert {r.run_id for r in loaded.records} == {
+        f"r{i}" for i in range(10_000) if i % 100 != 99}
+
+
+def test_timestamps_keep_offsets(tmp_path: Path) -> None:
+    from grade_kit.frames import EvalData
+
+    path = write(tmp_path / "runs.jsonl", [run_line("r1")])
+    loaded = load_runs(path, [make_task()])
+    events = EvalData.from_records([make_task()], loaded.records).events
+    received = events.filter(events["event"] == "received").to_dicts()[0]
+    assert received["raw"] == "2026-11-02T09:00:10.500+01:00"
+    assert received["at"].isoformat() == "2026-11-02T08:00:10.500000+00:00"
+
+
+def task_file(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_task_rejects(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks"
+    packs = tmp_path / "packs" / "p"
+    packs.mkdir(parents=True)
+    (packs / "ground_truth.json").write_text(json.dumps({"a": {"b": 0.25}, "s": "T-07"}))
+    task_file(tasks, "01-good.json", json.dumps(GOOD_TASK))
+    task_file(tasks, "02-weights.yaml", """
+task_id: t2
+track: 1
+pack: p
+prompt: q
+weights: {grounding_accuracy: 0.5, insight_quality: 0.4999}
+""")
+    task_file(tasks, "03-truth.yaml", """
+task_id: t3
+track: 1
+pack: p
+prompt: q
+weights: {grounding_accuracy: 1.0}
+gold_facts:
+  - {id: f1, metric: m, ground_truth: a.b}
+  - {id: f2, metric: m2, ground_truth: a.missing}
+""")
+    task_file(tasks, "04-notoken.yaml", """
+task_id: t4
+track: 1
+pack: p
+prompt: q
+weights: {grounding_accuracy: 1.0}
+gold_insights:
+  - {id: i1, text: "alpha", patterns: [["alpha|--"]]}
+""")
+    task_file(tasks, "05-dupe.json", json.dumps(GOOD_TASK))
+    task_file(tasks, "06-bad.yaml", "task_id: [unclosed\n")
+    task_file(tasks, "sub/07-ok.yaml", """
+task_id: t7
+track: 2
+pack: p
+prompt: q
+weights: {grounding_accuracy: 0.6, calibration: 0.4000005}
+gold_facts: [{id: f, metric: m, ground_truth: s}]
+typo_field: 1
+""")
+    task_file(tasks, "08-plain.yaml", "task_id: q1\nprompt: what?\nreference_answer: 12\n")
+    task_file(tasks, "09-dim.yaml", """
+task_id: t9
+track: 1
+pack: p
+prompt: q
+weights: {grounding: 1.0}
+""")
+    loaded = load_tasks(tasks)
+    assert [t.task_id for t in loaded.records] == ["t1", "q1", "t7"]  # sorted file order
+    t7 = next(t for t in loaded.records if t.task_id == "t7")
+    assert t7.gold_facts[0].value == "T-07"
+    rejects = {Path(r.source).name: r for r in loaded.rejected}
+    assert set(rejects) == {"02-weights.yaml", "03-truth.yaml", "04-notoken.yaml",
+                            "05-dupe.json", "06-bad.yaml", "09-dim.yaml"}
+    assert "sum to 0.9999" in rejects["02-weights.yaml"].error
+    assert rejects["02-weights.yaml"].line == 2  # the record starts on line 2
+    assert rejects["03-truth.yaml"].field == "gold_facts[1].ground_truth"
+    assert rejects["03-truth.yaml"].line == 9
+    assert "'a.missing' is not in pack 'p'" in rejects["03-truth.yaml"].error
+    assert rejects["04-notoken.yaml"].field == "gold_insights[0].patterns"
+    assert rejects["04-notoken.yaml"].line == 8
+    assert "has no token" in rejects["04-notoken.yaml"].error
+    assert "duplicate task_id 't1'" in rejects["05-dupe.json"].error
+    assert "malformed YAML" in rejects["06-bad.yaml"].error
+    assert rejects["09-dim.yaml"].field == "weights.grounding"
+    assert any("typo_field" in w for w in loaded.warnings)
+    q1 = next(t for t in loaded.records if t.task_id == "q1")
+    assert q1.kind == "plain"
+    assert q1.reference == 12
+
+
+def test_claim_text_with_no_token_rejects_task(tmp_path: Path) -> None:
+    bad = dict(GOOD_TASK, forbidden_claims=[{"id": "x", "text": " -- "}])
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(json.dumps(GOOD_TASK | {"task_id": "ok"}) + "\n" + json.dumps(bad) + "\n")
+    loaded = load_tasks(path)
+    assert [t.task_id for t in loaded.records] == ["ok"]
+    assert loaded.rejected[0].line == 2
+    assert loaded.rejected[0].field == "forbidden_claims[0].text"
+
+
+@pytest.mark.parametrize("weights", [{"grounding_accuracy": 1.000001},
+                                     {"grounding_accuracy": 0.999999}])
+def test_weights_tolerance_is_inclusive(weights: dict[str, float], tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(GOOD_TASK | {"weights": weights}) + "\n")
+    assert len(load_tasks(path).records) == 1
+
+
+def test_judgement_and_grade_rejects(tmp_path: Path) -> None:
+    runs = load_runs(write(tmp_path / "runs.jsonl", [run_line("r1")]), [make_task()]).records
+    j = write(tmp_path / "j.jsonl", [
+        json.dumps({"run_id": "r1", "dimension": "evidence_linkage", "score": 0.5, "judge": "h"}),
+        json.dumps({"run_id": "r1", "dimension": "evidence_linkage", "score": 0.7, "judge": "h"}),
+        json.dumps({"run_id": "r1", "dimension": "structure_usability", "score": 1.5,
+                    "judge": "h"}),
+        json.dumps({"run_id": "zz", "dimension": "structure_usability", "score": 1,
+                    "judge": "h"}),
+        '{"run_id": "r1", "dimension": "structure_usability", "score": NaN, "judge": "h"}',
+    ])
+    loaded = load_judgements(j, runs)
+    assert len(loaded.records) == 1
+    assert [(r.line, r.field) for r in loaded.rejected] == [
+        (2, "dimension"), (3, "score"), (4, "run_id"), (5, "score")]
+    grade = {"run_id": "r1", "core_conclusion": "correct", "request_fulfilment": "full",
+             "material_error": "no", "grader": "g"}
+    g = write(tmp_path / "g.jsonl", [json.dumps(grade), json.dumps(grade),
+                                     json.dumps(grade | {"core_conclusion": "right"})])
+    loaded_g = load_grades(g, runs)
+    assert len(loaded_g.records) == 1
+    assert "lines 1 and 2" in loaded_g.rejected[0].error
+    assert loaded_g.rejected[1].field == "core_conclusion"
