@@ -170,3 +170,10 @@ def test_identical_repeats_score_consistency_one(findings: list[str], metrics: d
     has_findings = any(tokenize(f) for f in findings)
     has_numbers = any(parse_number(v) is not None for v in metrics.values())
     assert (c["consistency"] == 1.0) == (has_findings or has_numbers)
+
+
+def test_metric_variance_extreme_magnitudes(approx: Any) -> None:
+    # found by hypothesis: squares of 1e308 overflow; CV is scale-free
+    assert metric_variance({"m": [1.7e308, 0.85e308]}) == approx(1 / (1 + 1 / 3))
+    assert metric_variance({"m": [1e307, 3e307]}) == approx(1 / (1 + 1 / 2))
+    assert metric_variance({"m": [1e-310, 3e-310]}) == approx(1 / (1 + 1 / 2))

@@ -151,8 +151,11 @@ def metric_variance(values_by_key: Mapping[str, Sequence[float]]) -> float | Non
         if all(v == values[0] for v in values):
             mean, std = values[0], 0.0  # identical values: exactly no spread
         else:
-            mean = math.fsum(values) / n
-            std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / n)
+            # CV is scale-free: rescale extreme magnitudes so squares cannot overflow.
+            scale = max(abs(v) for v in values)
+            xs = [v / scale for v in values] if not 1e-150 < scale < 1e150 else list(values)
+            mean = math.fsum(xs) / n
+            std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / n)
         if mean == 0:
             scores.append(1.0 if std == 0 else 0.0)
         else:
