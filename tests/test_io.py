@@ -10,7 +10,7 @@ import pytest
 
 from grade_kit.io import load_grades, load_judgements, load_runs, load_tasks, write_rejects
 
-from .conftest import ALL_DIMS, make_task
+from .conftest import ALL_DIMS, make_task, score
 
 GOOD_TASK = {"task_id": "t1", "track": 1, "pack": "p", "prompt": "q", "weights": ALL_DIMS,
              "gold_facts": [{"id": "f", "metric": "m", "value": 1}]}
@@ -92,6 +92,10 @@ def test_ten_thousand_runs_one_bad_line_in_a_hundred(tmp_path: Path) -> None:
     assert all(r.field == "events.received" for r in loaded.rejected)
     assert {r.run_id for r in loaded.records} == {
         f"r{i}" for i in range(10_000) if i % 100 != 99}
+    scores = score([make_task()], loaded.records)
+    assert scores.runs.height == 9_900
+    assert scores.runs["grounding_accuracy"].to_list() == [1.0] * 9_900
+    assert scores.tasks["runs"].to_list() == [9_900]
 
 
 def test_timestamps_keep_offsets(tmp_path: Path) -> None:
