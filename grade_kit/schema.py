@@ -252,13 +252,23 @@ class ToolCall(BaseModel):
 
 
 class Response(BaseModel):
-    """The answer in the response format of DESIGN.md §3."""
+    """The answer in the response format of DESIGN.md §3.
+
+    A field given as JSON null is read as absent (an empty list, mapping or text).
+    """
 
     key_findings: list[str] = Field(default_factory=list)
     limitations: list[str] = Field(default_factory=list)
     recommendations: list[str] = Field(default_factory=list)
     structured_metrics: dict[str, Any] = Field(default_factory=dict)
     text: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_absent(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if v is not None}
+        return data
 
 
 RunStatus = Literal["delivered", "timeout", "failed", "cancelled"]

@@ -1,0 +1,72 @@
+"""Frames: the column contract, and pandas in -> pandas out for every public scorer."""
+
+from __future__ import annotations
+
+import pandas as pd
+import polars as pl
+
+from grade_kit.frames import COLUMNS, EvalData
+from grade_kit.grade import (
+    aggregate_scores,
+    calibration_scores,
+    claim_matches,
+    consistency_scores,
+    insight_scores,
+    judged_scores,
+    run_scores,
+    task_scores,
+)
+from grade_kit.schema import Run
+
+from .conftest import judgement, make_run, make_task
+
+
+def sample() -> EvalData:
+    task = make_task(gold_facts=[{"id": "f", "metric": "m", "value": 1}],
+                     gold_insights=[{"id": "i", "text": "alpha"}],
+                     forbidden_claims=[{"id": "x", "text": "beta"}])
+    runs = [make_run("r1", findings=["alpha"], metrics={"m": 1}),
+            make_run("r2", repeat=2, findings=["beta"], metrics={"m": 2})]
+    return EvalData.from_records([task], runs, [judgement("r1", "evidence_linkage", 0.5)])
+
+
+def test_frames_follow_the_column_contract() -> None:
+    data = sample()
+    for name in COLUMNS:
+        if name == "scores":
+            continue
+        frame = getattr(data, name)
+        assert dict(frame.schema) == {k: v if isinstance(v, pl.DataType) else v()
+                                      for k, v in COLUMNS[name].items()}, name
+
+
+def test_pandas_in_pandas_out() -> None:
+    d = sample()
+    pd_ = {name: getattr(d, name).to_pandas() for name in
+           ("tasks", "claims", "claim_terms", "runs", "items", "metrics", "judgements",
+            "weights")}
+    matches = claim_matches(pd_["claims"], pd_["claim_terms"], pd_["runs"], pd_["items"])
+    assert isinstance(matches, pd.DataFrame)
+    assert isinstance(insight_scores(matches, pd_["runs"], pd_["tasks"]), pd.DataFrame)
+    assert isinstance(calibration_scores(matches, pd_["runs"], pd_["tasks"]), pd.DataFrame)
+    assert isinstance(judged_scores(pd_["judgements"], pd_["runs"]), pd.DataFrame)
+    consistency = consistency_scores(pd_["runs"], pd_["items"], pd_["metrics"])
+    assert isinstance(consistency, pd.DataFrame)
+    per_run = run_scores(d).to_pandas()
+    per_task = task_scores(per_run, consistency, pd_["tasks"], pd_["weights"])
+    assert isinstance(per_task, pd.DataFrame)
+    overall = aggregate_scores(per_task, "overall")
+    assert isinstance(overall, pd.DataFrame)
+    polars_overall = aggregate_scores(task_scores(run_scores(d), consistency_scores(
+        d.runs, d.items, d.metrics), d.tasks, d.weights), "overall")
+    assert isinstance(polars_overall, pl.DataFrame)
+    assert overall["composite"].iloc[0] == polars_overall["composite"].item()
+
+
+def test_null_response_fields_read_as_absent() -> None:
+    run = Run.model_validate({"run_id": "r", "setup": "A", "task_id": "t", "repeat": 1,
+                              "status": "delivered",
+                              "response": {"key_findings": None, "text": None,
+                                           "structured_metrics": None}})
+    assert run.response is not None
+    assert run.response.key_findings == [] and run.response.text == ""
