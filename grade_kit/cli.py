@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from grade_kit.evaluate import load_evaluation, score_evaluation
+from grade_kit.evaluate import load_evaluation, score_evaluation, standard_evaluation
 from grade_kit.io import InputError, load_tasks
 from grade_kit.report import write_outputs
 
@@ -29,7 +29,8 @@ def _score(args: argparse.Namespace) -> int:
     evaluation = load_evaluation(args.tasks, args.runs, args.judgements, args.grades,
                                  args.packs)
     scores = score_evaluation(evaluation)
-    paths = write_outputs(args.out, evaluation, scores)
+    standard = standard_evaluation(evaluation, scores, args.repeats)
+    paths = write_outputs(args.out, evaluation, scores, standard)
     for warning in evaluation.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     _print_rejects([r.message() for r in evaluation.rejected])
@@ -58,10 +59,45 @@ def _demo(args: argparse.Namespace) -> int:
     evaluation = load_evaluation(example / "tasks", example / "runs.jsonl",
                                  example / "judgements.jsonl")
     scores = score_evaluation(evaluation)
-    paths = write_outputs(args.out, evaluation, scores)
+    paths = write_outputs(args.out, evaluation, scores, standard_evaluation(evaluation, scores))
     _print_rejects([r.message() for r in evaluation.rejected])
     print(f"demo: scored {len(evaluation.runs)} recorded runs of {len(evaluation.tasks)} tasks")
     print(f"demo: scorecard at {paths['scorecard']}")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from grade_kit.adapters import merge_imported, write_imported
+    from grade_kit.adapters.inspect import import_inspect
+    from grade_kit.adapters.tau_bench import import_tau_file
+
+    paths: list[Path] = []
+    for given in args.paths:
+        if given.is_dir():
+            suffixes = (".eval", ".json") if args.source == "inspect" else (".json",)
+            paths.extend(sorted(p for p in given.iterdir() if p.suffix in suffixes))
+        elif given.is_file():
+            paths.append(given)
+        else:
+            raise InputError(f"{given}: no such file or folder")
+    parts = []
+    for path in paths:
+        try:
+            if args.source == "inspect":
+                parts.append(import_inspect(path, args.setup, args.scorer))
+            else:
+                parts.append(import_tau_file(path, args.setup))
+        except (ValueError, KeyError, TypeError) as exc:
+            print(f"error: {path}: cannot read as {args.source}: {exc}", file=sys.stderr)
+            return 2
+    merged = merge_imported(parts)
+    written = write_imported(merged, args.out)
+    print(f"imported {len(paths)} file(s): {len(merged.tasks)} tasks, {len(merged.runs)} runs, "
+          f"{len(merged.grades)} grades -> {args.out}")
+    for note in dict.fromkeys(merged.notes):
+        print(f"  note: {note}")
+    for name, path in written.items():
+        print(f"  {name:<7} {path}")
     return 0
 
 
@@ -91,6 +127,16 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("tasks", type=Path)
     validate.add_argument("--packs", type=Path)
     validate.set_defaults(func=_validate)
+
+    imp = sub.add_parser("import", help="other tools' logs -> tasks/runs/grades JSONL")
+    imp.add_argument("source", choices=["inspect", "tau-bench"],
+                     help="inspect: Inspect AI .eval/.json logs; tau-bench: tau-bench or "
+                          "tau2-bench result files (detected per file)")
+    imp.add_argument("paths", type=Path, nargs="+", help="log files or folders of them")
+    imp.add_argument("--out", type=Path, required=True, help="output folder")
+    imp.add_argument("--setup", help="setup name (default: the model named in each log)")
+    imp.add_argument("--scorer", help="inspect: the score to grade by (default: the first)")
+    imp.set_defaults(func=_import)
 
     demo = sub.add_parser("demo", help="run the embedded default end to end")
     demo.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "demo")

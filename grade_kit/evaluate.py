@@ -10,8 +10,9 @@ from grade_kit.frames import EvalData
 from grade_kit.grade import ClaimJudge, GradeScores, grade_scores
 from grade_kit.io import Rejected, load_grades, load_judgements, load_runs, load_tasks
 from grade_kit.schema import Grade, Judgement, Run, Task
+from grade_kit.standard import StandardResults, standard_results
 
-__all__ = ["Evaluation", "load_evaluation", "score_evaluation"]
+__all__ = ["Evaluation", "load_evaluation", "score_evaluation", "standard_evaluation"]
 
 
 @dataclass
@@ -80,3 +81,11 @@ def load_evaluation(
 def score_evaluation(evaluation: Evaluation, judge: ClaimJudge | None = None) -> GradeScores:
     """The GRADE scores of a loaded evaluation (see :func:`grade_kit.grade.grade_scores`)."""
     return grade_scores(evaluation.data, judge)
+
+
+def standard_evaluation(evaluation: Evaluation, scores: GradeScores | None = None,
+                        repeats: int | None = None) -> StandardResults:
+    """The grading and timing standard of a loaded evaluation; with ``scores`` the common
+    subset comparison includes GRADE composites."""
+    composites = None if scores is None else scores.tasks
+    return standard_results(evaluation.data, repeats, composites)

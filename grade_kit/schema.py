@@ -287,6 +287,8 @@ class Run(BaseModel):
     events: dict[str, Timestamp | None] = Field(default_factory=dict)
     response: Response | None = None
     tool_calls: list[ToolCall] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Free-form facts about the run (e.g. an imported log's own timings); never scored."""
 
     @model_validator(mode="after")
     def _delivered_has_response(self) -> Run:
@@ -369,6 +371,7 @@ class SetupResults(BaseModel):
     grades: dict[str, Any] | None = None
     timing: dict[str, Any] | None = None
     tool_calls: dict[str, Any] | None = None
+    reruns: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class Results(BaseModel):
@@ -378,6 +381,7 @@ class Results(BaseModel):
     generated_by: str = "grade_kit"
     setups: dict[str, SetupResults]
     common_subset: dict[str, Any] | None = None
+    comparisons: list[dict[str, Any]] = Field(default_factory=list)
     rejected: list[Reject] = Field(default_factory=list)
 
 

@@ -1,0 +1,207 @@
+"""tau-bench and tau2-bench result files -> runs and grades.
+
+tau-bench (sierra-research/tau-bench, ``historical_trajectories/*.json``): a JSON list of
+``{task_id, reward, info, traj, trial}``. Trials are repeats (trial 0 -> repeat 1); reward 1 is
+resolved, anything else unresolved. There are no timestamps, so no timing; tool calls come from
+the assistant messages' ``tool_calls`` and their ids are reused across calls (counted by unique
+id as the standard requires; ``recorded_calls`` in the report shows the difference).
+
+tau2-bench (``data/simulations/*.json``): ``{timestamp, info, tasks, simulations}``. Each
+simulation has ``start_time``/``end_time`` (naive local times: the zone is an explicit
+assumption, default UTC), ``termination_reason``, ``reward_info.reward``, ``trial`` and
+messages with timestamps and unique tool-call ids. Reward 1 is resolved, 0 < reward < 1 partially
+resolved, 0 unresolved.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from grade_kit.adapters import Imported, grade_for_outcome
+from grade_kit.schema import Run, Task
+
+__all__ = ["import_tau2_bench", "import_tau_bench", "import_tau_file"]
+
+KNOWN_DOMAINS = ("airline", "retail", "telecom", "mock")
+DELIVERED_TERMINATIONS = {"user_stop", "agent_stop", "transfer", "user_transfer"}
+TIMEOUT_TERMINATIONS = {"max_steps", "max_turns", "timeout"}
+
+
+def _outcome(reward: float) -> str:
+    if reward >= 1.0:
+        return "resolved"
+    return "partial" if reward > 0 else "unresolved"
+
+
+def _last_assistant_text(messages: list[dict[str, Any]]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "assistant" and isinstance(message.get("content"), str) \
+                and message["content"].strip():
+            return str(message["content"])
+    return ""
+
+
+def _split_stem(stem: str) -> tuple[str, str]:
+    """(setup, domain) from a tau-bench file name such as ``gpt-4o-airline``."""
+    head, _, tail = stem.rpartition("-")
+    if tail in KNOWN_DOMAINS and head:
+        return head, tail
+    return stem, "tau-bench"
+
+
+def import_tau_bench(path: Path | str, setup: str | None = None,
+                     domain: str | None = None) -> Imported:
+    """Convert a tau-bench results file (a JSON list of trials).
+
+    Args:
+        path: The JSON file.
+        setup: Setup name; default the file name without its domain (``gpt-4o``).
+        domain: Task id prefix; default the domain in the file name (``airline``).
+    """
+    path = Path(path)
+    records = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(records, list):
+        raise ValueError(f"{path}: a tau-bench results file is a JSON list")
+    guess_setup, guess_domain = _split_stem(path.stem)
+    setup = setup or guess_setup
+    domain = domain or guess_domain
+    out = Imported(label=path.name, notes=[
+        f"{path.name}: tau-bench has no timestamps, so no timing is reported for {setup}",
+        f"{path.name}: tau-bench reuses tool-call ids; calls are counted by unique id per run",
+        f"{path.name}: reward 1 -> resolved, 0 < reward < 1 -> partially resolved, "
+        "else unresolved (the adapter never claims a material error)",
+    ])
+    tasks: dict[str, Task] = {}
+    for index, rec in enumerate(records):
+        task_id = f"{domain}-{rec['task_id']}"
+        info = rec.get("info") or {}
+        if task_id not in tasks:
+            instruction = (info.get("task") or {}).get("instruction") or f"{domain} task"
+            tasks[task_id] = Task(task_id=task_id, prompt=instruction,
+                                  metadata={"source": "tau-bench", "domain": domain})
+        trial = int(rec.get("trial", 0))
+        run_id = f"{setup}/{task_id}/trial-{trial}"
+        traj = rec.get("traj") or []
+        calls = [
+            {"id": str(call.get("id") or f"unnamed-{index}-{k}"),
+             "name": str((call.get("function") or {}).get("name") or call.get("name") or "?")}
+            for message in traj if message.get("role") == "assistant"
+            for k, call in enumerate(message.get("tool_calls") or [])
+        ]
+        run = Run.model_validate({
+            "run_id": run_id, "setup": setup, "task_id": task_id, "repeat": trial + 1,
+            "status": "delivered",
+            "response": {"text": _last_assistant_text(traj)},
+            "tool_calls": calls,
+            "metadata": {"source": "tau-bench", "reward": rec.get("reward"),
+                         "user_cost": info.get("user_cost")},
+        })
+        out.runs.append(run)
+        reward = float(rec.get("reward") or 0.0)
+        out.grades.append(grade_for_outcome(run_id, _outcome(reward), "tau-bench reward",
+                                            f"reward {reward:g}"))
+    out.tasks = list(tasks.values())
+    return out
+
+
+def _aware(value: str | None, zone: ZoneInfo) -> str | None:
+    if not value:
+        return None
+    parsed = datetime.fromisoformat(value)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=zone)
+    return parsed.isoformat()
+
+
+def import_tau2_bench(path: Path | str, setup: str | None = None,
+                      assume_tz: str = "UTC") -> Imported:
+    """Convert a tau2-bench simulations file.
+
+    Args:
+        path: The JSON file.
+        setup: Setup name; default ``info.agent_info.llm``.
+        assume_tz: Zone given to tau2's naive timestamps; default UTC. Durations do not
+            depend on it unless a clock change falls inside a run.
+    """
+    path = Path(path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    info = data.get("info") or {}
+    setup = setup or str((info.get("agent_info") or {}).get("llm") or path.stem)
+    domain = str((info.get("environment_info") or {}).get("domain_name") or "tau2")
+    zone = ZoneInfo(assume_tz)
+    out = Imported(label=path.name, notes=[
+        f"{path.name}: tau2 timestamps are naive; read as {assume_tz} (an assumption)",
+        f"{path.name}: submitted = start_time, received = end_time of each simulation",
+        f"{path.name}: reward 1 -> resolved, 0 < reward < 1 -> partially resolved, else "
+        "unresolved",
+    ])
+    prompts = {}
+    for task in data.get("tasks") or []:
+        scenario = (task.get("user_scenario") or {}).get("instructions") or {}
+        text = scenario if isinstance(scenario, str) else json.dumps(scenario, sort_keys=True)
+        prompts[str(task["id"])] = text
+    tasks: dict[str, Task] = {}
+    for sim in data.get("simulations") or []:
+        task_id = f"{domain}-{sim['task_id']}"
+        if task_id not in tasks:
+            tasks[task_id] = Task(task_id=task_id,
+                                  prompt=prompts.get(str(sim["task_id"]), f"{domain} task"),
+                                  metadata={"source": "tau2-bench", "domain": domain})
+        trial = int(sim.get("trial", 0))
+        run_id = f"{setup}/{task_id}/trial-{trial}"
+        termination = str(sim.get("termination_reason") or "")
+        if termination in DELIVERED_TERMINATIONS:
+            status = "delivered"
+        elif termination in TIMEOUT_TERMINATIONS:
+            status = "timeout"
+        else:
+            status = "failed"
+        messages = sim.get("messages") or []
+        tool_ends = {str(m.get("id")): m.get("timestamp") for m in messages
+                     if m.get("role") == "tool"}
+        calls = [
+            {"id": str(call["id"]), "name": str(call.get("name") or "?"),
+             "started": _aware(message.get("timestamp"), zone),
+             "ended": _aware(tool_ends.get(str(call["id"])), zone)}
+            for message in messages if message.get("role") == "assistant"
+            for call in message.get("tool_calls") or []
+        ]
+        start = _aware(sim.get("start_time"), zone)
+        end = _aware(sim.get("end_time"), zone)
+        events: dict[str, str | None] = {"submitted": start}
+        if status == "delivered":
+            events["received"] = end
+        else:
+            events["stopped"] = end
+        reward = float((sim.get("reward_info") or {}).get("reward") or 0.0)
+        run = Run.model_validate({
+            "run_id": run_id, "setup": setup, "task_id": task_id, "repeat": trial + 1,
+            "status": status, "error": None if status == "delivered" else termination,
+            "events": events,
+            "response": {"text": _last_assistant_text(messages)} if status == "delivered"
+            else None,
+            "tool_calls": calls,
+            "metadata": {"source": "tau2-bench", "reward": reward,
+                         "termination_reason": termination,
+                         "duration_s": sim.get("duration")},
+        })
+        out.runs.append(run)
+        if status == "delivered":
+            out.grades.append(grade_for_outcome(run_id, _outcome(reward),
+                                                "tau2-bench reward", f"reward {reward:g}"))
+    out.tasks = list(tasks.values())
+    return out
+
+
+def import_tau_file(path: Path | str, setup: str | None = None) -> Imported:
+    """tau-bench or tau2-bench, whichever the file is."""
+    path = Path(path)
+    with path.open(encoding="utf-8") as handle:
+        head = handle.read(256).lstrip()
+    if head.startswith("["):
+        return import_tau_bench(path, setup)
+    return import_tau2_bench(path, setup)

@@ -1,0 +1,154 @@
+"""End-to-end timing, other events, timeouts and failures, tool calls (DESIGN.md §4 "Timing").
+
+Every figure is over primary runs in the plan (``run_ids``); re-runs are listed, never used as
+samples. A missing event is missing, never 0: each metric carries its own n.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from grade_kit.standard.stats import median, summarize
+
+__all__ = [
+    "PLATFORM_PROXY_LABEL",
+    "SPAN_LABEL",
+    "e2e_frame",
+    "event_offsets",
+    "timing_summary",
+    "tool_call_summary",
+]
+
+START, END, STOPPED = "submitted", "received", "stopped"
+PLATFORM = ("platform_created", "platform_sent")
+PLATFORM_PROXY_LABEL = ("proxy: platform_created -> platform_sent as the platform logged it; "
+                        "not end-to-end time as the user waited")
+SPAN_LABEL = ("first-to-last tool event span: includes model reasoning and waiting between "
+              "calls, not tool execution time alone")
+
+
+def _seconds(later: pl.Expr, earlier: pl.Expr) -> pl.Expr:
+    return (later - earlier).dt.total_microseconds().cast(pl.Float64) / 1_000_000
+
+
+def event_offsets(runs: pl.DataFrame, events: pl.DataFrame, start: str,
+                  end: str) -> pl.DataFrame:
+    """``end - start`` in seconds for every run of ``runs`` carrying both events.
+
+    Returns:
+        run_id, task_id, seconds.
+    """
+    wide = events.filter(pl.col("event").is_in([start, end])).pivot(
+        on="event", index="run_id", values="at") if events.height else pl.DataFrame()
+    if wide.is_empty() or start not in wide.columns or end not in wide.columns:
+        return pl.DataFrame(schema={"run_id": pl.String, "task_id": pl.String,
+                                    "seconds": pl.Float64})
+    return (runs.select("run_id", "task_id").join(wide, on="run_id", how="inner")
+            .filter(pl.col(start).is_not_null() & pl.col(end).is_not_null())
+            .select("run_id", "task_id", seconds=_seconds(pl.col(end), pl.col(start))))
+
+
+def e2e_frame(runs: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """E2E = received - submitted (seconds) of delivered runs carrying both events."""
+    delivered = runs.filter(pl.col("status") == "delivered")
+    return event_offsets(delivered, events, START, END)
+
+
+def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
+                   run_ids: Sequence[str]) -> dict[str, Any]:
+    """Timing of the primary runs ``run_ids`` (one setup's planned slots, or a subset).
+
+    - ``e2e_s``: received - submitted of delivered runs carrying both; n, mean, P50, P90
+      (nearest rank), min, max; ``missing_timestamps`` counts delivered runs lacking either.
+    - ``per_question_median_s``: per task, the median E2E across its repeats.
+    - ``events``: every other event (first_progress, first_token, ...) as its own metric,
+      event - submitted, with its own n; never substituted for E2E.
+    - ``platform_e2e_s``: platform_sent - platform_created, labelled a proxy.
+    - ``timeouts`` / ``failures`` (failed or cancelled): count and rate over attempted runs,
+      and their waiting time (stopped - submitted) as a separate summary, never latency.
+    """
+    mine = runs.filter(pl.col("run_id").is_in(pl.Series(list(run_ids), dtype=pl.String)
+                                              .implode()))
+    delivered = mine.filter(pl.col("status") == "delivered")
+    e2e = e2e_frame(mine, events)
+    per_question = {
+        task: median(values)
+        for task, values in e2e.group_by("task_id").agg(pl.col("seconds"))
+        .sort("task_id").iter_rows()
+    }
+    mine_events = events.filter(pl.col("run_id").is_in(mine.get_column("run_id").implode()))
+    other = sorted(set(mine_events.get_column("event").unique().to_list())
+                   - {START, END, STOPPED, *PLATFORM})
+    event_metrics = {
+        name: summarize(event_offsets(delivered, mine_events, START, name)
+                        .get_column("seconds").to_list())
+        for name in other
+    }
+    platform = event_offsets(mine, mine_events, *PLATFORM).get_column("seconds").to_list()
+    attempted = mine.height
+
+    def waiting(statuses: Sequence[str]) -> dict[str, Any]:
+        stopped = mine.filter(pl.col("status").is_in(list(statuses)))
+        waits = event_offsets(stopped, mine_events, START, STOPPED).get_column("seconds")
+        return {
+            "count": stopped.height,
+            "rate": stopped.height / attempted if attempted else None,
+            "attempted": attempted,
+            "waiting_s": summarize(waits.to_list()),
+        }
+
+    return {
+        "e2e_s": summarize(e2e.get_column("seconds").to_list()),
+        "delivered": delivered.height,
+        "missing_timestamps": delivered.height - e2e.height,
+        "per_question_median_s": per_question,
+        "events": event_metrics,
+        "platform_e2e_s": ({"label": PLATFORM_PROXY_LABEL, **summarize(platform)}
+                           if platform else None),
+        "timeouts": waiting(["timeout"]),
+        "failures": waiting(["failed", "cancelled"]),
+    }
+
+
+def tool_call_summary(runs: pl.DataFrame, tool_calls: pl.DataFrame,
+                      run_ids: Sequence[str]) -> dict[str, Any]:
+    """Tool calls of the delivered primary runs ``run_ids`` (DESIGN.md §4 "Tool calls").
+
+    Coverage = runs exposing tool events (``tool_calls`` not null) / delivered runs. Calls
+    are counted by unique id per run; ``recorded_calls`` and ``runs_with_repeated_ids`` show
+    where a source reuses ids. The first-to-last tool event span is labelled as including
+    reasoning and waiting.
+    """
+    ids = pl.Series(list(run_ids), dtype=pl.String).implode()
+    delivered = runs.filter(pl.col("run_id").is_in(ids) & (pl.col("status") == "delivered"))
+    exposed = delivered.filter(pl.col("tools_exposed")).select("run_id")
+    calls = tool_calls.join(exposed, on="run_id", how="inner")
+    per_run = exposed.join(
+        calls.group_by("run_id").agg(unique=pl.col("call_id").n_unique(), recorded=pl.len()),
+        on="run_id", how="left",
+    ).with_columns(pl.col("unique").fill_null(0), pl.col("recorded").fill_null(0))
+    by_name = {
+        name: {"calls": int(n_calls), "runs": int(n_runs)}
+        for name, n_calls, n_runs in calls.unique(["run_id", "call_id"], keep="first")
+        .group_by("name").agg(pl.len(), pl.col("run_id").n_unique()).sort("name").iter_rows()
+    }
+    spans = (calls.with_columns(last=pl.coalesce("ended", "started"))
+             .group_by("run_id").agg(pl.col("started").min(), pl.col("last").max())
+             .filter(pl.col("started").is_not_null() & pl.col("last").is_not_null())
+             .select(seconds=_seconds(pl.col("last"), pl.col("started"))))
+    n_delivered = delivered.height
+    return {
+        "runs_exposed": exposed.height,
+        "delivered": n_delivered,
+        "coverage": exposed.height / n_delivered if n_delivered else None,
+        "per_run": summarize(per_run.get_column("unique").to_list()),
+        "unique_calls": int(per_run.get_column("unique").sum()),
+        "recorded_calls": int(per_run.get_column("recorded").sum()),
+        "runs_with_repeated_ids": int(
+            per_run.filter(pl.col("recorded") > pl.col("unique")).height),
+        "by_name": by_name,
+        "span_s": {"label": SPAN_LABEL, **summarize(spans.get_column("seconds").to_list())},
+    }
