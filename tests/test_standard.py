@@ -1,0 +1,216 @@
+"""DESIGN.md §4 "Grades", "Rates", "Timing", "Tool calls": hand-computed cases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+import pytest
+
+from grade_kit.frames import EvalData
+from grade_kit.schema import Grade
+from grade_kit.standard import nearest_rank, run_grades, standard_results, summarize
+
+from .conftest import make_run, make_task
+
+T0 = "2026-11-02T09:00:00+00:00"
+
+
+def at(seconds: float, offset: str = "+00:00") -> str:
+    """An ISO timestamp ``seconds`` after 09:00:00 UTC, written in ``offset``."""
+    from datetime import datetime, timedelta
+
+    base = datetime.fromisoformat(T0) + timedelta(seconds=seconds)
+    zone = datetime.fromisoformat(f"2026-01-01T00:00:00{offset}").tzinfo
+    return base.astimezone(zone).isoformat()
+
+
+def grade(run_id: str, core: str = "correct", fulfil: str = "full", err: str = "no",
+          **kw: Any) -> Grade:
+    return Grade.model_validate({"run_id": run_id, "core_conclusion": core,
+                                 "request_fulfilment": fulfil, "material_error": err,
+                                 "grader": "g", **kw})
+
+
+def plain(task_id: str) -> Any:
+    return make_task(task_id, weights=None, track=None, pack=None)
+
+
+@pytest.mark.parametrize(
+    ("status", "core", "fulfil", "err", "expected"),
+    [
+        ("timeout", "correct", "full", "no", "unresolved"),  # not delivered first
+        ("delivered", "correct", "full", "yes", "material_error"),
+        ("delivered", "material_error", "full", "no", "material_error"),
+        ("delivered", "pending", "full", "yes", "material_error"),  # error before pending
+        ("delivered", "correct", "pending", "no", "pending_verification"),
+        ("delivered", "correct", "full", "pending", "pending_verification"),
+        ("delivered", "correct", "full", "no", "resolved"),
+        ("delivered", "correct", "partial", "no", "partially_resolved"),
+        ("delivered", "correct", "not_met", "no", "unresolved"),
+        ("delivered", "no_gradable_conclusion", "full", "no", "unresolved"),
+    ],
+)
+def test_grading_order(status: str, core: str, fulfil: str, err: str, expected: str) -> None:
+    data = EvalData.from_records([plain("q")], [make_run("r", "q", status=status)],
+                                 grades=[grade("r", core, fulfil, err)])
+    assert run_grades(data.runs, data.grades)["grade"].item() == expected
+
+
+def test_no_grade_record_is_pending_and_ungraded() -> None:
+    data = EvalData.from_records([plain("q")], [make_run("r", "q"),
+                                                make_run("f", "q", repeat=2, status="failed",
+                                                         error="HTTP 500")])
+    g = run_grades(data.runs, data.grades).sort("run_id")
+    assert g["grade"].to_list() == ["unresolved", "pending_verification"]
+    assert g["grade_reason"].to_list() == ["failed: HTTP 500", "no grade record"]
+    s = standard_results(data).setups["A"]["grades"]
+    assert s["ungraded"] == 1
+
+
+def test_rates_over_n_with_not_run_and_stable_resolution(approx: Any) -> None:
+    tasks = [plain("q1"), plain("q2"), plain("q3")]
+    runs = [make_run(f"r{t}{r}", f"q{t}", repeat=r) for t in (1, 2) for r in (1, 2)]
+    runs.append(make_run("r31", "q3", repeat=1))  # q3 repeat 2 never ran
+    grades = [grade("r11"), grade("r12"), grade("r21"), grade("r22", fulfil="partial"),
+              grade("r31", err="yes", claim="18.4 for 0.184", evidence="row 7", effect="10x")]
+    s = standard_results(EvalData.from_records(tasks, runs, grades=grades))
+    g = s.setups["A"]["grades"]
+    assert g["N"] == 6 and g["repeats"] == 2
+    assert g["counts"] == {"resolved": 3, "partially_resolved": 1, "material_error": 1,
+                           "unresolved": 0, "pending_verification": 0, "not_run": 1}
+    assert sum(g["counts"].values()) == g["N"]
+    assert g["rates"]["resolved"] == approx(0.5)
+    assert g["graded_coverage"] == approx(5 / 6)
+    assert g["stable_resolution"] == {"count": 1, "questions": 3, "repeats": 2}
+    assert g["material_errors"][0]["claim"] == "18.4 for 0.184"
+    assert g["material_errors"][0]["effect"] == "10x"
+
+
+def test_repeats_option_and_single_repeat() -> None:
+    data = EvalData.from_records([plain("q")], [make_run("r", "q")], grades=[grade("r")])
+    g = standard_results(data).setups["A"]["grades"]
+    assert g["stable_resolution"]["count"] is None  # R = 1
+    g = standard_results(data, repeats=3).setups["A"]["grades"]
+    assert g["N"] == 3 and g["counts"]["not_run"] == 2
+    assert g["stable_resolution"]["count"] == 0
+
+
+def test_reruns_never_count_and_are_listed() -> None:
+    runs = [make_run("r1", "q", status="failed"),
+            make_run("r1b", "q", attempt_of="r1",
+                     events={"submitted": at(0), "received": at(3)})]
+    s = standard_results(EvalData.from_records([plain("q")], runs, grades=[grade("r1b")]))
+    g = s.setups["A"]["grades"]
+    assert g["counts"]["resolved"] == 0 and g["counts"]["unresolved"] == 1
+    assert s.setups["A"]["reruns"] == [{"run_id": "r1b", "attempt_of": "r1", "task_id": "q",
+                                        "repeat": 1, "status": "delivered",
+                                        "grade": "resolved", "e2e_s": 3.0}]
+    assert s.setups["A"]["timing"]["e2e_s"]["n"] == 0  # the re-run is not a sample
+
+
+def test_summary_statistics_by_hand() -> None:
+    assert summarize([4.0, 1.0, 3.0, 2.0]) == {"n": 4, "mean": 2.5, "p50": 2.5, "p90": 4.0,
+                                               "min": 1.0, "max": 4.0}
+    values = [float(v) for v in range(1, 11)]  # ceil(0.9 * 10) = 9th value
+    assert summarize(values)["p90"] == 9.0
+    assert summarize([*values, 11.0])["p90"] == 10.0  # ceil(9.9) = 10th
+    assert summarize([5.0])["p90"] == 5.0
+    assert summarize([]) == {"n": 0, "mean": None, "p50": None, "p90": None, "min": None,
+                             "max": None}
+    # ceil(0.9 * 30) = 27th of 1,1,1,2,2,2,...: the value 9
+    assert nearest_rank(sorted([float(v) for v in range(1, 11)] * 3), 0.9) == 9.0
+
+
+def test_timing_by_hand() -> None:
+    runs = [
+        make_run("a1", "q1", 1, events={"submitted": at(0), "first_token": at(1),
+                                        "received": at(10, "+02:00")}),
+        make_run("a2", "q1", 2, events={"submitted": at(0), "received": at(20)}),
+        make_run("a3", "q2", 1, events={"submitted": at(0), "first_progress": at(0.5),
+                                        "received": at(4)}),
+        make_run("a4", "q2", 2, events={"submitted": at(0)}),  # delivered, no received
+        make_run("a5", "q3", 1, status="timeout",
+                 events={"submitted": at(0), "stopped": at(120)}),
+        make_run("a6", "q3", 2, status="cancelled",
+                 events={"submitted": at(0), "stopped": at(30)}),
+        make_run("a7", "q4", 1, events={"submitted": at(0), "received": at(8),
+                                        "platform_created": at(1), "platform_sent": at(6)}),
+    ]
+    tasks = [plain(f"q{i}") for i in range(1, 5)]
+    t = standard_results(EvalData.from_records(tasks, runs)).setups["A"]["timing"]
+    assert t["e2e_s"] == {"n": 4, "mean": 10.5, "p50": 9.0, "p90": 20.0, "min": 4.0,
+                          "max": 20.0}
+    assert t["delivered"] == 5 and t["missing_timestamps"] == 1
+    assert t["per_question_median_s"] == {"q1": 15.0, "q2": 4.0, "q4": 8.0}
+    assert t["events"]["first_token"]["n"] == 1 and t["events"]["first_token"]["mean"] == 1.0
+    assert t["events"]["first_progress"]["n"] == 1
+    assert t["platform_e2e_s"]["n"] == 1 and t["platform_e2e_s"]["mean"] == 5.0
+    assert "proxy" in t["platform_e2e_s"]["label"]
+    assert t["timeouts"]["count"] == 1 and t["timeouts"]["rate"] == 1 / 7  # attempted: 7
+    assert t["timeouts"]["waiting_s"]["mean"] == 120.0
+    assert t["failures"]["count"] == 1 and t["failures"]["waiting_s"]["max"] == 30.0
+    assert t["failures"]["attempted"] == 8 - 1  # q4 repeat 2 was never run
+
+
+def test_tool_calls_by_unique_id_with_coverage() -> None:
+    calls = [{"id": "c1", "name": "sql", "started": at(1), "ended": at(2)},
+             {"id": "c1", "name": "sql", "started": at(3), "ended": at(4)},  # id reused
+             {"id": "c2", "name": "search", "started": at(5), "ended": at(9)}]
+    runs = [make_run("a", "q", 1, tool_calls=calls),
+            make_run("b", "q", 2, tool_calls=[]),
+            make_run("c", "q", 3, tool_calls=None),
+            make_run("d", "q", 4, status="failed", tool_calls=[{"id": "x", "name": "sql"}])]
+    tc = standard_results(EvalData.from_records([plain("q")], runs)).setups["A"]["tool_calls"]
+    assert tc["delivered"] == 3 and tc["runs_exposed"] == 2
+    assert tc["coverage"] == 2 / 3
+    assert tc["per_run"]["n"] == 2 and tc["per_run"]["mean"] == 1.0  # (2 + 0) / 2
+    assert tc["unique_calls"] == 2 and tc["recorded_calls"] == 3
+    assert tc["runs_with_repeated_ids"] == 1
+    assert tc["by_name"] == {"search": {"calls": 1, "runs": 1}, "sql": {"calls": 1, "runs": 1}}
+    assert tc["span_s"]["n"] == 1 and tc["span_s"]["mean"] == 8.0
+    assert "reasoning and waiting" in tc["span_s"]["label"]
+
+
+def test_common_subset_recomputes_each_setup() -> None:
+    tasks = [plain("q1"), plain("q2")]
+    runs, grades = [], []
+    for setup, latency in (("A", 10), ("B", 4)):
+        for q in ("q1", "q2"):
+            rid = f"{setup}-{q}"
+            runs.append(make_run(rid, q, setup=setup,
+                                 events={"submitted": at(0), "received": at(latency)}))
+            ok = not (setup == "B" and q == "q2")
+            grades.append(grade(rid, fulfil="full" if ok else "not_met"))
+    s = standard_results(EvalData.from_records(tasks, runs, grades=grades), seed=7)
+    assert s.common["tasks"] == ["q1"]
+    assert s.common["setups"]["B"]["grades"]["N"] == 1
+    assert s.common["setups"]["B"]["grades"]["counts"]["resolved"] == 1
+    assert s.common["setups"]["A"]["timing"]["e2e_s"]["mean"] == 10.0
+    comparison = s.comparisons[0]
+    assert (comparison["baseline"], comparison["compared"], comparison["seed"]) == ("A", "B", 7)
+    figures = {f["metric"]: f for f in comparison["figures"]}
+    e2e = figures["e2e_median_s"]
+    assert e2e["label"] == "measured" and e2e["mean_diff_b_minus_a"] == -6.0
+    assert e2e["ci95"] is None  # one question: no interval
+    assert figures["e2e_seconds_over_plan"]["label"] == "conditional estimate"
+    assert figures["e2e_seconds_over_plan"]["value"] == -12.0
+    assert figures["questions outside the common subset"]["label"] == "untested direction"
+
+
+def test_bootstrap_is_seeded_and_brackets_the_mean() -> None:
+    import numpy as np
+
+    from grade_kit.standard import bootstrap_mean_ci
+
+    diffs = np.array([-5.0, -6.0, -4.0, -7.0, -5.5])
+    first = bootstrap_mean_ci(diffs, seed=3)
+    assert first == bootstrap_mean_ci(diffs, seed=3)
+    assert first is not None and first[0] <= diffs.mean() <= first[1] < 0
+
+
+def test_slots_frame_lists_every_planned_slot() -> None:
+    s = standard_results(EvalData.from_records([plain("q")], [make_run("r", "q", repeat=2)]))
+    assert s.slots.sort("repeat").select("repeat", "state").to_dicts() == [
+        {"repeat": 1, "state": "not_run"}, {"repeat": 2, "state": "pending_verification"}]
+    assert isinstance(s.graded, pl.DataFrame)
