@@ -101,6 +101,60 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _grading_sheet(args: argparse.Namespace) -> int:
+    from grade_kit.standard.blind import grading_sheet, write_grading_sheet
+
+    evaluation = load_evaluation(args.tasks, args.runs, packs=args.packs)
+    _print_rejects([r.message() for r in evaluation.rejected])
+    runs = [r for r in evaluation.runs if r.attempt_of is None or args.include_reruns]
+    if args.setups:
+        wanted = set(args.setups.split(","))
+        unknown = wanted - {r.setup for r in runs}
+        if unknown:
+            raise InputError(f"--setups names setups with no runs: {sorted(unknown)}")
+        runs = [r for r in runs if r.setup in wanted]
+    rows, key = grading_sheet(evaluation.tasks, runs, seed=args.seed,
+                              calibration_pairs=args.calibration_pairs)
+    key_path = args.key or args.out.with_suffix(".key.json")
+    write_grading_sheet(rows, key, args.out, key_path)
+    print(f"grading sheet: {len(rows)} answers ({len(key['pairs'])} calibration pairs), "
+          f"seed {args.seed} -> {args.out}")
+    print(f"key (keep it from the graders): {key_path}")
+    return 0
+
+
+def _import_grades(args: argparse.Namespace) -> int:
+    import json
+
+    from grade_kit.standard.blind import calibration_report, import_grading_sheet
+
+    key_path = args.key or args.sheet.with_suffix(".key.json")
+    if not key_path.is_file():
+        raise InputError(f"{key_path}: no such key file (pass --key)")
+    key = json.loads(key_path.read_text(encoding="utf-8"))
+    result = import_grading_sheet(args.sheet, key)
+    if result.errors:
+        for error in result.errors:
+            print(f"error: {error}", file=sys.stderr)
+        print(f"nothing imported: fix the {len(result.errors)} row(s) above and run again",
+              file=sys.stderr)
+        return 1
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.open("w", encoding="utf-8") as handle:
+        for grade in result.grades:
+            handle.write(grade.model_dump_json() + "\n")
+    print(f"imported {len(result.grades)} grades -> {args.out}")
+    if result.blank:
+        print(f"{len(result.blank)} answers left blank stay ungraded (pending_verification): "
+              f"{', '.join(result.blank[:10])}{' ...' if len(result.blank) > 10 else ''}")
+    if result.calibration:
+        report = calibration_report(result.calibration, args.model_grader or ())
+        report_path = args.report or args.out.with_name("calibration.md")
+        report_path.write_text(report, encoding="utf-8")
+        print(f"{report.splitlines()[0].lstrip('# ')}: {report_path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``grade-kit``."""
     parser = argparse.ArgumentParser(
@@ -137,6 +191,29 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--setup", help="setup name (default: the model named in each log)")
     imp.add_argument("--scorer", help="inspect: the score to grade by (default: the first)")
     imp.set_defaults(func=_import)
+
+    sheet = sub.add_parser("grading-sheet", help="export a blind grading sheet (CSV) and key")
+    sheet.add_argument("tasks", type=Path)
+    sheet.add_argument("runs", type=Path)
+    sheet.add_argument("--out", type=Path, required=True, help="sheet CSV to write")
+    sheet.add_argument("--key", type=Path, help="key JSON (default: <out>.key.json)")
+    sheet.add_argument("--setups", help="comma-separated setups (default: all)")
+    sheet.add_argument("--seed", type=int, default=0, help="alias and order seed (default 0)")
+    sheet.add_argument("--calibration-pairs", type=int, default=0,
+                       help="answers restated in a second form to check graders (default 0)")
+    sheet.add_argument("--include-reruns", action="store_true")
+    sheet.add_argument("--packs", type=Path)
+    sheet.set_defaults(func=_grading_sheet)
+
+    imp_g = sub.add_parser("import-grades", help="map a filled grading sheet back to runs")
+    imp_g.add_argument("sheet", type=Path)
+    imp_g.add_argument("--key", type=Path, help="key JSON (default: <sheet>.key.json)")
+    imp_g.add_argument("--out", type=Path, required=True, help="grades JSONL to write")
+    imp_g.add_argument("--report", type=Path, help="calibration report (default: "
+                                                   "calibration.md next to --out)")
+    imp_g.add_argument("--model-grader", action="append",
+                       help="a grader name that is a model (repeatable); 'model:*' always is")
+    imp_g.set_defaults(func=_import_grades)
 
     demo = sub.add_parser("demo", help="run the embedded default end to end")
     demo.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "demo")
