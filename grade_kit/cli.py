@@ -57,7 +57,7 @@ def _validate(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     example = Path(args.fixtures) / "example"
     evaluation = load_evaluation(example / "tasks", example / "runs.jsonl",
-                                 example / "judgements.jsonl")
+                                 example / "judgements.jsonl", example / "grades.jsonl")
     scores = score_evaluation(evaluation)
     paths = write_outputs(args.out, evaluation, scores, standard_evaluation(evaluation, scores))
     _print_rejects([r.message() for r in evaluation.rejected])
