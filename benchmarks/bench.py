@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from grade_kit.evaluate import load_evaluation, score_evaluation
+from grade_kit.evaluate import load_evaluation, score_evaluation, standard_evaluation
 from grade_kit.io import load_tasks
 from grade_kit.report import write_outputs
 
@@ -86,10 +86,13 @@ def bench(n: int) -> None:
         t1 = time.perf_counter()
         scores = score_evaluation(ev)
         t2 = time.perf_counter()
-        write_outputs(Path(tmp) / "out", ev, scores)
+        standard = standard_evaluation(ev, scores)
         t3 = time.perf_counter()
+        write_outputs(Path(tmp) / "out", ev, scores, standard)
+        t4 = time.perf_counter()
     print(f"{n:>9,} runs: load+flatten {t1 - t0:7.2f} s ({n / (t1 - t0):>9,.0f} runs/s) | "
-          f"score {t2 - t1:6.2f} s ({n / (t2 - t1):>10,.0f} runs/s) | write {t3 - t2:5.2f} s | "
+          f"GRADE {t2 - t1:6.2f} s ({n / (t2 - t1):>9,.0f} runs/s) | "
+          f"standard {t3 - t2:6.2f} s | write {t4 - t3:5.2f} s | total {t4 - t0:6.2f} s | "
           f"rejected {len(ev.rejected):,}")
 
 

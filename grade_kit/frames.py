@@ -11,7 +11,7 @@ Public functions accept a pandas or a polars DataFrame and return the same kind
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Any, TypeVar
@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import pandas as pd
 import polars as pl
 
+from grade_kit.io import gc_paused
 from grade_kit.schema import DIMENSIONS, Grade, Judgement, Run, Task, parse_timestamp
 from grade_kit.text import normalize, normalize_value, parse_number
 
@@ -206,6 +207,21 @@ def run_frames(
         return cached
 
     line_list: Iterable[int | None] = lines if lines is not None else [None] * len(runs)
+    with gc_paused():
+        _flatten_runs(runs, line_list, r, it, m, ev, tc, norm)
+    return {
+        "runs": _frame("runs", r),
+        "items": _frame("items", it),
+        "metrics": _frame("metrics", m),
+        "events": _frame("events", ev),
+        "tool_calls": _frame("tool_calls", tc),
+    }
+
+
+def _flatten_runs(runs: Sequence[Run], line_list: Iterable[int | None],
+                  r: dict[str, list[Any]], it: dict[str, list[Any]],
+                  m: dict[str, list[Any]], ev: dict[str, list[Any]],
+                  tc: dict[str, list[Any]], norm: Callable[[str], str]) -> None:
     for run, line in zip(runs, line_list, strict=True):
         rid = run.run_id
         r["run_id"].append(rid)
@@ -256,13 +272,6 @@ def run_frames(
                                  else parse_timestamp(call.started).astimezone(UTC))
             tc["ended"].append(None if call.ended is None
                                else parse_timestamp(call.ended).astimezone(UTC))
-    return {
-        "runs": _frame("runs", r),
-        "items": _frame("items", it),
-        "metrics": _frame("metrics", m),
-        "events": _frame("events", ev),
-        "tool_calls": _frame("tool_calls", tc),
-    }
 
 
 def verdict_frames(

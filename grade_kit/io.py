@@ -7,8 +7,10 @@ Nothing is dropped silently.
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -113,6 +115,19 @@ def _iter_lines(path: Path) -> Iterator[tuple[int, str]]:
                 yield number, text
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while many small records are built (it would
+    otherwise rescan them again and again: half the load time at 100,000 runs)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _read_jsonl(
     path: Path,
     model: type[Model],
@@ -121,6 +136,18 @@ def _read_jsonl(
     """Validate each non-blank line of ``path`` as ``model``; ``check`` may reject more."""
     out: Loaded[Model] = Loaded()
     source = str(path)
+    with gc_paused():
+        _validate_lines(path, source, model, check, out)
+    return out
+
+
+def _validate_lines(
+    path: Path,
+    source: str,
+    model: type[Model],
+    check: Callable[[Model, int, str], tuple[str | None, str] | None] | None,
+    out: Loaded[Model],
+) -> None:
     for number, text in _iter_lines(path):
         try:
             data = json.loads(text)
@@ -147,7 +174,6 @@ def _read_jsonl(
                 continue
         out.records.append(record)
         out.lines.append(number)
-    return out
 
 
 def write_rejects(path: Path, rejected: Sequence[Rejected]) -> Path:
