@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench schemas clean
+.PHONY: demo test lint typecheck bench fixtures schemas clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,9 @@ typecheck: $(STAMP)
 
 bench: $(STAMP)           ## speed figures (not assertions)
 	$(BIN)/python -m benchmarks.bench
+
+fixtures: $(STAMP)        ## regenerate fixtures/packs, fixtures/tasks and fixtures/runs (seed 42)
+	$(BIN)/grade-kit fixtures --out fixtures/packs --tasks fixtures/tasks --runs fixtures/runs
 
 schemas: $(STAMP)         ## regenerate grade_kit/schemas/*.json from the models
 	$(BIN)/python -c "from grade_kit.schema import write_json_schemas; write_json_schemas()"

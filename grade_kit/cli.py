@@ -7,7 +7,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from grade_kit.evaluate import load_evaluation, score_evaluation, standard_evaluation
+from grade_kit.evaluate import (
+    apply_judge,
+    load_evaluation,
+    score_evaluation,
+    standard_evaluation,
+)
 from grade_kit.io import InputError, load_tasks
 from grade_kit.report import write_outputs
 
@@ -28,6 +33,8 @@ def _print_rejects(messages: Sequence[str], limit: int = 20) -> None:
 def _score(args: argparse.Namespace) -> int:
     evaluation = load_evaluation(args.tasks, args.runs, args.judgements, args.grades,
                                  args.packs)
+    if args.judge:
+        apply_judge(evaluation, args.judge)
     scores = score_evaluation(evaluation)
     standard = standard_evaluation(evaluation, scores, args.repeats)
     paths = write_outputs(args.out, evaluation, scores, standard)
@@ -54,14 +61,32 @@ def _validate(args: argparse.Namespace) -> int:
     return 1 if loaded.rejected else 0
 
 
+def _fixtures(args: argparse.Namespace) -> int:
+    from grade_kit.demo import generate_packs, record_runs, write_task_suite
+
+    packs = generate_packs(args.out)
+    print(f"fixtures: {len(packs)} packs (seed 42) -> {args.out}")
+    if args.tasks:
+        tasks = write_task_suite(args.out, args.tasks)
+        print(f"fixtures: {len(tasks)} task files -> {args.tasks}")
+    if args.runs:
+        if not args.tasks:
+            raise InputError("--runs needs --tasks (runs answer the generated tasks)")
+        loaded = load_tasks(args.tasks, args.out)
+        runs = record_runs(loaded.records, args.out, args.runs)
+        print(f"fixtures: recorded runs of {len(runs)} setups -> {args.runs}")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
-    example = Path(args.fixtures) / "example"
-    evaluation = load_evaluation(example / "tasks", example / "runs.jsonl",
-                                 example / "judgements.jsonl", example / "grades.jsonl")
+    root = Path(args.fixtures)
+    evaluation = load_evaluation(root / "tasks", root / "runs", packs=root / "packs")
+    apply_judge(evaluation, "rules")
     scores = score_evaluation(evaluation)
     paths = write_outputs(args.out, evaluation, scores, standard_evaluation(evaluation, scores))
     _print_rejects([r.message() for r in evaluation.rejected])
-    print(f"demo: scored {len(evaluation.runs)} recorded runs of {len(evaluation.tasks)} tasks")
+    print(f"demo: scored {len(evaluation.runs)} recorded runs of {len(evaluation.tasks)} tasks "
+          "with the rule judge")
     print(f"demo: scorecard at {paths['scorecard']}")
     return 0
 
@@ -165,11 +190,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     score = sub.add_parser("score", help="score run records against tasks")
     score.add_argument("tasks", type=Path, help="folder of task files, or a tasks JSONL file")
-    score.add_argument("runs", type=Path, help="run records, one JSON object per line")
+    score.add_argument("runs", type=Path, nargs="+",
+                       help="run records (JSONL, one attempt per line), or folders of them")
     score.add_argument("--judgements", type=Path, help="recorded judgements (JSONL)")
     score.add_argument("--grades", type=Path, help="grades (JSONL)")
     score.add_argument("--packs", type=Path,
                        help="folder of packs for ground_truth keys (default: next to TASKS)")
+    score.add_argument("--judge", choices=["rules"],
+                       help="judge the judged dimensions where no judgement is recorded "
+                            "(rules: the offline rule judge)")
     score.add_argument("--repeats", type=int, default=None,
                        help="planned repeats per task (default: the largest repeat seen)")
     score.add_argument("--strict", action="store_true",
@@ -194,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sheet = sub.add_parser("grading-sheet", help="export a blind grading sheet (CSV) and key")
     sheet.add_argument("tasks", type=Path)
-    sheet.add_argument("runs", type=Path)
+    sheet.add_argument("runs", type=Path, nargs="+")
     sheet.add_argument("--out", type=Path, required=True, help="sheet CSV to write")
     sheet.add_argument("--key", type=Path, help="key JSON (default: <out>.key.json)")
     sheet.add_argument("--setups", help="comma-separated setups (default: all)")
@@ -214,6 +243,14 @@ def build_parser() -> argparse.ArgumentParser:
     imp_g.add_argument("--model-grader", action="append",
                        help="a grader name that is a model (repeatable); 'model:*' always is")
     imp_g.set_defaults(func=_import_grades)
+
+    fixtures = sub.add_parser("fixtures", help="generate the fixture packs (seed 42)")
+    fixtures.add_argument("--out", type=Path, default=DEFAULT_FIXTURES / "packs",
+                          help="packs folder (default fixtures/packs)")
+    fixtures.add_argument("--tasks", type=Path, help="also write the task suite here")
+    fixtures.add_argument("--runs", type=Path,
+                          help="also record the simulated setups' runs here (needs --tasks)")
+    fixtures.set_defaults(func=_fixtures)
 
     demo = sub.add_parser("demo", help="run the embedded default end to end")
     demo.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "demo")

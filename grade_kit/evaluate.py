@@ -3,16 +3,18 @@ notebooks share."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grade_kit.frames import EvalData
+from grade_kit.frames import EvalData, verdict_frames
 from grade_kit.grade import ClaimJudge, GradeScores, grade_scores
 from grade_kit.io import Rejected, load_grades, load_judgements, load_runs, load_tasks
 from grade_kit.schema import Grade, Judgement, Run, Task
 from grade_kit.standard import StandardResults, standard_results
 
-__all__ = ["Evaluation", "load_evaluation", "score_evaluation", "standard_evaluation"]
+__all__ = ["Evaluation", "apply_judge", "load_evaluation", "score_evaluation",
+           "standard_evaluation"]
 
 
 @dataclass
@@ -31,7 +33,7 @@ class Evaluation:
 
 def load_evaluation(
     tasks: Path | str,
-    runs: Path | str,
+    runs: Path | str | Sequence[Path | str],
     judgements: Path | str | None = None,
     grades: Path | str | None = None,
     packs: Path | str | None = None,
@@ -43,7 +45,7 @@ def load_evaluation(
 
     Args:
         tasks: Folder of task files, or a JSONL file of tasks.
-        runs: JSONL file of run records.
+        runs: JSONL file of run records, a folder of them, or a list of either.
         judgements: JSONL file of judgements; default None (judged dimensions stay null).
         grades: JSONL file of grades; default None.
         packs: Folder of packs for ``ground_truth`` keys; default found next to ``tasks``.
@@ -66,7 +68,8 @@ def load_evaluation(
         g_records = grade_load.records
     data = EvalData.from_records(task_load.records, run_load.records, j_records, g_records,
                                  run_load.lines)
-    sources = {"tasks": str(tasks), "runs": str(runs)}
+    run_paths = [runs] if isinstance(runs, str | Path) else list(runs)
+    sources = {"tasks": str(tasks), "runs": ", ".join(map(str, run_paths))}
     if judgements:
         sources["judgements"] = str(judgements)
     if grades:
@@ -76,6 +79,28 @@ def load_evaluation(
         grades=g_records, data=data, rejected=rejected, warnings=task_load.warnings,
         sources=sources,
     )
+
+
+def apply_judge(evaluation: Evaluation, judge: str) -> Evaluation:
+    """Add a judge's judgements for every (run, dimension) that has no recorded one.
+
+    Recorded judgements win over the judge's: a human's score is never replaced.
+
+    Args:
+        evaluation: The loaded evaluation (changed in place and returned).
+        judge: A name in :data:`grade_kit.judges.JUDGES` (``rules``).
+    """
+    from grade_kit.judges import JUDGES
+
+    if judge not in JUDGES:
+        raise ValueError(f"unknown judge {judge!r}; choose from {sorted(JUDGES)}")
+    recorded = {(j.run_id, j.dimension) for j in evaluation.judgements}
+    added = [j for j in JUDGES[judge](evaluation.tasks, evaluation.runs)
+             if (j.run_id, j.dimension) not in recorded]
+    evaluation.judgements = [*evaluation.judgements, *added]
+    evaluation.data.judgements = verdict_frames(evaluation.judgements)["judgements"]
+    evaluation.sources["judge"] = judge
+    return evaluation
 
 
 def score_evaluation(evaluation: Evaluation, judge: ClaimJudge | None = None) -> GradeScores:

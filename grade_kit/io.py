@@ -29,6 +29,7 @@ __all__ = [
     "load_judgements",
     "load_runs",
     "load_tasks",
+    "run_files",
     "write_rejects",
 ]
 
@@ -360,51 +361,79 @@ def _resolve_ground_truth(
 # --------------------------------------------------------------------------- runs
 
 
-def load_runs(path: Path | str, tasks: Sequence[Task] | None = None) -> Loaded[Run]:
-    """Load run records (one attempt per JSONL line, DESIGN.md §3).
+def run_files(paths: Path | str | Sequence[Path | str]) -> list[Path]:
+    """The JSONL files named by ``paths``: files as given, folders as their ``*.jsonl``
+    files in name order."""
+    items = [paths] if isinstance(paths, str | Path) else list(paths)
+    out: list[Path] = []
+    for item in map(Path, items):
+        if item.is_dir():
+            found = sorted(item.glob("*.jsonl"))
+            if not found:
+                raise InputError(f"{item}: folder holds no .jsonl run files")
+            out.extend(found)
+        else:
+            out.append(item)
+    return out
 
-    Rejected, naming the line and field: malformed JSON; a missing or mistyped field; a naive
-    timestamp; a delivered run without a response; a task_id not among ``tasks``; a run_id
-    seen before (the first stands); a second primary attempt for a (setup, task, repeat) slot
-    already filled; a re-run whose ``attempt_of`` names no accepted run of the same slot.
+
+def load_runs(paths: Path | str | Sequence[Path | str],
+              tasks: Sequence[Task] | None = None) -> Loaded[Run]:
+    """Load run records (one attempt per JSONL line, DESIGN.md §3) from one or more files.
+
+    Rejected, naming the file, line and field: malformed JSON; a missing or mistyped field; a
+    naive timestamp; a delivered run without a response; a task_id not among ``tasks``; a
+    run_id seen before, in any of the files (the first stands); a second primary attempt for a
+    (setup, task, repeat) slot already filled; a re-run whose ``attempt_of`` names no accepted
+    run of the same slot.
 
     Args:
-        path: The JSONL file.
+        paths: A JSONL file, a folder of them, or a list of either.
         tasks: The loaded tasks; when None, task ids are not checked.
 
     Returns:
         Accepted runs in file order, their lines, and the rejects.
     """
-    path = Path(path)
+    files = run_files(paths)
     task_ids = None if tasks is None else {t.task_id for t in tasks}
-    seen_ids: dict[str, int] = {}
-    slots: dict[tuple[str, str, int], tuple[str, int]] = {}
+    seen_ids: dict[str, str] = {}
+    slots: dict[tuple[str, str, int], tuple[str, str]] = {}
+    loaded: Loaded[Run] = Loaded()
+    sources: list[str] = []
+    for path in files:
+        where = path.name if len(files) > 1 else "line"
 
-    def check(run: Run, line: int, _text: str) -> tuple[str | None, str] | None:
-        if task_ids is not None and run.task_id not in task_ids:
-            return "task_id", f"unknown task {run.task_id!r}"
-        if run.run_id in seen_ids:
-            first = seen_ids[run.run_id]
-            return "run_id", f"duplicate run_id {run.run_id!r} (first on line {first})"
-        if run.attempt_of is None:
-            slot = (run.setup, run.task_id, run.repeat)
-            if slot in slots:
-                first_id, first_line = slots[slot]
-                return "attempt_of", (
-                    f"second primary attempt for setup {run.setup!r}, task {run.task_id!r}, "
-                    f"repeat {run.repeat} (run {first_id!r} on line {first_line} fills it; "
-                    "a re-run must name it in attempt_of)"
-                )
-            slots[slot] = (run.run_id, line)
-        seen_ids[run.run_id] = line
-        return None
+        def check(run: Run, line: int, _text: str,
+                  where: str = where) -> tuple[str | None, str] | None:
+            at = f"{where} {line}" if where == "line" else f"{where}:{line}"
+            if task_ids is not None and run.task_id not in task_ids:
+                return "task_id", f"unknown task {run.task_id!r}"
+            if run.run_id in seen_ids:
+                return "run_id", (f"duplicate run_id {run.run_id!r} "
+                                  f"(first on {seen_ids[run.run_id]})")
+            if run.attempt_of is None:
+                slot = (run.setup, run.task_id, run.repeat)
+                if slot in slots:
+                    first_id, first_at = slots[slot]
+                    return "attempt_of", (
+                        f"second primary attempt for setup {run.setup!r}, task "
+                        f"{run.task_id!r}, repeat {run.repeat} (run {first_id!r} on {first_at} "
+                        "fills it; a re-run must name it in attempt_of)"
+                    )
+                slots[slot] = (run.run_id, at)
+            seen_ids[run.run_id] = at
+            return None
 
-    loaded = _read_jsonl(path, Run, check)
+        part = _read_jsonl(path, Run, check)
+        loaded.records.extend(part.records)
+        loaded.lines.extend(part.lines)
+        loaded.rejected.extend(part.rejected)
+        sources.extend([str(path)] * len(part.records))
     # Second pass: a re-run must name an accepted run of the same slot.
     by_id = {run.run_id: run for run in loaded.records}
     out: Loaded[Run] = Loaded(rejected=loaded.rejected)
-    texts = None
-    for run, line in zip(loaded.records, loaded.lines, strict=True):
+    texts: dict[str, dict[int, str]] = {}
+    for run, line, source in zip(loaded.records, loaded.lines, sources, strict=True):
         target = by_id.get(run.attempt_of) if run.attempt_of is not None else None
         if run.attempt_of is not None and (
             target is None
@@ -412,13 +441,13 @@ def load_runs(path: Path | str, tasks: Sequence[Task] | None = None) -> Loaded[R
             != (run.setup, run.task_id, run.repeat)
             or target.run_id == run.run_id
         ):
-            if texts is None:
-                texts = dict(_iter_lines(path))
+            if source not in texts:
+                texts[source] = dict(_iter_lines(Path(source)))
             why = ("names no accepted run" if target is None or target.run_id == run.run_id
                    else "names a run of another setup, task or repeat")
             out.rejected.append(Rejected(
-                str(path), line, "attempt_of", f"attempt_of {run.attempt_of!r} {why}",
-                texts.get(line or 0, "")))
+                source, line, "attempt_of", f"attempt_of {run.attempt_of!r} {why}",
+                texts[source].get(line or 0, "")))
             continue
         out.records.append(run)
         out.lines.append(line)

@@ -302,9 +302,16 @@ class Judgement(BaseModel):
 
     run_id: str = Field(min_length=1)
     dimension: Literal["evidence_linkage", "structure_usability"]
-    score: float = Field(ge=0.0, le=1.0)
+    score: float | None = Field(ge=0.0, le=1.0)
+    """Null when the judge had nothing to check (the reason then says why); never a silent 0."""
     judge: str = Field(min_length=1)
     reason: str | None = None
+
+    @model_validator(mode="after")
+    def _null_needs_reason(self) -> Judgement:
+        if self.score is None and not self.reason:
+            raise ValueError("a null score needs a reason")
+        return self
 
 
 class Grade(BaseModel):
