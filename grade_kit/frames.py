@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import pandas as pd
 import polars as pl
 
-from grade_kit.io import gc_paused
+from grade_kit._gc import gc_paused
 from grade_kit.schema import DIMENSIONS, Grade, Judgement, Run, Task, parse_timestamp
 from grade_kit.text import normalize, normalize_value, parse_number
 

@@ -7,10 +7,8 @@ Nothing is dropped silently.
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -18,6 +16,7 @@ from typing import Any, Generic, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from grade_kit._gc import gc_paused
 from grade_kit.schema import Grade, Judgement, Reject, Run, Task
 
 __all__ = [
@@ -114,19 +113,6 @@ def _iter_lines(path: Path) -> Iterator[tuple[int, str]]:
             text = line.rstrip("\n").rstrip("\r")
             if text.strip():
                 yield number, text
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while many small records are built (it would
-    otherwise rescan them again and again: half the load time at 100,000 runs)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _read_jsonl(

@@ -7,11 +7,13 @@ with no findings and no metrics; with fewer than 2 runs every sub-metric is null
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from itertools import combinations
 
 import polars as pl
 
+from grade_kit._gc import gc_paused
 from grade_kit.frames import Frame, like, to_polars
 
 __all__ = [
@@ -174,35 +176,36 @@ def weighted_consistency(parts: dict[str, float | None]) -> float | None:
 
 def _consistency_scores(runs: pl.DataFrame, items: pl.DataFrame,
                         metrics: pl.DataFrame) -> pl.DataFrame:
-    primary = runs.filter(pl.col("is_primary")).select("run_id", "setup", "task_id", "repeat")
-    top = (
-        items.filter((pl.col("field") == "finding") & (pl.col("norm") != ""))
-        .sort("run_id", "position")
-        .group_by("run_id", maintain_order=True).head(TOP_K)
-        .group_by("run_id").agg(pl.col("norm"))
-    )
-    nums = (metrics.filter(pl.col("num").is_not_null())
-            .group_by("run_id").agg(pl.col("key"), pl.col("num")))
-    grouped = (
-        primary.join(top, on="run_id", how="left").join(nums, on="run_id", how="left")
-        .sort("setup", "task_id", "repeat")
-        .group_by("setup", "task_id", maintain_order=True)
-        .agg(pl.col("run_id"), pl.col("norm"), pl.col("key"), pl.col("num"))
-    )
+    primary = (runs.filter(pl.col("is_primary")).select("run_id", "setup", "task_id", "repeat")
+               .sort("setup", "task_id", "repeat"))
+    top = (items.filter((pl.col("field") == "finding") & (pl.col("norm") != ""))
+           .sort("run_id", "position").group_by("run_id", maintain_order=True).head(TOP_K))
+    top3: dict[str, list[frozenset[str]]] = defaultdict(list)
+    for run_id, norm in zip(top.get_column("run_id").to_list(),
+                            top.get_column("norm").to_list(), strict=True):
+        top3[run_id].append(frozenset(norm.split(" ")))
+    numeric = metrics.filter(pl.col("num").is_not_null())
+    numbers: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    for run_id, key, num in zip(*(numeric.get_column(c).to_list()
+                                  for c in ("run_id", "key", "num")), strict=True):
+        numbers[run_id].append((key, num))
+    groups: dict[tuple[str, str], list[str]] = {}
+    for run_id, setup, task_id in zip(*(primary.get_column(c).to_list()
+                                        for c in ("run_id", "setup", "task_id")), strict=True):
+        groups.setdefault((setup, task_id), []).append(run_id)
     rows = []
-    for setup, task_id, run_ids, norms, keys, nums_ in grouped.iter_rows():
+    for (setup, task_id), run_ids in groups.items():
         n_runs = len(run_ids)
-        top3 = [[frozenset(n.split(" ")) for n in (ns or [])] for ns in norms]
-        by_key: dict[str, list[float]] = {}
-        for ks, vs in zip(keys, nums_, strict=True):
-            for k, v in zip(ks or [], vs or [], strict=True):
-                by_key.setdefault(k, []).append(v)
         if n_runs < 2:
             fs = rs = mv = None
         else:
-            assignments = cluster_findings(top3)
+            assignments = cluster_findings([top3.get(r, []) for r in run_ids])
             fs = finding_stability(assignments)
             rs = ranking_stability(assignments)
+            by_key: dict[str, list[float]] = {}
+            for r in run_ids:
+                for key, value in numbers.get(r, []):
+                    by_key.setdefault(key, []).append(value)
             mv = metric_variance(by_key)
         parts = {"finding_stability": fs, "ranking_stability": rs, "metric_variance": mv}
         rows.append((setup, task_id, n_runs, fs, rs, mv, weighted_consistency(parts)))
@@ -226,5 +229,6 @@ def consistency_scores(runs: Frame, items: Frame, metrics: Frame) -> Frame:
         setup, task_id, runs, finding_stability, ranking_stability, metric_variance,
         consistency; every score null with fewer than 2 runs.
     """
-    result = _consistency_scores(to_polars(runs), to_polars(items), to_polars(metrics))
+    with gc_paused():
+        result = _consistency_scores(to_polars(runs), to_polars(items), to_polars(metrics))
     return like(result, runs)
