@@ -10,7 +10,7 @@ import json
 import math
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -55,14 +55,7 @@ Dimension = Literal[
     "consistency",
     "structure_usability",
 ]
-DIMENSIONS: tuple[Dimension, ...] = (
-    "grounding_accuracy",
-    "insight_quality",
-    "evidence_linkage",
-    "calibration",
-    "consistency",
-    "structure_usability",
-)
+DIMENSIONS: tuple[Dimension, ...] = get_args(Dimension)
 """The six GRADE dimension keys, in the order of DESIGN.md §1."""
 
 PROJECT_WEIGHTS: dict[Dimension, float] = {

@@ -50,6 +50,29 @@ BLAME = {"id": "x-blame", "text": "students do not care",
          "patterns": [["lazy|unmotivated|do not care|don't care"]]}
 
 
+REASON_NOT_RECORDED = {"id": "l-reason", "text": "the data do not record why sessions were missed",
+                       "patterns": [["not|no|without", "reason|reasons|why|cause"]]}
+COMPLETED_ONLY = {"id": "l-completed", "text": "attendance is recorded for completed sessions only",
+                  "patterns": [["only|just", "completed"]]}
+
+
+def _weakest_tutor_facts() -> list[dict[str, Any]]:
+    return [_fact("f-tutor", "weakest_tutor", "tutors.lowest_completion.tutor_id"),
+            _fact("f-rate", "weakest_tutor_completion_rate",
+                  "tutors.lowest_completion.completion_rate", abs_tol=0.01)]
+
+
+def _weakest_group_facts() -> list[dict[str, Any]]:
+    return [_fact("f-group", "lowest_attendance_group", "groups.lowest_attendance.group_id"),
+            _fact("f-rate", "lowest_attendance_rate", "groups.lowest_attendance.attendance_rate",
+                  abs_tol=0.01)]
+
+
+def _lowest(claim_id: str, entity: str, what: str, words: str) -> dict[str, Any]:
+    return {"id": claim_id, "text": f"{entity} has the lowest {what}",
+            "patterns": [[_term(entity), words]]}
+
+
 def _fact(fid: str, metric: str, key: str, **tol: float) -> dict[str, Any]:
     return {"id": fid, "metric": metric, "ground_truth": key, **tol}
 
@@ -113,26 +136,18 @@ def task_suite(pack: str, truth: dict[str, Any]) -> list[dict[str, Any]]:
         pack, 1, "weakest-tutor", "weakest_tutor",
         "Which tutor had the lowest session completion rate this quarter, and what was it?",
         ["weakest_tutor", "weakest_tutor_completion_rate"],
-        [_fact("f-tutor", "weakest_tutor", "tutors.lowest_completion.tutor_id"),
-         _fact("f-rate", "weakest_tutor_completion_rate",
-               "tutors.lowest_completion.completion_rate", abs_tol=0.01)],
-        [{"id": "i-tutor", "text": f"{tutor} has the lowest completion",
-          "patterns": [[_term(tutor), "lowest|weakest|worst|poorest"]]}],
-        [{"id": "l-reason", "text": "the data do not record why sessions were missed",
-          "patterns": [["not|no|without", "reason|reasons|why|cause"]]}],
+        _weakest_tutor_facts(),
+        [_lowest("i-tutor", tutor, "completion", "lowest|weakest|worst|poorest")],
+        [dict(REASON_NOT_RECORDED)],
         [FIRE], {**sess, "columns": ["tutor_id", "status"], "entity_ids": "T-"},
         "Name the tutor id and cite sessions.csv (tutor_id, status)."))
     out.append(_task(
         pack, 1, "attendance-group", "weakest_group",
         "Which tutoring group had the lowest student attendance, and what was its rate?",
         ["lowest_attendance_group", "lowest_attendance_rate"],
-        [_fact("f-group", "lowest_attendance_group", "groups.lowest_attendance.group_id"),
-         _fact("f-rate", "lowest_attendance_rate", "groups.lowest_attendance.attendance_rate",
-               abs_tol=0.01)],
-        [{"id": "i-group", "text": f"{group} has the lowest attendance",
-          "patterns": [[_term(group), "lowest|weakest|worst|poorest"]]}],
-        [{"id": "l-completed", "text": "attendance is recorded for completed sessions only",
-          "patterns": [["only|just", "completed"]]}],
+        _weakest_group_facts(),
+        [_lowest("i-group", group, "attendance", "lowest|weakest|worst|poorest")],
+        [dict(COMPLETED_ONLY)],
         [BLAME], {"sources": ["attendance.csv"], "columns": ["present"], "rates": True,
                   "entity_ids": "G-"}, "Name the group id and cite attendance.csv."))
     out.append(_task(
@@ -213,14 +228,10 @@ def task_suite(pack: str, truth: dict[str, Any]) -> list[dict[str, Any]]:
         "Which tutor most needs coaching support on session completion, and what should the "
         "programme coordinator do?",
         ["weakest_tutor", "weakest_tutor_completion_rate", "completion_rate"],
-        [_fact("f-tutor", "weakest_tutor", "tutors.lowest_completion.tutor_id"),
-         _fact("f-rate", "weakest_tutor_completion_rate",
-               "tutors.lowest_completion.completion_rate", abs_tol=0.01),
+        [*_weakest_tutor_facts(),
          _fact("f-all", "completion_rate", "sessions.completion_rate", abs_tol=0.005)],
-        [{"id": "i-tutor", "text": f"{tutor} has the lowest completion",
-          "patterns": [[_term(tutor), "lowest|weakest|worst|below"]]}],
-        [{"id": "l-reason", "text": "the data do not record why sessions were missed",
-          "patterns": [["not|no|without", "reason|reasons|why|cause"]]}],
+        [_lowest("i-tutor", tutor, "completion", "lowest|weakest|worst|below")],
+        [dict(REASON_NOT_RECORDED)],
         [FIRE], {**strict, "sources": ["sessions.csv"], "columns": ["tutor_id", "status"],
                  "entity_ids": "T-"},
         "Strict: name the tutor id and the completion rate; cite sessions.csv."))
@@ -228,13 +239,9 @@ def task_suite(pack: str, truth: dict[str, Any]) -> list[dict[str, Any]]:
         pack, 3, "group-followup", "group_followup",
         "Which tutoring group should the coordinator follow up on for attendance, and how?",
         ["lowest_attendance_group", "lowest_attendance_rate"],
-        [_fact("f-group", "lowest_attendance_group", "groups.lowest_attendance.group_id"),
-         _fact("f-rate", "lowest_attendance_rate", "groups.lowest_attendance.attendance_rate",
-               abs_tol=0.01)],
-        [{"id": "i-group", "text": f"{group} has the lowest attendance",
-          "patterns": [[_term(group), "lowest|weakest|worst|below"]]}],
-        [{"id": "l-completed", "text": "attendance is recorded for completed sessions only",
-          "patterns": [["only|just", "completed"]]}],
+        _weakest_group_facts(),
+        [_lowest("i-group", group, "attendance", "lowest|weakest|worst|below")],
+        [dict(COMPLETED_ONLY)],
         [BLAME], {**strict, "sources": ["attendance.csv"], "columns": ["present"],
                   "entity_ids": "G-"},
         "Strict: name the group id and its attendance rate; cite attendance.csv."))
