@@ -23,6 +23,7 @@ __all__ = [
     "InputError",
     "Loaded",
     "Rejected",
+    "describe_validation_error",
     "find_packs_dir",
     "load_grades",
     "load_judgements",
@@ -88,12 +89,12 @@ def _loc(loc: Sequence[int | str]) -> str:
     return out
 
 
-def _validation_reject(
-    source: str, line: int | None, raw: str, exc: ValidationError, prefix: str = ""
-) -> Rejected:
+def describe_validation_error(exc: ValidationError) -> tuple[str | None, str]:
+    """(field, message) of a pydantic error, the one wording every loader uses: the first
+    error's dotted field, "missing required field" or pydantic's message with the bad input,
+    and how many more errors the record has."""
     errors = exc.errors(include_url=False)
     first = errors[0]
-    loc = _loc(first["loc"])
     msg = first["msg"].removeprefix("Value error, ")
     if first["type"] == "missing":
         msg = "missing required field"
@@ -102,7 +103,13 @@ def _validation_reject(
     if len(errors) > 1:
         others = ", ".join(_loc(e["loc"]) or "record" for e in errors[1:4])
         msg += f" (and {len(errors) - 1} more: {others})"
-    return Rejected(source, line, (prefix + loc) or None, msg, raw)
+    return _loc(first["loc"]) or None, msg
+
+
+def _validation_reject(source: str, line: int | None, raw: str,
+                       exc: ValidationError) -> Rejected:
+    field_name, msg = describe_validation_error(exc)
+    return Rejected(source, line, field_name, msg, raw)
 
 
 def _iter_lines(path: Path) -> Iterator[tuple[int, str]]:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -399,13 +400,15 @@ def _generic(pack: PackData) -> Answer:
                   sources=["sessions.csv (status)"], rate_keys=["completion_rate"])
 
 
-_PACKS: dict[Path, PackData] = {}
+@lru_cache(maxsize=16)
+def _pack(folder: Path) -> PackData:
+    """One :class:`PackData` per pack folder, so each CSV is read once per process."""
+    return PackData(folder)
 
 
 def solve(task: Task, packs_dir: Path) -> Answer:
     """The correct answer to ``task`` computed from its pack's CSVs."""
-    folder = (packs_dir / str(task.pack)).resolve()
-    pack = _PACKS.setdefault(folder, PackData(folder))
+    pack = _pack((packs_dir / str(task.pack)).resolve())
     solver = SOLVERS.get(str(task.metadata.get("topic", "")), _generic)
     return solver(pack)
 

@@ -7,6 +7,7 @@ stable resolution, the common subset, timing, tool calls and setup comparison.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -56,19 +57,19 @@ __all__ = [
 ]
 
 
+@dataclass
 class StandardResults:
-    """The standard's frames and summaries for one evaluation."""
+    """The standard's frames and summaries for one evaluation: every run's grade, every
+    planned slot's state, R, the per-setup summaries, the common subset, the comparisons and
+    the per-question figures they pair."""
 
-    def __init__(self, graded: pl.DataFrame, slots: pl.DataFrame, repeats: int,
-                 setups: dict[str, dict[str, Any]], common: dict[str, Any],
-                 comparisons: list[dict[str, Any]], per_question: pl.DataFrame) -> None:
-        self.graded = graded
-        self.slots = slots
-        self.repeats = repeats
-        self.setups = setups
-        self.common = common
-        self.comparisons = comparisons
-        self.per_question = per_question
+    graded: pl.DataFrame
+    slots: pl.DataFrame
+    repeats: int
+    setups: dict[str, dict[str, Any]]
+    common: dict[str, Any]
+    comparisons: list[dict[str, Any]]
+    per_question: pl.DataFrame
 
 
 def _per_question(data: EvalData, sub_slots: pl.DataFrame,

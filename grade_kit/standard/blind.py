@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 from pydantic import ValidationError
 
 from grade_kit.frames import run_frames, verdict_frames
+from grade_kit.io import describe_validation_error
 from grade_kit.schema import Grade, Run, Task
 from grade_kit.standard.grades import run_grades
 
@@ -38,7 +38,6 @@ __all__ = [
     "calibration_report",
     "grading_sheet",
     "import_grading_sheet",
-    "sheet_frame",
     "write_grading_sheet",
 ]
 
@@ -203,9 +202,7 @@ def import_grading_sheet(sheet: Path, key: dict[str, Any]) -> SheetImport:
             try:
                 grade = Grade.model_validate({"run_id": aliases[alias]["run_id"], **record})
             except ValidationError as exc:
-                err = exc.errors(include_url=False)[0]
-                loc = ".".join(str(p) for p in err["loc"])
-                msg = "missing required field" if err["type"] == "missing" else err["msg"]
+                loc, msg = describe_validation_error(exc)
                 out.errors.append(f"{where}: field '{loc}': {msg}")
                 continue
             pending.append((alias, grade))
@@ -272,9 +269,3 @@ def calibration_report(calibration: Sequence[dict[str, Any]],
                 f"{' / '.join(r.get('verdicts', [])) or '—'} | "
                 f"{', '.join(r.get('differing_fields', [])) or '—'} | {r['status']} |")
     return "\n".join(lines) + "\n"
-
-
-def sheet_frame(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
-    """The sheet rows as a frame (for display in a notebook)."""
-    return pl.DataFrame(list(rows), schema=dict.fromkeys(SHEET_COLUMNS, pl.String)
-                        | {"row": pl.Int64})
