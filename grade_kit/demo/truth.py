@@ -65,7 +65,8 @@ def ground_truth(folder: Path) -> dict[str, Any]:
             "by_month": months,
             "oct_vs_sep_cancel_ratio": months["2026-10"]["cancel_rate"]
             / months["2026-09"]["cancel_rate"],
-            "peak_cancel_month": max(months, key=lambda m: months[m]["cancel_rate"]),
+            "peak_cancel_month": (peak := max(months, key=lambda m: months[m]["cancel_rate"])),
+            "peak_cancel_rate": months[peak]["cancel_rate"],
         },
         "tutors": {
             "by_id": tutors,
