@@ -16,6 +16,7 @@ from grade_kit.io import Rejected, write_rejects
 from grade_kit.schema import (
     DIMENSIONS,
     PROJECT_WEIGHTS,
+    SHORT_LABELS,
     Aggregate,
     DimensionScores,
     Results,
@@ -26,14 +27,7 @@ from grade_kit.standard import GRADE_STATES, StandardResults
 
 __all__ = ["build_results", "scorecard_markdown", "write_outputs"]
 
-SHORT = {
-    "grounding_accuracy": "ground",
-    "insight_quality": "insight",
-    "evidence_linkage": "evidence",
-    "calibration": "calib",
-    "consistency": "consist",
-    "structure_usability": "struct",
-}
+SHORT = SHORT_LABELS
 
 
 def _clean(value: Any) -> float | None:

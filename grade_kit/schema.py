@@ -26,12 +26,16 @@ from grade_kit.text import tokenize
 
 __all__ = [
     "DIMENSIONS",
+    "JUDGED_DIMENSIONS",
+    "PER_RUN_DIMENSIONS",
     "PROJECT_WEIGHTS",
+    "SHORT_LABELS",
     "WEIGHT_TOLERANCE",
     "Aggregate",
     "Claim",
     "Dimension",
     "DimensionScores",
+    "JudgedDimension",
     "GoldFact",
     "Grade",
     "Judgement",
@@ -51,22 +55,32 @@ Dimension = Literal[
     "grounding_accuracy",
     "insight_quality",
     "evidence_linkage",
-    "calibration",
+    "calibration_limitation_handling",
     "consistency",
     "structure_usability",
 ]
-DIMENSIONS: tuple[Dimension, ...] = get_args(Dimension)
-"""The six GRADE dimension keys, in the order of DESIGN.md §1."""
+"""A GRADE dimension key, exactly as GRADE names it (docs/methodology.md §1). This Literal is
+the one definition every list of dimensions is derived from."""
 
-PROJECT_WEIGHTS: dict[Dimension, float] = {
-    "grounding_accuracy": 0.35,
-    "insight_quality": 0.20,
-    "evidence_linkage": 0.15,
-    "calibration": 0.15,
-    "consistency": 0.10,
-    "structure_usability": 0.05,
-}
-"""Project weights of the composite (DESIGN.md §1)."""
+DIMENSIONS: tuple[Dimension, ...] = get_args(Dimension)
+"""The six GRADE dimension keys, in the order of docs/methodology.md §1."""
+
+JudgedDimension = Literal["evidence_linkage", "structure_usability"]
+"""The dimensions a judge scores per run (judgement records name one of these)."""
+
+JUDGED_DIMENSIONS: tuple[JudgedDimension, ...] = get_args(JudgedDimension)
+"""The judged dimensions, in :data:`DIMENSIONS` order."""
+
+PER_RUN_DIMENSIONS: tuple[Dimension, ...] = tuple(d for d in DIMENSIONS if d != "consistency")
+"""The five dimensions scored per run; consistency is scored per (setup, task)."""
+
+PROJECT_WEIGHTS: dict[Dimension, float] = dict(
+    zip(DIMENSIONS, (0.35, 0.20, 0.15, 0.15, 0.10, 0.05), strict=True))
+"""Project weights of the composite (docs/methodology.md §1)."""
+
+SHORT_LABELS: dict[Dimension, str] = dict(
+    zip(DIMENSIONS, ("ground", "insight", "evidence", "calib", "consist", "struct"), strict=True))
+"""Short column labels for tables (the keys are the contract; these are only for display)."""
 
 WEIGHT_TOLERANCE = 1e-6
 """A task's weights must sum to 1 within this (DESIGN.md §3)."""
@@ -193,6 +207,17 @@ class Task(BaseModel):
     judge_guidance: dict[str, str] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("weights", mode="before")
+    @classmethod
+    def _known_weight_keys(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            unknown = [k for k in value if k not in DIMENSIONS]
+            if unknown:
+                raise ValueError(
+                    f"unknown weight key(s) {unknown}; the six GRADE dimension keys are "
+                    f"{list(DIMENSIONS)}")
+        return value
+
     @property
     def kind(self) -> Literal["grade", "plain"]:
         """``grade`` for a GRADE task, ``plain`` for a plain question."""
@@ -294,7 +319,7 @@ class Judgement(BaseModel):
     """A recorded score for one judged dimension of one run."""
 
     run_id: str = Field(min_length=1)
-    dimension: Literal["evidence_linkage", "structure_usability"]
+    dimension: JudgedDimension
     score: float | None = Field(ge=0.0, le=1.0)
     """Null when the judge had nothing to check (the reason then says why); never a silent 0."""
     judge: str = Field(min_length=1)
@@ -339,7 +364,7 @@ class DimensionScores(BaseModel):
     grounding_accuracy: float | None = None
     insight_quality: float | None = None
     evidence_linkage: float | None = None
-    calibration: float | None = None
+    calibration_limitation_handling: float | None = None
     consistency: float | None = None
     structure_usability: float | None = None
 

@@ -1,9 +1,8 @@
-"""Adapters on the real third-party logs in ../shared/realdata, through import and score."""
+"""Adapters on real third-party logs (tests/data/realdata), through import and score."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from grade_kit.adapters.inspect import import_inspect
@@ -13,17 +12,8 @@ from grade_kit.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _realdata() -> Path:
-    """../shared/realdata beside the checkout, or $GRADE_KIT_REALDATA, or /work/shared."""
-    candidates = [Path(p) for p in [os.environ.get("GRADE_KIT_REALDATA", "")] if p]
-    candidates += [ROOT.parent / "shared" / "realdata", Path("/work/shared/realdata")]
-    for candidate in candidates:
-        if (candidate / "tau_bench_gpt4o_airline").is_dir():
-            return candidate
-    raise FileNotFoundError(f"real third-party logs not found in {candidates}")
-
-
-REAL = _realdata()
+REAL = ROOT / "tests" / "data" / "realdata"
+"""Copies of ../shared/realdata, each folder with its upstream LICENSE (see its README)."""
 TAU = REAL / "tau_bench_gpt4o_airline" / "gpt-4o-airline.json"
 TAU2 = REAL / "tau2_grok_airline_relaxed_task8"
 INSPECT = REAL / "inspect_ai_testlogs"

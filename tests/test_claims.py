@@ -103,8 +103,8 @@ def test_calibration_mean_of_non_null_shares(approx: Any) -> None:
         make_run("r2", repeat=2, findings=["alpha"]),
     ]
     scores = score([task], runs)
-    assert run_row(scores, "r1")["calibration"] == approx((0.5 + 0.5 + 1.0) / 3)
-    assert run_row(scores, "r2")["calibration"] == approx((0 + 1 + 0) / 3)
+    assert run_row(scores, "r1")["calibration_limitation_handling"] == approx((0.5 + 0.5 + 1.0) / 3)
+    assert run_row(scores, "r2")["calibration_limitation_handling"] == approx((0 + 1 + 0) / 3)
 
 
 def test_calibration_components_null_when_undefined(approx: Any) -> None:
@@ -112,15 +112,15 @@ def test_calibration_components_null_when_undefined(approx: Any) -> None:
     scores = score([only_forbidden], [make_run("r1", findings=["dosage causes growth"]),
                                       make_run("r2", repeat=2, findings=["fine"]),
                                       make_run("r3", repeat=3, status="cancelled")])
-    assert run_row(scores, "r1")["calibration"] == 0.0
-    assert run_row(scores, "r2")["calibration"] == 1.0
-    assert run_row(scores, "r3")["calibration"] == 0.0  # no response: 0, not "nothing said"
-    assert task_row(scores)["calibration"] == approx(1 / 3)
+    assert run_row(scores, "r1")["calibration_limitation_handling"] == 0.0
+    assert run_row(scores, "r2")["calibration_limitation_handling"] == 1.0
+    assert run_row(scores, "r3")["calibration_limitation_handling"] == 0.0  # no response: 0, not "nothing said"
+    assert task_row(scores)["calibration_limitation_handling"] == approx(1 / 3)
     nothing = make_task(gold_insights=[{"id": "i", "text": "alpha"}])
     scores = score([nothing], [make_run("r1", findings=["alpha"]),
                                make_run("r2", repeat=2, status="failed")])
-    assert run_row(scores, "r2")["calibration"] is None
-    assert task_row(scores)["calibration"] is None
+    assert run_row(scores, "r2")["calibration_limitation_handling"] is None
+    assert task_row(scores)["calibration_limitation_handling"] is None
 
 
 class RecordingJudge:

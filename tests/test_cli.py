@@ -24,7 +24,7 @@ def test_score_writes_every_output(tmp_path: Path, capsys: pytest.CaptureFixture
     assert set(results["setups"]) == {"careful", "hasty"}
     careful = results["setups"]["careful"]
     assert set(careful["overall"]["dimensions"]) == {
-        "grounding_accuracy", "insight_quality", "evidence_linkage", "calibration",
+        "grounding_accuracy", "insight_quality", "evidence_linkage", "calibration_limitation_handling",
         "consistency", "structure_usability"}
     assert careful["overall"]["tasks"] == 4  # the plain question is left out of GRADE
     assert set(careful["tracks"]) == {"1", "3", "4", "5"}
@@ -59,7 +59,7 @@ def test_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "tasks"
     bad.mkdir()
     (bad / "t.yaml").write_text("task_id: t\ntrack: 9\npack: p\nprompt: q\n"
-                                "weights: {calibration: 1}\n")
+                                "weights: {calibration_limitation_handling: 1}\n")
     assert main(["validate", str(bad)]) == 1
     assert "t.yaml:2: field 'track'" in capsys.readouterr().err
 

@@ -20,7 +20,7 @@ def test_composite_renormalises_over_non_null_dimensions(approx: Any) -> None:
     # mv 1/(1+0.5/1.5) = 0.75 -> (0.5*0.5 + 0.2*0.75)/0.7; calibration and judged dims null.
     consistency = (0.25 + 0.15) / 0.7
     assert row["consistency"] == approx(consistency)
-    assert row["calibration"] is None and row["evidence_linkage"] is None
+    assert row["calibration_limitation_handling"] is None and row["evidence_linkage"] is None
     assert row["composite"] == approx(
         (0.35 * 0.5 + 0.20 * 0.5 + 0.10 * consistency) / (0.35 + 0.20 + 0.10))
     assert row["rubric_score"] == approx(

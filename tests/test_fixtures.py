@@ -125,7 +125,7 @@ def test_task_suite() -> None:
         if t.track == 1:
             assert 0.40 <= t.weights["grounding_accuracy"] <= 0.45
         if t.track == 4:
-            assert 0.20 <= t.weights["calibration"] <= 0.25
+            assert 0.20 <= t.weights["calibration_limitation_handling"] <= 0.25
         if t.track == 3:
             assert t.evidence.get("strict") is True
     assert len(tasks) >= 40

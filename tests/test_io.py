@@ -156,7 +156,7 @@ task_id: t7
 track: 2
 pack: p
 prompt: q
-weights: {grounding_accuracy: 0.6, calibration: 0.4000005}
+weights: {grounding_accuracy: 0.6, calibration_limitation_handling: 0.4000005}
 gold_facts: [{id: f, metric: m, ground_truth: s}]
 typo_field: 1
 """)
@@ -185,11 +185,28 @@ weights: {grounding: 1.0}
     assert "has no token" in rejects["04-notoken.yaml"].error
     assert "duplicate task_id 't1'" in rejects["05-dupe.json"].error
     assert "malformed YAML" in rejects["06-bad.yaml"].error
-    assert rejects["09-dim.yaml"].field == "weights.grounding"
+    assert rejects["09-dim.yaml"].field == "weights"
+    assert "unknown weight key(s) ['grounding']" in rejects["09-dim.yaml"].error
+    assert "'calibration_limitation_handling'" in rejects["09-dim.yaml"].error
     assert any("typo_field" in w for w in loaded.warnings)
     q1 = next(t for t in loaded.records if t.task_id == "q1")
     assert q1.kind == "plain"
     assert q1.reference == 12
+
+
+def test_the_old_calibration_weight_key_is_rejected_naming_the_expected_keys(
+        tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text(
+        "task_id: t\ntrack: 1\npack: p\nprompt: q\n"
+        "weights: {grounding_accuracy: 0.85, calibration: 0.15}\n")
+    loaded = load_tasks(tmp_path)
+    assert not loaded.records
+    (reject,) = loaded.rejected
+    assert reject.field == "weights"
+    assert "unknown weight key(s) ['calibration']" in reject.error
+    for key in ("grounding_accuracy", "insight_quality", "evidence_linkage",
+                "calibration_limitation_handling", "consistency", "structure_usability"):
+        assert repr(key) in reject.error
 
 
 def test_claim_text_with_no_token_rejects_task(tmp_path: Path) -> None:

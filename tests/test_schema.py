@@ -22,5 +22,5 @@ def test_results_schema_lists_the_design_keys() -> None:
     assert {"overall", "tracks", "packs", "tasks", "grades", "timing", "tool_calls"} <= set(setup)
     dims = schema["$defs"]["DimensionScores"]["properties"]
     assert set(dims) == {"grounding_accuracy", "insight_quality", "evidence_linkage",
-                         "calibration", "consistency", "structure_usability"}
+                         "calibration_limitation_handling", "consistency", "structure_usability"}
     assert Results.model_json_schema() == schema

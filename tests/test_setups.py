@@ -43,7 +43,7 @@ def test_clean_answers_score_full_marks() -> None:
     for task_id in (COACH, "northside-t1-oct-cancellations", "riverbend-t4-iep-growth",
                     "northside-t5-dosage-causal"):
         d = dims(TASKS[task_id], CLEAN)
-        for key in ("grounding_accuracy", "insight_quality", "calibration", "consistency",
+        for key in ("grounding_accuracy", "insight_quality", "calibration_limitation_handling", "consistency",
                     "evidence_linkage", "structure_usability"):
             assert d[key] == 1.0, (task_id, key, d[key])
 
@@ -55,12 +55,12 @@ def test_clean_answers_score_full_marks() -> None:
         ("wrong_units", ["grounding_accuracy", "structure_usability"]),
         ("no_citations", ["evidence_linkage"]),
         ("no_entity_ids", ["evidence_linkage"]),
-        ("no_limitations", ["calibration"]),
-        ("forbidden", ["calibration"]),
+        ("no_limitations", ["calibration_limitation_handling"]),
+        ("forbidden", ["calibration_limitation_handling"]),
         ("unstable", ["consistency"]),
-        ("empty", ["grounding_accuracy", "insight_quality", "calibration", "evidence_linkage",
+        ("empty", ["grounding_accuracy", "insight_quality", "calibration_limitation_handling", "evidence_linkage",
                    "structure_usability"]),
-        ("merged", ["structure_usability", "calibration"]),
+        ("merged", ["structure_usability", "calibration_limitation_handling"]),
     ],
 )
 def test_failure_mode_hurts_its_dimension(mode: str, hurt: list[str]) -> None:

@@ -11,8 +11,8 @@ reproducible):
 - ``no_citations``: no "Sources:" line naming files and columns; hurts evidence linkage.
 - ``no_entity_ids``: entity ids (T-07, G-11, ...) left out; hurts evidence linkage (zero on
   strict tasks).
-- ``no_limitations``: limitations omitted; hurts calibration.
-- ``forbidden``: an unsupported claim added; hurts calibration.
+- ``no_limitations``: limitations omitted; hurts calibration_limitation_handling.
+- ``forbidden``: an unsupported claim added; hurts calibration_limitation_handling.
 - ``unstable``: findings reordered, reworded or dropped across repeats; hurts consistency and
   insight quality.
 - ``empty``: a delivered answer with nothing in it; hurts every per-run dimension.

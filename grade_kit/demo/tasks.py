@@ -19,15 +19,15 @@ __all__ = ["TRACK_WEIGHTS", "task_suite", "write_task_suite"]
 
 TRACK_WEIGHTS: dict[int, dict[str, float]] = {
     1: {"grounding_accuracy": 0.42, "insight_quality": 0.15, "evidence_linkage": 0.15,
-        "calibration": 0.10, "consistency": 0.10, "structure_usability": 0.08},
+        "calibration_limitation_handling": 0.10, "consistency": 0.10, "structure_usability": 0.08},
     2: {"grounding_accuracy": 0.30, "insight_quality": 0.25, "evidence_linkage": 0.10,
-        "calibration": 0.15, "consistency": 0.10, "structure_usability": 0.10},
+        "calibration_limitation_handling": 0.15, "consistency": 0.10, "structure_usability": 0.10},
     3: {"grounding_accuracy": 0.25, "insight_quality": 0.20, "evidence_linkage": 0.25,
-        "calibration": 0.10, "consistency": 0.10, "structure_usability": 0.10},
+        "calibration_limitation_handling": 0.10, "consistency": 0.10, "structure_usability": 0.10},
     4: {"grounding_accuracy": 0.20, "insight_quality": 0.20, "evidence_linkage": 0.15,
-        "calibration": 0.25, "consistency": 0.10, "structure_usability": 0.10},
+        "calibration_limitation_handling": 0.25, "consistency": 0.10, "structure_usability": 0.10},
     5: {"grounding_accuracy": 0.20, "insight_quality": 0.25, "evidence_linkage": 0.15,
-        "calibration": 0.20, "consistency": 0.10, "structure_usability": 0.10},
+        "calibration_limitation_handling": 0.20, "consistency": 0.10, "structure_usability": 0.10},
 }
 """Track 1 leans on grounding (0.42), track 3 on evidence (0.25), track 4 on calibration
 (0.25), tracks 2 and 5 on insight (0.25)."""

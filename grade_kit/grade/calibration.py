@@ -24,17 +24,18 @@ def _calibration_scores(matches: pl.DataFrame, runs: pl.DataFrame,
     components = ["limitations_found", "forbidden_absent", "calibration_insights_found"]
     methods = [f"{c}_method" for c in components]
     scored = answered.with_columns(
-        calibration=pl.mean_horizontal(components),
-        calibration_method=pl.concat_list(methods).list.drop_nulls().list.unique()
+        calibration_limitation_handling=pl.mean_horizontal(components),
+        calibration_limitation_handling_method=pl.concat_list(methods).list.drop_nulls().list.unique()
         .list.sort().list.join("+"),
-    ).filter(pl.col("calibration").is_not_null())
+    ).filter(pl.col("calibration_limitation_handling").is_not_null())
     defined = tasks.filter(
         (pl.col("n_limitations") + pl.col("n_forbidden") + pl.col("n_calibration")) > 0
     ).select("task_id")
     silent = (runs.filter(~pl.col("has_response")).join(defined, on="task_id")
-              .select("run_id", calibration=pl.lit(0.0),
-                      calibration_method=pl.lit("no_response")))
-    out_cols = ["run_id", "calibration", "calibration_method", *components]
+              .select("run_id", calibration_limitation_handling=pl.lit(0.0),
+                      calibration_limitation_handling_method=pl.lit("no_response")))
+    out_cols = ["run_id", "calibration_limitation_handling",
+                "calibration_limitation_handling_method", *components]
     return pl.concat(
         [scored.select(out_cols), silent.with_columns(
             [pl.lit(None, pl.Float64).alias(c) for c in components]).select(out_cols)]
@@ -50,7 +51,8 @@ def calibration_scores(matches: Frame, runs: Frame, tasks: Frame) -> Frame:
     any of the three.
 
     Returns:
-        run_id, calibration, calibration_method, limitations_found, forbidden_absent,
+        run_id, calibration_limitation_handling, calibration_limitation_handling_method,
+        limitations_found, forbidden_absent,
         calibration_insights_found.
     """
     result = _calibration_scores(to_polars(matches), to_polars(runs), to_polars(tasks))

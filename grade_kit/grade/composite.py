@@ -17,12 +17,11 @@ from collections.abc import Mapping
 import polars as pl
 
 from grade_kit.frames import Frame, like, to_polars
-from grade_kit.schema import DIMENSIONS, PROJECT_WEIGHTS, Dimension
+from grade_kit.schema import DIMENSIONS, PER_RUN_DIMENSIONS, PROJECT_WEIGHTS, Dimension
 
 __all__ = ["aggregate_scores", "composite_expr", "task_scores"]
 
-PER_RUN = ("grounding_accuracy", "insight_quality", "evidence_linkage", "calibration",
-           "structure_usability")
+PER_RUN = PER_RUN_DIMENSIONS
 
 
 def composite_expr(weights: Mapping[Dimension, float] | Mapping[Dimension, pl.Expr]) -> pl.Expr:

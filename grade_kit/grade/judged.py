@@ -5,10 +5,10 @@ from __future__ import annotations
 import polars as pl
 
 from grade_kit.frames import Frame, like, to_polars
+from grade_kit.schema import JUDGED_DIMENSIONS
 
 __all__ = ["JUDGED_DIMENSIONS", "judged_scores"]
 
-JUDGED_DIMENSIONS = ("evidence_linkage", "structure_usability")
 
 
 def _judged_scores(judgements: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
