@@ -12,7 +12,8 @@ from grade_kit.grade import GradeScores, grade_scores
 from grade_kit.schema import Judgement, Run, Task
 
 ALL_DIMS = {"grounding_accuracy": 0.35, "insight_quality": 0.20, "evidence_linkage": 0.15,
-            "calibration_limitation_handling": 0.15, "consistency": 0.10, "structure_usability": 0.05}
+            "calibration_limitation_handling": 0.15, "consistency": 0.10,
+            "structure_usability": 0.05}
 
 
 def make_task(task_id: str = "t1", **fields: Any) -> Task:

@@ -114,7 +114,8 @@ def test_calibration_components_null_when_undefined(approx: Any) -> None:
                                       make_run("r3", repeat=3, status="cancelled")])
     assert run_row(scores, "r1")["calibration_limitation_handling"] == 0.0
     assert run_row(scores, "r2")["calibration_limitation_handling"] == 1.0
-    assert run_row(scores, "r3")["calibration_limitation_handling"] == 0.0  # no response: 0, not "nothing said"
+    # no response: 0, not "nothing said"
+    assert run_row(scores, "r3")["calibration_limitation_handling"] == 0.0
     assert task_row(scores)["calibration_limitation_handling"] == approx(1 / 3)
     nothing = make_task(gold_insights=[{"id": "i", "text": "alpha"}])
     scores = score([nothing], [make_run("r1", findings=["alpha"]),

@@ -24,8 +24,8 @@ def test_score_writes_every_output(tmp_path: Path, capsys: pytest.CaptureFixture
     assert set(results["setups"]) == {"careful", "hasty"}
     careful = results["setups"]["careful"]
     assert set(careful["overall"]["dimensions"]) == {
-        "grounding_accuracy", "insight_quality", "evidence_linkage", "calibration_limitation_handling",
-        "consistency", "structure_usability"}
+        "grounding_accuracy", "insight_quality", "evidence_linkage",
+        "calibration_limitation_handling", "consistency", "structure_usability"}
     assert careful["overall"]["tasks"] == 4  # the plain question is left out of GRADE
     assert set(careful["tracks"]) == {"1", "3", "4", "5"}
     assert set(careful["tasks"]["t1-oct-cancel"]) == {"composite", "rubric_score",

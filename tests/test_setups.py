@@ -43,8 +43,8 @@ def test_clean_answers_score_full_marks() -> None:
     for task_id in (COACH, "northside-t1-oct-cancellations", "riverbend-t4-iep-growth",
                     "northside-t5-dosage-causal"):
         d = dims(TASKS[task_id], CLEAN)
-        for key in ("grounding_accuracy", "insight_quality", "calibration_limitation_handling", "consistency",
-                    "evidence_linkage", "structure_usability"):
+        for key in ("grounding_accuracy", "insight_quality", "calibration_limitation_handling",
+                    "consistency", "evidence_linkage", "structure_usability"):
             assert d[key] == 1.0, (task_id, key, d[key])
 
 
@@ -58,8 +58,8 @@ def test_clean_answers_score_full_marks() -> None:
         ("no_limitations", ["calibration_limitation_handling"]),
         ("forbidden", ["calibration_limitation_handling"]),
         ("unstable", ["consistency"]),
-        ("empty", ["grounding_accuracy", "insight_quality", "calibration_limitation_handling", "evidence_linkage",
-                   "structure_usability"]),
+        ("empty", ["grounding_accuracy", "insight_quality", "calibration_limitation_handling",
+                   "evidence_linkage", "structure_usability"]),
         ("merged", ["structure_usability", "calibration_limitation_handling"]),
     ],
 )
