@@ -1,7 +1,8 @@
 """Speed figures for loading and scoring (``make bench``). Prints timings; asserts nothing.
 
 Synthetic tasks clone the example tasks (fixtures/example); synthetic runs (4 setups x 5
-repeats per task) answer them with varied findings and metrics, one bad line per hundred. Usage: ``python -m benchmarks.bench [N ...]`` (default 10000 100000).
+repeats per task) answer them with varied findings and metrics, one bad line per hundred.
+Usage: ``python -m benchmarks.bench [N ...]`` (default 10000 100000).
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from grade_kit.evaluate import load_evaluation, score_evaluation, standard_evaluation
+from grade_kit.evaluate import evaluate
+from grade_kit.inputs import read_inputs
 from grade_kit.io import load_tasks
-from grade_kit.report import write_outputs
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "fixtures" / "example"
@@ -82,18 +83,16 @@ def bench(n: int) -> None:
         tasks = Path(tmp) / "tasks.jsonl"
         n = write_runs(runs, write_tasks(tasks, max(1, n // (SETUPS * REPEATS))))
         t0 = time.perf_counter()
-        ev = load_evaluation(tasks, runs)
+        inputs = read_inputs(tasks, runs)
         t1 = time.perf_counter()
-        scores = score_evaluation(ev)
+        ev = evaluate(inputs)
         t2 = time.perf_counter()
-        standard = standard_evaluation(ev, scores)
+        ev.write(Path(tmp) / "out")
         t3 = time.perf_counter()
-        write_outputs(Path(tmp) / "out", ev, scores, standard)
-        t4 = time.perf_counter()
-    print(f"{n:>9,} runs: load+flatten {t1 - t0:7.2f} s ({n / (t1 - t0):>9,.0f} runs/s) | "
-          f"GRADE {t2 - t1:6.2f} s ({n / (t2 - t1):>9,.0f} runs/s) | "
-          f"standard {t3 - t2:6.2f} s | write {t4 - t3:5.2f} s | total {t4 - t0:6.2f} s | "
-          f"rejected {len(ev.rejected):,}")
+    print(f"{n:>9,} runs: read+validate {t1 - t0:7.2f} s ({n / (t1 - t0):>9,.0f} runs/s) | "
+          f"evaluate (flatten, GRADE, standard) {t2 - t1:6.2f} s "
+          f"({n / (t2 - t1):>9,.0f} runs/s) | write {t3 - t2:5.2f} s | "
+          f"total {t3 - t0:6.2f} s | rejected {len(ev.inputs.rejected):,}")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
 """grade_kit: defensible numbers from LLM and agent answers.
 
 GRADE scores with a weighted composite, grades with honest denominators, timing and tool-call
-statistics, dataframe-native. See DESIGN.md §4 for every rule; each function cites the rule it
-implements. Public functions accept pandas or polars frames and return the same kind.
+statistics, dataframe-native. ``gk.evaluate(tasks, runs, judge="rules")`` is the one call; the
+rules it implements are in docs/methodology.md, and each function cites the rule it implements.
+Public functions accept pandas or polars frames and return the same kind.
 """
 
-from grade_kit.evaluate import Evaluation, load_evaluation, score_evaluation
-from grade_kit.frames import COLUMNS, EvalData, run_frames, task_frames, verdict_frames
+from grade_kit.adapters import read_inspect, read_tau_bench
+from grade_kit.evaluate import Evaluation, RunExplanation, evaluate
+from grade_kit.frames import COLUMNS, EvalData
 from grade_kit.grade import (
     ClaimJudge,
     GradeScores,
@@ -24,21 +26,16 @@ from grade_kit.grade import (
     kendall_tau_b,
     metric_variance,
     ranking_stability,
+    run_composites,
     run_scores,
     task_scores,
 )
-from grade_kit.io import (
-    Loaded,
-    Rejected,
-    load_grades,
-    load_judgements,
-    load_runs,
-    load_tasks,
-    write_rejects,
-)
-from grade_kit.report import build_results, scorecard_markdown, write_outputs
+from grade_kit.inputs import Inputs, read_inputs
+from grade_kit.io import Rejected
+from grade_kit.judges import JUDGES, Judge, RuleJudge
 from grade_kit.schema import (
     DIMENSIONS,
+    GRADE_STATES,
     PROJECT_WEIGHTS,
     Claim,
     GoldFact,
@@ -48,13 +45,21 @@ from grade_kit.schema import (
     Run,
     Task,
 )
+from grade_kit.standard import (
+    bootstrap_mean_ci,
+    run_grades,
+    summarize,
+    wilson_interval,
+)
 from grade_kit.text import normalize, parse_number, tokenize
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "COLUMNS",
     "DIMENSIONS",
+    "GRADE_STATES",
+    "JUDGES",
     "PROJECT_WEIGHTS",
     "Claim",
     "ClaimJudge",
@@ -63,18 +68,22 @@ __all__ = [
     "GoldFact",
     "Grade",
     "GradeScores",
+    "Inputs",
+    "Judge",
     "Judgement",
-    "Loaded",
     "Rejected",
     "Results",
+    "RuleJudge",
     "Run",
+    "RunExplanation",
     "Task",
     "aggregate_scores",
-    "build_results",
+    "bootstrap_mean_ci",
     "calibration_scores",
     "claim_matches",
     "cluster_findings",
     "consistency_scores",
+    "evaluate",
     "fact_checks",
     "finding_stability",
     "grade_scores",
@@ -82,23 +91,18 @@ __all__ = [
     "insight_scores",
     "judged_scores",
     "kendall_tau_b",
-    "load_evaluation",
-    "load_grades",
-    "load_judgements",
-    "load_runs",
-    "load_tasks",
     "metric_variance",
     "normalize",
     "parse_number",
     "ranking_stability",
-    "run_frames",
+    "read_inputs",
+    "read_inspect",
+    "read_tau_bench",
+    "run_composites",
+    "run_grades",
     "run_scores",
-    "score_evaluation",
-    "scorecard_markdown",
-    "task_frames",
+    "summarize",
     "task_scores",
     "tokenize",
-    "verdict_frames",
-    "write_outputs",
-    "write_rejects",
+    "wilson_interval",
 ]

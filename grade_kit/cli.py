@@ -7,19 +7,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from grade_kit.evaluate import (
-    apply_judge,
-    load_evaluation,
-    score_evaluation,
-    standard_evaluation,
-)
+from grade_kit.evaluate import Evaluation, evaluate
+from grade_kit.inputs import read_inputs
 from grade_kit.io import InputError, load_tasks
-from grade_kit.report import write_outputs
+from grade_kit.judges import JUDGES
 
 __all__ = ["main"]
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_FIXTURES = REPO_ROOT / "fixtures"
+DEFAULT_FIXTURES = Path("fixtures")
+"""Relative to the working directory: a checkout's fixtures when run from its root."""
 
 
 def _print_rejects(messages: Sequence[str], limit: int = 20) -> None:
@@ -30,23 +26,27 @@ def _print_rejects(messages: Sequence[str], limit: int = 20) -> None:
               file=sys.stderr)
 
 
-def _score(args: argparse.Namespace) -> int:
-    evaluation = load_evaluation(args.tasks, args.runs, args.judgements, args.grades,
-                                 args.packs)
-    if args.judge:
-        apply_judge(evaluation, args.judge)
-    scores = score_evaluation(evaluation)
-    standard = standard_evaluation(evaluation, scores, args.repeats)
-    paths = write_outputs(args.out, evaluation, scores, standard)
-    for warning in evaluation.warnings:
+def _report(evaluation: Evaluation, paths: dict[str, Path], what: str) -> None:
+    for warning in evaluation.results.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    _print_rejects([r.message() for r in evaluation.rejected])
-    print(f"scored {len(evaluation.runs)} runs of {len(evaluation.tasks)} tasks "
-          f"({len(evaluation.rejected)} rejected) -> {paths['results'].parent}")
+    _print_rejects([r.message() for r in evaluation.inputs.rejected])
+    print(f"{what} {len(evaluation.inputs.runs)} runs of {len(evaluation.inputs.tasks)} tasks "
+          f"({len(evaluation.inputs.rejected)} rejected) -> {paths['results'].parent}")
     for name, path in paths.items():
         print(f"  {name:<10} {path}")
-    if args.strict and evaluation.rejected:
-        print(f"--strict: {len(evaluation.rejected)} input records rejected", file=sys.stderr)
+
+
+def _score(args: argparse.Namespace) -> int:
+    evaluation = evaluate(
+        args.tasks, args.runs, judgements=args.judgements, grades=args.grades,
+        judge=args.judge, repeats=args.repeats, packs=args.packs,
+        arguments={k: (str(v) if isinstance(v, Path) else
+                       [str(x) for x in v] if isinstance(v, list) else v)
+                   for k, v in vars(args).items() if k != "func"})
+    _report(evaluation, evaluation.write(args.out), "scored")
+    if args.strict and evaluation.inputs.rejected:
+        print(f"--strict: {len(evaluation.inputs.rejected)} input records rejected",
+              file=sys.stderr)
         return 1
     return 0
 
@@ -79,45 +79,31 @@ def _fixtures(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    root = Path(args.fixtures)
-    evaluation = load_evaluation(root / "tasks", root / "runs", packs=root / "packs")
-    apply_judge(evaluation, "rules")
-    scores = score_evaluation(evaluation)
-    paths = write_outputs(args.out, evaluation, scores, standard_evaluation(evaluation, scores))
-    _print_rejects([r.message() for r in evaluation.rejected])
-    print(f"demo: scored {len(evaluation.runs)} recorded runs of {len(evaluation.tasks)} tasks "
-          "with the rule judge")
+    root = Path(args.fixtures) if args.fixtures is not None else DEFAULT_FIXTURES
+    if not (root / "tasks").is_dir() or not (root / "runs").is_dir():
+        from grade_kit.demo import build_fixtures
+
+        if args.fixtures is None:
+            root = Path(args.out) / "fixtures"
+        print(f"demo: no fixtures at {root}; generating them (seed 42)")
+        build_fixtures(root)
+    evaluation = evaluate(root / "tasks", root / "runs", packs=root / "packs", judge="rules",
+                          arguments={"command": "demo", "fixtures": str(root)})
+    paths = evaluation.write(args.out)
+    _print_rejects([r.message() for r in evaluation.inputs.rejected])
+    print(f"demo: scored {len(evaluation.inputs.runs)} recorded runs of "
+          f"{len(evaluation.inputs.tasks)} tasks with the rule judge")
+    print(evaluation)
     print(f"demo: scorecard at {paths['scorecard']}")
     return 0
 
 
 def _import(args: argparse.Namespace) -> int:
-    from grade_kit.adapters import merge_imported, write_imported
-    from grade_kit.adapters.inspect import import_inspect
-    from grade_kit.adapters.tau_bench import import_tau_file
+    from grade_kit.adapters import import_logs, write_imported
 
-    paths: list[Path] = []
-    for given in args.paths:
-        if given.is_dir():
-            suffixes = (".eval", ".json") if args.source == "inspect" else (".json",)
-            paths.extend(sorted(p for p in given.iterdir() if p.suffix in suffixes))
-        elif given.is_file():
-            paths.append(given)
-        else:
-            raise InputError(f"{given}: no such file or folder")
-    parts = []
-    for path in paths:
-        try:
-            if args.source == "inspect":
-                parts.append(import_inspect(path, args.setup, args.scorer))
-            else:
-                parts.append(import_tau_file(path, args.setup))
-        except (ValueError, KeyError, TypeError) as exc:
-            print(f"error: {path}: cannot read as {args.source}: {exc}", file=sys.stderr)
-            return 2
-    merged = merge_imported(parts)
+    merged = import_logs(args.source, args.paths, setup=args.setup, scorer=args.scorer)
     written = write_imported(merged, args.out)
-    print(f"imported {len(paths)} file(s): {len(merged.tasks)} tasks, {len(merged.runs)} runs, "
+    print(f"imported {len(merged.tasks)} tasks, {len(merged.runs)} runs, "
           f"{len(merged.grades)} grades -> {args.out}")
     for note in dict.fromkeys(merged.notes):
         print(f"  note: {note}")
@@ -129,7 +115,7 @@ def _import(args: argparse.Namespace) -> int:
 def _grading_sheet(args: argparse.Namespace) -> int:
     from grade_kit.standard.blind import grading_sheet, write_grading_sheet
 
-    evaluation = load_evaluation(args.tasks, args.runs, packs=args.packs)
+    evaluation = read_inputs(args.tasks, args.runs, packs=args.packs)
     _print_rejects([r.message() for r in evaluation.rejected])
     runs = [r for r in evaluation.runs if r.attempt_of is None or args.include_reruns]
     if args.setups:
@@ -196,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--grades", type=Path, help="grades (JSONL)")
     score.add_argument("--packs", type=Path,
                        help="folder of packs for ground_truth keys (default: next to TASKS)")
-    score.add_argument("--judge", choices=["rules"],
+    score.add_argument("--judge", choices=sorted(JUDGES),
                        help="judge the judged dimensions where no judgement is recorded "
                             "(rules: the offline rule judge)")
     score.add_argument("--repeats", type=int, default=None,
@@ -253,8 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
     fixtures.set_defaults(func=_fixtures)
 
     demo = sub.add_parser("demo", help="run the embedded default end to end")
-    demo.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "demo")
-    demo.add_argument("--fixtures", type=Path, default=DEFAULT_FIXTURES)
+    demo.add_argument("--out", type=Path, default=Path("reports") / "demo",
+                      help="output folder (default reports/demo)")
+    demo.add_argument("--fixtures", type=Path, default=None,
+                      help="fixtures folder with packs/, tasks/ and runs/ (default ./fixtures "
+                           "when present, else generated under --out)")
     demo.set_defaults(func=_demo)
     return parser
 

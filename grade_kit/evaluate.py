@@ -1,116 +1,492 @@
-"""Load an evaluation from files and score it: the one path ``grade-kit score`` and the
-notebooks share."""
+"""One call from inputs to every number: :func:`evaluate` and the :class:`Evaluation` it returns.
+
+``grade-kit score``, ``grade-kit demo``, the benchmark and the notebooks all go through
+:func:`evaluate`; nothing else assembles the pipeline (read -> judge -> flatten -> GRADE
+scores -> the standard -> typed results).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import html
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
+from typing import Any, Literal
 
-from grade_kit.frames import EvalData, verdict_frames
-from grade_kit.grade import ClaimJudge, GradeScores, grade_scores
-from grade_kit.io import Rejected, load_grades, load_judgements, load_runs, load_tasks
-from grade_kit.schema import Grade, Judgement, Run, Task
-from grade_kit.standard import StandardResults, standard_results
+import pandas as pd
+import polars as pl
 
-__all__ = ["Evaluation", "apply_judge", "load_evaluation", "score_evaluation",
-           "standard_evaluation"]
+from grade_kit.frames import EvalData
+from grade_kit.grade import ClaimJudge, GradeScores, fact_checks, grade_scores, run_composites
+from grade_kit.inputs import Inputs, read_inputs
+from grade_kit.io import Records, load_grades, load_judgements
+from grade_kit.judges import Judge, resolve_judge
+from grade_kit.report.files import write_outputs
+from grade_kit.report.results import build_results
+from grade_kit.schema import (
+    DIMENSIONS,
+    GRADE_STATES,
+    SHORT_LABELS,
+    Provenance,
+    Results,
+)
+from grade_kit.standard import DEFAULT_SEED, StandardResults, standard_results, unique_tool_calls
+
+__all__ = ["Evaluation", "RunExplanation", "evaluate"]
+
+FrameKind = Literal["polars", "pandas"]
+Frame = pl.DataFrame | pd.DataFrame
 
 
-@dataclass
+def _version() -> str:
+    from grade_kit import __version__
+
+    return __version__
+
+
+def _as_kind(frame: pl.DataFrame, kind: FrameKind) -> Frame:
+    return frame.to_pandas() if kind == "pandas" else frame
+
+
+def _html_table(frame: pl.DataFrame, max_rows: int = 20) -> str:
+    """A small HTML table with every cell escaped (names are never truncated)."""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
+    body = []
+    for row in frame.head(max_rows).iter_rows():
+        cells = "".join(
+            "<td>—</td>" if v is None else
+            f"<td>{v:.3f}</td>" if isinstance(v, float) else f"<td>{html.escape(str(v))}</td>"
+            for v in row)
+        body.append(f"<tr>{cells}</tr>")
+    more = (f"<p>… {frame.height - max_rows} more rows</p>" if frame.height > max_rows else "")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
+
+
+@dataclass(frozen=True)
+class RunExplanation:
+    """Why one run scored what it did (:meth:`Evaluation.explain`).
+
+    Attributes:
+        run: The run's row of :attr:`Evaluation.runs` (scores, composite, grade, timing).
+        facts: Each gold fact: gold value, tolerances, reported raw and parsed value, pass.
+        claims: Each claim (insight, limitation, forbidden): text, found, the answer item
+            that matched or null, the deciding method.
+        judgements: Each judgement of the run: dimension, score, judge, reason.
+        grade: The grade with its reason and the material-error record (claim, evidence,
+            effect), and the grader.
+    """
+
+    run: dict[str, Any]
+    facts: pl.DataFrame
+    claims: pl.DataFrame
+    judgements: pl.DataFrame
+    grade: dict[str, Any]
+
+    def _lines(self) -> list[str]:
+        r = self.run
+        lines = [f"run {r['run_id']} · setup {r['setup']} · task {r['task_id']} · repeat "
+                 f"{r['repeat']} · {r['status']}" + ("" if r["is_primary"] else
+                                                     f" · re-run of {r['attempt_of']}")]
+        dims = ", ".join(f"{SHORT_LABELS[d]} {'—' if r[d] is None else f'{r[d]:.3f}'}"
+                         for d in DIMENSIONS)
+        composite = "—" if r["composite"] is None else f"{r['composite']:.3f}"
+        lines.append(f"scores: {dims}; per-run composite {composite}")
+        for f in self.facts.iter_rows(named=True):
+            mark = "pass" if f["passed"] else "FAIL"
+            tol = ", ".join(f"{k} {f[k]}" for k in ("abs_tol", "rel_tol") if f[k] is not None)
+            lines.append(f"  fact {f['fact_id']} [{mark}] {f['metric']}: gold {f['gold']}"
+                         f"{f' ({tol})' if tol else ''}, reported {f['reported']}"
+                         f" (parsed {f['parsed']})")
+        for c in self.claims.iter_rows(named=True):
+            good = c["found"] != (c["role"] == "forbidden")
+            mark = "ok" if good else "MISS" if c["role"] != "forbidden" else "STATED"
+            where = (f" in {c['matched_field']}: {c['matched_text']!r}"
+                     if c["matched_text"] is not None else "")
+            lines.append(f"  {c['role']} {c['claim_id']} [{mark}, {c['method']}] "
+                         f"{c['text']!r}{where}")
+        for j in self.judgements.iter_rows(named=True):
+            lines.append(f"  judged {j['dimension']} = {j['score']} by {j['judge']}: "
+                         f"{j['reason']}")
+        g = self.grade
+        lines.append(f"  grade {g['grade']}: {g['grade_reason']}"
+                     + (f" (claim {g['claim']!r}; evidence {g['evidence']!r}; effect "
+                        f"{g['effect']!r})" if g.get("claim") else ""))
+        return lines
+
+    def __repr__(self) -> str:
+        return "\n".join(self._lines())
+
+    def _repr_html_(self) -> str:
+        r = self.run
+        title = html.escape(f"run {r['run_id']} · {r['setup']} · {r['task_id']} · "
+                            f"repeat {r['repeat']} · {r['status']}")
+        parts = [f"<h4>{title}</h4>",
+                 _html_table(pl.DataFrame([{d: r[d] for d in (*DIMENSIONS, "composite")}])),
+                 "<h5>Gold facts</h5>", _html_table(self.facts.drop("run_id", "task_id"), 100),
+                 "<h5>Claims</h5>", _html_table(self.claims.drop("run_id", "task_id"), 100),
+                 "<h5>Judgements</h5>", _html_table(self.judgements, 100),
+                 "<h5>Grade</h5>", _html_table(pl.DataFrame([self.grade]))]
+        return "".join(parts)
+
+
 class Evaluation:
-    """Loaded records, their frames, and everything rejected or warned about on the way."""
+    """An evaluation, scored: frames for a notebook, typed results for files.
 
-    tasks: list[Task]
-    runs: list[Run]
-    judgements: list[Judgement]
-    grades: list[Grade]
-    data: EvalData
-    rejected: list[Rejected] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    sources: dict[str, str] = field(default_factory=dict)
+    Frames are polars unless :func:`evaluate` was given ``frames="pandas"``. Column contracts:
+
+    - :attr:`leaderboard`: one row per setup, best composite first: composite,
+      ``dimensions_computed`` (the composite is over these), the six dimensions, tasks, N and
+      every grade rate, graded coverage;
+    - :attr:`tasks`, :attr:`tracks`, :attr:`packs`: the GRADE aggregates;
+    - :attr:`runs`: one row per run (primary and re-runs, ``is_primary``);
+    - :attr:`grades`, :attr:`timing`, :attr:`tool_calls`: one row per setup and subset
+      (``all``, ``common``), every denominator a column;
+    - :attr:`comparisons`: one row per setup pair, subset and figure, with its label;
+    - :attr:`rejected`, :attr:`warnings`.
+    """
+
+    def __init__(self, inputs: Inputs, data: EvalData, scores: GradeScores,
+                 standard: StandardResults, results: Results, kind: FrameKind) -> None:
+        self.inputs = inputs
+        self.data = data
+        self.scores = scores
+        self.standard = standard
+        self.results = results
+        self.kind: FrameKind = kind
+
+    # ------------------------------------------------------------------ frames (polars)
+
+    @cached_property
+    def runs_frame(self) -> pl.DataFrame:
+        """:attr:`runs` as polars, whatever ``frames`` was."""
+        d = self.data
+        per_run = self.scores.runs
+        composites = run_composites(per_run, d.weights)
+        assert isinstance(composites, pl.DataFrame)
+        consistency = self.scores.consistency.select("setup", "task_id", "consistency")
+        graded = self.standard.graded.select("run_id", "grade", "grade_reason")
+        e2e = self.standard.e2e.select("run_id", e2e_s=pl.col("seconds"))
+        calls = unique_tool_calls(d.runs, d.tool_calls).select("run_id",
+                                                               tool_calls=pl.col("unique"))
+        dims = [c for c in DIMENSIONS if c != "consistency"]
+        out = (d.runs.join(d.tasks.select("task_id", "track", "pack"), on="task_id", how="left")
+               .join(per_run.select("run_id", *dims), on="run_id", how="left")
+               .join(consistency, on=["setup", "task_id"], how="left")
+               .with_columns(consistency=pl.when(pl.col("is_primary"))
+                             .then(pl.col("consistency")))
+               .join(composites, on="run_id", how="left")
+               .join(graded, on="run_id", how="left")
+               .join(e2e, on="run_id", how="left")
+               .join(calls, on="run_id", how="left"))
+        return out.select(
+            "run_id", "setup", "task_id", "track", "pack", "repeat", "is_primary", "attempt_of",
+            "status", "error", *DIMENSIONS, "composite", "rubric_score", "grade",
+            "grade_reason", "e2e_s", "tool_calls", "input_tokens", "output_tokens",
+        ).sort("setup", "task_id", "repeat", "is_primary", "run_id",
+               descending=[False, False, False, True, False])
+
+    def _standard_rows(self, part: str) -> pl.DataFrame:
+        rows: list[dict[str, Any]] = []
+        subsets = [("all", {n: (s.grades, s.timing, s.tool_calls)
+                            for n, s in self.results.setups.items()}),
+                   ("common", {n: (s.grades, s.timing, s.tool_calls)
+                               for n, s in self.results.common_subset.setups.items()})]
+        for subset, per_setup in subsets:
+            for setup, (g, t, tc) in per_setup.items():
+                row: dict[str, Any] = {"setup": setup, "subset": subset}
+                if part == "grades":
+                    counts, rates = g.counts.model_dump(), g.rates.model_dump()
+                    row.update(N=g.N, questions=g.questions, repeats=g.repeats)
+                    for state in GRADE_STATES:
+                        ci = g.wilson95.get(state)
+                        row[state] = counts[state]
+                        row[f"{state}_rate"] = rates[state]
+                        row[f"{state}_ci_low"] = None if ci is None else ci.low
+                        row[f"{state}_ci_high"] = None if ci is None else ci.high
+                    row.update(graded_coverage=g.graded_coverage, ungraded=g.ungraded,
+                               beyond_plan=g.beyond_plan,
+                               stable_resolved=g.stable_resolution.count)
+                elif part == "timing":
+                    row.update(attempted=t.timeouts.attempted, delivered=t.delivered,
+                               missing_timestamps=t.missing_timestamps,
+                               **{f"e2e_{k}": v for k, v in t.e2e_s.model_dump().items()},
+                               timeouts=t.timeouts.count, timeout_rate=t.timeouts.rate,
+                               failures=t.failures.count, failure_rate=t.failures.rate)
+                else:
+                    row.update(delivered=tc.delivered, runs_exposed=tc.runs_exposed,
+                               coverage=tc.coverage,
+                               **{f"per_run_{k}": v for k, v in tc.per_run.model_dump().items()},
+                               unique_calls=tc.unique_calls, recorded_calls=tc.recorded_calls,
+                               runs_with_repeated_ids=tc.runs_with_repeated_ids,
+                               span_p50_s=tc.span_s.p50)
+                rows.append(row)
+        return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame(
+            schema={"setup": pl.String, "subset": pl.String})
+
+    @cached_property
+    def _frames(self) -> dict[str, pl.DataFrame]:
+        grades = self._standard_rows("grades")
+        lb_rows = []
+        for setup, s in self.results.setups.items():
+            o = s.overall
+            lb_rows.append({"setup": setup, "composite": o.composite,
+                            "dimensions_computed": o.dimensions_computed,
+                            **o.dimensions.model_dump(), "tasks": o.tasks})
+        leaderboard = pl.DataFrame(lb_rows, schema={
+            "setup": pl.String, "composite": pl.Float64, "dimensions_computed": pl.Int64,
+            **dict.fromkeys(DIMENSIONS, pl.Float64), "tasks": pl.Int64})
+        if grades.height:
+            rates = grades.filter(pl.col("subset") == "all").select(
+                "setup", "N", *[f"{s}_rate" for s in GRADE_STATES], "graded_coverage")
+            leaderboard = leaderboard.join(rates, on="setup", how="left")
+        leaderboard = leaderboard.sort(["composite", "setup"], descending=[True, False],
+                                       nulls_last=True)
+        comparisons = pl.DataFrame([
+            {"baseline": c.baseline, "compared": c.compared, "subset": c.subset,
+             "questions": c.questions, "metric": f.metric, "label": f.label,
+             "n_questions": f.n_questions, "mean_a": f.mean_a, "mean_b": f.mean_b,
+             "mean_diff_b_minus_a": f.mean_diff_b_minus_a,
+             "ci_low": None if f.ci95 is None else f.ci95.low,
+             "ci_high": None if f.ci95 is None else f.ci95.high,
+             "direction": f.direction, "value": f.value,
+             "note": f.formula or f.statement}
+            for c in self.results.comparisons for f in c.figures
+        ], schema={"baseline": pl.String, "compared": pl.String, "subset": pl.String,
+                   "questions": pl.Int64, "metric": pl.String, "label": pl.String,
+                   "n_questions": pl.Int64, "mean_a": pl.Float64, "mean_b": pl.Float64,
+                   "mean_diff_b_minus_a": pl.Float64, "ci_low": pl.Float64,
+                   "ci_high": pl.Float64, "direction": pl.String, "value": pl.Float64,
+                   "note": pl.String})
+        rejected = pl.DataFrame(
+            [{"source": r.source, "line": r.line, "field": r.field, "error": r.error}
+             for r in self.inputs.rejected],
+            schema={"source": pl.String, "line": pl.Int64, "field": pl.String,
+                    "error": pl.String})
+        warnings = pl.DataFrame(
+            [w.model_dump() for w in self.results.warnings],
+            schema={"source": pl.String, "line": pl.Int64, "message": pl.String})
+        return {"leaderboard": leaderboard, "grades": grades,
+                "timing": self._standard_rows("timing"),
+                "tool_calls": self._standard_rows("tool_calls"), "comparisons": comparisons,
+                "rejected": rejected, "warnings": warnings}
+
+    # ------------------------------------------------------------------ frames (public)
+
+    @property
+    def leaderboard(self) -> Frame:
+        """One row per setup, best composite first (see the class docstring)."""
+        return _as_kind(self._frames["leaderboard"], self.kind)
+
+    @property
+    def tasks(self) -> Frame:
+        """Per (setup, GRADE task): six dimensions, composite, rubric score, runs."""
+        return _as_kind(self.scores.tasks, self.kind)
+
+    @property
+    def tracks(self) -> Frame:
+        """Per (setup, track): dimension means, composite mean, tasks."""
+        return _as_kind(self.scores.tracks, self.kind)
+
+    @property
+    def packs(self) -> Frame:
+        """Per (setup, pack): dimension means, composite mean, tasks."""
+        return _as_kind(self.scores.packs, self.kind)
+
+    @property
+    def runs(self) -> Frame:
+        """One row per run: ids, status, six dimensions (consistency: its task's, on primary
+        runs), per-run composite and rubric score, grade and reason, E2E seconds, unique tool
+        calls (null when the run exposed no tool events), tokens where known."""
+        return _as_kind(self.runs_frame, self.kind)
+
+    @property
+    def grades(self) -> Frame:
+        """Per setup and subset: N, questions, repeats, each state's count, rate and 95%
+        Wilson interval, graded coverage, ungraded, beyond plan, stable resolutions."""
+        return _as_kind(self._frames["grades"], self.kind)
+
+    @property
+    def timing(self) -> Frame:
+        """Per setup and subset: attempted, delivered, E2E n/mean/P50/P90/min/max, runs
+        without timestamps, timeouts and failures with their rates."""
+        return _as_kind(self._frames["timing"], self.kind)
+
+    @property
+    def tool_calls(self) -> Frame:
+        """Per setup and subset: delivered, exposed, coverage, unique calls per run
+        (n/mean/P50/P90/min/max), unique and recorded calls, runs reusing ids, span P50."""
+        return _as_kind(self._frames["tool_calls"], self.kind)
+
+    @property
+    def comparisons(self) -> Frame:
+        """One row per setup pair, subset and figure: label, paired n, means, difference,
+        95% bootstrap interval, direction, value and formula or statement."""
+        return _as_kind(self._frames["comparisons"], self.kind)
+
+    @property
+    def rejected(self) -> Frame:
+        """Every rejected input record: source, line, field, error."""
+        return _as_kind(self._frames["rejected"], self.kind)
+
+    @property
+    def warnings(self) -> Frame:
+        """Every warning: source, line, message."""
+        return _as_kind(self._frames["warnings"], self.kind)
+
+    # ------------------------------------------------------------------ the rest
+
+    def explain(self, run_id: str) -> RunExplanation:
+        """Why run ``run_id`` scored what it did: its gold facts, claims, judgements and grade.
+
+        Raises:
+            KeyError: when no loaded run has that id.
+        """
+        row = self.runs_frame.filter(pl.col("run_id") == run_id)
+        if row.is_empty():
+            raise KeyError(f"no run {run_id!r} in this evaluation")
+        d = self.data
+        one = d.runs.filter(pl.col("run_id") == run_id)
+        facts = fact_checks(d.facts, one, d.metrics)
+        assert isinstance(facts, pl.DataFrame)
+        claims = (self.scores.matches.filter(pl.col("run_id") == run_id)
+                  .join(d.claims.select("task_id", "claim_id", "text"),
+                        on=["task_id", "claim_id"], how="left")
+                  .select("run_id", "task_id", "claim_id", "role", "calibration", "text",
+                          "found", "method", "matched_field", "matched_text"))
+        judgements = d.judgements.filter(pl.col("run_id") == run_id).select(
+            "dimension", "score", "judge", "reason")
+        grade = self.standard.graded.filter(pl.col("run_id") == run_id).select(
+            "grade", "grade_reason", "core_conclusion", "request_fulfilment",
+            "material_error", "claim", "evidence", "effect", "grader").to_dicts()[0]
+        return RunExplanation(run=row.to_dicts()[0], facts=facts, claims=claims,
+                              judgements=judgements, grade=grade)
+
+    def write(self, out_dir: Path | str) -> dict[str, Path]:
+        """Write results.json, scorecard.md, the Parquet frames and rejects.jsonl under
+        ``out_dir``: exactly the files of ``grade-kit score``.
+
+        Returns:
+            The written paths by name.
+        """
+        return write_outputs(out_dir, self)
+
+    def _summary(self) -> str:
+        n_setups = len(self.results.setups)
+        return (f"{n_setups} setups, {len(self.inputs.tasks)} tasks, {len(self.inputs.runs)} "
+                f"runs, R = {self.results.plan.repeats}"
+                f"{' (inferred)' if self.results.plan.inferred else ''}, "
+                f"{len(self.inputs.rejected)} rejected, {len(self.results.warnings)} warnings")
+
+    def __repr__(self) -> str:
+        lines = [f"Evaluation({self._summary()})"]
+        for row in self._frames["leaderboard"].head(10).iter_rows(named=True):
+            comp = "—" if row["composite"] is None else f"{row['composite']:.3f}"
+            lines.append(f"  {row['setup']}: composite {comp} over "
+                         f"{row['dimensions_computed']} of {len(DIMENSIONS)} dimensions, "
+                         f"{row['tasks']} tasks")
+        if len(self.results.setups) > 10:
+            lines.append(f"  … {len(self.results.setups) - 10} more setups")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        lb = self._frames["leaderboard"].rename({d: SHORT_LABELS[d] for d in DIMENSIONS})
+        parts = [f"<p><b>Evaluation</b>: {html.escape(self._summary())}</p>",
+                 _html_table(lb, 50)]
+        if self.results.warnings:
+            items = "".join(f"<li>{html.escape(str(w))}</li>" for w in self.results.warnings[:10])
+            parts.append(f"<p>Warnings:</p><ul>{items}</ul>")
+        if self.inputs.rejected:
+            parts.append(f"<p>{len(self.inputs.rejected)} input records rejected: see "
+                         "<code>.rejected</code>.</p>")
+        return "".join(parts)
 
 
-def load_evaluation(
-    tasks: Path | str,
-    runs: Path | str | Sequence[Path | str],
-    judgements: Path | str | None = None,
-    grades: Path | str | None = None,
+def _inputs(tasks: Records | Inputs, runs: Records | None, judgements: Records | None,
+            grades: Records | None, packs: Path | str | None) -> Inputs:
+    if isinstance(tasks, Inputs):
+        if runs is not None:
+            raise ValueError("pass either one Inputs value or tasks and runs, not both")
+        out = tasks
+        if judgements is not None:
+            loaded_j = load_judgements(judgements, out.runs)
+            out = replace(out, judgements=[*out.judgements, *loaded_j.records],
+                          rejected=[*out.rejected, *loaded_j.rejected])
+        if grades is not None:
+            loaded_g = load_grades(grades, out.runs)
+            out = replace(out, grades=[*out.grades, *loaded_g.records],
+                          rejected=[*out.rejected, *loaded_g.rejected])
+        return out
+    if runs is None:
+        raise ValueError("runs are required (or pass one Inputs value as the first argument)")
+    return read_inputs(tasks, runs, judgements=judgements, grades=grades, packs=packs)
+
+
+def evaluate(
+    tasks: Records | Inputs,
+    runs: Records | None = None,
+    *,
+    judgements: Records | None = None,
+    grades: Records | None = None,
+    judge: str | Judge | None = None,
+    claim_judge: ClaimJudge | None = None,
+    repeats: int | None = None,
     packs: Path | str | None = None,
+    frames: FrameKind = "polars",
+    seed: int = DEFAULT_SEED,
+    arguments: dict[str, Any] | None = None,
 ) -> Evaluation:
-    """Load tasks, runs and (optionally) judgements and grades, keeping every reject.
-
-    Runs are checked against the tasks that loaded, judgements and grades against the runs
-    that loaded, so a record that depends on a rejected one is rejected too, with its reason.
+    """Read, judge and score an evaluation: GRADE scores, grades, timing, tool calls,
+    comparisons, with every reject and warning (docs/methodology.md).
 
     Args:
-        tasks: Folder of task files, or a JSONL file of tasks.
-        runs: JSONL file of run records, a folder of them, or a list of either.
-        judgements: JSONL file of judgements; default None (judged dimensions stay null).
-        grades: JSONL file of grades; default None.
+        tasks: Folder of task files, a tasks JSONL file, task records, or one
+            :class:`~grade_kit.inputs.Inputs` value (then leave ``runs`` out).
+        runs: Run JSONL file(s) or folder(s), or run records.
+        judgements: Recorded judgements (files or records); default None.
+        grades: Grade records (files or records); default None (every run ungraded).
+        judge: ``"rules"`` (the offline rule judge) or a :class:`~grade_kit.judges.Judge`
+            that fills the judged dimensions of every run with no recorded judgement (a
+            recorded judgement always wins); default None (judged dimensions come only from
+            recorded judgements, and a composite over fewer than six dimensions is warned).
+        claim_judge: Asked only about claims the deterministic match missed; default None.
+        repeats: R, the planned repeats per question; default inferred from the largest
+            repeat seen (results say so).
         packs: Folder of packs for ``ground_truth`` keys; default found next to ``tasks``.
+        frames: ``"polars"`` (default) or ``"pandas"``: the kind of every frame returned.
+        seed: Seed of the comparison bootstrap; default 20261130.
+        arguments: Recorded in the results' provenance (the CLI passes its arguments).
 
     Returns:
-        The :class:`Evaluation`; rejects are listed in file order, tasks first.
+        The :class:`Evaluation`.
+
+    Example:
+        >>> import grade_kit as gk
+        >>> ev = gk.evaluate("fixtures/tasks", "fixtures/runs", judge="rules")
+        >>> ev.leaderboard.select("setup", "composite")  # doctest: +SKIP
     """
-    task_load = load_tasks(tasks, packs)
-    run_load = load_runs(runs, task_load.records)
-    judgement_load = (load_judgements(judgements, run_load.records) if judgements else None)
-    grade_load = load_grades(grades, run_load.records) if grades else None
-    rejected = [*task_load.rejected, *run_load.rejected]
-    j_records: list[Judgement] = []
-    g_records: list[Grade] = []
-    if judgement_load is not None:
-        rejected.extend(judgement_load.rejected)
-        j_records = judgement_load.records
-    if grade_load is not None:
-        rejected.extend(grade_load.rejected)
-        g_records = grade_load.records
-    data = EvalData.from_records(task_load.records, run_load.records, j_records, g_records,
-                                 run_load.lines)
-    run_paths = [runs] if isinstance(runs, str | Path) else list(runs)
-    sources = {"tasks": str(tasks), "runs": ", ".join(map(str, run_paths))}
-    if judgements:
-        sources["judgements"] = str(judgements)
-    if grades:
-        sources["grades"] = str(grades)
-    return Evaluation(
-        tasks=task_load.records, runs=run_load.records, judgements=j_records,
-        grades=g_records, data=data, rejected=rejected, warnings=task_load.warnings,
-        sources=sources,
-    )
-
-
-def apply_judge(evaluation: Evaluation, judge: str) -> Evaluation:
-    """Add a judge's judgements for every (run, dimension) that has no recorded one.
-
-    Recorded judgements win over the judge's: a human's score is never replaced.
-
-    Args:
-        evaluation: The loaded evaluation (changed in place and returned).
-        judge: A name in :data:`grade_kit.judges.JUDGES` (``rules``).
-    """
-    from grade_kit.judges import JUDGES
-
-    if judge not in JUDGES:
-        raise ValueError(f"unknown judge {judge!r}; choose from {sorted(JUDGES)}")
-    recorded = {(j.run_id, j.dimension) for j in evaluation.judgements}
-    added = [j for j in JUDGES[judge](evaluation.tasks, evaluation.runs)
-             if (j.run_id, j.dimension) not in recorded]
-    evaluation.judgements = [*evaluation.judgements, *added]
-    evaluation.data.judgements = verdict_frames(evaluation.judgements)["judgements"]
-    evaluation.sources["judge"] = judge
-    return evaluation
-
-
-def score_evaluation(evaluation: Evaluation, judge: ClaimJudge | None = None) -> GradeScores:
-    """The GRADE scores of a loaded evaluation (see :func:`grade_kit.grade.grade_scores`)."""
-    return grade_scores(evaluation.data, judge)
-
-
-def standard_evaluation(evaluation: Evaluation, scores: GradeScores | None = None,
-                        repeats: int | None = None) -> StandardResults:
-    """The grading and timing standard of a loaded evaluation; with ``scores`` the common
-    subset comparison includes GRADE composites."""
-    composites = None if scores is None else scores.tasks
-    return standard_results(evaluation.data, repeats, composites)
+    if frames not in ("polars", "pandas"):
+        raise ValueError(f"frames must be 'polars' or 'pandas', not {frames!r}")
+    inputs = _inputs(tasks, runs, judgements, grades, packs)
+    judges_used: list[str] = []
+    if judge is not None:
+        chosen = resolve_judge(judge)
+        recorded = {(j.run_id, j.dimension) for j in inputs.judgements}
+        added = [j for j in chosen(inputs.tasks, inputs.runs)
+                 if (j.run_id, j.dimension) not in recorded]
+        inputs = replace(inputs, judgements=[*inputs.judgements, *added])
+        judges_used.append(chosen.name)
+    data = EvalData.from_records(inputs.tasks, inputs.runs, inputs.judgements, inputs.grades,
+                                 inputs.run_lines)
+    scores = grade_scores(data, claim_judge)
+    standard = standard_results(data, repeats, scores.tasks, seed=seed)
+    recorded_judges = sorted({j.judge for j in inputs.judgements} - set(judges_used))
+    provenance = Provenance(
+        grade_kit_version=_version(), created_at=datetime.now(UTC).isoformat(),
+        inputs=inputs.files, arguments=dict(arguments or {"repeats": repeats}),
+        seeds={"comparison_bootstrap": seed},
+        judges=[*judges_used, *recorded_judges]
+        + ([f"claim_judge:{claim_judge.name}"] if claim_judge is not None else []),
+        graders=sorted({g.grader for g in inputs.grades}))
+    results = build_results(scores, standard, inputs.rejected, inputs.warnings, provenance)
+    return Evaluation(inputs, data, scores, standard, results, frames)

@@ -40,7 +40,8 @@ _TS = pl.Datetime("us", "UTC")
 
 COLUMNS: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
     # one row per task
-    "tasks": {"task_id": pl.String, "track": pl.Int64, "pack": pl.String, "kind": pl.String,
+    "tasks": {"task_id": pl.String, "track": pl.Int64, "pack": pl.String, "suite": pl.String,
+              "kind": pl.String,
               "prompt": pl.String, "n_facts": pl.Int64, "n_insights": pl.Int64,
               "n_limitations": pl.Int64, "n_forbidden": pl.Int64, "n_calibration": pl.Int64},
     # one row per (GRADE task, dimension): the task's rubric weights, absent keys weigh 0
@@ -59,7 +60,8 @@ COLUMNS: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
     "runs": {"run_id": pl.String, "setup": pl.String, "task_id": pl.String,
              "repeat": pl.Int64, "attempt_of": pl.String, "status": pl.String,
              "error": pl.String, "is_primary": pl.Boolean, "has_response": pl.Boolean,
-             "tools_exposed": pl.Boolean, "line": pl.Int64},
+             "tools_exposed": pl.Boolean, "input_tokens": pl.Int64,
+             "output_tokens": pl.Int64, "line": pl.Int64},
     # one row per answer item; field is finding, limitation, recommendation or text
     "items": {"run_id": pl.String, "field": pl.String, "position": pl.Int64,
               "text": pl.String, "norm": pl.String},
@@ -84,11 +86,6 @@ COLUMNS: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
                "method": pl.String},
 }
 """The column contract of every frame, by frame name."""
-
-
-def empty(name: str) -> pl.DataFrame:
-    """An empty frame with the columns of ``name`` in :data:`COLUMNS`."""
-    return pl.DataFrame(schema=COLUMNS[name])
 
 
 def _frame(name: str, rows: dict[str, list[Any]]) -> pl.DataFrame:
@@ -126,6 +123,7 @@ def task_frames(tasks: Sequence[Task]) -> dict[str, pl.DataFrame]:
         t["task_id"].append(task.task_id)
         t["track"].append(task.track)
         t["pack"].append(task.pack)
+        t["suite"].append(task.suite)
         t["kind"].append(task.kind)
         t["prompt"].append(task.prompt)
         t["n_facts"].append(len(task.gold_facts))
@@ -235,6 +233,8 @@ def _flatten_runs(runs: Sequence[Run], line_list: Iterable[int | None],
         answered = run.status == "delivered" and run.response is not None
         r["has_response"].append(answered)
         r["tools_exposed"].append(run.tool_calls is not None)
+        r["input_tokens"].append(None if run.usage is None else run.usage.input_tokens)
+        r["output_tokens"].append(None if run.usage is None else run.usage.output_tokens)
         r["line"].append(line)
         if answered and run.response is not None:
             resp = run.response

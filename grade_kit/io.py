@@ -8,23 +8,25 @@ Nothing is dropped silently.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
 from grade_kit._gc import gc_paused
-from grade_kit.schema import Grade, Judgement, Reject, Run, Task
+from grade_kit.schema import Grade, Judgement, Reject, Run, Task, WarningItem
 
 __all__ = [
     "InputError",
     "Loaded",
+    "Records",
     "Rejected",
     "describe_validation_error",
     "find_packs_dir",
+    "is_in_memory",
     "load_grades",
     "load_judgements",
     "load_runs",
@@ -36,6 +38,27 @@ __all__ = [
 TASK_SUFFIXES = (".yaml", ".yml", ".json")
 Model = TypeVar("Model", bound=BaseModel)
 T = TypeVar("T")
+
+Records = Path | str | Sequence[Path | str] | Sequence[Mapping[str, Any] | BaseModel]
+"""What a loader takes: a file, a folder, a list of either, or in-memory records (mappings or
+validated models, checked by exactly the rules a file's lines are)."""
+
+Line = tuple[int, str]
+"""A 1-based line number and the line's text (an in-memory record is serialised to JSON, so it
+meets exactly the checks a file's line does)."""
+
+
+def is_in_memory(given: object) -> bool:
+    """Whether ``given`` is a sequence of in-memory records rather than paths."""
+    if isinstance(given, str | Path) or not isinstance(given, Sequence):
+        return False
+    return any(isinstance(item, Mapping | BaseModel) for item in given)
+
+
+def _memory_lines(records: Sequence[Mapping[str, Any] | BaseModel]) -> Iterator[Line]:
+    for number, record in enumerate(records, start=1):
+        data = record.model_dump(mode="json") if isinstance(record, BaseModel) else record
+        yield number, json.dumps(data, ensure_ascii=False, default=str)
 
 
 class InputError(Exception):
@@ -70,8 +93,10 @@ class Loaded(Generic[T]):
 
     records: list[T] = field(default_factory=list)
     lines: list[int | None] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    """The file (or ``<runs>``-style name) each record came from."""
     rejected: list[Rejected] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[WarningItem] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -123,26 +148,36 @@ def _iter_lines(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def _read_jsonl(
-    path: Path,
+    source: str,
+    lines: Iterator[Line],
     model: type[Model],
     check: Callable[[Model, int, str], tuple[str | None, str] | None] | None = None,
 ) -> Loaded[Model]:
-    """Validate each non-blank line of ``path`` as ``model``; ``check`` may reject more."""
+    """Validate each line as ``model``; ``check`` may reject more."""
     out: Loaded[Model] = Loaded()
-    source = str(path)
     with gc_paused():
-        _validate_lines(path, source, model, check, out)
+        _validate_lines(lines, source, model, check, out)
     return out
 
 
+def _sources(given: Records, name: str) -> list[tuple[str, Iterator[Line]]]:
+    """(source name, lines) of JSONL files or in-memory records; in-memory records are named
+    ``<name>`` and numbered from 1."""
+    if is_in_memory(given):
+        return [(f"<{name}>",
+                 _memory_lines(cast(Sequence[Mapping[str, Any] | BaseModel], given)))]
+    paths = cast(Path | str | Sequence[Path | str], given)
+    return [(str(path), iter(_iter_lines(path))) for path in run_files(paths)]
+
+
 def _validate_lines(
-    path: Path,
+    lines: Iterator[Line],
     source: str,
     model: type[Model],
     check: Callable[[Model, int, str], tuple[str | None, str] | None] | None,
     out: Loaded[Model],
 ) -> None:
-    for number, text in _iter_lines(path):
+    for number, text in lines:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -168,6 +203,7 @@ def _validate_lines(
                 continue
         out.records.append(record)
         out.lines.append(number)
+        out.sources.append(source)
 
 
 def write_rejects(path: Path, rejected: Sequence[Rejected]) -> Path:
@@ -239,8 +275,25 @@ def _lookup(data: Any, dotted: str) -> Any:
     return node
 
 
-def _task_sources(path: Path) -> Iterator[tuple[str, int | None, str, str]]:
+def _task_as_data(record: Mapping[str, Any] | BaseModel) -> Any:
+    if not isinstance(record, BaseModel):
+        return record
+    data = record.model_dump(mode="json", exclude_none=True)
+    for fact in data.get("gold_facts", []):
+        if "value" in fact:  # already resolved from its pack
+            fact.pop("ground_truth", None)
+    return data
+
+
+def _task_sources(path: Records) -> Iterator[tuple[str, int | None, str, str]]:
     """(source, line, text, format) of every task record under ``path``."""
+    if is_in_memory(path):
+        records = cast(Sequence[Mapping[str, Any] | BaseModel], path)
+        for number, record in enumerate(records, start=1):
+            text = json.dumps(_task_as_data(record), ensure_ascii=False, default=str)
+            yield "<tasks>", number, text, ".jsonl"
+        return
+    path = Path(path)  # type: ignore[arg-type]
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.suffix.lower() in TASK_SUFFIXES
                        and p.is_file() and "packs" not in p.relative_to(path).parts)
@@ -255,7 +308,7 @@ def _task_sources(path: Path) -> Iterator[tuple[str, int | None, str, str]]:
         raise InputError(f"{path}: not a tasks folder, task file or JSONL file")
 
 
-def load_tasks(path: Path | str, packs: Path | str | None = None) -> Loaded[Task]:
+def load_tasks(path: Records, packs: Path | str | None = None) -> Loaded[Task]:
     """Load tasks from a folder of YAML/JSON files (one task each, recursive) or a JSONL file.
 
     ``ground_truth: "dotted.key"`` in a gold fact is resolved from
@@ -265,14 +318,17 @@ def load_tasks(path: Path | str, packs: Path | str | None = None) -> Loaded[Task
     token, ...), names a ground_truth key its pack lacks, or repeats an earlier task_id.
 
     Args:
-        path: Folder of task files, one task file, or a JSONL file of tasks.
-        packs: Folder holding one sub-folder per pack; default: found next to ``path``.
+        path: Folder of task files, one task file, a JSONL file of tasks, or in-memory task
+            records (mappings or :class:`~grade_kit.schema.Task`; named ``<tasks>``).
+        packs: Folder holding one sub-folder per pack; default: found next to ``path`` (none
+            for in-memory tasks).
 
     Returns:
         The loaded tasks (in file order) with their rejects and warnings.
     """
-    path = Path(path)
-    packs_dir = Path(packs) if packs is not None else find_packs_dir(path)
+    in_memory = is_in_memory(path)
+    packs_dir = (Path(packs) if packs is not None
+                 else None if in_memory else find_packs_dir(Path(path)))  # type: ignore[arg-type]
     truth_cache: dict[str, Any] = {}
     out: Loaded[Task] = Loaded()
     seen: dict[str, str] = {}
@@ -308,10 +364,12 @@ def load_tasks(path: Path | str, packs: Path | str | None = None) -> Loaded[Task
         seen[task.task_id] = source if line is None else f"{source}:{line}"
         unknown = sorted(set(data) - known)
         if unknown:
-            where = source if line is None else f"{source}:{line}"
-            out.warnings.append(f"{where}: unknown task field(s) kept but unused: {unknown}")
+            out.warnings.append(WarningItem(
+                source=source, line=line,
+                message=f"unknown task field(s) kept but unused: {unknown}"))
         out.records.append(task)
         out.lines.append(line)
+        out.sources.append(source)
     return out
 
 
@@ -370,9 +428,9 @@ def run_files(paths: Path | str | Sequence[Path | str]) -> list[Path]:
     return out
 
 
-def load_runs(paths: Path | str | Sequence[Path | str],
-              tasks: Sequence[Task] | None = None) -> Loaded[Run]:
-    """Load run records (one attempt per JSONL line, DESIGN.md §3) from one or more files.
+def load_runs(paths: Records, tasks: Sequence[Task] | None = None) -> Loaded[Run]:
+    """Load run records (one attempt per JSONL line, docs/methodology.md §2) from one or more
+    files, or from in-memory records.
 
     Rejected, naming the file, line and field: malformed JSON; a missing or mistyped field; a
     naive timestamp; a delivered run without a response; a task_id not among ``tasks``; a
@@ -381,23 +439,25 @@ def load_runs(paths: Path | str | Sequence[Path | str],
     run of the same slot.
 
     Args:
-        paths: A JSONL file, a folder of them, or a list of either.
+        paths: A JSONL file, a folder of them, a list of either, or in-memory run records
+            (mappings or :class:`~grade_kit.schema.Run`; named ``<runs>`` in rejects).
         tasks: The loaded tasks; when None, task ids are not checked.
 
     Returns:
         Accepted runs in file order, their lines, and the rejects.
     """
-    files = run_files(paths)
+    sources_ = _sources(paths, "runs")
     task_ids = None if tasks is None else {t.task_id for t in tasks}
     seen_ids: dict[str, str] = {}
     slots: dict[tuple[str, str, int], tuple[str, str]] = {}
     loaded: Loaded[Run] = Loaded()
     sources: list[str] = []
-    for path in files:
-        where = path.name if len(files) > 1 else "line"
+    rerun_texts: dict[tuple[str, int], str] = {}
+    for source, lines in sources_:
+        where = Path(source).name if len(sources_) > 1 else "line"
 
-        def check(run: Run, line: int, _text: str,
-                  where: str = where) -> tuple[str | None, str] | None:
+        def check(run: Run, line: int, text: str, where: str = where,
+                  source: str = source) -> tuple[str | None, str] | None:
             at = f"{where} {line}" if where == "line" else f"{where}:{line}"
             if task_ids is not None and run.task_id not in task_ids:
                 return "task_id", f"unknown task {run.task_id!r}"
@@ -414,18 +474,19 @@ def load_runs(paths: Path | str | Sequence[Path | str],
                         "fills it; a re-run must name it in attempt_of)"
                     )
                 slots[slot] = (run.run_id, at)
+            else:
+                rerun_texts[(source, line)] = text
             seen_ids[run.run_id] = at
             return None
 
-        part = _read_jsonl(path, Run, check)
+        part = _read_jsonl(source, lines, Run, check)
         loaded.records.extend(part.records)
         loaded.lines.extend(part.lines)
         loaded.rejected.extend(part.rejected)
-        sources.extend([str(path)] * len(part.records))
+        sources.extend(part.sources)
     # Second pass: a re-run must name an accepted run of the same slot.
     by_id = {run.run_id: run for run in loaded.records}
     out: Loaded[Run] = Loaded(rejected=loaded.rejected)
-    texts: dict[str, dict[int, str]] = {}
     for run, line, source in zip(loaded.records, loaded.lines, sources, strict=True):
         target = by_id.get(run.attempt_of) if run.attempt_of is not None else None
         if run.attempt_of is not None and (
@@ -434,22 +495,35 @@ def load_runs(paths: Path | str | Sequence[Path | str],
             != (run.setup, run.task_id, run.repeat)
             or target.run_id == run.run_id
         ):
-            if source not in texts:
-                texts[source] = dict(_iter_lines(Path(source)))
             why = ("names no accepted run" if target is None or target.run_id == run.run_id
                    else "names a run of another setup, task or repeat")
             out.rejected.append(Rejected(
                 source, line, "attempt_of", f"attempt_of {run.attempt_of!r} {why}",
-                texts[source].get(line or 0, "")))
+                rerun_texts.get((source, line or 0), "")))
             continue
         out.records.append(run)
         out.lines.append(line)
+        out.sources.append(source)
     out.rejected.sort(key=lambda r: (r.source, r.line or 0))
     return out
 
 
-def load_judgements(path: Path | str, runs: Sequence[Run] | None = None) -> Loaded[Judgement]:
-    """Load recorded judgements; unknown run_id or a repeated (run_id, dimension) is rejected."""
+def _load_verdicts(given: Records, name: str, model: type[Model],
+                   check: Callable[[Model, int, str], tuple[str | None, str] | None]
+                   ) -> Loaded[Model]:
+    out: Loaded[Model] = Loaded()
+    for source, lines in _sources(given, name):
+        part = _read_jsonl(source, lines, model, check)
+        out.records.extend(part.records)
+        out.lines.extend(part.lines)
+        out.sources.extend(part.sources)
+        out.rejected.extend(part.rejected)
+    return out
+
+
+def load_judgements(path: Records, runs: Sequence[Run] | None = None) -> Loaded[Judgement]:
+    """Load recorded judgements (files, folders or in-memory records); an unknown run_id or a
+    repeated (run_id, dimension) is rejected."""
     run_ids = None if runs is None else {r.run_id for r in runs}
     seen: dict[tuple[str, str], int] = {}
 
@@ -463,12 +537,13 @@ def load_judgements(path: Path | str, runs: Sequence[Run] | None = None) -> Load
         seen[key] = line
         return None
 
-    return _read_jsonl(Path(path), Judgement, check)
+    return _load_verdicts(path, "judgements", Judgement, check)
 
 
-def load_grades(path: Path | str, runs: Sequence[Run] | None = None) -> Loaded[Grade]:
-    """Load grades; unknown run_id is rejected, and a second grade for a run is an error that
-    names both lines (the first stands)."""
+def load_grades(path: Records, runs: Sequence[Run] | None = None) -> Loaded[Grade]:
+    """Load grade records (files, folders or in-memory records); an unknown run_id is rejected,
+    and a second grade record for a run is an error that names both lines (the first
+    stands)."""
     run_ids = None if runs is None else {r.run_id for r in runs}
     seen: dict[str, int] = {}
 
@@ -481,4 +556,4 @@ def load_grades(path: Path | str, runs: Sequence[Run] | None = None) -> Loaded[G
         seen[g.run_id] = line
         return None
 
-    return _read_jsonl(Path(path), Grade, check)
+    return _load_verdicts(path, "grades", Grade, check)

@@ -26,6 +26,8 @@ from grade_kit.text import tokenize
 
 __all__ = [
     "DIMENSIONS",
+    "FOUR_GRADES",
+    "GRADE_STATES",
     "JUDGED_DIMENSIONS",
     "PER_RUN_DIMENSIONS",
     "PROJECT_WEIGHTS",
@@ -33,20 +35,44 @@ __all__ = [
     "WEIGHT_TOLERANCE",
     "Aggregate",
     "Claim",
+    "CommonSubset",
+    "Comparison",
     "Dimension",
     "DimensionScores",
+    "Figure",
+    "FigureLabel",
     "GoldFact",
     "Grade",
+    "GradeCounts",
+    "GradeRates",
+    "GradeState",
+    "GradeSummary",
+    "InputFile",
+    "Interval",
     "JudgedDimension",
     "Judgement",
+    "LabelledSummary",
+    "MaterialError",
+    "Plan",
+    "Provenance",
     "Reject",
+    "Rerun",
     "Response",
     "Results",
     "Run",
     "SetupResults",
+    "StableResolution",
+    "StopSummary",
+    "SubsetSetup",
+    "Summary",
     "Task",
     "TaskScore",
+    "Timing",
     "ToolCall",
+    "ToolCalls",
+    "ToolNameCount",
+    "Usage",
+    "WarningItem",
     "parse_timestamp",
     "write_json_schemas",
 ]
@@ -194,6 +220,10 @@ class Task(BaseModel):
     task_id: str = Field(min_length=1)
     track: int | None = Field(default=None, ge=1, le=5)
     pack: str | None = None
+    suite: str | None = None
+    """The task set this question belongs to (an imported log's eval task or domain). A
+    setup's plan covers every task without a suite and every suite the setup ran
+    (docs/methodology.md §4 "Rates"); native task files leave it unset."""
     prompt: str
     reference: str | int | float | None = Field(
         default=None, validation_alias=AliasChoices("reference", "reference_answer")
@@ -292,6 +322,13 @@ class Response(BaseModel):
 RunStatus = Literal["delivered", "timeout", "failed", "cancelled"]
 
 
+class Usage(BaseModel):
+    """Token usage of a run, where the server or log reports it."""
+
+    input_tokens: int | None = Field(default=None, ge=0)
+    output_tokens: int | None = Field(default=None, ge=0)
+
+
 class Run(BaseModel):
     """One attempt (one JSONL line of a run file, DESIGN.md §3)."""
 
@@ -305,6 +342,8 @@ class Run(BaseModel):
     events: dict[str, Timestamp | None] = Field(default_factory=dict)
     response: Response | None = None
     tool_calls: list[ToolCall] | None = None
+    usage: Usage | None = None
+    """Token usage (input, output) where known; never scored."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Free-form facts about the run (e.g. an imported log's own timings); never scored."""
 
@@ -347,9 +386,25 @@ class Grade(BaseModel):
 
 
 # --------------------------------------------------------------------------- results
+# Every key of results.json is typed below (docs/methodology.md §5 names each figure's rule).
+
+GradeState = Literal["resolved", "partially_resolved", "material_error", "unresolved",
+                     "pending_verification", "not_run"]
+"""Every state a planned slot can be in; their counts sum to N (docs/methodology.md §4)."""
+
+GRADE_STATES: tuple[GradeState, ...] = get_args(GradeState)
+FOUR_GRADES: tuple[GradeState, ...] = GRADE_STATES[:4]
+"""The four grades; graded coverage counts these."""
+
+FigureLabel = Literal["measured", "conditional estimate", "untested direction"]
+"""How an improvement figure between setups was obtained (docs/methodology.md §5)."""
 
 
-class Reject(BaseModel):
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Reject(_Out):
     """One rejected input record: where it was, which field, and why."""
 
     source: str
@@ -358,7 +413,21 @@ class Reject(BaseModel):
     error: str
 
 
-class DimensionScores(BaseModel):
+class WarningItem(_Out):
+    """Something the user should see that is not a reject: an unknown task field, an inferred
+    plan, a composite over fewer than six dimensions."""
+
+    source: str | None = None
+    line: int | None = None
+    message: str
+
+    def __str__(self) -> str:
+        where = "" if self.source is None else (
+            f"{self.source}: " if self.line is None else f"{self.source}:{self.line}: ")
+        return where + self.message
+
+
+class DimensionScores(_Out):
     """The six GRADE dimensions; null where a dimension cannot be computed (never 0)."""
 
     grounding_accuracy: float | None = None
@@ -369,15 +438,21 @@ class DimensionScores(BaseModel):
     structure_usability: float | None = None
 
 
-class Aggregate(BaseModel):
-    """A track, pack or overall aggregate over ``tasks`` GRADE tasks."""
+class Aggregate(_Out):
+    """A track, pack or overall aggregate over ``tasks`` GRADE tasks.
+
+    ``dimensions_computed`` counts the non-null dimensions the composite is over;
+    ``missing_dimensions`` names the others, so "composite over 4 of 6" is never silent.
+    """
 
     composite: float | None
     dimensions: DimensionScores
     tasks: int
+    dimensions_computed: int
+    missing_dimensions: list[Dimension]
 
 
-class TaskScore(BaseModel):
+class TaskScore(_Out):
     """One task's scores for one setup; ``runs`` counts its scored primary runs."""
 
     composite: float | None
@@ -386,28 +461,254 @@ class TaskScore(BaseModel):
     runs: int
 
 
-class SetupResults(BaseModel):
+class Summary(_Out):
+    """A sample summarised (docs/methodology.md §4 "Timing"): n, mean, P50 (median, mean of
+    the middle two), nearest-rank P90, min, max; every statistic null when n = 0."""
+
+    n: int
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+
+class LabelledSummary(Summary):
+    """A summary whose meaning must travel with it (a proxy, a span including waiting)."""
+
+    label: str
+
+
+class GradeCounts(_Out):
+    """Slots per state; the six sum to N."""
+
+    resolved: int
+    partially_resolved: int
+    material_error: int
+    unresolved: int
+    pending_verification: int
+    not_run: int
+
+
+class GradeRates(_Out):
+    """Each count / N (null when N = 0)."""
+
+    resolved: float | None
+    partially_resolved: float | None
+    material_error: float | None
+    unresolved: float | None
+    pending_verification: float | None
+    not_run: float | None
+
+
+class Interval(_Out):
+    """A two-sided interval."""
+
+    low: float
+    high: float
+
+
+class StableResolution(_Out):
+    """Questions whose R slots are all resolved; ``count`` null when R = 1."""
+
+    count: int | None
+    questions: int
+    repeats: int
+
+
+class MaterialError(_Out):
+    """A material error as the grader recorded it: the claim, the evidence, the effect."""
+
+    run_id: str
+    task_id: str
+    repeat: int
+    claim: str | None
+    evidence: str | None
+    effect: str | None
+    grader: str | None
+    grade_reason: str | None
+
+
+class GradeSummary(_Out):
+    """Rates over N = questions x R for one setup (docs/methodology.md §4 "Rates")."""
+
+    N: int
+    questions: int
+    repeats: int
+    counts: GradeCounts
+    rates: GradeRates
+    wilson95: dict[GradeState, Interval | None]
+    """95% Wilson score interval of each rate over N."""
+    interval_note: str
+    graded_coverage: float | None
+    ungraded: int
+    beyond_plan: int
+    stable_resolution: StableResolution
+    material_errors: list[MaterialError] = Field(default_factory=list)
+
+
+class StopSummary(_Out):
+    """Timeouts or failures: count and rate over attempted primary runs, and their waiting
+    time (stopped - submitted), never a latency sample."""
+
+    count: int
+    rate: float | None
+    attempted: int
+    waiting_s: Summary
+
+
+class Timing(_Out):
+    """End-to-end timing and every other event of one setup's planned primary runs."""
+
+    e2e_s: Summary
+    delivered: int
+    missing_timestamps: int
+    per_question_median_s: dict[str, float | None]
+    events: dict[str, Summary]
+    platform_e2e_s: LabelledSummary | None
+    timeouts: StopSummary
+    failures: StopSummary
+
+
+class ToolNameCount(_Out):
+    """Unique calls of one tool name, and the runs that made them."""
+
+    calls: int
+    runs: int
+
+
+class ToolCalls(_Out):
+    """Tool calls of one setup's delivered primary runs, counted by unique id."""
+
+    runs_exposed: int
+    delivered: int
+    coverage: float | None
+    per_run: Summary
+    unique_calls: int
+    recorded_calls: int
+    runs_with_repeated_ids: int
+    by_name: dict[str, ToolNameCount]
+    span_s: LabelledSummary
+
+
+class Rerun(_Out):
+    """A re-run, listed beside the attempt it repeats (never scored in its place)."""
+
+    run_id: str
+    attempt_of: str | None
+    task_id: str
+    repeat: int
+    status: str
+    grade: str
+    e2e_s: float | None
+
+
+class SetupResults(_Out):
     """Everything computed for one setup."""
 
     overall: Aggregate
     tracks: dict[str, Aggregate]
     packs: dict[str, Aggregate]
     tasks: dict[str, TaskScore]
-    grades: dict[str, Any] | None = None
-    timing: dict[str, Any] | None = None
-    tool_calls: dict[str, Any] | None = None
-    reruns: list[dict[str, Any]] = Field(default_factory=list)
+    grades: GradeSummary
+    timing: Timing
+    tool_calls: ToolCalls
+    reruns: list[Rerun] = Field(default_factory=list)
 
 
-class Results(BaseModel):
-    """The whole of results.json (DESIGN.md §5)."""
+class SubsetSetup(_Out):
+    """One setup's grades, timing and tool calls recomputed on a subset of questions."""
 
-    schema_version: str = "1"
+    grades: GradeSummary
+    timing: Timing
+    tool_calls: ToolCalls
+
+
+class CommonSubset(_Out):
+    """Questions whose every planned slot is resolved for every setup, and each setup on it."""
+
+    tasks: list[str]
+    questions: int
+    of_questions: int
+    repeats: int
+    rule: str
+    setups: dict[str, SubsetSetup]
+
+
+class Figure(_Out):
+    """One comparison figure with its label; which fields are set depends on the label."""
+
+    metric: str
+    label: FigureLabel
+    meaning: str | None = None
+    n_questions: int | None = None
+    mean_a: float | None = None
+    mean_b: float | None = None
+    mean_diff_b_minus_a: float | None = None
+    ci95: Interval | None = None
+    ci_excludes_zero: bool | None = None
+    direction: str | None = None
+    value: float | None = None
+    formula: str | None = None
+    assumptions: str | None = None
+    statement: str | None = None
+
+
+class Comparison(_Out):
+    """Setup ``compared`` (B) against ``baseline`` (A) on one subset of questions."""
+
+    baseline: str
+    compared: str
+    subset: Literal["all", "common"]
+    questions: int
+    """Questions paired: both setups ran them (``all``), or the common subset (``common``)."""
+    seed: int
+    resamples: int
+    figures: list[Figure]
+
+
+class Plan(_Out):
+    """R, the planned repeats per question, and whether it was given or inferred."""
+
+    repeats: int
+    inferred: bool
+    rule: str
+
+
+class InputFile(_Out):
+    """One input as read: where, its SHA-256, records accepted and rejected."""
+
+    kind: str
+    path: str
+    sha256: str | None
+    records: int
+    rejected: int
+
+
+class Provenance(_Out):
+    """What produced these results."""
+
+    grade_kit_version: str
+    created_at: str
+    inputs: list[InputFile]
+    arguments: dict[str, Any]
+    seeds: dict[str, int]
+    judges: list[str]
+    graders: list[str]
+
+
+class Results(_Out):
+    """The whole of results.json (docs/methodology.md §5)."""
+
+    schema_version: str = "2"
     generated_by: str = "grade_kit"
+    plan: Plan
     setups: dict[str, SetupResults]
-    common_subset: dict[str, Any] | None = None
-    comparisons: list[dict[str, Any]] = Field(default_factory=list)
+    common_subset: CommonSubset
+    comparisons: list[Comparison] = Field(default_factory=list)
     rejected: list[Reject] = Field(default_factory=list)
+    warnings: list[WarningItem] = Field(default_factory=list)
+    provenance: Provenance
 
 
 _SCHEMAS: dict[str, type[BaseModel]] = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from grade_kit.adapters.inspect import import_inspect
+from grade_kit.adapters.inspect_ai import import_inspect
 from grade_kit.adapters.tau_bench import import_tau2_bench, import_tau_bench
 from grade_kit.cli import main
 

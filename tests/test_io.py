@@ -188,7 +188,7 @@ weights: {grounding: 1.0}
     assert rejects["09-dim.yaml"].field == "weights"
     assert "unknown weight key(s) ['grounding']" in rejects["09-dim.yaml"].error
     assert "'calibration_limitation_handling'" in rejects["09-dim.yaml"].error
-    assert any("typo_field" in w for w in loaded.warnings)
+    assert any("typo_field" in w.message for w in loaded.warnings)
     q1 = next(t for t in loaded.records if t.task_id == "q1")
     assert q1.kind == "plain"
     assert q1.reference == 12

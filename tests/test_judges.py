@@ -93,17 +93,26 @@ def test_track3_keeps_recommendations_apart() -> None:
     assert folded[1] == "failed: recommendations_apart"
 
 
-def test_judgements_name_the_judge_and_recorded_ones_win(tmp_path: Any) -> None:
-    from grade_kit.evaluate import Evaluation, apply_judge
-    from grade_kit.frames import EvalData
+def test_judgements_name_the_judge_and_recorded_ones_win() -> None:
+    from grade_kit.evaluate import evaluate
 
     task = make_task(evidence={"rates": True}, required_limitations=[{"id": "l", "text": "x"}])
     runs = [make_run("r1", findings=["18.1%"], limitations=["x"])]
     recorded = [judgement("r1", "evidence_linkage", 0.25)]
-    evaluation = Evaluation(tasks=[task], runs=runs, judgements=recorded, grades=[],
-                            data=EvalData.from_records([task], runs, recorded))
-    apply_judge(evaluation, "rules")
-    by_dim = {j.dimension: j for j in evaluation.judgements}
+    evaluation = evaluate([task], runs, judgements=recorded, judge="rules")
+    by_dim = {j.dimension: j for j in evaluation.inputs.judgements}
     assert by_dim["evidence_linkage"].score == 0.25 and by_dim["evidence_linkage"].judge == "test"
     assert by_dim["structure_usability"].judge == JUDGE == "rules@1"
     assert evaluation.data.judgements.height == 2
+    assert evaluation.results.provenance.judges == ["rules@1", "test"]
+
+
+def test_an_unknown_judge_is_a_clear_error() -> None:
+    import pytest
+
+    from grade_kit.evaluate import evaluate
+
+    with pytest.raises(ValueError, match="unknown judge 'llm'; choose from"):
+        evaluate([make_task()], [make_run("r1")], judge="llm")
+    with pytest.raises(ValueError, match="not int"):
+        evaluate([make_task()], [make_run("r1")], judge=3)  # type: ignore[arg-type]

@@ -64,7 +64,7 @@ def test_no_grade_record_is_pending_and_ungraded() -> None:
     g = run_grades(data.runs, data.grades).sort("run_id")
     assert g["grade"].to_list() == ["unresolved", "pending_verification"]
     assert g["grade_reason"].to_list() == ["failed: HTTP 500", "no grade record"]
-    s = standard_results(data).setups["A"]["grades"]
+    s = standard_results(data).setups["A"].grades.model_dump()
     assert s["ungraded"] == 1
 
 
@@ -75,7 +75,7 @@ def test_rates_over_n_with_not_run_and_stable_resolution(approx: Any) -> None:
     grades = [grade("r11"), grade("r12"), grade("r21"), grade("r22", fulfil="partial"),
               grade("r31", err="yes", claim="18.4 for 0.184", evidence="row 7", effect="10x")]
     s = standard_results(EvalData.from_records(tasks, runs, grades=grades))
-    g = s.setups["A"]["grades"]
+    g = s.setups["A"].grades.model_dump()
     assert g["N"] == 6 and g["repeats"] == 2
     assert g["counts"] == {"resolved": 3, "partially_resolved": 1, "material_error": 1,
                            "unresolved": 0, "pending_verification": 0, "not_run": 1}
@@ -89,9 +89,9 @@ def test_rates_over_n_with_not_run_and_stable_resolution(approx: Any) -> None:
 
 def test_repeats_option_and_single_repeat() -> None:
     data = EvalData.from_records([plain("q")], [make_run("r", "q")], grades=[grade("r")])
-    g = standard_results(data).setups["A"]["grades"]
+    g = standard_results(data).setups["A"].grades.model_dump()
     assert g["stable_resolution"]["count"] is None  # R = 1
-    g = standard_results(data, repeats=3).setups["A"]["grades"]
+    g = standard_results(data, repeats=3).setups["A"].grades.model_dump()
     assert g["N"] == 3 and g["counts"]["not_run"] == 2
     assert g["stable_resolution"]["count"] == 0
 
@@ -101,23 +101,23 @@ def test_reruns_never_count_and_are_listed() -> None:
             make_run("r1b", "q", attempt_of="r1",
                      events={"submitted": at(0), "received": at(3)})]
     s = standard_results(EvalData.from_records([plain("q")], runs, grades=[grade("r1b")]))
-    g = s.setups["A"]["grades"]
+    g = s.setups["A"].grades.model_dump()
     assert g["counts"]["resolved"] == 0 and g["counts"]["unresolved"] == 1
-    assert s.setups["A"]["reruns"] == [{"run_id": "r1b", "attempt_of": "r1", "task_id": "q",
-                                        "repeat": 1, "status": "delivered",
-                                        "grade": "resolved", "e2e_s": 3.0}]
-    assert s.setups["A"]["timing"]["e2e_s"]["n"] == 0  # the re-run is not a sample
+    assert [r.model_dump() for r in s.reruns["A"]] == [
+        {"run_id": "r1b", "attempt_of": "r1", "task_id": "q", "repeat": 1, "status": "delivered",
+         "grade": "resolved", "e2e_s": 3.0}]
+    assert s.setups["A"].timing.model_dump()["e2e_s"]["n"] == 0  # the re-run is not a sample
 
 
 def test_summary_statistics_by_hand() -> None:
-    assert summarize([4.0, 1.0, 3.0, 2.0]) == {"n": 4, "mean": 2.5, "p50": 2.5, "p90": 4.0,
-                                               "min": 1.0, "max": 4.0}
+    assert summarize([4.0, 1.0, 3.0, 2.0]).model_dump() == {
+        "n": 4, "mean": 2.5, "p50": 2.5, "p90": 4.0, "min": 1.0, "max": 4.0}
     values = [float(v) for v in range(1, 11)]  # ceil(0.9 * 10) = 9th value
-    assert summarize(values)["p90"] == 9.0
-    assert summarize([*values, 11.0])["p90"] == 10.0  # ceil(9.9) = 10th
-    assert summarize([5.0])["p90"] == 5.0
-    assert summarize([]) == {"n": 0, "mean": None, "p50": None, "p90": None, "min": None,
-                             "max": None}
+    assert summarize(values).p90 == 9.0
+    assert summarize([*values, 11.0]).p90 == 10.0  # ceil(9.9) = 10th
+    assert summarize([5.0]).p90 == 5.0
+    assert summarize([]).model_dump() == {
+        "n": 0, "mean": None, "p50": None, "p90": None, "min": None, "max": None}
     # ceil(0.9 * 30) = 27th of 1,1,1,2,2,2,...: the value 9
     assert nearest_rank(sorted([float(v) for v in range(1, 11)] * 3), 0.9) == 9.0
 
@@ -138,7 +138,7 @@ def test_timing_by_hand() -> None:
                                         "platform_created": at(1), "platform_sent": at(6)}),
     ]
     tasks = [plain(f"q{i}") for i in range(1, 5)]
-    t = standard_results(EvalData.from_records(tasks, runs)).setups["A"]["timing"]
+    t = standard_results(EvalData.from_records(tasks, runs)).setups["A"].timing.model_dump()
     assert t["e2e_s"] == {"n": 4, "mean": 10.5, "p50": 9.0, "p90": 20.0, "min": 4.0,
                           "max": 20.0}
     assert t["delivered"] == 5 and t["missing_timestamps"] == 1
@@ -161,7 +161,8 @@ def test_tool_calls_by_unique_id_with_coverage() -> None:
             make_run("b", "q", 2, tool_calls=[]),
             make_run("c", "q", 3, tool_calls=None),
             make_run("d", "q", 4, status="failed", tool_calls=[{"id": "x", "name": "sql"}])]
-    tc = standard_results(EvalData.from_records([plain("q")], runs)).setups["A"]["tool_calls"]
+    data = EvalData.from_records([plain("q")], runs)
+    tc = standard_results(data).setups["A"].tool_calls.model_dump()
     assert tc["delivered"] == 3 and tc["runs_exposed"] == 2
     assert tc["coverage"] == 2 / 3
     assert tc["per_run"]["n"] == 2 and tc["per_run"]["mean"] == 1.0  # (2 + 0) / 2
@@ -183,19 +184,29 @@ def test_common_subset_recomputes_each_setup() -> None:
             ok = not (setup == "B" and q == "q2")
             grades.append(grade(rid, fulfil="full" if ok else "not_met"))
     s = standard_results(EvalData.from_records(tasks, runs, grades=grades), seed=7)
-    assert s.common["tasks"] == ["q1"]
-    assert s.common["setups"]["B"]["grades"]["N"] == 1
-    assert s.common["setups"]["B"]["grades"]["counts"]["resolved"] == 1
-    assert s.common["setups"]["A"]["timing"]["e2e_s"]["mean"] == 10.0
-    comparison = s.comparisons[0]
-    assert (comparison["baseline"], comparison["compared"], comparison["seed"]) == ("A", "B", 7)
-    figures = {f["metric"]: f for f in comparison["figures"]}
+    assert s.common.tasks == ["q1"]
+    assert s.common.setups["B"].grades.N == 1
+    assert s.common.setups["B"].grades.counts.resolved == 1
+    assert s.common.setups["A"].timing.e2e_s.mean == 10.0
+    by_subset = {c.subset: c for c in s.comparisons}
+    assert [(c.baseline, c.compared, c.seed) for c in s.comparisons] == [("A", "B", 7)] * 2
+    common = by_subset["common"]
+    assert common.questions == 1
+    figures = {f.metric: f for f in common.figures}
     e2e = figures["e2e_median_s"]
-    assert e2e["label"] == "measured" and e2e["mean_diff_b_minus_a"] == -6.0
-    assert e2e["ci95"] is None  # one question: no interval
-    assert figures["e2e_seconds_over_plan"]["label"] == "conditional estimate"
-    assert figures["e2e_seconds_over_plan"]["value"] == -12.0
-    assert figures["questions outside the common subset"]["label"] == "untested direction"
+    assert e2e.label == "measured" and e2e.mean_diff_b_minus_a == -6.0
+    assert e2e.ci95 is None  # one question: no interval
+    assert figures["e2e_seconds_over_plan"].label == "conditional estimate"
+    assert figures["e2e_seconds_over_plan"].value == -12.0
+    assert figures["questions outside the subset"].label == "untested direction"
+    # On all questions both setups ran: q1 (10 vs 4) and q2 (10 vs 4), paired n = 2.
+    every = {f.metric: f for f in by_subset["all"].figures}
+    assert by_subset["all"].questions == 2
+    assert every["e2e_median_s"].n_questions == 2
+    assert every["e2e_median_s"].mean_diff_b_minus_a == -6.0
+    assert every["e2e_median_s"].ci95 is not None
+    assert every["e2e_median_s"].ci95.low == every["e2e_median_s"].ci95.high == -6.0
+    assert "questions outside the subset" not in every
 
 
 def test_bootstrap_is_seeded_and_brackets_the_mean() -> None:

@@ -1,95 +1,111 @@
-"""Adapters: other tools' logs -> task, run and grade records, ready for ``grade-kit score``.
+"""Adapters: other tools' logs -> task, run and grade records.
 
-Each adapter returns an :class:`Imported`; :func:`write_imported` writes ``tasks.jsonl``,
-``runs.jsonl`` and ``grades.jsonl``. Field mappings, and what each source lacks, are in
-``docs/adapters.md``.
+:func:`read_inspect` and :func:`read_tau_bench` return :class:`~grade_kit.inputs.Inputs` that
+:func:`grade_kit.evaluate` takes directly; ``grade-kit import`` writes the same records as
+``tasks.jsonl``, ``runs.jsonl`` and ``grades.jsonl``. Field mappings, and what each source
+lacks, are in ``docs/adapters.md``.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
-from grade_kit.schema import Grade, Run, Task
+from grade_kit.adapters.common import (
+    Imported,
+    grade_for_outcome,
+    merge_imported,
+    to_inputs,
+    write_imported,
+)
+from grade_kit.adapters.inspect_ai import import_inspect
+from grade_kit.adapters.tau_bench import import_tau2_bench, import_tau_bench, import_tau_file
+from grade_kit.inputs import Inputs
+from grade_kit.io import InputError
 
-__all__ = ["Imported", "grade_for_outcome", "merge_imported", "write_imported"]
+__all__ = [
+    "Imported",
+    "grade_for_outcome",
+    "import_inspect",
+    "import_logs",
+    "import_tau2_bench",
+    "import_tau_bench",
+    "import_tau_file",
+    "merge_imported",
+    "read_inspect",
+    "read_tau_bench",
+    "to_inputs",
+    "write_imported",
+]
 
-
-@dataclass
-class Imported:
-    """Records converted from another tool's output, with notes on what was assumed."""
-
-    tasks: list[Task] = field(default_factory=list)
-    runs: list[Run] = field(default_factory=list)
-    grades: list[Grade] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    label: str = ""
-    """Names the source (its file name); used to tell apart logs that would collide."""
-
-
-def grade_for_outcome(run_id: str, outcome: str, grader: str, reason: str) -> Grade:
-    """A grade record for an imported pass/partial/fail outcome.
-
-    ``resolved``: core correct, request met in full. ``partial``: core correct, request met in
-    part. ``unresolved``: no gradable conclusion and request not met; the adapter never claims a
-    material error the source did not state.
-    """
-    fields = {
-        "resolved": ("correct", "full"),
-        "partial": ("correct", "partial"),
-        "unresolved": ("no_gradable_conclusion", "not_met"),
-    }[outcome]
-    return Grade.model_validate({"run_id": run_id, "core_conclusion": fields[0],
-                                 "request_fulfilment": fields[1], "material_error": "no",
-                                 "grader": grader, "reason": reason})
+Source = Literal["inspect", "tau-bench"]
+SUFFIXES: dict[Source, tuple[str, ...]] = {"inspect": (".eval", ".json"),
+                                           "tau-bench": (".json",)}
 
 
-def merge_imported(parts: list[Imported]) -> Imported:
-    """One :class:`Imported` from several; a task seen twice is kept once (the first).
-
-    Two logs of the same setup, task and repeat (say, the same model run twice on the same
-    task) would fill one slot twice; the later log's setup is then renamed
-    ``<setup> [<label>]`` and a note says so, so that neither is lost nor mistaken for a
-    re-run.
-    """
-    out = Imported()
-    seen: set[str] = set()
-    slots: set[tuple[str, str, int]] = set()
-    for part in parts:
-        mine = {(r.setup, r.task_id, r.repeat) for r in part.runs if r.attempt_of is None}
-        if mine & slots:
-            renamed = {r.setup for r in part.runs}
-            for run in part.runs:
-                run.setup = f"{run.setup} [{part.label}]"
-            out.notes.append(f"{part.label}: fills the same (setup, task, repeat) slots as an "
-                             f"earlier log; setup {sorted(renamed)} renamed with [{part.label}]")
-            mine = {(r.setup, r.task_id, r.repeat) for r in part.runs if r.attempt_of is None}
-        slots |= mine
-        for task in part.tasks:
-            if task.task_id not in seen:
-                seen.add(task.task_id)
-                out.tasks.append(task)
-        out.runs.extend(part.runs)
-        out.grades.extend(part.grades)
-        out.notes.extend(part.notes)
+def _log_files(source: Source, paths: Path | str | Sequence[Path | str]) -> list[Path]:
+    items = [paths] if isinstance(paths, str | Path) else list(paths)
+    out: list[Path] = []
+    for given in map(Path, items):
+        if given.is_dir():
+            found = sorted(p for p in given.iterdir()
+                           if p.is_file() and p.suffix in SUFFIXES[source])
+            if not found:
+                raise InputError(f"{given}: folder holds no {source} log "
+                                 f"({', '.join(SUFFIXES[source])})")
+            out.extend(found)
+        elif given.is_file():
+            out.append(given)
+        else:
+            raise InputError(f"{given}: no such file or folder")
+    if not out:
+        raise InputError(f"no {source} log given")
     return out
 
 
-def write_imported(imported: Imported, out_dir: Path | str) -> dict[str, Path]:
-    """Write ``tasks.jsonl``, ``runs.jsonl`` and ``grades.jsonl`` (and ``NOTES.md``)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {name: out / f"{name}.jsonl" for name in ("tasks", "runs", "grades")}
-    for name, records in (("tasks", imported.tasks), ("runs", imported.runs),
-                          ("grades", imported.grades)):
-        with paths[name].open("w", encoding="utf-8") as handle:
-            for record in records:
-                data = record.model_dump(mode="json", exclude_none=name == "tasks",
-                                         by_alias=False)
-                handle.write(json.dumps(data, ensure_ascii=False) + "\n")
-    paths["notes"] = out / "NOTES.md"
-    paths["notes"].write_text(
-        "# Import notes\n\n" + "".join(f"- {n}\n" for n in dict.fromkeys(imported.notes)),
-        encoding="utf-8")
-    return paths
+def import_logs(source: Source, paths: Path | str | Sequence[Path | str], *,
+                setup: str | None = None, scorer: str | None = None) -> Imported:
+    """Convert every log under ``paths`` (files or folders) and merge them.
+
+    Raises:
+        InputError: naming the file, when a path is missing, a folder holds no log, or a file
+            cannot be read as ``source`` (wrong kind, truncated, corrupt); nothing is half
+            imported.
+    """
+    parts = []
+    for path in _log_files(source, paths):
+        try:
+            if source == "inspect":
+                part = import_inspect(path, setup, scorer)
+            else:
+                part = import_tau_file(path, setup)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError, OSError) as exc:
+            raise InputError(f"{path}: cannot read as a {source} log: {exc}") from exc
+        if not part.runs:
+            raise InputError(f"{path}: a {source} log with no samples or trials")
+        parts.append(part)
+    return merge_imported(parts)
+
+
+def read_inspect(paths: Path | str | Sequence[Path | str], *, setup: str | None = None,
+                 scorer: str | None = None) -> Inputs:
+    """Inspect AI logs (``.eval`` or ``.json``, files or folders) as :class:`Inputs`.
+
+    Args:
+        paths: Log files or folders of them.
+        setup: Setup name for every log; default each log's model.
+        scorer: The score to grade by; default each sample's first score.
+    """
+    return to_inputs(import_logs("inspect", paths, setup=setup, scorer=scorer))
+
+
+def read_tau_bench(paths: Path | str | Sequence[Path | str], *,
+                   setup: str | None = None) -> Inputs:
+    """tau-bench or tau2-bench result files (detected per file) as :class:`Inputs`.
+
+    Args:
+        paths: Result files or folders of them.
+        setup: Setup name for every file; default from the file (model and domain).
+    """
+    return to_inputs(import_logs("tau-bench", paths, setup=setup))

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from grade_kit.adapters import Imported, grade_for_outcome
+from grade_kit.adapters.common import Imported, grade_for_outcome
 from grade_kit.schema import Run, Task
 
 __all__ = ["import_tau2_bench", "import_tau_bench", "import_tau_file"]
@@ -64,8 +64,9 @@ def import_tau_bench(path: Path | str, setup: str | None = None,
     """
     path = Path(path)
     records = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(records, list):
-        raise ValueError(f"{path}: a tau-bench results file is a JSON list")
+    if not isinstance(records, list) or not all(
+            isinstance(r, dict) and "task_id" in r for r in records):
+        raise ValueError("not a tau-bench results file (a JSON list of trials with task_id)")
     guess_setup, guess_domain = _split_stem(path.stem)
     setup = setup or guess_setup
     domain = domain or guess_domain
@@ -81,7 +82,7 @@ def import_tau_bench(path: Path | str, setup: str | None = None,
         info = rec.get("info") or {}
         if task_id not in tasks:
             instruction = (info.get("task") or {}).get("instruction") or f"{domain} task"
-            tasks[task_id] = Task(task_id=task_id, prompt=instruction,
+            tasks[task_id] = Task(task_id=task_id, prompt=instruction, suite=domain,
                                   metadata={"source": "tau-bench", "domain": domain})
         trial = int(rec.get("trial", 0))
         run_id = f"{setup}/{task_id}/trial-{trial}"
@@ -129,6 +130,9 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
     """
     path = Path(path)
     data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not isinstance(data.get("simulations"), list):
+        raise ValueError("not a tau2-bench simulations file (a JSON object with "
+                         "'simulations')")
     info = data.get("info") or {}
     setup = setup or str((info.get("agent_info") or {}).get("llm") or path.stem)
     domain = str((info.get("environment_info") or {}).get("domain_name") or "tau2")
@@ -148,7 +152,7 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
     for sim in data.get("simulations") or []:
         task_id = f"{domain}-{sim['task_id']}"
         if task_id not in tasks:
-            tasks[task_id] = Task(task_id=task_id,
+            tasks[task_id] = Task(task_id=task_id, suite=domain,
                                   prompt=prompts.get(str(sim["task_id"]), f"{domain} task"),
                                   metadata={"source": "tau2-bench", "domain": domain})
         trial = int(sim.get("trial", 0))

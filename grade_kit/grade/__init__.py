@@ -1,4 +1,4 @@
-"""GRADE dimensions and their aggregation (DESIGN.md §4).
+"""GRADE dimensions and their aggregation (docs/methodology.md §3).
 
 :func:`grade_scores` runs every scorer over an :class:`~grade_kit.frames.EvalData` and returns
 per-run, per-task and aggregated frames; each scorer is also public on its own.
@@ -11,10 +11,25 @@ from dataclasses import dataclass
 import polars as pl
 
 from grade_kit.frames import EvalData
-from grade_kit.grade.calibration import calibration_scores
-from grade_kit.grade.claims import ClaimJudge, claim_matches, insight_scores
-from grade_kit.grade.composite import PER_RUN, aggregate_scores, composite_expr, task_scores
+from grade_kit.grade.calibration import _calibration_scores, calibration_scores
+from grade_kit.grade.claims import (
+    DETERMINISTIC,
+    ClaimJudge,
+    _claim_matches,
+    _insight_scores,
+    claim_matches,
+    insight_scores,
+)
+from grade_kit.grade.composite import (
+    _aggregate,
+    _task_scores,
+    aggregate_scores,
+    composite_expr,
+    run_composites,
+    task_scores,
+)
 from grade_kit.grade.consistency import (
+    _consistency_scores,
     cluster_findings,
     consistency_scores,
     finding_stability,
@@ -22,8 +37,10 @@ from grade_kit.grade.consistency import (
     metric_variance,
     ranking_stability,
 )
-from grade_kit.grade.grounding import fact_checks, grounding_scores
-from grade_kit.grade.judged import judged_scores
+from grade_kit.grade.grounding import _grounding_scores, fact_checks, grounding_scores
+from grade_kit.grade.judged import _judged_scores, judged_scores
+from grade_kit.grade.no_response import defined_dimensions, no_response_zeros
+from grade_kit.schema import PER_RUN_DIMENSIONS
 
 __all__ = [
     "ClaimJudge",
@@ -34,6 +51,7 @@ __all__ = [
     "cluster_findings",
     "composite_expr",
     "consistency_scores",
+    "defined_dimensions",
     "fact_checks",
     "finding_stability",
     "grade_scores",
@@ -43,7 +61,9 @@ __all__ = [
     "kendall_tau_b",
     "long_scores",
     "metric_variance",
+    "no_response_zeros",
     "ranking_stability",
+    "run_composites",
     "run_scores",
     "task_scores",
 ]
@@ -53,32 +73,33 @@ def run_scores(data: EvalData, judge: ClaimJudge | None = None) -> pl.DataFrame:
     """Per-run scores of every run of a GRADE task (primary runs and re-runs alike).
 
     Only primary runs feed the task scores; re-runs are scored so they can be reported beside
-    the attempt they repeat, never in its place.
+    the attempt they repeat, never in its place. A run with no response is scored by the one
+    rule of :mod:`grade_kit.grade.no_response`.
 
     Args:
         data: The evaluation's frames.
-        judge: Optional claim fallback (see :class:`ClaimJudge`); default deterministic only.
+        judge: Optional claim judge, asked only about claims the deterministic match missed
+            (see :class:`ClaimJudge`); default None (deterministic only).
 
     Returns:
-        run_id, setup, task_id, repeat, is_primary, status, the five per-run dimensions and
-        a ``<dimension>_method`` column for each; calibration's three shares.
+        run_id, setup, task_id, repeat, is_primary, status, has_response, the five per-run
+        dimensions and a ``<dimension>_method`` column for each, the three calibration shares,
+        facts_passed and facts_total.
     """
     grade_ids = data.tasks.filter(pl.col("kind") == "grade").select("task_id")
     runs = data.runs.join(grade_ids, on="task_id", how="inner")
-    matches = claim_matches(data.claims, data.claim_terms, runs, data.items, judge)
-    grounding = grounding_scores(data.facts, runs, data.metrics).with_columns(
-        grounding_accuracy_method=pl.lit("deterministic"))
+    matches = _claim_matches(data.claims, data.claim_terms, runs, data.items, judge)
+    grounding = _grounding_scores(data.facts, runs, data.metrics).with_columns(
+        grounding_accuracy_method=pl.lit(DETERMINISTIC))
     out = runs.select("run_id", "setup", "task_id", "repeat", "is_primary", "status",
                       "has_response")
-    for part in (grounding, insight_scores(matches, runs, data.tasks),
-                 calibration_scores(matches, runs, data.tasks),
-                 judged_scores(data.judgements, runs)):
+    for part in (grounding, _insight_scores(matches, runs, data.tasks),
+                 _calibration_scores(matches, runs, data.tasks),
+                 _judged_scores(data.judgements, runs)):
         out = out.join(part, on="run_id", how="left")
-    grounding_no_response = (~pl.col("has_response")) & pl.col("grounding_accuracy").is_not_null()
-    return out.with_columns(
-        grounding_accuracy_method=pl.when(grounding_no_response).then(pl.lit("no_response"))
-        .otherwise(pl.col("grounding_accuracy_method"))
-    ).sort("setup", "task_id", "repeat", "is_primary", descending=[False, False, False, True])
+    out = no_response_zeros(out, defined_dimensions(data.tasks, data.judgements, data.runs))
+    return out.sort("setup", "task_id", "repeat", "is_primary",
+                    descending=[False, False, False, True])
 
 
 def long_scores(per_run: pl.DataFrame) -> pl.DataFrame:
@@ -87,14 +108,24 @@ def long_scores(per_run: pl.DataFrame) -> pl.DataFrame:
     parts = [
         per_run.select("run_id", pl.lit(d).alias("dimension"), pl.col(d).alias("score"),
                        pl.col(f"{d}_method").alias("method"))
-        for d in PER_RUN
+        for d in PER_RUN_DIMENSIONS
     ]
     return pl.concat(parts).filter(pl.col("score").is_not_null())
 
 
-@dataclass
+@dataclass(frozen=True)
 class GradeScores:
-    """Every GRADE frame of one evaluation."""
+    """Every GRADE frame of one evaluation (polars).
+
+    Attributes:
+        runs: :func:`run_scores` (one row per run of a GRADE task).
+        consistency: Per (setup, task): the three sub-metrics and consistency.
+        tasks: Per (setup, task): six dimensions, composite, rubric score.
+        tracks: Per (setup, track) aggregates.
+        packs: Per (setup, pack) aggregates.
+        overall: Per setup: the overall aggregate (the leaderboard's GRADE part).
+        matches: Every (run, claim) decision (:func:`claim_matches`), for explanations.
+    """
 
     runs: pl.DataFrame
     consistency: pl.DataFrame
@@ -102,20 +133,23 @@ class GradeScores:
     tracks: pl.DataFrame
     packs: pl.DataFrame
     overall: pl.DataFrame
+    matches: pl.DataFrame
 
 
 def grade_scores(data: EvalData, judge: ClaimJudge | None = None) -> GradeScores:
-    """Score every GRADE task of ``data`` per run, per task, per track, per pack and overall."""
-    per_run = run_scores(data, judge)
+    """Score every GRADE task of ``data`` per run, per task, per track, per pack and overall
+    (docs/methodology.md §3)."""
     grade_ids = data.tasks.filter(pl.col("kind") == "grade").select("task_id")
-    consistency = consistency_scores(
-        data.runs.join(grade_ids, on="task_id", how="inner"), data.items, data.metrics)
-    per_task = task_scores(per_run, consistency, data.tasks, data.weights)
+    grade_runs = data.runs.join(grade_ids, on="task_id", how="inner")
+    per_run = run_scores(data, judge)
+    consistency = _consistency_scores(grade_runs, data.items, data.metrics)
+    per_task = _task_scores(per_run, consistency, data.tasks, data.weights)
     return GradeScores(
         runs=per_run,
         consistency=consistency,
         tasks=per_task,
-        tracks=aggregate_scores(per_task, "track"),
-        packs=aggregate_scores(per_task, "pack"),
-        overall=aggregate_scores(per_task, "overall"),
+        tracks=_aggregate(per_task, "track"),
+        packs=_aggregate(per_task, "pack"),
+        overall=_aggregate(per_task, "overall"),
+        matches=_claim_matches(data.claims, data.claim_terms, grade_runs, data.items, judge),
     )

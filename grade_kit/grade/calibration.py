@@ -1,4 +1,5 @@
-"""Calibration & limitation handling (DESIGN.md §4 "Calibration")."""
+"""Calibration & limitation handling (docs/methodology.md §3 "Calibration & limitation
+handling")."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ __all__ = ["calibration_scores"]
 
 def _calibration_scores(matches: pl.DataFrame, runs: pl.DataFrame,
                         tasks: pl.DataFrame) -> pl.DataFrame:
+    del tasks  # which tasks define the dimension matters only to the no-response rule
     parts = [
         role_share(matches, pl.col("role") == "limitation", "limitations_found"),
         role_share(matches, pl.col("role") == "forbidden", "forbidden_absent", invert=True),
@@ -28,18 +30,9 @@ def _calibration_scores(matches: pl.DataFrame, runs: pl.DataFrame,
         calibration_limitation_handling_method=pl.concat_list(methods).list.drop_nulls().list.unique()
         .list.sort().list.join("+"),
     ).filter(pl.col("calibration_limitation_handling").is_not_null())
-    defined = tasks.filter(
-        (pl.col("n_limitations") + pl.col("n_forbidden") + pl.col("n_calibration")) > 0
-    ).select("task_id")
-    silent = (runs.filter(~pl.col("has_response")).join(defined, on="task_id")
-              .select("run_id", calibration_limitation_handling=pl.lit(0.0),
-                      calibration_limitation_handling_method=pl.lit("no_response")))
     out_cols = ["run_id", "calibration_limitation_handling",
                 "calibration_limitation_handling_method", *components]
-    return pl.concat(
-        [scored.select(out_cols), silent.with_columns(
-            [pl.lit(None, pl.Float64).alias(c) for c in components]).select(out_cols)]
-    )
+    return scored.select(out_cols)
 
 
 def calibration_scores(matches: Frame, runs: Frame, tasks: Frame) -> Frame:
@@ -47,8 +40,8 @@ def calibration_scores(matches: Frame, runs: Frame, tasks: Frame) -> Frame:
 
     The shares are: required limitations found; forbidden claims absent; ``calibration: true``
     insights found. A share is null when the task has none of its claims; a task with none of
-    the three gets no row (null). A run with no response scores 0 whenever the task defines
-    any of the three.
+    the three gets no row (null). A run with no response gets no row here;
+    :func:`grade_kit.grade.no_response.no_response_zeros` scores it 0.
 
     Returns:
         run_id, calibration_limitation_handling, calibration_limitation_handling_method,

@@ -1,4 +1,5 @@
-"""Claim validation and insight quality (DESIGN.md §4 "Claim match", "Insight quality").
+"""Claim validation and insight quality (docs/methodology.md §3 "Claim match", "Insight
+quality").
 
 The deterministic match is vectorised: each distinct (task, field, normalised text) is tested
 once against every synonym of the task's claims with a substring test on space-padded ``norm``
@@ -30,8 +31,13 @@ ROLE_FIELDS = pl.DataFrame(
         "field": ["finding", "limitation", "finding", "limitation", "recommendation", "text"],
     }
 )
-"""DESIGN.md §4 targets: insights in each key finding; limitations in each limitation;
+"""docs/methodology.md §3 targets: insights in each key finding; limitations in each limitation;
 forbidden claims in each finding, limitation, recommendation and in the full text."""
+
+
+FIELD_ORDER = {"finding": 0, "limitation": 1, "recommendation": 2, "text": 3}
+"""Where a match is reported from when a claim is stated in several items: the first finding,
+then limitation, recommendation, and the full text last."""
 
 
 class ClaimJudge(Protocol):
@@ -78,9 +84,13 @@ def _claim_matches(
     answered = runs.filter(pl.col("has_response")).select("run_id", "task_id")
     run_items = items.join(answered, on="run_id", how="inner")
     matched = _matched_texts(claim_terms, claims, run_items)
+    field_order = pl.col("field").replace_strict(FIELD_ORDER, default=len(FIELD_ORDER))
     found = (
         run_items.join(matched, on=["task_id", "field", "norm"], how="inner")
-        .select("run_id", "claim_id").unique().with_columns(found=pl.lit(True))
+        .sort("run_id", "claim_id", field_order, "position")
+        .group_by("run_id", "claim_id", maintain_order=True)
+        .agg(matched_field=pl.col("field").first(), matched_text=pl.col("text").first())
+        .with_columns(found=pl.lit(True))
     )
     out = (
         answered.join(claims.select("task_id", "claim_id", "role", "calibration", "text"),
@@ -90,7 +100,8 @@ def _claim_matches(
     )
     if judge is not None:
         out = _ask_judge(out, run_items, judge)
-    return out.select("run_id", "task_id", "claim_id", "role", "calibration", "found", "method")
+    return out.select("run_id", "task_id", "claim_id", "role", "calibration", "found", "method",
+                      "matched_field", "matched_text")
 
 
 def _ask_judge(matches: pl.DataFrame, run_items: pl.DataFrame,
@@ -140,7 +151,8 @@ def claim_matches(
 
     Returns:
         run_id, task_id, claim_id, role, calibration, found, method (``deterministic`` or
-        ``judge:<name>``, whichever decided).
+        ``judge:<name>``, whichever decided), matched_field and matched_text (the first answer
+        item that states the claim deterministically; null otherwise).
     """
     result = _claim_matches(to_polars(claims), to_polars(claim_terms), to_polars(runs),
                             to_polars(items), judge)
@@ -158,18 +170,15 @@ def role_share(matches: pl.DataFrame, predicate: pl.Expr, name: str,
 
 def _insight_scores(matches: pl.DataFrame, runs: pl.DataFrame,
                     tasks: pl.DataFrame) -> pl.DataFrame:
-    shares = role_share(matches, pl.col("role") == "insight", "insight_quality")
-    silent = (runs.filter(~pl.col("has_response"))
-              .join(tasks.filter(pl.col("n_insights") > 0).select("task_id"), on="task_id")
-              .select("run_id", insight_quality=pl.lit(0.0),
-                      insight_quality_method=pl.lit("no_response")))
-    return pl.concat([shares, silent])
+    del runs, tasks  # a run without a response is scored by the one rule in no_response.py
+    return role_share(matches, pl.col("role") == "insight", "insight_quality")
 
 
 def insight_scores(matches: Frame, runs: Frame, tasks: Frame) -> Frame:
     """Per-run insight quality = share of the task's gold insights found (DESIGN.md §4).
 
-    Tasks without gold insights get no row (null); a run with no response scores 0.
+    Tasks without gold insights get no row (null). A run with no response has no matches and
+    gets no row here; :func:`grade_kit.grade.no_response.no_response_zeros` scores it 0.
 
     Returns:
         run_id, insight_quality, insight_quality_method.

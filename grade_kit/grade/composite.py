@@ -1,4 +1,5 @@
-"""Composite scores and aggregation task -> track -> pack -> overall (DESIGN.md §4 "Aggregation").
+"""Composite scores and aggregation task -> track -> pack -> overall (docs/methodology.md §3
+"Aggregation").
 
 - task dimension = mean of its primary runs' non-null values (consistency is per task);
 - task composite = project weights over the non-null dimensions, renormalised; task rubric
@@ -19,9 +20,13 @@ import polars as pl
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.schema import DIMENSIONS, PER_RUN_DIMENSIONS, PROJECT_WEIGHTS, Dimension
 
-__all__ = ["aggregate_scores", "composite_expr", "task_scores"]
+__all__ = ["aggregate_scores", "composite_expr", "run_composites", "task_scores"]
 
 PER_RUN = PER_RUN_DIMENSIONS
+
+DIMENSIONS_COMPUTED = pl.sum_horizontal(
+    [pl.col(d).is_not_null().cast(pl.Int64) for d in DIMENSIONS]).alias("dimensions_computed")
+"""How many of the six dimensions are non-null: the composite is over these alone."""
 
 
 def composite_expr(weights: Mapping[Dimension, float] | Mapping[Dimension, pl.Expr]) -> pl.Expr:
@@ -57,8 +62,34 @@ def _task_scores(run_scores: pl.DataFrame, consistency: pl.DataFrame, tasks: pl.
     return per_task.with_columns(
         composite=composite_expr(PROJECT_WEIGHTS),
         rubric_score=composite_expr({d: pl.col(f"w_{d}") for d in DIMENSIONS}),
+        dimensions_computed=DIMENSIONS_COMPUTED,
     ).select("setup", "task_id", "track", "pack", "runs", *DIMENSIONS, "composite",
-             "rubric_score").sort("setup", "task_id")
+             "rubric_score", "dimensions_computed").sort("setup", "task_id")
+
+
+def _run_composites(per_run: pl.DataFrame, weights: pl.DataFrame) -> pl.DataFrame:
+    wide_weights = weights.group_by("task_id").agg(
+        [pl.col("weight").filter(pl.col("dimension") == d).first().alias(f"w_{d}")
+         for d in PER_RUN_DIMENSIONS])
+    return per_run.join(wide_weights, on="task_id", how="left").select(
+        "run_id",
+        composite=composite_expr({d: PROJECT_WEIGHTS[d] for d in PER_RUN_DIMENSIONS}),
+        rubric_score=composite_expr({d: pl.col(f"w_{d}") for d in PER_RUN_DIMENSIONS}),
+    )
+
+
+def run_composites(run_scores: Frame, weights: Frame) -> Frame:
+    """Per run: the composite and rubric score over its five per-run dimensions
+    (docs/methodology.md §3 "Per-run composite").
+
+    Consistency is a property of a (setup, task), not of one run, so a run's composite is the
+    project weights renormalised over its non-null per-run dimensions, and its rubric score
+    the same with the task's weights. The task composite is not their mean.
+
+    Returns:
+        run_id, composite, rubric_score.
+    """
+    return like(_run_composites(to_polars(run_scores), to_polars(weights)), run_scores)
 
 
 def task_scores(run_scores: Frame, consistency: Frame, tasks: Frame, weights: Frame) -> Frame:
@@ -73,7 +104,7 @@ def task_scores(run_scores: Frame, consistency: Frame, tasks: Frame, weights: Fr
 
     Returns:
         setup, task_id, track, pack, runs (primary runs scored), the six dimensions,
-        composite, rubric_score.
+        composite, rubric_score, dimensions_computed.
     """
     result = _task_scores(to_polars(run_scores), to_polars(consistency), to_polars(tasks),
                           to_polars(weights))
@@ -89,7 +120,7 @@ def _aggregate(per_task: pl.DataFrame, level: str) -> pl.DataFrame:
     )
     if level == "overall":
         out = out.with_columns(composite=composite_expr(PROJECT_WEIGHTS))
-    return out.sort(keys)
+    return out.with_columns(dimensions_computed=DIMENSIONS_COMPUTED).sort(keys)
 
 
 def aggregate_scores(task_scores: Frame, level: str) -> Frame:
@@ -100,7 +131,7 @@ def aggregate_scores(task_scores: Frame, level: str) -> Frame:
     the project weights applied to those overall dimensions (renormalised over non-null).
 
     Returns:
-        setup, [track | pack,] tasks, the six dimensions, composite.
+        setup, [track | pack,] tasks, the six dimensions, composite, dimensions_computed.
     """
     if level not in ("track", "pack", "overall"):
         raise ValueError(f"level must be track, pack or overall, not {level!r}")

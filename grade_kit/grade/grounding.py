@@ -1,4 +1,5 @@
-"""Grounding accuracy: reported metrics against gold facts (DESIGN.md §4 "Grounding")."""
+"""Grounding accuracy: reported metrics against gold facts (docs/methodology.md §3
+"Grounding accuracy")."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from grade_kit.frames import Frame, like, to_polars
 __all__ = ["FLOAT_SLACK", "NO_TOLERANCE", "fact_checks", "grounding_scores"]
 
 FLOAT_SLACK = 1e-12
-"""DESIGN.md §4: each comparison allows a slack of 1e-12 for floating-point representation."""
+"""docs/methodology.md §3: each comparison allows 1e-12 for floating-point representation."""
 
 NO_TOLERANCE = 1e-9
-"""DESIGN.md §4: with neither abs_tol nor rel_tol given, a numeric fact passes at |diff| <= 1e-9."""
+"""docs/methodology.md §3: with neither tolerance given, a numeric fact passes at |diff| <= 1e-9."""
 
 
 def _fact_checks(facts: pl.DataFrame, runs: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
@@ -36,7 +37,11 @@ def _fact_checks(facts: pl.DataFrame, runs: pl.DataFrame, metrics: pl.DataFrame)
         .otherwise(numeric_pass)
         .fill_null(False),
         reported=pl.col("raw"),
-    ).select("run_id", "task_id", "fact_id", "metric", "reported", "passed")
+        parsed=pl.when(pl.col("gold_key").is_not_null()).then(pl.col("str_key"))
+        .otherwise(pl.col("num").cast(pl.String)),
+        gold=pl.coalesce(pl.col("gold_str"), pl.col("gold_num").cast(pl.String)),
+    ).select("run_id", "task_id", "fact_id", "metric", "gold", "abs_tol", "rel_tol",
+             "reported", "parsed", "passed")
 
 
 def fact_checks(facts: Frame, runs: Frame, metrics: Frame) -> Frame:
@@ -53,8 +58,9 @@ def fact_checks(facts: Frame, runs: Frame, metrics: Frame) -> Frame:
         metrics: The ``metrics`` frame.
 
     Returns:
-        One row per (run, fact): run_id, task_id, fact_id, metric, reported (raw JSON or
-        null when missing), passed.
+        One row per (run, fact): run_id, task_id, fact_id, metric, gold (the gold value as
+        text), abs_tol, rel_tol, reported (raw JSON or null when missing), parsed (the number
+        or normalised string compared, null when unparsable), passed.
     """
     return like(_fact_checks(to_polars(facts), to_polars(runs), to_polars(metrics)), runs)
 
@@ -73,8 +79,9 @@ def _grounding_scores(
 def grounding_scores(facts: Frame, runs: Frame, metrics: Frame) -> Frame:
     """Per-run grounding accuracy = mean over the task's gold facts of pass (1) or fail (0).
 
-    Runs of tasks without gold facts get no row (their grounding is null, never 0); a run with
-    no response fails every fact and scores 0.
+    Runs of tasks without gold facts get no row (their grounding is null, never 0). A run with
+    no response reports nothing, so it fails every fact and scores 0 by this rule too
+    (:func:`grade_kit.grade.no_response.no_response_zeros` records its method).
 
     Returns:
         run_id, grounding_accuracy, facts_passed, facts_total.

@@ -1,9 +1,65 @@
-"""Judges for the two judged dimensions. ``rules`` is the offline default
-(:mod:`grade_kit.judges.rules`); recorded judgements load through :mod:`grade_kit.io`."""
+"""Judges: whatever scores the judged dimensions (evidence linkage, structure & usability) per
+run. A judge is an object with a ``name`` that maps tasks and runs to judgement records
+(:class:`Judge`); ``"rules"`` names the offline rule judge (:mod:`grade_kit.judges.rules`).
+Recorded judgements load through :mod:`grade_kit.io`.
 
+Vocabulary: a *judge* fills judged dimensions; a *claim judge* (:class:`grade_kit.ClaimJudge`)
+is asked only whether a claim the deterministic matcher missed is stated; a *grader* writes
+grade records (the standard's verdicts). See docs/methodology.md §0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from grade_kit.judges.rules import JUDGE as RULES_JUDGE_NAME
 from grade_kit.judges.rules import rule_judgements
+from grade_kit.schema import Judgement, Run, Task
 
-__all__ = ["JUDGES", "rule_judgements"]
+__all__ = ["JUDGES", "Judge", "RuleJudge", "resolve_judge", "rule_judgements"]
 
-JUDGES = {"rules": rule_judgements}
-"""Judges selectable with ``grade-kit score --judge NAME``."""
+
+@runtime_checkable
+class Judge(Protocol):
+    """Scores the judged dimensions of runs; ``name`` is recorded on every judgement."""
+
+    name: str
+
+    def __call__(self, tasks: Sequence[Task], runs: Sequence[Run]) -> list[Judgement]:
+        """Judgements for the runs it can judge (a run it cannot judge gets none)."""
+        ...
+
+
+class RuleJudge:
+    """The offline, deterministic rule judge (``rules@1``); see :mod:`grade_kit.judges.rules`."""
+
+    name = RULES_JUDGE_NAME
+
+    def __call__(self, tasks: Sequence[Task], runs: Sequence[Run]) -> list[Judgement]:
+        return rule_judgements(tasks, runs)
+
+    def __repr__(self) -> str:
+        return f"RuleJudge({self.name!r})"
+
+
+JUDGES: dict[str, Judge] = {"rules": RuleJudge()}
+"""Judges selectable by name (``gk.evaluate(judge="rules")``, ``grade-kit score --judge``)."""
+
+
+def resolve_judge(judge: str | Judge) -> Judge:
+    """The judge named ``judge`` in :data:`JUDGES`, or ``judge`` itself when it is one.
+
+    Raises:
+        ValueError: for an unknown name or an object that is not a :class:`Judge`.
+    """
+    if isinstance(judge, str):
+        if judge not in JUDGES:
+            raise ValueError(f"unknown judge {judge!r}; choose from {sorted(JUDGES)} or pass "
+                             "a Judge object")
+        return JUDGES[judge]
+    if not isinstance(judge, Judge):
+        raise ValueError(f"judge must be a name in {sorted(JUDGES)} or a Judge (an object "
+                         f"with a name that maps tasks and runs to judgements), not "
+                         f"{type(judge).__name__}")
+    return judge

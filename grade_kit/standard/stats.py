@@ -1,14 +1,19 @@
-"""The one summary of a sample used for timing, waiting and tool-call counts (DESIGN.md §4
-"Timing"): n, mean, P50 (median, mean of the middle two), nearest-rank P90, min, max."""
+"""The one summary of a sample used for timing, waiting and tool-call counts
+(docs/methodology.md §4 "Timing"): n, mean, P50 (median, mean of the middle two), nearest-rank
+P90, min, max; and the Wilson score interval every grade rate carries (§4 "Rates")."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
 
-__all__ = ["median", "nearest_rank", "summarize"]
+from grade_kit.schema import Interval, Summary
+
+__all__ = ["WILSON_Z95", "median", "nearest_rank", "summarize", "wilson_interval"]
+
+WILSON_Z95 = 1.959963984540054
+"""The standard normal quantile of 0.975 (scipy.stats.norm.ppf(0.975))."""
 
 
 def nearest_rank(sorted_values: Sequence[float], q: float) -> float:
@@ -27,20 +32,35 @@ def median(values: Sequence[float]) -> float | None:
     return float(ordered[mid]) if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def summarize(values: Sequence[float]) -> dict[str, Any]:
-    """``{n, mean, p50, p90, min, max}`` of ``values``; every statistic null when n = 0.
+def summarize(values: Sequence[float]) -> Summary:
+    """n, mean, P50, P90, min and max of ``values``; every statistic null when n = 0.
 
     P90 is nearest-rank: the ceil(0.9 n)-th sorted value, so it is always an observed value.
+    The mean is ``math.fsum`` / n (exactly rounded).
     """
     ordered = sorted(float(v) for v in values)
     n = len(ordered)
     if n == 0:
-        return {"n": 0, "mean": None, "p50": None, "p90": None, "min": None, "max": None}
-    return {
-        "n": n,
-        "mean": math.fsum(ordered) / n,
-        "p50": median(ordered),
-        "p90": nearest_rank(ordered, 0.9),
-        "min": ordered[0],
-        "max": ordered[-1],
-    }
+        return Summary(n=0)
+    return Summary(n=n, mean=math.fsum(ordered) / n, p50=median(ordered),
+                   p90=nearest_rank(ordered, 0.9), min=ordered[0], max=ordered[-1])
+
+
+def wilson_interval(successes: int, n: int, z: float = WILSON_Z95) -> Interval | None:
+    """The Wilson score interval of a proportion ``successes / n`` (docs/methodology.md §4
+    "Rates"): (p + z²/2n ± z √(p(1-p)/n + z²/4n²)) / (1 + z²/n), clipped to [0, 1].
+
+    It assumes independent trials; the slots of one question repeated R times are not
+    independent, so with R > 1 the interval is narrower than the truth (the report says so).
+
+    Returns:
+        The interval, or None when n = 0.
+    """
+    if n <= 0:
+        return None
+    p = successes / n
+    z2 = z * z
+    denominator = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denominator
+    return Interval(low=max(0.0, centre - half), high=min(1.0, centre + half))

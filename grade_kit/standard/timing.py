@@ -1,4 +1,5 @@
-"""End-to-end timing, other events, timeouts and failures, tool calls (DESIGN.md §4 "Timing").
+"""End-to-end timing, other events, timeouts and failures, tool calls (docs/methodology.md §4
+"Timing", "Tool calls").
 
 Every figure is over primary runs in the plan (``run_ids``); re-runs are listed, never used as
 samples. A missing event is missing, never 0: each metric carries its own n.
@@ -7,10 +8,10 @@ samples. A missing event is missing, never 0: each metric carries its own n.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import polars as pl
 
+from grade_kit.schema import LabelledSummary, StopSummary, Timing, ToolCalls, ToolNameCount
 from grade_kit.standard.stats import median, summarize
 
 __all__ = [
@@ -18,8 +19,10 @@ __all__ = [
     "SPAN_LABEL",
     "e2e_frame",
     "event_offsets",
+    "per_question_median",
     "timing_summary",
     "tool_call_summary",
+    "unique_tool_calls",
 ]
 
 START, END, STOPPED = "submitted", "received", "stopped"
@@ -39,26 +42,61 @@ def event_offsets(runs: pl.DataFrame, events: pl.DataFrame, start: str,
     """``end - start`` in seconds for every run of ``runs`` carrying both events.
 
     Returns:
-        run_id, task_id, seconds.
+        run_id, setup, task_id, seconds.
     """
-    wide = events.filter(pl.col("event").is_in([start, end])).pivot(
-        on="event", index="run_id", values="at") if events.height else pl.DataFrame()
+    pair = events.filter(pl.col("event").is_in([start, end]))
+    wide = (pair.pivot(on="event", index="run_id", values="at") if pair.height
+            else pl.DataFrame())
     if wide.is_empty() or start not in wide.columns or end not in wide.columns:
-        return pl.DataFrame(schema={"run_id": pl.String, "task_id": pl.String,
-                                    "seconds": pl.Float64})
-    return (runs.select("run_id", "task_id").join(wide, on="run_id", how="inner")
+        return pl.DataFrame(schema={"run_id": pl.String, "setup": pl.String,
+                                    "task_id": pl.String, "seconds": pl.Float64})
+    return (runs.select("run_id", "setup", "task_id").join(wide, on="run_id", how="inner")
             .filter(pl.col(start).is_not_null() & pl.col(end).is_not_null())
-            .select("run_id", "task_id", seconds=_seconds(pl.col(end), pl.col(start))))
+            .select("run_id", "setup", "task_id",
+                    seconds=_seconds(pl.col(end), pl.col(start))))
 
 
 def e2e_frame(runs: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
-    """E2E = received - submitted (seconds) of delivered runs carrying both events."""
+    """E2E = received - submitted (seconds) of delivered runs carrying both events.
+
+    Returns:
+        run_id, setup, task_id, seconds.
+    """
     delivered = runs.filter(pl.col("status") == "delivered")
     return event_offsets(delivered, events, START, END)
 
 
+def per_question_median(e2e: pl.DataFrame) -> pl.DataFrame:
+    """Per (setup, task): the median E2E across its runs (mean of the middle two), the one
+    computation of the per-question median (docs/methodology.md §4 "Timing").
+
+    Returns:
+        setup, task_id, e2e_median_s (sorted by setup, task).
+    """
+    grouped = e2e.group_by("setup", "task_id").agg(pl.col("seconds")).sort("setup", "task_id")
+    return grouped.select(
+        "setup", "task_id",
+        pl.Series("e2e_median_s", [median(v) for v in grouped.get_column("seconds").to_list()],
+                  dtype=pl.Float64))
+
+
+def unique_tool_calls(runs: pl.DataFrame, tool_calls: pl.DataFrame) -> pl.DataFrame:
+    """Per run that exposes tool events: unique call ids and calls as recorded.
+
+    Returns:
+        run_id, unique, recorded (0 for an exposed run with no calls).
+    """
+    exposed = runs.filter(pl.col("tools_exposed")).select("run_id")
+    return exposed.join(
+        tool_calls.group_by("run_id").agg(unique=pl.col("call_id").n_unique(),
+                                          recorded=pl.len()),
+        on="run_id", how="left",
+    ).with_columns(pl.col("unique").fill_null(0).cast(pl.Int64),
+                   pl.col("recorded").fill_null(0).cast(pl.Int64))
+
+
 def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
-                   run_ids: Sequence[str]) -> dict[str, Any]:
+                   run_ids: Sequence[str]) -> Timing:
     """Timing of the primary runs ``run_ids`` (one setup's planned slots, or a subset).
 
     - ``e2e_s``: received - submitted of delivered runs carrying both; n, mean, P50, P90
@@ -74,11 +112,7 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
                                               .implode()))
     delivered = mine.filter(pl.col("status") == "delivered")
     e2e = e2e_frame(mine, events)
-    per_question = {
-        task: median(values)
-        for task, values in e2e.group_by("task_id").agg(pl.col("seconds"))
-        .sort("task_id").iter_rows()
-    }
+    per_question = dict(per_question_median(e2e).select("task_id", "e2e_median_s").iter_rows())
     mine_events = events.filter(pl.col("run_id").is_in(mine.get_column("run_id").implode()))
     other = sorted(set(mine_events.get_column("event").unique().to_list())
                    - {START, END, STOPPED, *PLATFORM})
@@ -90,31 +124,29 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
     platform = event_offsets(mine, mine_events, *PLATFORM).get_column("seconds").to_list()
     attempted = mine.height
 
-    def waiting(statuses: Sequence[str]) -> dict[str, Any]:
+    def waiting(statuses: Sequence[str]) -> StopSummary:
         stopped = mine.filter(pl.col("status").is_in(list(statuses)))
         waits = event_offsets(stopped, mine_events, START, STOPPED).get_column("seconds")
-        return {
-            "count": stopped.height,
-            "rate": stopped.height / attempted if attempted else None,
-            "attempted": attempted,
-            "waiting_s": summarize(waits.to_list()),
-        }
+        return StopSummary(count=stopped.height,
+                           rate=stopped.height / attempted if attempted else None,
+                           attempted=attempted, waiting_s=summarize(waits.to_list()))
 
-    return {
-        "e2e_s": summarize(e2e.get_column("seconds").to_list()),
-        "delivered": delivered.height,
-        "missing_timestamps": delivered.height - e2e.height,
-        "per_question_median_s": per_question,
-        "events": event_metrics,
-        "platform_e2e_s": ({"label": PLATFORM_PROXY_LABEL, **summarize(platform)}
-                           if platform else None),
-        "timeouts": waiting(["timeout"]),
-        "failures": waiting(["failed", "cancelled"]),
-    }
+    return Timing(
+        e2e_s=summarize(e2e.get_column("seconds").to_list()),
+        delivered=delivered.height,
+        missing_timestamps=delivered.height - e2e.height,
+        per_question_median_s=per_question,
+        events=event_metrics,
+        platform_e2e_s=(LabelledSummary(label=PLATFORM_PROXY_LABEL,
+                                        **summarize(platform).model_dump())
+                        if platform else None),
+        timeouts=waiting(["timeout"]),
+        failures=waiting(["failed", "cancelled"]),
+    )
 
 
 def tool_call_summary(runs: pl.DataFrame, tool_calls: pl.DataFrame,
-                      run_ids: Sequence[str]) -> dict[str, Any]:
+                      run_ids: Sequence[str]) -> ToolCalls:
     """Tool calls of the delivered primary runs ``run_ids`` (DESIGN.md §4 "Tool calls").
 
     Coverage = runs exposing tool events (``tool_calls`` not null) / delivered runs. Calls
@@ -126,12 +158,9 @@ def tool_call_summary(runs: pl.DataFrame, tool_calls: pl.DataFrame,
     delivered = runs.filter(pl.col("run_id").is_in(ids) & (pl.col("status") == "delivered"))
     exposed = delivered.filter(pl.col("tools_exposed")).select("run_id")
     calls = tool_calls.join(exposed, on="run_id", how="inner")
-    per_run = exposed.join(
-        calls.group_by("run_id").agg(unique=pl.col("call_id").n_unique(), recorded=pl.len()),
-        on="run_id", how="left",
-    ).with_columns(pl.col("unique").fill_null(0), pl.col("recorded").fill_null(0))
+    per_run = unique_tool_calls(delivered, calls)
     by_name = {
-        name: {"calls": int(n_calls), "runs": int(n_runs)}
+        name: ToolNameCount(calls=int(n_calls), runs=int(n_runs))
         for name, n_calls, n_runs in calls.unique(["run_id", "call_id"], keep="first")
         .group_by("name").agg(pl.len(), pl.col("run_id").n_unique()).sort("name").iter_rows()
     }
@@ -140,15 +169,15 @@ def tool_call_summary(runs: pl.DataFrame, tool_calls: pl.DataFrame,
              .filter(pl.col("started").is_not_null() & pl.col("last").is_not_null())
              .select(seconds=_seconds(pl.col("last"), pl.col("started"))))
     n_delivered = delivered.height
-    return {
-        "runs_exposed": exposed.height,
-        "delivered": n_delivered,
-        "coverage": exposed.height / n_delivered if n_delivered else None,
-        "per_run": summarize(per_run.get_column("unique").to_list()),
-        "unique_calls": int(per_run.get_column("unique").sum()),
-        "recorded_calls": int(per_run.get_column("recorded").sum()),
-        "runs_with_repeated_ids": int(
-            per_run.filter(pl.col("recorded") > pl.col("unique")).height),
-        "by_name": by_name,
-        "span_s": {"label": SPAN_LABEL, **summarize(spans.get_column("seconds").to_list())},
-    }
+    return ToolCalls(
+        runs_exposed=exposed.height,
+        delivered=n_delivered,
+        coverage=exposed.height / n_delivered if n_delivered else None,
+        per_run=summarize(per_run.get_column("unique").to_list()),
+        unique_calls=int(per_run.get_column("unique").sum()),
+        recorded_calls=int(per_run.get_column("recorded").sum()),
+        runs_with_repeated_ids=int(per_run.filter(pl.col("recorded") > pl.col("unique")).height),
+        by_name=by_name,
+        span_s=LabelledSummary(label=SPAN_LABEL,
+                               **summarize(spans.get_column("seconds").to_list()).model_dump()),
+    )

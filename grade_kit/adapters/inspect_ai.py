@@ -18,7 +18,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from grade_kit.adapters import Imported, grade_for_outcome
+from grade_kit.adapters.common import Imported, grade_for_outcome
 from grade_kit.schema import Run, Task
 
 __all__ = ["import_inspect", "read_inspect_log"]
@@ -28,15 +28,30 @@ def read_inspect_log(path: Path | str) -> tuple[dict[str, Any], list[dict[str, A
     """The header (``eval``, ``results``...) and samples of an Inspect ``.eval`` or ``.json``."""
     path = Path(path)
     if path.suffix == ".eval" or zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as archive:
-            names = archive.namelist()
-            header_name = "header.json" if "header.json" in names else "_journal/start.json"
-            header = json.loads(archive.read(header_name))
-            samples = [json.loads(archive.read(n)) for n in sorted(names)
-                       if n.startswith("samples/") and n.endswith(".json")]
-        return header, samples
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return data, list(data.get("samples") or [])
+        try:
+            with zipfile.ZipFile(path) as archive:
+                names = archive.namelist()
+                header_name = next((n for n in ("header.json", "_journal/start.json")
+                                    if n in names), None)
+                if header_name is None:
+                    raise ValueError("a zip without header.json or _journal/start.json is "
+                                     "not an Inspect .eval log")
+                header = json.loads(archive.read(header_name))
+                samples = [json.loads(archive.read(n)) for n in sorted(names)
+                           if n.startswith("samples/") and n.endswith(".json")
+                           and ".." not in n.split("/")]
+        except zipfile.BadZipFile as exc:
+            raise ValueError(f"not a readable .eval (zip) file: {exc}") from exc
+    else:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("an Inspect .json log is a JSON object with an 'eval' header")
+        header, samples = data, list(data.get("samples") or [])
+    if not isinstance(header, dict) or not isinstance(header.get("eval"), dict):
+        raise ValueError("no 'eval' header: not an Inspect log")
+    if not all(isinstance(s, dict) for s in samples):
+        raise ValueError("a sample is not a JSON object")
+    return header, samples
 
 
 def _text(content: Any) -> str:
@@ -91,6 +106,21 @@ def _tool_calls(sample: dict[str, Any]) -> list[dict[str, Any]]:
             for call in message.get("tool_calls") or []]
 
 
+def _usage(sample: dict[str, Any]) -> dict[str, int] | None:
+    """Input and output tokens summed over the sample's models (``model_usage``)."""
+    usage = sample.get("model_usage")
+    if not isinstance(usage, dict) or not usage:
+        return None
+    totals = {"input_tokens": 0, "output_tokens": 0}
+    for per_model in usage.values():
+        if isinstance(per_model, dict):
+            for key in totals:
+                value = per_model.get(key)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    totals[key] += value
+    return totals
+
+
 def _outcome(value: Any) -> str | None:
     if isinstance(value, str):
         return {"C": "resolved", "P": "partial", "I": "unresolved"}.get(value.upper())
@@ -121,6 +151,14 @@ def import_inspect(path: Path | str, setup: str | None = None,
         f"{path.name}: scores C/1 -> resolved, P -> partially resolved, I/0 -> unresolved "
         "(no material error is claimed)",
     ])
+    status = header.get("status")
+    if status in ("cancelled", "error"):
+        err = header.get("error") or {}
+        message = err.get("message") if isinstance(err, dict) else err
+        out.notes.append(f"{path.name}: the log's status is {status!r}"
+                         + (f" ({message})" if message else "")
+                         + f"; its {len(samples)} samples are imported, and samples it never "
+                         "ran are not in it")
     tasks: dict[str, Task] = {}
     for sample in samples:
         task_id = f"{task_name}/{sample.get('id')}"
@@ -128,7 +166,7 @@ def import_inspect(path: Path | str, setup: str | None = None,
             target = sample.get("target")
             reference = target if isinstance(target, str) else json.dumps(target)
             tasks[task_id] = Task(task_id=task_id, prompt=_prompt(sample.get("input")),
-                                  reference=reference.strip() or None,
+                                  reference=reference.strip() or None, suite=task_name,
                                   metadata={"source": "inspect", "task": task_name})
         epoch = int(sample.get("epoch") or 1)
         run_id = f"{ev.get('run_id') or ev.get('eval_id') or path.stem}/{task_id}/epoch-{epoch}"
@@ -148,6 +186,7 @@ def import_inspect(path: Path | str, setup: str | None = None,
             "events": events,
             "response": {"text": answer} if status == "delivered" else None,
             "tool_calls": _tool_calls(sample),
+            "usage": _usage(sample),
             "metadata": {"source": "inspect", "total_time": sample.get("total_time"),
                          "working_time": sample.get("working_time"),
                          "limit": limit},

@@ -1,0 +1,136 @@
+"""Everything an evaluation reads, validated: :class:`Inputs` and :func:`read_inputs`.
+
+Inputs come from files (the CLI's paths), from in-memory records, or from another tool's logs
+(:func:`grade_kit.read_inspect`, :func:`grade_kit.read_tau_bench`); all three meet the same
+checks (docs/methodology.md §2), and every reject names its file (or ``<runs>``-style name),
+line and field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grade_kit.io import (
+    Loaded,
+    Records,
+    Rejected,
+    load_grades,
+    load_judgements,
+    load_runs,
+    load_tasks,
+)
+from grade_kit.schema import Grade, InputFile, Judgement, Run, Task, WarningItem
+
+__all__ = ["Inputs", "read_inputs"]
+
+
+@dataclass(frozen=True, repr=False)
+class Inputs:
+    """Validated tasks, runs, judgements and grade records, with every reject and warning.
+
+    Build one with :func:`read_inputs` (paths or records) or an importer; pass it to
+    :func:`grade_kit.evaluate`. ``run_lines`` holds each run's source line; ``files`` what was
+    read (path, SHA-256, records, rejected) for the results' provenance.
+    """
+
+    tasks: list[Task]
+    runs: list[Run]
+    judgements: list[Judgement] = field(default_factory=list)
+    grades: list[Grade] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+    warnings: list[WarningItem] = field(default_factory=list)
+    run_lines: list[int | None] = field(default_factory=list)
+    files: list[InputFile] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What an importer assumed (see docs/adapters.md); empty for native inputs."""
+
+    def _counts(self) -> str:
+        reruns = sum(1 for r in self.runs if r.attempt_of is not None)
+        setups = len({r.setup for r in self.runs})
+        return (f"{len(self.tasks)} tasks, {len(self.runs)} runs ({reruns} re-runs) of "
+                f"{setups} setups, {len(self.judgements)} judgements, {len(self.grades)} grade "
+                f"records, {len(self.rejected)} rejected, {len(self.warnings)} warnings")
+
+    def __repr__(self) -> str:
+        return f"Inputs({self._counts()})"
+
+    def _repr_html_(self) -> str:
+        lines = [f"<p><b>Inputs</b>: {html.escape(self._counts())}</p>"]
+        if self.rejected:
+            items = "".join(f"<li>{html.escape(r.message())}</li>" for r in self.rejected[:10])
+            more = (f"<li>… and {len(self.rejected) - 10} more</li>"
+                    if len(self.rejected) > 10 else "")
+            lines.append(f"<ul>{items}{more}</ul>")
+        return "".join(lines)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _files(kind: str, loaded: Loaded[Any]) -> list[InputFile]:
+    """One entry per source of ``loaded``, in first-seen order."""
+    order = list(dict.fromkeys([*loaded.sources, *(r.source for r in loaded.rejected)]))
+    out = []
+    for source in order:
+        path = Path(source)
+        out.append(InputFile(
+            kind=kind, path=source,
+            sha256=_sha256(path) if not source.startswith("<") and path.is_file() else None,
+            records=loaded.sources.count(source),
+            rejected=sum(1 for r in loaded.rejected if r.source == source)))
+    return out
+
+
+def read_inputs(
+    tasks: Records,
+    runs: Records,
+    *,
+    judgements: Records | None = None,
+    grades: Records | None = None,
+    packs: Path | str | None = None,
+) -> Inputs:
+    """Read and validate an evaluation's inputs, keeping every reject.
+
+    Runs are checked against the tasks that loaded, judgements and grade records against the
+    runs that loaded, so a record that depends on a rejected one is rejected too, with its
+    reason.
+
+    Args:
+        tasks: Folder of task files, a tasks JSONL file, or task records (mappings or
+            :class:`~grade_kit.schema.Task`).
+        runs: A runs JSONL file, a folder of them, a list of either, or run records.
+        judgements: Recorded judgements, as files or records; default None (the judged
+            dimensions stay null unless a judge fills them).
+        grades: Grade records, as files or records; default None (every run ungraded).
+        packs: Folder of packs for ``ground_truth`` keys; default found next to ``tasks``.
+
+    Returns:
+        The :class:`Inputs`; rejects are listed in file order, tasks first.
+    """
+    task_load = load_tasks(tasks, packs)
+    run_load = load_runs(runs, task_load.records)
+    parts: list[tuple[str, Loaded[Any]]] = [("tasks", task_load), ("runs", run_load)]
+    j_records: list[Judgement] = []
+    g_records: list[Grade] = []
+    if judgements is not None:
+        j_load = load_judgements(judgements, run_load.records)
+        j_records = j_load.records
+        parts.append(("judgements", j_load))
+    if grades is not None:
+        g_load = load_grades(grades, run_load.records)
+        g_records = g_load.records
+        parts.append(("grades", g_load))
+    rejected = [r for _, loaded in parts for r in loaded.rejected]
+    files = [f for kind, loaded in parts for f in _files(kind, loaded)]
+    return Inputs(tasks=task_load.records, runs=run_load.records, judgements=j_records,
+                  grades=g_records, rejected=rejected, warnings=list(task_load.warnings),
+                  run_lines=run_load.lines, files=files)

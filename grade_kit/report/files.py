@@ -1,0 +1,91 @@
+"""The files ``grade-kit score`` and :meth:`grade_kit.Evaluation.write` write, each to a
+temporary name beside it and renamed into place, so a reader never sees half a file."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from grade_kit.grade import long_scores
+from grade_kit.io import Rejected, write_rejects
+from grade_kit.report.markdown import scorecard_markdown
+
+if TYPE_CHECKING:
+    from grade_kit.evaluate import Evaluation
+
+__all__ = ["OUTPUT_FILES", "write_outputs"]
+
+OUTPUT_FILES = {
+    "results": "results.json",
+    "scorecard": "scorecard.md",
+    "scores": "scores.parquet",
+    "run_scores": "run_scores.parquet",
+    "run_grades": "run_grades.parquet",
+    "runs": "runs.parquet",
+    "rejects": "rejects.jsonl",
+}
+"""What is written, by name: results.json (schema in grade_kit/schemas), the scorecard, per-run
+scores long (run x dimension) and wide, every run's grade, the tidy runs frame, rejects."""
+
+
+def _atomic(path: Path, write: Callable[[Path], None]) -> Path:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _text(text: str) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        path.write_text(text, encoding="utf-8")
+    return write
+
+
+def _parquet(frame: pl.DataFrame) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        frame.write_parquet(path)
+    return write
+
+
+def _rejects(rejected: list[Rejected]) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        write_rejects(path, rejected)
+    return write
+
+
+def write_outputs(out_dir: Path | str, evaluation: Evaluation) -> dict[str, Path]:
+    """Write every file of :data:`OUTPUT_FILES` under ``out_dir`` (created if needed).
+
+    Returns:
+        The written paths by name.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    results = evaluation.results
+    per_run = evaluation.scores.runs
+    long = long_scores(per_run).join(
+        per_run.select("run_id", "setup", "task_id", "repeat", "is_primary"), on="run_id"
+    ).select("run_id", "setup", "task_id", "repeat", "is_primary", "dimension", "score",
+             "method")
+    writers: dict[str, Callable[[Path], None]] = {
+        "results": _text(json.dumps(results.model_dump(mode="json"), indent=2,
+                                    ensure_ascii=False) + "\n"),
+        "scorecard": _text(scorecard_markdown(results, rejects_file=OUTPUT_FILES["rejects"])),
+        "scores": _parquet(long),
+        "run_scores": _parquet(per_run),
+        "run_grades": _parquet(evaluation.standard.graded),
+        "runs": _parquet(evaluation.runs_frame),
+        "rejects": _rejects(evaluation.inputs.rejected),
+    }
+    return {name: _atomic(out / OUTPUT_FILES[name], write) for name, write in writers.items()}

@@ -1,0 +1,254 @@
+"""The Markdown scorecard: what a practitioner scans first. It reads only the typed
+:class:`~grade_kit.schema.Results`; every cell and heading built from input text goes through
+:func:`md_cell`, so no setup name, event name or error text can add a row, a heading or a tag.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from grade_kit.schema import (
+    DIMENSIONS,
+    GRADE_STATES,
+    PROJECT_WEIGHTS,
+    SHORT_LABELS,
+    Aggregate,
+    Figure,
+    Results,
+)
+
+__all__ = ["md_cell", "scorecard_markdown"]
+
+_ESCAPES = str.maketrans({"|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;", "\\": "\\\\",
+                          "\n": " ", "\r": " ", "\t": " ", "`": "\\`"})
+
+
+def md_cell(value: Any, digits: int = 3) -> str:
+    """A value as one safe Markdown table cell: numbers to ``digits`` places, null as —,
+    text with ``|``, backslash, backtick and HTML escaped and line breaks made spaces."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    if isinstance(value, int):
+        return str(value)
+    return str(value).translate(_ESCAPES)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(md_cell(h) for h in header) + " |",
+             "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+    lines += ["| " + " | ".join(md_cell(v) for v in row) + " |" for row in rows]
+    return lines
+
+
+def _dim_row(agg: Aggregate) -> list[Any]:
+    d = agg.dimensions.model_dump()
+    return [agg.composite, f"{agg.dimensions_computed} of {len(DIMENSIONS)}",
+            *[d[k] for k in DIMENSIONS], agg.tasks]
+
+
+def _pct(count: int, rate: float | None) -> str:
+    return f"{count} ({rate:.1%})" if rate is not None else f"{count}"
+
+
+def _grade_sections(results: Results) -> list[str]:
+    r_ = results.plan.repeats
+    plan = ("given" if not results.plan.inferred
+            else "inferred from the largest repeat seen; pass --repeats to state it")
+    lines = ["", f"## Grades (N = questions × {r_} repeats; R {plan})", "",
+             "Every rate divides by N; the six counts sum to N. Graded coverage = the four "
+             "grades / N. Stable resolution = questions resolved in all R repeats. "
+             "Resolved rate with its 95% Wilson interval over N (slots of one question are "
+             "not independent when R > 1, so the interval is too narrow then).", ""]
+    rows = []
+    for name, s in results.setups.items():
+        g = s.grades
+        c, r = g.counts.model_dump(), g.rates.model_dump()
+        ci = g.wilson95.get("resolved")
+        stable = g.stable_resolution
+        rows.append([name, g.N, *[_pct(c[k], r[k]) for k in GRADE_STATES],
+                     "—" if ci is None else f"[{ci.low:.3f}, {ci.high:.3f}]",
+                     g.graded_coverage,
+                     "—" if stable.count is None else f"{stable.count}/{stable.questions}",
+                     g.ungraded])
+    lines += _table(["setup", "N", "resolved", "partial", "material error", "unresolved",
+                     "pending", "not run", "resolved 95% CI", "graded coverage", "stable",
+                     "ungraded"], rows)
+    errors = [(name, e) for name, s in results.setups.items() for e in s.grades.material_errors]
+    if errors:
+        lines += ["", "### Material errors", ""]
+        lines += _table(["setup", "task", "repeat", "claim", "evidence", "effect", "grader"],
+                        [[n, e.task_id, e.repeat, e.claim, e.evidence, e.effect, e.grader]
+                         for n, e in errors])
+    return lines
+
+
+def _timing_sections(results: Results) -> list[str]:
+    lines = ["", "## Timing (seconds)", "",
+             "E2E = received − submitted, delivered primary runs carrying both; P90 is "
+             "nearest-rank. Timeouts and failures are never latency samples: their waiting "
+             "time (stopped − submitted) is reported apart.", ""]
+    rows = []
+    for name, s in results.setups.items():
+        t = s.timing
+        e = t.e2e_s
+        rows.append([name, e.n, e.mean, e.p50, e.p90, e.min, e.max, t.missing_timestamps,
+                     _pct(t.timeouts.count, t.timeouts.rate),
+                     _pct(t.failures.count, t.failures.rate)])
+    lines += _table(["setup", "n", "mean", "P50", "P90", "min", "max", "no timestamps",
+                     "timeouts", "failures"], rows)
+    rows = []
+    for name, s in results.setups.items():
+        t = s.timing
+        for event, e in t.events.items():
+            rows.append([name, f"{event} − submitted", e.n, e.mean, e.p50, e.p90])
+        if t.platform_e2e_s is not None:
+            p = t.platform_e2e_s
+            rows.append([name, "platform E2E (proxy)", p.n, p.mean, p.p50, p.p90])
+        for kind, stop in (("timeouts", t.timeouts), ("failures", t.failures)):
+            w = stop.waiting_s
+            if w.n:
+                rows.append([name, f"{kind}: waiting (stopped − submitted)", w.n, w.mean,
+                             w.p50, w.p90])
+    if rows:
+        lines += ["", "Other events, each its own metric with its own n:", ""]
+        lines += _table(["setup", "metric", "n", "mean", "P50", "P90"], rows)
+    lines += ["", "## Tool calls", "",
+              "Counted by unique call id per run. Coverage = runs exposing tool events / "
+              "delivered runs. The span is first-to-last tool event and includes reasoning "
+              "and waiting.", ""]
+    rows = []
+    for name, s in results.setups.items():
+        tc = s.tool_calls
+        pr = tc.per_run
+        rows.append([name, f"{tc.runs_exposed}/{tc.delivered}", tc.coverage, pr.mean, pr.p50,
+                     pr.p90, pr.max, tc.unique_calls, tc.recorded_calls,
+                     tc.runs_with_repeated_ids, tc.span_s.p50])
+    lines += _table(["setup", "exposed", "coverage", "mean/run", "P50", "P90", "max",
+                     "unique ids", "recorded", "runs reusing ids", "span P50"], rows)
+    return lines
+
+
+def _figure_text(f: Figure) -> str:
+    if f.label == "measured":
+        ci = f.ci95
+        return (f"{f.mean_diff_b_minus_a:.4g}"
+                + ("" if ci is None else f" [{ci.low:.4g}, {ci.high:.4g}]")
+                + f", n = {f.n_questions}")
+    if f.label == "conditional estimate":
+        return f"{f.value:.4g} = {f.formula}; assumes {f.assumptions}"
+    return f.statement or ""
+
+
+def _comparison_sections(results: Results) -> list[str]:
+    common = results.common_subset
+    lines = ["", "## Common subset", "",
+             f"{common.questions} of {common.of_questions} questions resolved in every "
+             "slot by every setup. Each setup's grades and timing on it:", ""]
+    rows = []
+    for name, c in common.setups.items():
+        g, e = c.grades, c.timing.e2e_s
+        rows.append([name, g.N, g.counts.resolved, e.n, e.mean, e.p50, e.p90])
+    lines += _table(["setup", "N", "resolved", "E2E n", "E2E mean", "P50", "P90"], rows)
+    if results.comparisons:
+        lines += ["", "## Comparisons (B − A)", "",
+                  "On **all** questions (paired over the questions both setups ran) and on "
+                  "the **common** subset; n is the number of paired questions.", ""]
+        rows = [[f"{comp.compared} vs {comp.baseline}", comp.subset, comp.questions, f.metric,
+                 f.label, _figure_text(f)]
+                for comp in results.comparisons for f in comp.figures]
+        lines += _table(["comparison", "subset", "questions", "figure", "label",
+                         "value (95% bootstrap CI)"], rows)
+        first = results.comparisons[0]
+        lines.append(f"\nBootstrap: {first.resamples} resamples of questions, seed "
+                     f"{first.seed}.")
+    reruns = [(name, r) for name, s in results.setups.items() for r in s.reruns]
+    if reruns:
+        lines += ["", "## Re-runs (listed beside the attempt they repeat, never scored in its "
+                  "place)", ""]
+        lines += _table(["setup", "re-run", "repeats", "task", "repeat", "status", "grade",
+                         "E2E s"],
+                        [[n, r.run_id, r.attempt_of, r.task_id, r.repeat, r.status, r.grade,
+                          r.e2e_s] for n, r in reruns])
+    return lines
+
+
+def scorecard_markdown(results: Results, weakest: int = 5,
+                       rejects_file: str = "rejects.jsonl") -> str:
+    """A scorecard a practitioner can scan: the leaderboard, per-track and per-pack tables,
+    the weakest tasks per setup, the grading and timing standard, every rejected input and
+    every warning.
+
+    Args:
+        results: The results being written.
+        weakest: How many weakest tasks to list per setup; default 5.
+        rejects_file: Name of the rejects file to point to; default ``rejects.jsonl``.
+    """
+    dims_header = [SHORT_LABELS[d] for d in DIMENSIONS]
+    prov = results.provenance
+    counts = {kind: sum(f.records for f in prov.inputs if f.kind == kind)
+              for kind in ("tasks", "runs", "judgements", "grades")}
+    lines = ["# GRADE scorecard", ""]
+    lines += [
+        "- Inputs: " + ", ".join(f"{md_cell(f.kind)} `{md_cell(f.path)}` ({f.records})"
+                                 for f in prov.inputs[:12])
+        + (f", … {len(prov.inputs) - 12} more" if len(prov.inputs) > 12 else ""),
+        f"- {counts['tasks']} tasks, {counts['runs']} runs, {counts['judgements']} recorded "
+        f"judgements, {counts['grades']} grade records loaded"
+        + (f"; judges: {md_cell(', '.join(prov.judges))}" if prov.judges else "") + ".",
+        f"- **{len(results.rejected)} input records rejected** (see below and "
+        f"`{rejects_file}`).",
+        "- Composite = project weights "
+        + ", ".join(f"{SHORT_LABELS[d]} {w:.2f}" for d, w in PROJECT_WEIGHTS.items())
+        + ", renormalised over the dimensions that could be computed (the *over* column). "
+        "— marks a dimension that cannot be computed (never counted as 0).",
+        "",
+        "## Leaderboard (overall)",
+        "",
+    ]
+    ranked = sorted(results.setups.items(),
+                    key=lambda kv: (kv[1].overall.composite is None,
+                                    -(kv[1].overall.composite or 0.0), kv[0]))
+    lines += _table(["setup", "composite", "over", *dims_header, "tasks"],
+                    [[name, *_dim_row(s.overall)] for name, s in ranked])
+    for title, attr in (("track", "tracks"), ("pack", "packs")):
+        lines += ["", f"## By {title}", ""]
+        rows = [[name, key, *_dim_row(agg)] for name, s in ranked
+                for key, agg in sorted(getattr(s, attr).items())]
+        lines += _table(["setup", title, "composite", "over", *dims_header, "tasks"], rows)
+    lines += ["", f"## Weakest tasks (lowest composite, {weakest} per setup)", ""]
+    rows = []
+    for name, s in ranked:
+        scored = sorted(((t.composite, tid, t) for tid, t in s.tasks.items()
+                         if t.composite is not None), key=lambda x: (x[0], x[1]))
+        for composite, tid, t in scored[:weakest]:
+            values = t.dimensions.model_dump()
+            present = {d: values[d] for d in DIMENSIONS if values[d] is not None}
+            weakest_dim = "—"
+            if present:
+                low = min(present, key=lambda d: present[d])
+                weakest_dim = f"{SHORT_LABELS[low]} {present[low]:.3f}"
+            rows.append([name, tid, composite, t.rubric_score, weakest_dim, t.runs])
+    lines += _table(["setup", "task", "composite", "rubric", "weakest dimension", "runs"], rows)
+    lines += _grade_sections(results)
+    lines += _timing_sections(results)
+    lines += _comparison_sections(results)
+    lines += ["", "## Rejected input", ""]
+    if not results.rejected:
+        lines.append("None: every record loaded.")
+    else:
+        shown = results.rejected[:50]
+        lines += _table(["source", "line", "field", "error"],
+                        [[Path(r.source).name, r.line, r.field, r.error] for r in shown])
+        if len(results.rejected) > len(shown):
+            lines.append(f"\n… and {len(results.rejected) - len(shown)} more in "
+                         f"`{rejects_file}`.")
+    if results.warnings:
+        lines += ["", "## Warnings", ""] + [f"- {md_cell(str(w))}" for w in results.warnings]
+    return "\n".join(lines) + "\n"

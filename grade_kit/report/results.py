@@ -1,0 +1,116 @@
+"""results.json as a typed :class:`~grade_kit.schema.Results` (docs/methodology.md §5), built
+from the GRADE frames and the standard's summaries; nothing here computes a rule."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from grade_kit.grade import GradeScores
+from grade_kit.io import Rejected
+from grade_kit.schema import (
+    DIMENSIONS,
+    Aggregate,
+    Dimension,
+    DimensionScores,
+    Provenance,
+    Results,
+    SetupResults,
+    TaskScore,
+    WarningItem,
+)
+from grade_kit.standard import StandardResults
+
+__all__ = ["build_results", "missing_dimension_warnings"]
+
+WHY_MISSING: dict[Dimension, str] = {
+    "grounding_accuracy": "no task has gold facts",
+    "insight_quality": "no task has gold insights",
+    "evidence_linkage": "no judgement recorded and no judge given (judge='rules' or "
+                        "--judge rules fills it)",
+    "calibration_limitation_handling": "no task has required limitations, forbidden claims "
+                                       "or calibration insights",
+    "consistency": "no task has 2 or more primary runs",
+    "structure_usability": "no judgement recorded and no judge given (judge='rules' or "
+                           "--judge rules fills it)",
+}
+"""Why a dimension is null for a whole setup, in the usual cases."""
+
+
+def _clean(value: Any) -> float | None:
+    if value is None:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _dims(row: dict[str, Any]) -> DimensionScores:
+    return DimensionScores(**{d: _clean(row.get(d)) for d in DIMENSIONS})
+
+
+def _aggregate(row: dict[str, Any]) -> Aggregate:
+    dims = _dims(row)
+    values = dims.model_dump()
+    missing = [d for d in DIMENSIONS if values[d] is None]
+    return Aggregate(composite=_clean(row["composite"]), dimensions=dims,
+                     tasks=int(row["tasks"]), dimensions_computed=len(DIMENSIONS) - len(missing),
+                     missing_dimensions=missing)
+
+
+EMPTY = Aggregate(composite=None, dimensions=DimensionScores(), tasks=0, dimensions_computed=0,
+                  missing_dimensions=list(DIMENSIONS))
+
+
+def missing_dimension_warnings(setups: dict[str, SetupResults]) -> list[WarningItem]:
+    """One warning per setup whose overall composite is over fewer than six dimensions,
+    naming each missing dimension and why (docs/methodology.md §3 "Aggregation")."""
+    out = []
+    for name, s in setups.items():
+        o = s.overall
+        if o.tasks == 0 or not o.missing_dimensions:
+            continue
+        why = "; ".join(f"{d}: {WHY_MISSING[d]}" for d in o.missing_dimensions)
+        out.append(WarningItem(message=(
+            f"setup {name!r}: composite over {o.dimensions_computed} of {len(DIMENSIONS)} "
+            f"dimensions, renormalised; not computed: {why}")))
+    return out
+
+
+def build_results(scores: GradeScores, standard: StandardResults,
+                  rejected: Sequence[Rejected], warnings: Sequence[WarningItem],
+                  provenance: Provenance) -> Results:
+    """Assemble results.json from the scored frames and the standard's summaries.
+
+    Every setup seen in the runs gets an entry; a setup with no GRADE task has null
+    dimensions and ``tasks: 0``. Warnings gain one line per setup whose composite is over
+    fewer than six dimensions, and one when R was inferred.
+    """
+    out: dict[str, SetupResults] = {}
+    for setup, summary in standard.setups.items():
+        mine = pl.col("setup") == setup
+        overall_rows = scores.overall.filter(mine).to_dicts()
+        tasks = {
+            str(r["task_id"]): TaskScore(composite=_clean(r["composite"]),
+                                         rubric_score=_clean(r["rubric_score"]),
+                                         dimensions=_dims(r), runs=int(r["runs"]))
+            for r in scores.tasks.filter(mine).to_dicts()
+        }
+        out[setup] = SetupResults(
+            overall=_aggregate(overall_rows[0]) if overall_rows else EMPTY,
+            tracks={str(r["track"]): _aggregate(r)
+                    for r in scores.tracks.filter(mine).to_dicts()},
+            packs={str(r["pack"]): _aggregate(r) for r in scores.packs.filter(mine).to_dicts()},
+            tasks=tasks, grades=summary.grades, timing=summary.timing,
+            tool_calls=summary.tool_calls, reruns=standard.reruns[setup])
+    notes = list(warnings)
+    if standard.plan.inferred and out:
+        notes.append(WarningItem(message=(
+            f"R = {standard.plan.repeats} repeats per question was inferred from the largest "
+            "repeat of any primary run; pass repeats (--repeats) to state the plan")))
+    notes += missing_dimension_warnings(out)
+    return Results(plan=standard.plan, setups=out, common_subset=standard.common,
+                   comparisons=standard.comparisons, rejected=[r.as_reject() for r in rejected],
+                   warnings=notes, provenance=provenance)

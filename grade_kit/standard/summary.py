@@ -1,0 +1,152 @@
+"""The grading and timing standard of one evaluation, assembled (docs/methodology.md §4, §5):
+per setup its grades, timing, tool calls and re-runs; the common subset with each setup on
+it; and the comparisons of every pair of setups on all questions and on the common subset."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from grade_kit.frames import EvalData
+from grade_kit.schema import (
+    CommonSubset,
+    Comparison,
+    Plan,
+    Rerun,
+    SubsetSetup,
+)
+from grade_kit.standard.compare import DEFAULT_SEED, compare_setups
+from grade_kit.standard.grades import (
+    common_subset,
+    grade_summary,
+    plan_repeats,
+    planned_slots,
+    run_grades,
+    setup_plan,
+)
+from grade_kit.standard.timing import (
+    e2e_frame,
+    per_question_median,
+    timing_summary,
+    tool_call_summary,
+    unique_tool_calls,
+)
+
+__all__ = ["StandardResults", "per_question_figures", "standard_results"]
+
+COMMON_RULE = "tasks whose every planned slot is resolved for every setup"
+
+
+@dataclass(frozen=True)
+class StandardResults:
+    """The standard's frames and typed summaries for one evaluation.
+
+    Attributes:
+        graded: Every run's grade (:func:`~grade_kit.standard.grades.run_grades`).
+        slots: Every planned (setup, task, repeat) slot with its state.
+        e2e: E2E seconds of every delivered run carrying both events (re-runs included).
+        plan: R, and whether it was given or inferred.
+        setups: Per setup, its summaries on all questions.
+        reruns: Per setup, its re-runs.
+        common: The common subset, with each setup's summaries on it.
+        comparisons: Every pair of setups (B against A, alphabetical) on ``all`` and
+            ``common``.
+        per_question: Per (setup, task) with a primary run in the plan: median E2E, mean
+            unique tool calls, GRADE composite; what the comparisons pair.
+    """
+
+    graded: pl.DataFrame
+    slots: pl.DataFrame
+    e2e: pl.DataFrame
+    plan: Plan
+    setups: dict[str, SubsetSetup]
+    reruns: dict[str, list[Rerun]]
+    common: CommonSubset
+    comparisons: list[Comparison]
+    per_question: pl.DataFrame
+
+
+def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
+                         task_composites: pl.DataFrame | None) -> pl.DataFrame:
+    """Per (setup, task) over the planned slots that a primary run fills: median E2E, mean
+    unique tool calls per exposed delivered run, and the task's GRADE composite.
+
+    Returns:
+        setup, task_id, e2e_median_s, tool_calls_per_run[, composite].
+    """
+    filled = slots.filter(pl.col("run_id").is_not_null()).select("setup", "task_id", "run_id")
+    per_q = filled.select("setup", "task_id").unique()
+    medians = per_question_median(e2e.join(filled.select("run_id"), on="run_id"))
+    per_q = per_q.join(medians, on=["setup", "task_id"], how="left")
+    delivered = data.runs.filter(pl.col("status") == "delivered")
+    calls = (filled.join(unique_tool_calls(delivered, data.tool_calls), on="run_id")
+             .group_by("setup", "task_id").agg(tool_calls_per_run=pl.col("unique").mean()))
+    per_q = per_q.join(calls, on=["setup", "task_id"], how="left")
+    if task_composites is not None:
+        per_q = per_q.join(task_composites.select("setup", "task_id", "composite"),
+                           on=["setup", "task_id"], how="left")
+    return per_q.sort("setup", "task_id")
+
+
+def _subset_setup(data: EvalData, slots: pl.DataFrame, graded: pl.DataFrame, setup: str,
+                  repeats: int) -> SubsetSetup:
+    run_ids = (slots.filter(pl.col("setup") == setup).get_column("run_id").drop_nulls()
+               .to_list())
+    return SubsetSetup(
+        grades=grade_summary(slots, graded, setup, repeats),
+        timing=timing_summary(data.runs, data.events, run_ids),
+        tool_calls=tool_call_summary(data.runs, data.tool_calls, run_ids),
+    )
+
+
+def _reruns(graded: pl.DataFrame, e2e: pl.DataFrame, setup: str) -> list[Rerun]:
+    rows = (graded.filter((pl.col("setup") == setup) & ~pl.col("is_primary"))
+            .join(e2e.select("run_id", e2e_s=pl.col("seconds")), on="run_id", how="left"))
+    return [Rerun(**row) for row in rows.select(
+        "run_id", "attempt_of", "task_id", "repeat", "status", "grade", "e2e_s",
+    ).sort("task_id", "repeat", "run_id").iter_rows(named=True)]
+
+
+def standard_results(data: EvalData, repeats: int | None = None,
+                     task_composites: pl.DataFrame | None = None,
+                     seed: int = DEFAULT_SEED) -> StandardResults:
+    """Grades, rates, timing and tool calls per setup, the common subset and comparisons.
+
+    Args:
+        data: The evaluation's frames (runs, events, tool_calls, grades, tasks).
+        repeats: R, the planned repeats per task; default the largest repeat seen (the plan
+            then says it was inferred).
+        task_composites: Per (setup, task) GRADE composites to compare; default None
+            (timing and tool calls only).
+        seed: Seed of the comparison bootstrap (recorded with every comparison).
+    """
+    plan = plan_repeats(data.runs, repeats)
+    r = plan.repeats
+    setups = sorted(set(data.runs.get_column("setup").to_list()))
+    task_ids = data.tasks.get_column("task_id").to_list()
+    graded = run_grades(data.runs, data.grades)
+    slots = planned_slots(graded, setup_plan(data.runs, data.tasks), r)
+    e2e = e2e_frame(data.runs, data.events)
+    per_setup = {s: _subset_setup(data, slots, graded, s, r) for s in setups}
+    subset = common_subset(slots)
+    sub_slots = slots.filter(pl.col("task_id").is_in(subset))
+    common = CommonSubset(
+        tasks=subset, questions=len(subset), of_questions=len(task_ids), repeats=r,
+        rule=COMMON_RULE,
+        setups={s: _subset_setup(data, sub_slots, graded, s, r) for s in setups})
+    per_question = per_question_figures(data, slots, e2e, task_composites)
+    ran = {s: set(per_question.filter(pl.col("setup") == s).get_column("task_id").to_list())
+           for s in setups}
+    comparisons = []
+    for i, a in enumerate(setups):
+        for b in setups[i + 1:]:
+            both = sorted(ran[a] & ran[b])
+            comparisons.append(compare_setups(per_question, a, b, both, len(task_ids), "all",
+                                              seed=seed))
+            comparisons.append(compare_setups(per_question, a, b, subset, len(task_ids),
+                                              "common", seed=seed))
+    return StandardResults(
+        graded=graded, slots=slots, e2e=e2e, plan=plan, setups=per_setup,
+        reruns={s: _reruns(graded, e2e, s) for s in setups}, common=common,
+        comparisons=comparisons, per_question=per_question)
