@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
+import pytest
+
 from grade_kit.adapters.inspect_ai import import_inspect
 from grade_kit.adapters.tau_bench import import_tau2_bench, import_tau_bench
 from grade_kit.cli import main
@@ -83,3 +86,80 @@ def test_inspect_logs(tmp_path: Path) -> None:
     security = import_inspect(INSPECT / "2025-05-12T20-28-26-04-00_security-guide.json")
     assert {g.grader for g in security.grades} == {"model:model_graded_fact"}
     assert all(r.metadata["total_time"] is not None for r in security.runs)
+
+
+def test_read_inspect_gives_inputs_that_evaluate_takes() -> None:
+    import grade_kit as gk
+
+    inputs = gk.read_inspect(INSPECT)
+    assert isinstance(inputs, gk.Inputs) and not inputs.rejected
+    ev = gk.evaluate(inputs)
+    grades = {(r["setup"], r["subset"]): r for r in ev.grades.to_dicts()}
+    # Same model, different task sets: one setup, planned on each task set it ran (10 + 3).
+    main_setup = grades[("openai/gpt-4o-mini", "all")]
+    assert main_setup["N"] == 13 and main_setup["not_run"] == 0
+    # The second popularity log (3 samples) is planned on popularity's 10 questions only:
+    # the security-guide questions never inflate its not-run count.
+    other = next(v for (s, sub), v in grades.items() if s != "openai/gpt-4o-mini"
+                 and sub == "all")
+    assert (other["N"], other["not_run"], other["resolved"]) == (10, 7, 2)
+    tokens = ev.runs.filter(pl.col("task_id") == "popularity/1").get_column("input_tokens")
+    assert tokens.null_count() == 0 and all(t > 0 for t in tokens.to_list())
+    assert any("renamed" in w for w in ev.warnings.get_column("message").to_list())
+
+
+def test_read_tau_bench_gives_the_documented_figures() -> None:
+    import grade_kit as gk
+
+    ev = gk.evaluate(gk.read_tau_bench(TAU.parent))
+    g = ev.results.setups["gpt-4o"].grades
+    assert (g.N, g.counts.resolved, g.stable_resolution.count) == (200, 84, 10)
+
+
+def test_cli_import_writes_the_records_read_gives(tmp_path: Path) -> None:
+    import grade_kit as gk
+
+    assert main(["import", "inspect", str(INSPECT), "--out", str(tmp_path)]) == 0
+    written = [json.loads(x) for x in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    inputs = gk.read_inspect(INSPECT)
+    assert written == [r.model_dump(mode="json") for r in inputs.runs]
+
+
+def test_a_file_of_the_wrong_kind_is_a_clear_error(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    import grade_kit as gk
+    from grade_kit.io import InputError
+
+    with pytest.raises(InputError, match=r"gpt-4o-airline\.json: cannot read as an Inspect AI "
+                                         r"log: an Inspect \.json log is a JSON object"):
+        gk.read_inspect(TAU)
+    tau2 = sorted(TAU2.glob("*.json"))[0]
+    with pytest.raises(InputError, match="cannot read as an Inspect AI log: no 'eval' header"):
+        gk.read_inspect(tau2)
+    with pytest.raises(InputError,
+                       match="cannot read as a tau-bench or tau2-bench results file: not a tau2"):
+        gk.read_tau_bench(INSPECT / "2025-05-12T20-28-13-04-00_popularity.json")
+    truncated = tmp_path / "cut.eval"
+    eval_log = next(INSPECT.glob("*.eval"))
+    truncated.write_bytes(eval_log.read_bytes()[:4000])
+    with pytest.raises(InputError,
+                       match=r"cut\.eval: cannot read as an Inspect AI log: not a readable \.eval"):
+        gk.read_inspect(truncated)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(InputError, match="folder holds no file that could be an Inspect AI log"):
+        gk.read_inspect(empty)
+    assert main(["import", "inspect", str(TAU), "--out", str(tmp_path / "x")]) == 2
+    assert "cannot read as an Inspect AI log" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()  # nothing half-imported
+
+
+def test_a_cancelled_log_is_reported(tmp_path: Path) -> None:
+    import grade_kit as gk
+
+    data = json.loads((INSPECT / "2025-05-12T20-28-13-04-00_popularity.json").read_text())
+    data["status"] = "cancelled"
+    path = tmp_path / "cancelled.json"
+    path.write_text(json.dumps(data))
+    inputs = gk.read_inspect(path)
+    assert any("status is 'cancelled'" in str(w) for w in inputs.warnings)

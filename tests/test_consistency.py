@@ -177,3 +177,42 @@ def test_metric_variance_extreme_magnitudes(approx: Any) -> None:
     assert metric_variance({"m": [1.7e308, 0.85e308]}) == approx(1 / (1 + 1 / 3))
     assert metric_variance({"m": [1e307, 3e307]}) == approx(1 / (1 + 1 / 2))
     assert metric_variance({"m": [1e-310, 3e-310]}) == approx(1 / (1 + 1 / 2))
+
+
+def _ranking_stability_pairwise(assignments: list[list[int]]) -> float | None:
+    """DESIGN's definition written out pair by pair: the reference for the grouped version."""
+    import math
+    from itertools import combinations
+
+    positions = []
+    for run in assignments:
+        first: dict[int, int] = {}
+        for position, cluster in enumerate(run):
+            first.setdefault(cluster, position)
+        positions.append(first)
+    values = []
+    for a, b in combinations(positions, 2):
+        shared = sorted(set(a) & set(b))
+        if len(shared) < 2:
+            continue
+        tau = kendall_tau_b([a[c] for c in shared], [b[c] for c in shared])
+        if tau is not None:
+            values.append((tau + 1) / 2)
+    return math.fsum(values) / len(values) if values else None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 4), max_size=3), max_size=12))
+def test_ranking_stability_equals_the_pairwise_mean_exactly(runs: list[list[int]]) -> None:
+    assert ranking_stability(runs) == _ranking_stability_pairwise(runs)
+
+
+def test_ranking_stability_of_many_identical_repeats_is_fast_and_exact() -> None:
+    runs = [[0, 1, 2]] * 5_000 + [[1, 0, 2]] * 3
+    # pairs: C(5000, 2) identical (tau 1 -> 1), C(3, 2) identical, 5000 x 3 with tau 1/3 -> 2/3
+    same = 5_000 * 4_999 // 2 + 3
+    mixed = 5_000 * 3
+    from fractions import Fraction
+
+    expected = float((Fraction(same) + Fraction(2 / 3) * mixed) / (same + mixed))
+    assert ranking_stability(runs) == expected

@@ -32,8 +32,8 @@ def grade(run_id: str, core: str = "correct", fulfil: str = "full", err: str = "
                                  "grader": "g", **kw})
 
 
-def plain(task_id: str) -> Any:
-    return make_task(task_id, weights=None, track=None, pack=None)
+def plain(task_id: str, **fields: Any) -> Any:
+    return make_task(task_id, weights=None, track=None, pack=None, **fields)
 
 
 @pytest.mark.parametrize(
@@ -225,3 +225,60 @@ def test_slots_frame_lists_every_planned_slot() -> None:
     assert s.slots.sort("repeat").select("repeat", "state").to_dicts() == [
         {"repeat": 1, "state": "not_run"}, {"repeat": 2, "state": "pending_verification"}]
     assert isinstance(s.graded, pl.DataFrame)
+
+
+def test_wilson_interval_by_hand_and_against_scipy() -> None:
+    from scipy.stats import binomtest
+
+    from grade_kit.standard import wilson_interval
+
+    assert wilson_interval(0, 0) is None
+    zero = wilson_interval(0, 10)
+    assert zero is not None and zero.low == 0.0
+    # z^2 / (n + z^2) with z = 1.959964: 3.841459 / 13.841459
+    assert zero.high == pytest.approx(3.841459 / 13.841459, abs=1e-6)
+    half = wilson_interval(5, 10)
+    assert half is not None
+    assert (half.low, half.high) == (pytest.approx(0.236593, abs=1e-6),
+                                     pytest.approx(0.763407, abs=1e-6))
+    full = wilson_interval(7, 7)
+    assert full is not None and full.high == 1.0
+    for k, n in ((0, 1), (1, 1), (3, 17), (84, 200), (199, 200), (1, 1000)):
+        ours = wilson_interval(k, n)
+        ref = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+        assert ours is not None
+        assert ours.low == pytest.approx(ref.low, abs=1e-12)
+        assert ours.high == pytest.approx(ref.high, abs=1e-12)
+
+
+def test_every_rate_carries_its_wilson_interval() -> None:
+    tasks = [plain("q1"), plain("q2")]
+    runs = [make_run("a", "q1"), make_run("b", "q2")]
+    s = standard_results(EvalData.from_records(tasks, runs, grades=[grade("a")]))
+    g = s.setups["A"].grades
+    assert g.N == 2 and g.counts.resolved == 1 and g.counts.pending_verification == 1
+    assert set(g.wilson95) == set(g.rates.model_dump())
+    ci = g.wilson95["resolved"]
+    assert ci is not None and ci.low < 0.5 < ci.high
+    assert "not independent" in g.interval_note
+
+
+def test_suites_plan_each_setup_on_the_task_sets_it_ran() -> None:
+    tasks = [plain("a1", suite="alpha"), plain("a2", suite="alpha"), plain("b1", suite="beta"),
+             plain("p")]
+    runs = [make_run("r1", "a1", setup="A"), make_run("r2", "b1", setup="B"),
+            make_run("r3", "p", setup="B")]
+    s = standard_results(EvalData.from_records(tasks, runs, grades=[grade("r1"), grade("r2")]))
+    # A ran suite alpha: planned on a1, a2 and the suite-less p; B on b1 and p.
+    a, b = s.setups["A"].grades, s.setups["B"].grades
+    assert (a.N, a.counts.resolved, a.counts.not_run) == (3, 1, 2)
+    assert (b.N, b.counts.resolved, b.counts.pending_verification, b.counts.not_run) == (2, 1, 1, 0)
+    assert s.common.tasks == []  # no task is planned for, and resolved by, both
+
+
+def test_plan_records_whether_r_was_inferred() -> None:
+    data = EvalData.from_records([plain("q")], [make_run("r", "q", repeat=2)])
+    inferred = standard_results(data).plan
+    assert (inferred.repeats, inferred.inferred) == (2, True)
+    given = standard_results(data, repeats=4).plan
+    assert (given.repeats, given.inferred) == (4, False)

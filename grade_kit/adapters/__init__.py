@@ -42,6 +42,8 @@ __all__ = [
 Source = Literal["inspect", "tau-bench"]
 SUFFIXES: dict[Source, tuple[str, ...]] = {"inspect": (".eval", ".json"),
                                            "tau-bench": (".json",)}
+NAMES: dict[Source, str] = {"inspect": "an Inspect AI log",
+                            "tau-bench": "a tau-bench or tau2-bench results file"}
 
 
 def _log_files(source: Source, paths: Path | str | Sequence[Path | str]) -> list[Path]:
@@ -52,8 +54,8 @@ def _log_files(source: Source, paths: Path | str | Sequence[Path | str]) -> list
             found = sorted(p for p in given.iterdir()
                            if p.is_file() and p.suffix in SUFFIXES[source])
             if not found:
-                raise InputError(f"{given}: folder holds no {source} log "
-                                 f"({', '.join(SUFFIXES[source])})")
+                raise InputError(f"{given}: folder holds no file that could be "
+                                 f"{NAMES[source]} ({', '.join(SUFFIXES[source])})")
             out.extend(found)
         elif given.is_file():
             out.append(given)
@@ -81,9 +83,9 @@ def import_logs(source: Source, paths: Path | str | Sequence[Path | str], *,
             else:
                 part = import_tau_file(path, setup)
         except (ValueError, KeyError, TypeError, IndexError, AttributeError, OSError) as exc:
-            raise InputError(f"{path}: cannot read as a {source} log: {exc}") from exc
+            raise InputError(f"{path}: cannot read as {NAMES[source]}: {exc}") from exc
         if not part.runs:
-            raise InputError(f"{path}: a {source} log with no samples or trials")
+            raise InputError(f"{path}: {NAMES[source]} with no samples or trials")
         parts.append(part)
     return merge_imported(parts)
 

@@ -7,8 +7,9 @@ with no findings and no metrics; with fewer than 2 runs every sub-metric is null
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from itertools import combinations
 
 import polars as pl
@@ -116,21 +117,35 @@ def ranking_stability(assignments: Sequence[Sequence[int]]) -> float | None:
     Returns:
         The stability, or None when no pair qualifies.
     """
-    positions = []
+    # Runs with the same cluster -> position map give the same tau against any other run, so
+    # each distinct map is compared once and its pairs are counted: the work grows with the
+    # distinct orderings, not with the square of the repeats. The sum is exact (Fraction),
+    # so the mean equals fsum over every pair's value.
+    maps: Counter[tuple[tuple[int, int], ...]] = Counter()
     for run in assignments:
         first: dict[int, int] = {}
         for position, cluster in enumerate(run):
             first.setdefault(cluster, position)
-        positions.append(first)
-    values = []
-    for a, b in combinations(positions, 2):
-        shared = sorted(set(a) & set(b))
-        if len(shared) < 2:
-            continue
-        tau = kendall_tau_b([a[c] for c in shared], [b[c] for c in shared])
-        if tau is not None:
-            values.append((tau + 1) / 2)
-    return math.fsum(values) / len(values) if values else None
+        maps[tuple(sorted(first.items()))] += 1
+    distinct = list(maps.items())
+    total = Fraction(0)
+    pairs = 0
+    for i, (map_a, count_a) in enumerate(distinct):
+        a = dict(map_a)
+        others = [(map_a, count_a * (count_a - 1) // 2), *((m, count_a * c)
+                                                          for m, c in distinct[i + 1:])]
+        for map_b, weight in others:
+            if weight == 0:
+                continue
+            b = dict(map_b)
+            shared = sorted(set(a) & set(b))
+            if len(shared) < 2:
+                continue
+            tau = kendall_tau_b([a[c] for c in shared], [b[c] for c in shared])
+            if tau is not None:
+                total += Fraction((tau + 1) / 2) * weight
+                pairs += weight
+    return float(total) / pairs if pairs else None
 
 
 def metric_variance(values_by_key: Mapping[str, Sequence[float]]) -> float | None:

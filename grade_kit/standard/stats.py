@@ -63,4 +63,7 @@ def wilson_interval(successes: int, n: int, z: float = WILSON_Z95) -> Interval |
     denominator = 1 + z2 / n
     centre = (p + z2 / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denominator
-    return Interval(low=max(0.0, centre - half), high=min(1.0, centre + half))
+    # At k = 0 and k = n the formula's bound is exactly 0 (or 1); say so without rounding.
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return Interval(low=low, high=high)

@@ -1,0 +1,53 @@
+"""The Markdown scorecard: every cell and heading built from input text is escaped."""
+
+from __future__ import annotations
+
+import re
+
+import grade_kit as gk
+from grade_kit.report import md_cell
+from tests.conftest import make_run, make_task
+
+HOSTILE = "evil | x\n# Heading <script>alert(1)</script> `code` \\"
+
+
+def test_md_cell_escapes_pipes_breaks_and_html() -> None:
+    assert md_cell("a|b") == "a\\|b"
+    assert md_cell("a\nb\r\tc") == "a b  c"
+    assert md_cell("<b>&</b>") == "&lt;b&gt;&amp;&lt;/b&gt;"
+    assert md_cell("`x` \\") == "\\`x\\` \\\\"
+    assert md_cell(None) == "—" and md_cell(float("nan")) == "—"
+    assert md_cell(0.12345) == "0.123" and md_cell(3) == "3" and md_cell(True) == "true"
+
+
+def test_no_input_can_add_a_row_a_heading_or_a_tag() -> None:
+    task = make_task(required_limitations=[{"id": "l", "text": "single quarter"}])
+    runs = [make_run("r1", setup=HOSTILE, findings=["x"],
+                     events={"submitted": "2026-11-02T09:00:00+00:00",
+                             HOSTILE.replace("\n", " "): "2026-11-02T09:00:03+00:00",
+                             "received": "2026-11-02T09:00:05+00:00"}),
+            make_run("r2", setup="plain", status="failed", error=HOSTILE)]
+    grade = {"run_id": "r1", "core_conclusion": "material_error", "request_fulfilment": "full",
+             "material_error": "yes", "claim": HOSTILE, "evidence": "e | f", "effect": "g",
+             "grader": HOSTILE}
+    ev = gk.evaluate([task], runs, grades=[grade], judge="rules")
+    from grade_kit.report import scorecard_markdown
+
+    card = scorecard_markdown(ev.results)
+    assert "<script>" not in card
+    assert not re.search(r"^# Heading", card, re.MULTILINE)
+    headings = [line for line in card.splitlines() if line.startswith("#")]
+    assert all("Heading" not in h for h in headings)
+    # every table row has as many cells as its header: no input added a column or a row
+    blocks: list[list[str]] = [[]]
+    for line in card.splitlines():
+        if line.startswith("|"):
+            blocks[-1].append(line)
+        elif blocks[-1]:
+            blocks.append([])
+    tables = [b for b in blocks if b]
+    assert len(tables) >= 8
+    for table in tables:
+        widths = {len(re.split(r"(?<!\\)\|", row)) for row in table}
+        assert len(widths) == 1, table
+    assert "evil \\| x # Heading &lt;script&gt;" in card
