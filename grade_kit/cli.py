@@ -1,4 +1,4 @@
-"""The ``grade-kit`` command (DESIGN.md §5)."""
+"""The ``grade-kit`` command (docs/methodology.md §5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tidy frames: the nested JSON flattened once, at load (DESIGN.md §2).
+"""Tidy frames: the nested JSON flattened once, at load (docs/methodology.md).
 
 This module is the one place where every frame's columns are written down (:data:`COLUMNS`).
 Every scorer is then a join, a filter and a group-by over these frames. Each distinct text is

@@ -1,6 +1,6 @@
 """Load tasks, runs, judgements and grades, keeping every bad record with file, line and field.
 
-DESIGN.md §3: bad input anywhere gives a clear error naming file, line and field; the good
+docs/methodology.md §6: bad input anywhere gives a clear error naming file, line and field; the good
 records go on; the bad ones are kept verbatim (:func:`write_rejects`) and counted in the report.
 Nothing is dropped silently.
 """

@@ -1,4 +1,4 @@
-"""Pydantic models for every input and output contract (DESIGN.md §3 and §5).
+"""Pydantic models for every input and output contract (docs/methodology.md §2 and §5).
 
 The JSON Schemas shipped in ``grade_kit/schemas/`` are generated from these models by
 :func:`write_json_schemas`; a test fails when a checked-in schema drifts from its model.
@@ -109,7 +109,7 @@ SHORT_LABELS: dict[Dimension, str] = dict(
 """Short column labels for tables (the keys are the contract; these are only for display)."""
 
 WEIGHT_TOLERANCE = 1e-6
-"""A task's weights must sum to 1 within this (DESIGN.md §3)."""
+"""A task's weights must sum to 1 within this (docs/methodology.md §2)."""
 
 
 def parse_timestamp(value: str) -> datetime:
@@ -146,7 +146,7 @@ def _has_token(text: str, what: str) -> str:
 
 
 class Claim(BaseModel):
-    """A gold insight, required limitation or forbidden claim (DESIGN.md §3).
+    """A gold insight, required limitation or forbidden claim (docs/methodology.md §2).
 
     ``patterns`` is a list of alternatives; each alternative is a list of terms; a term is a
     string whose ``|`` separates synonyms. Without patterns the claim's own tokens must appear
@@ -206,7 +206,7 @@ class GoldFact(BaseModel):
 
 
 class Task(BaseModel):
-    """One task file (DESIGN.md §3).
+    """One task file (docs/methodology.md §2).
 
     A GRADE task has ``weights`` (and usually gold facts and claims); a *plain* question has
     none of weights, gold_facts, gold_insights, required_limitations and forbidden_claims,
@@ -300,7 +300,7 @@ class ToolCall(BaseModel):
 
 
 class Response(BaseModel):
-    """The answer in the response format of DESIGN.md §3.
+    """The answer in the response format of docs/methodology.md §2.
 
     A field given as JSON null is read as absent (an empty list, mapping or text).
     """
@@ -330,7 +330,7 @@ class Usage(BaseModel):
 
 
 class Run(BaseModel):
-    """One attempt (one JSONL line of a run file, DESIGN.md §3)."""
+    """One attempt (one JSONL line of a run file, docs/methodology.md §2)."""
 
     run_id: str = Field(min_length=1)
     setup: str = Field(min_length=1)

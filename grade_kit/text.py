@@ -1,7 +1,7 @@
 """The one text normaliser, tokeniser and number parser that every matcher shares.
 
-DESIGN.md §4 "Text": Unicode NFKC, then Python's ``str.casefold``; tokens are runs of digits
-with an optional decimal part, or runs of letters (``[0-9]+(?:\\.[0-9]+)?|[^\\W\\d_]+``).
+docs/methodology.md §3 "Text": Unicode NFKC, then Python's ``str.casefold``; tokens are runs of
+digits with an optional decimal part, or runs of letters (``[0-9]+(?:\\.[0-9]+)?|[^\\W\\d_]+``).
 Everything else separates tokens. A text is *empty* when it has no token.
 
 The normalised form of a text (``norm``) is its tokens joined by single spaces, so that "a
@@ -28,14 +28,14 @@ __all__ = [
 ]
 
 TOKEN_PATTERN = re.compile(r"[0-9]+(?:\.[0-9]+)?|[^\W\d_]+")
-"""DESIGN.md §4: digits with an optional decimal part, or letters."""
+"""docs/methodology.md §3: digits with an optional decimal part, or letters."""
 
 _NUMERIC_STRING = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 @lru_cache(maxsize=1_000_000)
 def tokenize(text: str) -> tuple[str, ...]:
-    """Tokens of ``text`` after NFKC and casefold (DESIGN.md §4 "Text").
+    """Tokens of ``text`` after NFKC and casefold (docs/methodology.md §3 "Text").
 
     Args:
         text: Any string.
@@ -78,12 +78,13 @@ def jaccard(a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> float
 
 
 def normalize_value(text: str) -> str:
-    """String-fact normalisation (DESIGN.md §4 "Grounding"): NFKC, strip, casefold."""
+    """String-fact normalisation (docs/methodology.md §3 "Grounding accuracy"): NFKC, strip,
+    casefold."""
     return unicodedata.normalize("NFKC", text).strip().casefold()
 
 
 def parse_number(value: object) -> float | None:
-    """Parse a reported metric as a number (DESIGN.md §4 "Grounding").
+    """Parse a reported metric as a number (docs/methodology.md §3 "Grounding accuracy").
 
     JSON numbers count (booleans do not); NaN and infinities are unparsable. Strings count when
     they are numeric after stripping blanks and dropping thousands commas; a trailing ``%``

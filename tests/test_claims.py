@@ -1,4 +1,4 @@
-"""DESIGN.md §4 "Claim match", "Insight quality" and "Calibration"."""
+"""docs/methodology.md §3 "Claim match", "Insight quality" and "Calibration"."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DESIGN.md §4 "Aggregation": task -> track -> pack -> overall, null never 0."""
+"""docs/methodology.md §3 "Aggregation": task -> track -> pack -> overall, null never 0."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""DESIGN.md §4 "Consistency": clustering, finding and ranking stability, metric variance."""
+"""docs/methodology.md §3 "Consistency": clustering, finding and ranking stability, metric
+variance."""
 
 from __future__ import annotations
 
@@ -180,7 +181,7 @@ def test_metric_variance_extreme_magnitudes(approx: Any) -> None:
 
 
 def _ranking_stability_pairwise(assignments: list[list[int]]) -> float | None:
-    """DESIGN's definition written out pair by pair: the reference for the grouped version."""
+    """The methodology's definition, pair by pair: the reference for the grouped version."""
     import math
     from itertools import combinations
 

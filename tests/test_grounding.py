@@ -1,4 +1,5 @@
-"""DESIGN.md §4 "Grounding": tolerances inclusive, abs vs rel, percent strings, string facts."""
+"""docs/methodology.md §3 "Grounding accuracy": tolerances inclusive, abs vs rel, percent
+strings, string facts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DESIGN.md §4 "Grades", "Rates", "Timing", "Tool calls": hand-computed cases."""
+"""docs/methodology.md §4 "Grades", "Rates", "Timing", "Tool calls": hand-computed cases."""
 
 from __future__ import annotations
 

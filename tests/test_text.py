@@ -1,4 +1,4 @@
-"""DESIGN.md §4 "Text": NFKC, casefold, digit runs with decimals or letter runs."""
+"""docs/methodology.md §3 "Text": NFKC, casefold, digit runs with decimals or letter runs."""
 
 import math
 

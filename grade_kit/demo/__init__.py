@@ -1,5 +1,5 @@
-"""The embedded default (DESIGN.md §6): fixture packs, the task suite, simulated setups and
-their recorded runs.
+"""The embedded default (README "The embedded default"): fixture packs, the task suite,
+simulated setups and their recorded runs.
 
 ``grade-kit fixtures`` regenerates everything from seed 42 (:func:`build_fixtures`).
 """

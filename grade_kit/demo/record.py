@@ -34,7 +34,7 @@ def _ts(at: datetime) -> str:
 
 def simulate_run(task: Task, packs_dir: Path, setup: str, repeat: int,
                  submitted: datetime) -> dict[str, Any]:
-    """One run record of ``setup`` answering ``task`` (DESIGN.md §3 run format)."""
+    """One run record of ``setup`` answering ``task`` (docs/methodology.md §2 run format)."""
     profile = SETUPS[setup]
     rng = random.Random(f"grade_kit-timing:{setup}:{task.task_id}:{repeat}")
     run_id = f"{setup}-{task.task_id}-r{repeat}"

@@ -455,7 +455,7 @@ def _drop_units(text: str, value: float) -> str:
 
 def answer_task(task: Task, packs_dir: Path, setup: str | SetupProfile,
                 repeat: int) -> dict[str, Any]:
-    """The response of ``setup`` to ``task`` on ``repeat`` (DESIGN.md §3 response format).
+    """The response of ``setup`` to ``task`` on ``repeat`` (docs/methodology.md §2 response format).
 
     Args:
         task: The task.

@@ -36,7 +36,7 @@ def _calibration_scores(matches: pl.DataFrame, runs: pl.DataFrame,
 
 
 def calibration_scores(matches: Frame, runs: Frame, tasks: Frame) -> Frame:
-    """Per-run calibration = mean of the non-null of three shares (DESIGN.md §4).
+    """Per-run calibration = mean of the non-null of three shares (docs/methodology.md §3).
 
     The shares are: required limitations found; forbidden claims absent; ``calibration: true``
     insights found. A share is null when the task has none of its claims; a task with none of

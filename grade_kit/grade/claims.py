@@ -134,7 +134,7 @@ def claim_matches(
     items: Frame,
     judge: ClaimJudge | None = None,
 ) -> Frame:
-    """Whether each run states each claim of its task (DESIGN.md §4 "Claim match").
+    """Whether each run states each claim of its task (docs/methodology.md §3 "Claim match").
 
     Without patterns a claim is found when its tokens appear as a contiguous run in one target
     text; with patterns, when some alternative has every term present in one target text, a
@@ -175,7 +175,7 @@ def _insight_scores(matches: pl.DataFrame, runs: pl.DataFrame,
 
 
 def insight_scores(matches: Frame, runs: Frame, tasks: Frame) -> Frame:
-    """Per-run insight quality = share of the task's gold insights found (DESIGN.md §4).
+    """Per-run insight quality = share of the task's gold insights found (docs/methodology.md §3).
 
     Tasks without gold insights get no row (null). A run with no response has no matches and
     gets no row here; :func:`grade_kit.grade.no_response.no_response_zeros` scores it 0.

@@ -1,4 +1,4 @@
-"""Consistency across repeats (DESIGN.md §4 "Consistency").
+"""Consistency across repeats (docs/methodology.md §3 "Consistency").
 
 Per (setup, task), over its primary runs in repeat order. A run with no response counts as a run
 with no findings and no metrics; with fewer than 2 runs every sub-metric is null.
@@ -29,10 +29,10 @@ __all__ = [
 
 CONSISTENCY_WEIGHTS = {"finding_stability": 0.5, "ranking_stability": 0.3,
                        "metric_variance": 0.2}
-"""DESIGN.md §4: consistency = 0.5, 0.3, 0.2 weighted mean of the non-null sub-metrics."""
+"""docs/methodology.md §3: consistency = 0.5, 0.3, 0.2 weighted mean of the non-null sub-metrics."""
 
 TOP_K = 3
-"""DESIGN.md §4: top-3 = first three non-empty key findings."""
+"""docs/methodology.md §3: top-3 = first three non-empty key findings."""
 
 
 def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float | None:
@@ -66,7 +66,7 @@ def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float | None:
 
 
 def cluster_findings(runs: Sequence[Sequence[frozenset[str]]]) -> list[list[int]]:
-    """Greedy clustering of top-3 findings in run order (DESIGN.md §4).
+    """Greedy clustering of top-3 findings in run order (docs/methodology.md §3).
 
     A finding joins the first cluster whose *first* finding has token-set Jaccard >= 0.50 with
     it, else it opens a new cluster.
@@ -109,7 +109,7 @@ def finding_stability(assignments: Sequence[Sequence[int]]) -> float | None:
 
 
 def ranking_stability(assignments: Sequence[Sequence[int]]) -> float | None:
-    """Mean over run pairs sharing >= 2 clusters of (tau_b + 1) / 2 (DESIGN.md §4).
+    """Mean over run pairs sharing >= 2 clusters of (tau_b + 1) / 2 (docs/methodology.md §3).
 
     A run's position for a cluster is the position of its first finding in it; tau_b is taken
     over the shared clusters' positions. Pairs sharing fewer than 2 clusters are skipped.
@@ -149,7 +149,7 @@ def ranking_stability(assignments: Sequence[Sequence[int]]) -> float | None:
 
 
 def metric_variance(values_by_key: Mapping[str, Sequence[float]]) -> float | None:
-    """Mean over metric keys numeric in >= 2 runs of 1 / (1 + CV) (DESIGN.md §4).
+    """Mean over metric keys numeric in >= 2 runs of 1 / (1 + CV) (docs/methodology.md §3).
 
     CV = population std / |mean|; mean 0 with std 0 gives CV 0, mean 0 otherwise scores 0.
 
@@ -233,7 +233,7 @@ def _consistency_scores(runs: pl.DataFrame, items: pl.DataFrame,
 
 
 def consistency_scores(runs: Frame, items: Frame, metrics: Frame) -> Frame:
-    """Consistency per (setup, task) over its primary runs in repeat order (DESIGN.md §4).
+    """Consistency per (setup, task) over its primary runs in repeat order (docs/methodology.md §3).
 
     Args:
         runs: The ``runs`` frame; only primary runs are used (re-runs never count).

@@ -45,7 +45,7 @@ def _fact_checks(facts: pl.DataFrame, runs: pl.DataFrame, metrics: pl.DataFrame)
 
 
 def fact_checks(facts: Frame, runs: Frame, metrics: Frame) -> Frame:
-    """Pass or fail of every (run, gold fact) pair (DESIGN.md §4 "Grounding").
+    """Pass or fail of every (run, gold fact) pair (docs/methodology.md §3 "Grounding accuracy").
 
     The predicted value is ``structured_metrics[metric]``. A string fact passes when the
     NFKC + strip + casefold forms are equal; a non-string prediction fails it. A numeric fact

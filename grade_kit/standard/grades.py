@@ -1,5 +1,5 @@
 """Per-run grades, rates over honest denominators, stable resolution and the common subset
-(DESIGN.md §4 "Grades", "Rates")."""
+(docs/methodology.md §4 "Grades", "Rates")."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def _run_grades(runs: pl.DataFrame, grades: pl.DataFrame) -> pl.DataFrame:
 
 
 def run_grades(runs: Frame, grades: Frame) -> Frame:
-    """The grade of every run, in the grading order of DESIGN.md §4.
+    """The grade of every run, in the grading order of docs/methodology.md §4 "Grades".
 
     1. not delivered -> ``unresolved`` (reason kept: status and error);
     2. material_error yes, or core_conclusion material_error -> ``material_error``;

@@ -147,7 +147,7 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
 
 def tool_call_summary(runs: pl.DataFrame, tool_calls: pl.DataFrame,
                       run_ids: Sequence[str]) -> ToolCalls:
-    """Tool calls of the delivered primary runs ``run_ids`` (DESIGN.md §4 "Tool calls").
+    """Tool calls of the delivered primary runs ``run_ids`` (docs/methodology.md §4 "Tool calls").
 
     Coverage = runs exposing tool events (``tool_calls`` not null) / delivered runs. Calls
     are counted by unique id per run; ``recorded_calls`` and ``runs_with_repeated_ids`` show
