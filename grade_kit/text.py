@@ -19,7 +19,6 @@ from functools import lru_cache
 __all__ = [
     "TOKEN_PATTERN",
     "contains_run",
-    "jaccard",
     "normalize",
     "normalize_value",
     "padded",
@@ -69,12 +68,6 @@ def contains_run(haystack_norm: str, needle_norm: str) -> bool:
     if not needle_norm:
         return False
     return padded(needle_norm) in padded(haystack_norm)
-
-
-def jaccard(a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> float:
-    """Token-set Jaccard similarity |a ∩ b| / |a ∪ b|; 0.0 when both are empty."""
-    union = len(a | b)
-    return len(a & b) / union if union else 0.0
 
 
 def normalize_value(text: str) -> str:

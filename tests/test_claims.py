@@ -140,7 +140,7 @@ def test_fallback_judge_only_asked_about_misses_and_recorded() -> None:
     task = make_task(gold_insights=[{"id": "a", "text": "alpha"}, {"id": "b", "text": "beta"}])
     data = EvalData.from_records([task], [make_run("r", findings=["alpha", "b-e-t-a"])])
     judge = RecordingJudge(True)
-    m = claim_matches(data.claims, data.claim_terms, data.runs, data.items, judge=judge)
+    m = claim_matches(data.claims, data.claim_terms, data.runs, data.items, claim_judge=judge)
     rows = {r["claim_id"]: r for r in m.to_dicts()}
     assert rows["a"]["method"] == "deterministic" and rows["a"]["found"]
     assert rows["b"]["method"] == "judge:stub-llm" and rows["b"]["found"]

@@ -250,3 +250,34 @@ def test_judgement_and_grade_rejects(tmp_path: Path) -> None:
     assert len(loaded_g.records) == 1
     assert "lines 1 and 2" in loaded_g.rejected[0].error
     assert loaded_g.rejected[1].field == "core_conclusion"
+
+
+@pytest.mark.parametrize(("change", "field", "message"), [
+    ({"gold_insights": [{"id": "c", "text": "a"}], "required_limitations": [{"id": "c",
+                                                                              "text": "b"}]},
+     None, "claim ids repeat within the task: ['c']"),
+    ({"gold_facts": [{"id": "f", "metric": "m", "value": 1},
+                     {"id": "f", "metric": "n", "value": 2}]},
+     None, "gold fact ids repeat within the task: ['f']"),
+    ({"weights": {"grounding_accuracy": 1.5, "insight_quality": -0.5}},
+     None, "weights must be finite and non-negative"),
+    ({"weights": {"grounding_accuracy": float("inf")}}, None,
+     "weights must be finite and non-negative"),
+    ({"weights": None, "gold_facts": [{"id": "f", "metric": "m", "value": 1}]},
+     None, "a task with gold facts or claims needs 'weights'"),
+    ({"weights": {"grounding_accuracy": 0.5, "consistency": 0.4}}, None,
+     "sum to 0.9, not 1"),
+    ({"gold_facts": [{"id": "f", "metric": "m", "value": 1, "abs_tol": -0.1}]},
+     "gold_facts[0].abs_tol", "greater than or equal to 0"),
+])
+def test_task_validators_reject_with_their_reason(change: dict[str, Any], field: str | None,
+                                                  message: str) -> None:
+    record = {"task_id": "t", "track": 1, "pack": "p", "prompt": "q",
+              "weights": {"grounding_accuracy": 1.0}, **change}
+    loaded = load_tasks([record])
+    assert not loaded.records
+    (reject,) = loaded.rejected
+    assert reject.source == "<tasks>" and reject.line == 1
+    assert message in reject.error, reject.error
+    if field is not None:
+        assert reject.field == field

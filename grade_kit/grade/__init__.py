@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from grade_kit.frames import EvalData
+from grade_kit.frames import COLUMNS, EvalData
 from grade_kit.grade.calibration import _calibration_scores, calibration_scores
 from grade_kit.grade.claims import (
     DETERMINISTIC,
@@ -69,7 +69,7 @@ __all__ = [
 ]
 
 
-def run_scores(data: EvalData, judge: ClaimJudge | None = None) -> pl.DataFrame:
+def run_scores(data: EvalData, claim_judge: ClaimJudge | None = None) -> pl.DataFrame:
     """Per-run scores of every run of a GRADE task (primary runs and re-runs alike).
 
     Only primary runs feed the task scores; re-runs are scored so they can be reported beside
@@ -78,17 +78,25 @@ def run_scores(data: EvalData, judge: ClaimJudge | None = None) -> pl.DataFrame:
 
     Args:
         data: The evaluation's frames.
-        judge: Optional claim judge, asked only about claims the deterministic match missed
-            (see :class:`ClaimJudge`); default None (deterministic only).
+        claim_judge: Optional claim judge, asked only about claims the deterministic match
+            missed (see :class:`ClaimJudge`); default None (deterministic only).
 
     Returns:
         run_id, setup, task_id, repeat, is_primary, status, has_response, the five per-run
         dimensions and a ``<dimension>_method`` column for each, the three calibration shares,
         facts_passed and facts_total.
     """
+    runs = _grade_runs(data)
+    matches = _claim_matches(data.claims, data.claim_terms, runs, data.items, claim_judge)
+    return _run_scores(data, runs, matches)
+
+
+def _grade_runs(data: EvalData) -> pl.DataFrame:
     grade_ids = data.tasks.filter(pl.col("kind") == "grade").select("task_id")
-    runs = data.runs.join(grade_ids, on="task_id", how="inner")
-    matches = _claim_matches(data.claims, data.claim_terms, runs, data.items, judge)
+    return data.runs.join(grade_ids, on="task_id", how="inner")
+
+
+def _run_scores(data: EvalData, runs: pl.DataFrame, matches: pl.DataFrame) -> pl.DataFrame:
     grounding = _grounding_scores(data.facts, runs, data.metrics).with_columns(
         grounding_accuracy_method=pl.lit(DETERMINISTIC))
     out = runs.select("run_id", "setup", "task_id", "repeat", "is_primary", "status",
@@ -110,7 +118,8 @@ def long_scores(per_run: pl.DataFrame) -> pl.DataFrame:
                        pl.col(f"{d}_method").alias("method"))
         for d in PER_RUN_DIMENSIONS
     ]
-    return pl.concat(parts).filter(pl.col("score").is_not_null())
+    return pl.concat(parts).filter(pl.col("score").is_not_null()).cast(
+        pl.Schema(COLUMNS["scores"]))
 
 
 @dataclass(frozen=True)
@@ -136,12 +145,13 @@ class GradeScores:
     matches: pl.DataFrame
 
 
-def grade_scores(data: EvalData, judge: ClaimJudge | None = None) -> GradeScores:
+def grade_scores(data: EvalData, claim_judge: ClaimJudge | None = None) -> GradeScores:
     """Score every GRADE task of ``data`` per run, per task, per track, per pack and overall
-    (docs/methodology.md §3)."""
-    grade_ids = data.tasks.filter(pl.col("kind") == "grade").select("task_id")
-    grade_runs = data.runs.join(grade_ids, on="task_id", how="inner")
-    per_run = run_scores(data, judge)
+    (docs/methodology.md §3). A claim judge, when given, is asked once per missed claim."""
+    grade_runs = _grade_runs(data)
+    matches = _claim_matches(data.claims, data.claim_terms, grade_runs, data.items,
+                             claim_judge)
+    per_run = _run_scores(data, grade_runs, matches)
     consistency = _consistency_scores(grade_runs, data.items, data.metrics)
     per_task = _task_scores(per_run, consistency, data.tasks, data.weights)
     return GradeScores(
@@ -151,5 +161,5 @@ def grade_scores(data: EvalData, judge: ClaimJudge | None = None) -> GradeScores
         tracks=_aggregate(per_task, "track"),
         packs=_aggregate(per_task, "pack"),
         overall=_aggregate(per_task, "overall"),
-        matches=_claim_matches(data.claims, data.claim_terms, grade_runs, data.items, judge),
+        matches=matches,
     )

@@ -79,7 +79,7 @@ def _claim_matches(
     claim_terms: pl.DataFrame,
     runs: pl.DataFrame,
     items: pl.DataFrame,
-    judge: ClaimJudge | None = None,
+    claim_judge: ClaimJudge | None = None,
 ) -> pl.DataFrame:
     answered = runs.filter(pl.col("has_response")).select("run_id", "task_id")
     run_items = items.join(answered, on="run_id", how="inner")
@@ -98,14 +98,14 @@ def _claim_matches(
         .join(found, on=["run_id", "claim_id"], how="left")
         .with_columns(found=pl.col("found").fill_null(False), method=pl.lit(DETERMINISTIC))
     )
-    if judge is not None:
-        out = _ask_judge(out, run_items, judge)
+    if claim_judge is not None:
+        out = _ask_claim_judge(out, run_items, claim_judge)
     return out.select("run_id", "task_id", "claim_id", "role", "calibration", "found", "method",
                       "matched_field", "matched_text")
 
 
-def _ask_judge(matches: pl.DataFrame, run_items: pl.DataFrame,
-               judge: ClaimJudge) -> pl.DataFrame:
+def _ask_claim_judge(matches: pl.DataFrame, run_items: pl.DataFrame,
+                     judge: ClaimJudge) -> pl.DataFrame:
     missed = matches.filter(~pl.col("found"))
     if missed.is_empty():
         return matches
@@ -132,7 +132,7 @@ def claim_matches(
     claim_terms: Frame,
     runs: Frame,
     items: Frame,
-    judge: ClaimJudge | None = None,
+    claim_judge: ClaimJudge | None = None,
 ) -> Frame:
     """Whether each run states each claim of its task (docs/methodology.md §3 "Claim match").
 
@@ -146,8 +146,8 @@ def claim_matches(
         claim_terms: The ``claim_terms`` frame.
         runs: The ``runs`` frame.
         items: The ``items`` frame.
-        judge: Optional fallback asked only about claims the deterministic match missed;
-            default None (deterministic only).
+        claim_judge: Optional fallback asked only about claims the deterministic match
+            missed; default None (deterministic only).
 
     Returns:
         run_id, task_id, claim_id, role, calibration, found, method (``deterministic`` or
@@ -155,7 +155,7 @@ def claim_matches(
         item that states the claim deterministically; null otherwise).
     """
     result = _claim_matches(to_polars(claims), to_polars(claim_terms), to_polars(runs),
-                            to_polars(items), judge)
+                            to_polars(items), claim_judge)
     return like(result, runs)
 
 

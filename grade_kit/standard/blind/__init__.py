@@ -1,0 +1,37 @@
+"""Blind grading: export a sheet of aliased answers, import the filled sheet, check calibration.
+
+The sheet shows a grader the question and the answer only: no setup, time, tool count or
+earlier score. Each answer gets a random alias (seeded; the seed is recorded in the key), and
+the rows are shuffled. The key (alias -> run id) is a separate file the graders never see.
+
+Calibration: the sheet can carry extra rows that restate an answer's facts in another form
+(``short_long``: findings alone vs the full answer; ``paragraph_table``: findings as a
+paragraph vs a table; ``swapped_order``: findings in reverse order). A grader who is calibrated
+gives both forms the same verdict; :func:`calibration_report` lists where they differ. When every
+grader of the pairs is a model, the report is titled an internal consistency review, since no
+human judgement was checked.
+"""
+
+from grade_kit.standard.blind.pairs import calibration_report, pair_verdicts
+from grade_kit.standard.blind.sheet import (
+    FORMS,
+    GRADE_FIELDS,
+    SHEET_COLUMNS,
+    answer_text,
+    grading_sheet,
+    write_grading_sheet,
+)
+from grade_kit.standard.blind.sheet_import import SheetImport, import_grading_sheet
+
+__all__ = [
+    "FORMS",
+    "GRADE_FIELDS",
+    "SHEET_COLUMNS",
+    "SheetImport",
+    "answer_text",
+    "calibration_report",
+    "grading_sheet",
+    "import_grading_sheet",
+    "pair_verdicts",
+    "write_grading_sheet",
+]

@@ -1,0 +1,130 @@
+"""The blind grading sheet: each answer under a seeded random alias, question and answer only,
+rows shuffled, optional calibration pairs (two forms of one answer); and its key."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+import string
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from grade_kit.schema import Run, Task
+
+__all__ = ["FORMS", "GRADE_FIELDS", "SHEET_COLUMNS", "answer_text", "grading_sheet",
+           "write_grading_sheet"]
+
+FORMS = ("short_long", "paragraph_table", "swapped_order")
+GRADE_FIELDS = ("core_conclusion", "request_fulfilment", "material_error", "claim", "evidence",
+                "effect", "grader", "reason")
+SHEET_COLUMNS = ("row", "alias", "question", "answer", *GRADE_FIELDS)
+"""Columns of the sheet; graders fill the last eight."""
+
+
+def answer_text(run: Run, form: str = "full") -> str:
+    """The answer as a grader reads it.
+
+    Args:
+        run: A delivered run.
+        form: ``full`` (findings, limitations, recommendations as lists, then the text),
+            ``short`` (findings only), ``paragraph`` (findings as one paragraph), ``table``
+            (findings as a Markdown table), ``swapped`` (full, findings reversed).
+    """
+    response = run.response
+    if response is None:
+        return ""
+    findings = list(response.key_findings)
+    if form == "swapped":
+        findings = findings[::-1]
+    if form == "short":
+        return "\n".join(f"- {f}" for f in findings) or response.text
+    if form == "paragraph":
+        return " ".join(findings) or response.text
+    if form == "table":
+        rows = "\n".join(f"| {i} | {f.replace('|', '/')} |" for i, f in enumerate(findings, 1))
+        return f"| # | finding |\n|---|---|\n{rows}" if findings else response.text
+    parts = []
+    for title, items in (("Findings", findings), ("Limitations", response.limitations),
+                         ("Recommendations", response.recommendations)):
+        if items:
+            parts.append(title + ":\n" + "\n".join(f"- {i}" for i in items))
+    if response.text.strip():
+        parts.append(response.text.strip())
+    return "\n\n".join(parts)
+
+
+_PAIR_FORMS = {"short_long": ("full", "short"), "paragraph_table": ("paragraph", "table"),
+               "swapped_order": ("full", "swapped")}
+
+
+def _alias(rng: random.Random, taken: set[str]) -> str:
+    alphabet = string.ascii_uppercase + string.digits
+    while True:
+        alias = "".join(rng.choice(alphabet) for _ in range(6))
+        if alias not in taken:
+            taken.add(alias)
+            return alias
+
+
+def grading_sheet(tasks: Sequence[Task], runs: Sequence[Run], seed: int = 0,
+                  calibration_pairs: int = 0) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Rows of a blind grading sheet and its key.
+
+    Args:
+        tasks: The tasks (for the question text).
+        runs: The runs to grade; only delivered runs with a response are put on the sheet.
+        seed: Seed of aliases, row order and calibration picks (recorded in the key).
+        calibration_pairs: How many answers to restate in a second form (cycling through
+            :data:`FORMS`); default 0.
+
+    Returns:
+        (rows, key). ``key`` maps each alias to its run and form and lists the pairs.
+    """
+    rng = random.Random(seed)
+    prompts = {t.task_id: t.prompt for t in tasks}
+    gradable = [r for r in runs if r.status == "delivered" and r.response is not None]
+    taken: set[str] = set()
+    entries: list[dict[str, Any]] = []
+    for run in gradable:
+        entries.append({"alias": _alias(rng, taken), "run": run, "form": "full",
+                        "canonical": True})
+    pairs = []
+    picks = rng.sample(gradable, min(calibration_pairs, len(gradable)))
+    for index, run in enumerate(picks):
+        pair_form = FORMS[index % len(FORMS)]
+        first, second = _PAIR_FORMS[pair_form]
+        members = []
+        for form in (first, second):
+            entry: dict[str, Any] = {"alias": _alias(rng, taken), "run": run, "form": form,
+                                     "canonical": False}
+            entries.append(entry)
+            members.append(entry["alias"])
+        pairs.append({"pair_form": pair_form, "run_id": run.run_id, "aliases": members})
+    rng.shuffle(entries)
+    rows = []
+    for number, entry in enumerate(entries, start=1):
+        run = entry["run"]
+        rows.append({"row": number, "alias": entry["alias"],
+                     "question": prompts.get(run.task_id, ""),
+                     "answer": answer_text(run, entry["form"]),
+                     **dict.fromkeys(GRADE_FIELDS, "")})
+    key = {
+        "seed": seed,
+        "aliases": {e["alias"]: {"run_id": e["run"].run_id, "form": e["form"],
+                                 "canonical": e["canonical"]} for e in entries},
+        "pairs": pairs,
+    }
+    return rows, key
+
+
+def write_grading_sheet(rows: Sequence[dict[str, Any]], key: dict[str, Any], sheet: Path,
+                        key_path: Path) -> None:
+    """Write the sheet as CSV (UTF-8, one row per answer) and the key as JSON."""
+    sheet.parent.mkdir(parents=True, exist_ok=True)
+    with sheet.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(SHEET_COLUMNS))
+        writer.writeheader()
+        writer.writerows(rows)
+    key_path.write_text(json.dumps(key, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
