@@ -483,7 +483,12 @@ def evaluate(
     recorded_judges = sorted({j.judge for j in inputs.judgements} - set(judges_used))
     provenance = Provenance(
         grade_kit_version=_version(), created_at=datetime.now(UTC).isoformat(),
-        inputs=inputs.files, arguments=dict(arguments or {"repeats": repeats}),
+        inputs=inputs.files,
+        arguments=dict(arguments) if arguments is not None else {
+            "judge": None if judge is None else resolve_judge(judge).name,
+            "claim_judge": None if claim_judge is None else claim_judge.name,
+            "repeats": repeats, "packs": None if packs is None else str(packs),
+            "frames": frames, "seed": seed},
         seeds={"comparison_bootstrap": seed},
         judges=[*judges_used, *recorded_judges]
         + ([f"claim_judge:{claim_judge.name}"] if claim_judge is not None else []),

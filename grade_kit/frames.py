@@ -27,6 +27,7 @@ __all__ = [
     "COLUMNS",
     "EvalData",
     "Frame",
+    "frames_repr",
     "like",
     "run_frames",
     "task_frames",
@@ -290,7 +291,14 @@ def verdict_frames(
     return {"judgements": j, "grades": g}
 
 
-@dataclass
+def frames_repr(name: str, frames: dict[str, pl.DataFrame]) -> str:
+    """``Name(frame: rows x cols, ...)``: a short repr for a bundle of frames."""
+    parts = ", ".join(f"{k}: {v.height}x{v.width}" for k, v in frames.items()
+                      if isinstance(v, pl.DataFrame))
+    return f"{name}({parts})"
+
+
+@dataclass(repr=False)
 class EvalData:
     """All frames of one evaluation: tasks, runs and verdicts, flattened (see :data:`COLUMNS`).
 
@@ -311,6 +319,9 @@ class EvalData:
     judgements: pl.DataFrame
     grades: pl.DataFrame
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return frames_repr("EvalData", vars(self))
 
     @classmethod
     def from_records(

@@ -710,6 +710,29 @@ class Results(_Out):
     warnings: list[WarningItem] = Field(default_factory=list)
     provenance: Provenance
 
+    def _summary(self) -> str:
+        return (f"{len(self.setups)} setups, R = {self.plan.repeats}"
+                f"{' (inferred)' if self.plan.inferred else ''}, "
+                f"{self.common_subset.questions} of {self.common_subset.of_questions} questions "
+                f"in the common subset, {len(self.comparisons)} comparisons, "
+                f"{len(self.rejected)} rejected, {len(self.warnings)} warnings")
+
+    def __repr__(self) -> str:
+        return f"Results({self._summary()}; .model_dump() for everything)"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        rows = "".join(
+            f"<tr><td>{html.escape(name)}</td><td>"
+            f"{'—' if s.overall.composite is None else f'{s.overall.composite:.3f}'}</td>"
+            f"<td>{s.overall.dimensions_computed} of {len(DIMENSIONS)}</td>"
+            f"<td>{s.grades.N}</td><td>{s.grades.counts.resolved}</td></tr>"
+            for name, s in self.setups.items())
+        return (f"<p><b>Results</b>: {html.escape(self._summary())}</p><table><thead><tr>"
+                "<th>setup</th><th>composite</th><th>over</th><th>N</th><th>resolved</th>"
+                f"</tr></thead><tbody>{rows}</tbody></table>")
+
 
 _SCHEMAS: dict[str, type[BaseModel]] = {
     "task.schema.json": Task,

@@ -272,3 +272,12 @@ def test_standard_frames_have_every_denominator(suite: gk.Evaluation) -> None:
             assert r["e2e_n"] + r["missing_timestamps"] == r["delivered"]
     tools = _frame_rows(suite.tool_calls)
     assert all(r["runs_exposed"] <= r["delivered"] for r in tools)
+
+
+def test_every_public_object_has_a_short_repr(suite: gk.Evaluation) -> None:
+    for obj in (suite, suite.inputs, suite.results, suite.data, suite.scores, suite.standard,
+                suite.explain(suite.runs["run_id"][0]), gk.JUDGES["rules"]):
+        assert len(repr(obj)) < 2_500, type(obj).__name__
+    for obj in (suite, suite.inputs, suite.results, suite.explain(suite.runs["run_id"][0])):
+        html = obj._repr_html_()
+        assert (html.startswith("<") and "careful" in html) or "run" in html

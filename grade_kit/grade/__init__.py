@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from grade_kit.frames import COLUMNS, EvalData
+from grade_kit.frames import COLUMNS, EvalData, frames_repr
 from grade_kit.grade.calibration import _calibration_scores, calibration_scores
 from grade_kit.grade.claims import (
     DETERMINISTIC,
@@ -122,7 +122,7 @@ def long_scores(per_run: pl.DataFrame) -> pl.DataFrame:
         pl.Schema(COLUMNS["scores"]))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class GradeScores:
     """Every GRADE frame of one evaluation (polars).
 
@@ -143,6 +143,9 @@ class GradeScores:
     packs: pl.DataFrame
     overall: pl.DataFrame
     matches: pl.DataFrame
+
+    def __repr__(self) -> str:
+        return frames_repr("GradeScores", vars(self))
 
 
 def grade_scores(data: EvalData, claim_judge: ClaimJudge | None = None) -> GradeScores:

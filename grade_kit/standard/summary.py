@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from grade_kit.frames import EvalData
+from grade_kit.frames import EvalData, frames_repr
 from grade_kit.schema import (
     CommonSubset,
     Comparison,
@@ -38,7 +38,7 @@ __all__ = ["StandardResults", "per_question_figures", "standard_results"]
 COMMON_RULE = "tasks whose every planned slot is resolved for every setup"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class StandardResults:
     """The standard's frames and typed summaries for one evaluation.
 
@@ -65,6 +65,12 @@ class StandardResults:
     common: CommonSubset
     comparisons: list[Comparison]
     per_question: pl.DataFrame
+
+    def __repr__(self) -> str:
+        frames = frames_repr("", vars(self)).strip("()")
+        return (f"StandardResults(R = {self.plan.repeats}, {len(self.setups)} setups, "
+                f"{self.common.questions} common questions, {len(self.comparisons)} "
+                f"comparisons; {frames})")
 
 
 def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
