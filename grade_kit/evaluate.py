@@ -17,6 +17,7 @@ from typing import Any, Literal
 import pandas as pd
 import polars as pl
 
+from grade_kit._gc import gc_paused
 from grade_kit.frames import EvalData
 from grade_kit.grade import ClaimJudge, GradeScores, fact_checks, grade_scores, run_composites
 from grade_kit.inputs import Inputs, read_inputs
@@ -467,6 +468,16 @@ def evaluate(
     """
     if frames not in ("polars", "pandas"):
         raise ValueError(f"frames must be 'polars' or 'pandas', not {frames!r}")
+    with gc_paused():  # the pipeline builds many small objects; see grade_kit._gc
+        return _evaluate(tasks, runs, judgements, grades, judge, claim_judge, repeats, packs,
+                         frames, seed, arguments)
+
+
+def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records | None,
+              grades: Records | None, judge: str | Judge | None,
+              claim_judge: ClaimJudge | None, repeats: int | None,
+              packs: Path | str | None, frames: FrameKind, seed: int,
+              arguments: dict[str, Any] | None) -> Evaluation:
     inputs = _inputs(tasks, runs, judgements, grades, packs)
     judges_used: list[str] = []
     if judge is not None:

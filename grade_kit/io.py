@@ -8,6 +8,9 @@ Nothing is dropped silently.
 from __future__ import annotations
 
 import json
+import math
+import os
+import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +20,14 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from grade_kit._gc import gc_paused
+from grade_kit.parse import (
+    ParseError,
+    Undecodable,
+    loads_json,
+    loads_yaml,
+    read_lines,
+    read_text,
+)
 from grade_kit.schema import Grade, Judgement, Reject, Run, Task, WarningItem
 
 __all__ = [
@@ -139,12 +150,11 @@ def _validation_reject(source: str, line: int | None, raw: str,
 
 def _iter_lines(path: Path) -> Iterator[tuple[int, str]]:
     if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    with path.open(encoding="utf-8", errors="surrogateescape") as handle:
-        for number, line in enumerate(handle, start=1):
-            text = line.rstrip("\n").rstrip("\r")
-            if text.strip():
-                yield number, text
+        raise InputError(f"{path}: no such file (or not a regular file)")
+    try:
+        yield from read_lines(path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
 
 
 def _read_jsonl(
@@ -179,12 +189,9 @@ def _validate_lines(
 ) -> None:
     for number, text in lines:
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            out.rejected.append(
-                Rejected(source, number, None, f"malformed JSON: {exc.msg} (column {exc.colno})",
-                         text)
-            )
+            data = loads_json(text)
+        except ParseError as exc:
+            out.rejected.append(Rejected(source, number, None, str(exc), text))
             continue
         if not isinstance(data, dict):
             out.rejected.append(
@@ -242,7 +249,7 @@ def _yaml_line(text: str, loc: Sequence[int | str]) -> int | None:
     """1-based line of the node at ``loc`` in a YAML/JSON document, best effort."""
     try:
         node: Any = yaml.compose(text)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return None
     line = None if node is None else node.start_mark.line + 1
     for part in loc:
@@ -285,7 +292,60 @@ def _task_as_data(record: Mapping[str, Any] | BaseModel) -> Any:
     return data
 
 
-def _task_sources(path: Records) -> Iterator[tuple[str, int | None, str, str]]:
+def _file_text(path: Path) -> str:
+    """A task file's text, or an :class:`~grade_kit.parse.Undecodable` saying why not."""
+    try:
+        return read_text(path)
+    except (ParseError, OSError) as exc:
+        bad = Undecodable(path.read_bytes().decode("utf-8", "backslashreplace")
+                          if isinstance(exc, ParseError) else "")
+        bad.error = str(exc) if isinstance(exc, ParseError) else (
+            f"cannot be read: {exc.strerror or exc}")
+        return bad
+
+
+def _task_files(folder: Path, out: Loaded[Task]) -> list[Path]:
+    """Task files under ``folder`` (recursive, ``packs`` folders skipped), in name order.
+
+    Symbolic links to files are followed; a link that loops or dangles, and a non-regular
+    file with a task suffix, are rejected; a linked folder is not followed and is warned
+    about; other non-regular files are warned about. Nothing is skipped silently.
+    """
+    found: list[Path] = []
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        base = Path(root)
+        for name in sorted(dirs):
+            if (base / name).is_symlink():
+                out.warnings.append(WarningItem(source=str(base / name), message=(
+                    "a linked folder is not followed (link the task files, or pass it "
+                    "as its own tasks folder)")))
+        dirs[:] = sorted(d for d in dirs if d != "packs" and not (base / d).is_symlink())
+        for name in sorted(files):
+            file = base / name
+            is_task = file.suffix.lower() in TASK_SUFFIXES
+            try:
+                mode = file.stat().st_mode  # follows a link
+            except (OSError, RuntimeError) as exc:
+                if is_task or file.is_symlink():
+                    out.rejected.append(Rejected(str(file), None, None, (
+                        f"a link that loops or points nowhere ({exc.__class__.__name__})"),
+                        ""))
+                continue
+            if not stat.S_ISREG(mode):
+                if is_task:
+                    out.rejected.append(Rejected(str(file), None, None,
+                                                 "not a regular file", ""))
+                else:
+                    out.warnings.append(WarningItem(source=str(file),
+                                                    message="not a regular file; ignored"))
+                continue
+            if is_task:
+                found.append(file)
+    return sorted(found)
+
+
+def _task_sources(path: Records,
+                  out: Loaded[Task]) -> Iterator[tuple[str, int | None, str, str]]:
     """(source, line, text, format) of every task record under ``path``."""
     if is_in_memory(path):
         records = cast(Sequence[Mapping[str, Any] | BaseModel], path)
@@ -295,15 +355,13 @@ def _task_sources(path: Records) -> Iterator[tuple[str, int | None, str, str]]:
         return
     path = Path(path)  # type: ignore[arg-type]
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.suffix.lower() in TASK_SUFFIXES
-                       and p.is_file() and "packs" not in p.relative_to(path).parts)
-        for file in files:
-            yield str(file), None, file.read_text(encoding="utf-8"), file.suffix.lower()
+        for file in _task_files(path, out):
+            yield str(file), None, _file_text(file), file.suffix.lower()
     elif path.is_file() and path.suffix.lower() == ".jsonl":
         for number, text in _iter_lines(path):
             yield str(path), number, text, ".jsonl"
     elif path.is_file() and path.suffix.lower() in TASK_SUFFIXES:
-        yield str(path), None, path.read_text(encoding="utf-8"), path.suffix.lower()
+        yield str(path), None, _file_text(path), path.suffix.lower()
     else:
         raise InputError(f"{path}: not a tasks folder, task file or JSONL file")
 
@@ -333,12 +391,13 @@ def load_tasks(path: Records, packs: Path | str | None = None) -> Loaded[Task]:
     out: Loaded[Task] = Loaded()
     seen: dict[str, str] = {}
     known = set(Task.model_fields) | {"reference_answer"}
-    for source, line, text, fmt in _task_sources(path):
+    for source, line, text, fmt in _task_sources(path, out):
         try:
-            data = json.loads(text) if fmt in (".json", ".jsonl") else yaml.safe_load(text)
-        except (json.JSONDecodeError, yaml.YAMLError) as exc:
-            kind = "JSON" if fmt in (".json", ".jsonl") else "YAML"
-            out.rejected.append(Rejected(source, line, None, f"malformed {kind}: {exc}", text))
+            if isinstance(text, Undecodable):
+                raise ParseError(text.error)
+            data = loads_json(text) if fmt in (".json", ".jsonl") else loads_yaml(text)
+        except ParseError as exc:
+            out.rejected.append(Rejected(source, line, None, str(exc), text))
             continue
         if not isinstance(data, dict):
             out.rejected.append(Rejected(source, line, None, "a task must be a mapping", text))
@@ -382,6 +441,13 @@ def _split_loc(dotted: str) -> list[int | str]:
     return parts
 
 
+@dataclass(frozen=True)
+class _Unreadable:
+    """A pack's ground truth that could not be read, and why (cached like a good one)."""
+
+    why: str
+
+
 def _resolve_ground_truth(
     task: Task, data: dict[str, Any], packs_dir: Path | None, cache: dict[str, Any]
 ) -> tuple[str, str] | None:
@@ -397,14 +463,23 @@ def _resolve_ground_truth(
             truth_file = packs_dir / pack / "ground_truth.json"
             if not truth_file.is_file():
                 return fld, f"pack {pack!r} has no ground truth at {truth_file}"
-            cache[pack] = json.loads(truth_file.read_text(encoding="utf-8"))
+            try:
+                cache[pack] = loads_json(read_text(truth_file))
+            except (ParseError, OSError) as exc:
+                cache[pack] = _Unreadable(f"{truth_file}: {exc}")
+        truth = cache[pack]
+        if isinstance(truth, _Unreadable):
+            return fld, f"pack {pack!r} ground truth cannot be read: {truth.why}"
         try:
-            value = _lookup(cache[pack], fact.ground_truth)
+            value = _lookup(truth, fact.ground_truth)
         except KeyError:
             return fld, f"ground_truth key {fact.ground_truth!r} is not in pack {pack!r}"
         if isinstance(value, bool) or not isinstance(value, int | float | str):
             return fld, (f"ground_truth key {fact.ground_truth!r} holds "
                          f"{type(value).__name__}, not a number or string")
+        if isinstance(value, float) and not math.isfinite(value):
+            return fld, (f"ground_truth key {fact.ground_truth!r} holds {value!r}: a gold "
+                         "value must be finite")
         fact.value = value
     return None
 

@@ -108,6 +108,9 @@ SHORT_LABELS: dict[Dimension, str] = dict(
     zip(DIMENSIONS, ("ground", "insight", "evidence", "calib", "consist", "struct"), strict=True))
 """Short column labels for tables (the keys are the contract; these are only for display)."""
 
+PACK_NAME = r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$"
+"""A pack is a plain name, never a path (no ``/``, no leading ``.``)."""
+
 WEIGHT_TOLERANCE = 1e-6
 """A task's weights must sum to 1 within this (docs/methodology.md §2)."""
 
@@ -145,7 +148,15 @@ def _has_token(text: str, what: str) -> str:
 # --------------------------------------------------------------------------- tasks
 
 
-class Claim(BaseModel):
+class _In(BaseModel):
+    """An input contract: strict, so nothing is coerced at the boundary (docs/methodology.md
+    §2): a string or a boolean is never taken as a number, a number never as a string."""
+
+    model_config = ConfigDict(strict=True)
+
+
+
+class Claim(_In):
     """A gold insight, required limitation or forbidden claim (docs/methodology.md §2).
 
     ``patterns`` is a list of alternatives; each alternative is a list of terms; a term is a
@@ -179,15 +190,15 @@ class Claim(BaseModel):
         return value
 
 
-class GoldFact(BaseModel):
+class GoldFact(_In):
     """A gold fact: ``value`` directly, or ``ground_truth`` as a dotted key into the pack."""
 
     id: str = Field(min_length=1)
     metric: str = Field(min_length=1)
     value: float | int | str | None = None
     ground_truth: str | None = None
-    abs_tol: float | None = Field(default=None, ge=0)
-    rel_tol: float | None = Field(default=None, ge=0)
+    abs_tol: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    rel_tol: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
     @field_validator("value", mode="before")
     @classmethod
@@ -205,7 +216,7 @@ class GoldFact(BaseModel):
         return self
 
 
-class Task(BaseModel):
+class Task(_In):
     """One task file (docs/methodology.md §2).
 
     A GRADE task has ``weights`` (and usually gold facts and claims); a *plain* question has
@@ -215,11 +226,13 @@ class Task(BaseModel):
     as ``gold_fact`` is seen without rejecting other tools' task files.
     """
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     task_id: str = Field(min_length=1)
     track: int | None = Field(default=None, ge=1, le=5)
-    pack: str | None = None
+    pack: str | None = Field(default=None, pattern=PACK_NAME)
+    """A plain name (letters, digits, ``.``, ``_``, ``-``; not starting with ``.``), never a
+    path: it names a folder under the packs folder."""
     suite: str | None = None
     """The task set this question belongs to (an imported log's eval task or domain). A
     setup's plan covers every task without a suite and every suite the setup ran
@@ -290,7 +303,7 @@ class Task(BaseModel):
 # --------------------------------------------------------------------------- runs
 
 
-class ToolCall(BaseModel):
+class ToolCall(_In):
     """One tool call; counted by unique ``id``."""
 
     id: str
@@ -299,7 +312,7 @@ class ToolCall(BaseModel):
     ended: Timestamp | None = None
 
 
-class Response(BaseModel):
+class Response(_In):
     """The answer in the response format of docs/methodology.md §2.
 
     A field given as JSON null is read as absent (an empty list, mapping or text).
@@ -322,14 +335,14 @@ class Response(BaseModel):
 RunStatus = Literal["delivered", "timeout", "failed", "cancelled"]
 
 
-class Usage(BaseModel):
+class Usage(_In):
     """Token usage of a run, where the server or log reports it."""
 
     input_tokens: int | None = Field(default=None, ge=0)
     output_tokens: int | None = Field(default=None, ge=0)
 
 
-class Run(BaseModel):
+class Run(_In):
     """One attempt (one JSONL line of a run file, docs/methodology.md §2)."""
 
     run_id: str = Field(min_length=1)
@@ -354,7 +367,7 @@ class Run(BaseModel):
         return self
 
 
-class Judgement(BaseModel):
+class Judgement(_In):
     """A recorded score for one judged dimension of one run."""
 
     run_id: str = Field(min_length=1)
@@ -371,7 +384,7 @@ class Judgement(BaseModel):
         return self
 
 
-class Grade(BaseModel):
+class Grade(_In):
     """A grader's verdict on one run (at most one per run)."""
 
     run_id: str = Field(min_length=1)

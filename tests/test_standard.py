@@ -6,6 +6,8 @@ from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grade_kit.frames import EvalData
 from grade_kit.schema import Grade
@@ -282,3 +284,18 @@ def test_plan_records_whether_r_was_inferred() -> None:
     assert (inferred.repeats, inferred.inferred) == (2, True)
     given = standard_results(data, repeats=4).plan
     assert (given.repeats, given.inferred) == (4, False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=7),
+                min_size=1, max_size=5))
+def test_per_question_median_is_the_median_of_stats(groups: list[list[float]]) -> None:
+    from grade_kit.standard import median, per_question_median
+
+    e2e = pl.DataFrame(
+        [{"run_id": f"{g}-{i}", "setup": "A", "task_id": f"q{g}", "seconds": v}
+         for g, values in enumerate(groups) for i, v in enumerate(values)],
+        schema={"run_id": pl.String, "setup": pl.String, "task_id": pl.String,
+                "seconds": pl.Float64})
+    got = dict(per_question_median(e2e).select("task_id", "e2e_median_s").iter_rows())
+    assert got == {f"q{g}": median(values) for g, values in enumerate(groups)}

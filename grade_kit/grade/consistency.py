@@ -31,6 +31,9 @@ CONSISTENCY_WEIGHTS = {"finding_stability": 0.5, "ranking_stability": 0.3,
                        "metric_variance": 0.2}
 """docs/methodology.md §3: consistency = 0.5, 0.3, 0.2 weighted mean of the non-null sub-metrics."""
 
+EXPAND_PAIRS = 10_000
+"""Up to this many run pairs, ranking stability sums every pair's value with fsum."""
+
 TOP_K = 3
 """docs/methodology.md §3: top-3 = first three non-empty key findings."""
 
@@ -119,8 +122,9 @@ def ranking_stability(assignments: Sequence[Sequence[int]]) -> float | None:
     """
     # Runs with the same cluster -> position map give the same tau against any other run, so
     # each distinct map is compared once and its pairs are counted: the work grows with the
-    # distinct orderings, not with the square of the repeats. The sum is exact (Fraction),
-    # so the mean equals fsum over every pair's value.
+    # distinct orderings, not with the square of the repeats. The sum is exact either way
+    # (fsum over every pair's value while there are few pairs, else Fraction over the
+    # distinct values), so the mean is the pair-by-pair mean bit for bit.
     maps: Counter[tuple[tuple[int, int], ...]] = Counter()
     for run in assignments:
         first: dict[int, int] = {}
@@ -128,8 +132,7 @@ def ranking_stability(assignments: Sequence[Sequence[int]]) -> float | None:
             first.setdefault(cluster, position)
         maps[tuple(sorted(first.items()))] += 1
     distinct = list(maps.items())
-    total = Fraction(0)
-    pairs = 0
+    weights: Counter[float] = Counter()
     for i, (map_a, count_a) in enumerate(distinct):
         a = dict(map_a)
         others = [(map_a, count_a * (count_a - 1) // 2), *((m, count_a * c)
@@ -143,9 +146,13 @@ def ranking_stability(assignments: Sequence[Sequence[int]]) -> float | None:
                 continue
             tau = kendall_tau_b([a[c] for c in shared], [b[c] for c in shared])
             if tau is not None:
-                total += Fraction((tau + 1) / 2) * weight
-                pairs += weight
-    return float(total) / pairs if pairs else None
+                weights[(tau + 1) / 2] += weight
+    pairs = sum(weights.values())
+    if not pairs:
+        return None
+    if pairs <= EXPAND_PAIRS:
+        return math.fsum(v for v, w in weights.items() for _ in range(w)) / pairs
+    return float(sum(Fraction(v) * w for v, w in weights.items())) / pairs
 
 
 def metric_variance(values_by_key: Mapping[str, Sequence[float]]) -> float | None:
@@ -191,6 +198,12 @@ def weighted_consistency(parts: dict[str, float | None]) -> float | None:
 
 def _consistency_scores(runs: pl.DataFrame, items: pl.DataFrame,
                         metrics: pl.DataFrame) -> pl.DataFrame:
+    with gc_paused():  # many small sets and lists: the cyclic GC would rescan them
+        return _consistency_frame(runs, items, metrics)
+
+
+def _consistency_frame(runs: pl.DataFrame, items: pl.DataFrame,
+                       metrics: pl.DataFrame) -> pl.DataFrame:
     primary = (runs.filter(pl.col("is_primary")).select("run_id", "setup", "task_id", "repeat")
                .sort("setup", "task_id", "repeat"))
     top = (items.filter((pl.col("field") == "finding") & (pl.col("norm") != ""))
@@ -244,6 +257,5 @@ def consistency_scores(runs: Frame, items: Frame, metrics: Frame) -> Frame:
         setup, task_id, runs, finding_stability, ranking_stability, metric_variance,
         consistency; every score null with fewer than 2 runs.
     """
-    with gc_paused():
-        result = _consistency_scores(to_polars(runs), to_polars(items), to_polars(metrics))
+    result = _consistency_scores(to_polars(runs), to_polars(items), to_polars(metrics))
     return like(result, runs)

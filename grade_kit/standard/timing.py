@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from grade_kit.schema import LabelledSummary, StopSummary, Timing, ToolCalls, ToolNameCount
-from grade_kit.standard.stats import median, summarize
+from grade_kit.standard.stats import summarize
 
 __all__ = [
     "PLATFORM_PROXY_LABEL",
@@ -73,11 +73,14 @@ def per_question_median(e2e: pl.DataFrame) -> pl.DataFrame:
     Returns:
         setup, task_id, e2e_median_s (sorted by setup, task).
     """
-    grouped = e2e.group_by("setup", "task_id").agg(pl.col("seconds")).sort("setup", "task_id")
-    return grouped.select(
-        "setup", "task_id",
-        pl.Series("e2e_median_s", [median(v) for v in grouped.get_column("seconds").to_list()],
-                  dtype=pl.Float64))
+    ordered = pl.col("seconds").sort()
+    # (lower middle + upper middle) / 2: for an odd count both are the middle value, and
+    # (x + x) / 2 == x exactly; for an even count it is the mean of the middle two, the same
+    # float operation as grade_kit.standard.stats.median.
+    return (e2e.group_by("setup", "task_id")
+            .agg(lo=ordered.get((pl.len() - 1) // 2), hi=ordered.get(pl.len() // 2))
+            .select("setup", "task_id", e2e_median_s=(pl.col("lo") + pl.col("hi")) / 2)
+            .sort("setup", "task_id"))
 
 
 def unique_tool_calls(runs: pl.DataFrame, tool_calls: pl.DataFrame) -> pl.DataFrame:

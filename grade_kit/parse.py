@@ -1,0 +1,220 @@
+"""Safe parsing of untrusted text: the one place JSON, YAML and file bytes are read.
+
+Every input file goes through here, so each hostile shape fails the same way, as a
+:class:`ParseError` with a message fit for a reject line (docs/methodology.md §6):
+
+- bytes that are not UTF-8 fail only their own line (:func:`read_lines`), kept with the bad
+  bytes escaped; a UTF-8 byte-order mark at a file's start is accepted;
+- nesting deeper than :data:`MAX_DEPTH` fails before any recursive parser sees it;
+- a key repeated in a JSON object or a YAML mapping fails, naming the key;
+- YAML is loaded with the safe constructor, and a document whose aliases would expand to more
+  than :data:`MAX_YAML_NODES` nodes (an alias bomb) fails in milliseconds, before expansion.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_YAML_NODES",
+    "ParseError",
+    "Undecodable",
+    "loads_json",
+    "loads_yaml",
+    "read_lines",
+    "read_text",
+]
+
+MAX_DEPTH = 64
+"""The deepest nesting of arrays and objects accepted in one record."""
+
+MAX_YAML_NODES = 100_000
+"""The most nodes a YAML document may expand to, counting every alias use in full."""
+
+BOM = "\ufeff"
+
+
+class ParseError(ValueError):
+    """Text that cannot be read as the format it should be; the message names the problem."""
+
+
+class Undecodable(str):
+    """A line whose bytes are not UTF-8: the text with the bad bytes escaped, and why."""
+
+    error: str
+
+
+def _decode_line(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = Undecodable(raw.decode("utf-8", errors="backslashreplace"))
+        line.error = f"invalid UTF-8 at byte {exc.start + 1} of the line"
+        return line
+
+
+def read_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """The non-blank lines of a file, numbered from 1, each decoded on its own.
+
+    A line that is not UTF-8 comes back as :class:`Undecodable` (the others go on); a UTF-8
+    byte-order mark at the start of the file is dropped.
+    """
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            raw = raw.rstrip(b"\n").rstrip(b"\r")
+            if raw.strip():
+                yield number, _decode_line(raw)
+
+
+def read_text(path: Path) -> str:
+    """A whole file as UTF-8 text (a byte-order mark dropped).
+
+    Raises:
+        ParseError: when the bytes are not UTF-8 (naming the byte).
+        OSError: when the file cannot be read.
+    """
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ParseError(f"invalid UTF-8 at byte {exc.start + 1}") from exc
+    return text.removeprefix(BOM)
+
+
+def _check_depth(text: str, limit: int = MAX_DEPTH) -> None:
+    """Fail when brackets outside strings nest deeper than ``limit`` (no recursion)."""
+    if text.count("[") + text.count("{") <= limit:
+        return
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                raise ParseError(f"nesting deeper than {limit} levels")
+        elif char in "]}":
+            depth -= 1
+
+
+def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ParseError(f"key {key!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
+def loads_json(text: str) -> Any:
+    """Parse JSON, refusing deep nesting and repeated keys.
+
+    Raises:
+        ParseError: ``malformed JSON: ...`` with the column, or the nesting or key problem.
+    """
+    if isinstance(text, Undecodable):
+        raise ParseError(text.error)
+    _check_depth(text)
+    try:
+        return json.loads(text, object_pairs_hook=_no_repeated_keys)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"malformed JSON: {exc.msg} (column {exc.colno})") from exc
+    except RecursionError as exc:  # pragma: no cover - _check_depth stops this first
+        raise ParseError(f"nesting deeper than {MAX_DEPTH} levels") from exc
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """The safe loader, refusing repeated mapping keys."""
+
+    def construct_mapping(self, node: yaml.MappingNode,
+                          deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                repeated = key in seen
+                seen.add(key)
+            except TypeError:
+                continue  # an unhashable key: the constructor rejects it below
+            if repeated:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice in one mapping",
+                    key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _expanded_size(root: yaml.Node, limit: int) -> int:
+    """Nodes the document expands to, every alias counted in full; stops past ``limit``.
+
+    Iterative and memoised by node identity, so the work is linear in the composed graph
+    however many times an anchor is reused.
+    """
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    depth_of: dict[int, int] = {id(root): 1}
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if key in sizes:
+            continue
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        if done or not children:
+            total = 1 + sum(sizes[id(c)] for c in children)
+            if total > limit:
+                raise ParseError(f"YAML expands to more than {limit:,} nodes "
+                                 "(an alias bomb?)")
+            sizes[key] = total
+            continue
+        depth = depth_of[key]
+        if depth > MAX_DEPTH:
+            raise ParseError(f"nesting deeper than {MAX_DEPTH} levels")
+        stack.append((node, True))
+        for child in children:
+            if id(child) not in sizes:
+                depth_of.setdefault(id(child), depth + 1)
+                stack.append((child, False))
+    return sizes[id(root)]
+
+
+def loads_yaml(text: str) -> Any:
+    """Parse one YAML document safely: no arbitrary objects, no repeated keys, no alias bomb,
+    no nesting deeper than :data:`MAX_DEPTH`.
+
+    Raises:
+        ParseError: ``malformed YAML: ...``, or the key, size or nesting problem.
+    """
+    loader = _StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _expanded_size(node, MAX_YAML_NODES)
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        raise ParseError(f"malformed YAML: {exc}") from exc
+    except RecursionError as exc:
+        raise ParseError(f"nesting deeper than {MAX_DEPTH} levels") from exc
+    finally:
+        loader.dispose()
