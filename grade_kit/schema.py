@@ -29,6 +29,7 @@ __all__ = [
     "FOUR_GRADES",
     "GRADE_STATES",
     "JUDGED_DIMENSIONS",
+    "MAX_REPEAT",
     "PER_RUN_DIMENSIONS",
     "PROJECT_WEIGHTS",
     "SHORT_LABELS",
@@ -110,6 +111,10 @@ SHORT_LABELS: dict[Dimension, str] = dict(
 
 PACK_NAME = r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$"
 """A pack is a plain name, never a path (no ``/``, no leading ``.``)."""
+
+MAX_REPEAT = 1_000_000
+"""The highest repeat a run may carry (and R may be): a contract bound, so no count can
+overflow and no work depends on how large a repeat is written."""
 
 WEIGHT_TOLERANCE = 1e-6
 """A task's weights must sum to 1 within this (docs/methodology.md §2)."""
@@ -348,7 +353,7 @@ class Run(_In):
     run_id: str = Field(min_length=1)
     setup: str = Field(min_length=1)
     task_id: str = Field(min_length=1)
-    repeat: int = Field(ge=1)
+    repeat: int = Field(ge=1, le=MAX_REPEAT)
     attempt_of: str | None = None
     status: RunStatus
     error: str | None = None

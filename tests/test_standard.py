@@ -222,10 +222,13 @@ def test_bootstrap_is_seeded_and_brackets_the_mean() -> None:
     assert first is not None and first[0] <= diffs.mean() <= first[1] < 0
 
 
-def test_slots_frame_lists_every_planned_slot() -> None:
+def test_slots_frame_lists_the_filled_slots_and_counts_the_rest() -> None:
     s = standard_results(EvalData.from_records([plain("q")], [make_run("r", "q", repeat=2)]))
-    assert s.slots.sort("repeat").select("repeat", "state").to_dicts() == [
-        {"repeat": 1, "state": "not_run"}, {"repeat": 2, "state": "pending_verification"}]
+    assert s.slots.select("repeat", "state").to_dicts() == [
+        {"repeat": 2, "state": "pending_verification"}]
+    assert s.plan_frame.to_dicts() == [{"setup": "A", "task_id": "q"}]
+    counts = s.setups["A"].grades.counts
+    assert (counts.not_run, counts.pending_verification) == (1, 1)
     assert isinstance(s.graded, pl.DataFrame)
 
 
@@ -299,3 +302,28 @@ def test_per_question_median_is_the_median_of_stats(groups: list[list[float]]) -
                 "seconds": pl.Float64})
     got = dict(per_question_median(e2e).select("task_id", "e2e_median_s").iter_rows())
     assert got == {f"q{g}": median(values) for g, values in enumerate(groups)}
+
+
+def test_a_stray_repeat_is_beyond_the_plan_and_costs_nothing() -> None:
+    tasks = [plain(f"q{i}") for i in range(20)]
+    runs = [make_run(f"r{i}-{k}", f"q{i}", repeat=k) for i in range(20) for k in (1, 2)]
+    runs.append(make_run("stray", "q0", repeat=1_000_000))
+    s = standard_results(EvalData.from_records(tasks, runs))
+    assert (s.plan.repeats, s.plan.inferred) == (2, True)  # 1 of 20 pairs: a stray
+    g = s.setups["A"].grades
+    assert (g.N, g.beyond_plan, g.counts.not_run) == (40, 1, 0)
+    # given explicitly, a large R is counted, not listed: N = 20 x 10^6
+    big = standard_results(EvalData.from_records(tasks, runs), repeats=1_000_000)
+    assert big.setups["A"].grades.N == 20_000_000
+    assert big.setups["A"].grades.counts.not_run == 20_000_000 - 41
+    assert big.slots.height == 41
+
+
+def test_r_is_the_largest_repeat_more_than_five_percent_of_pairs_reach() -> None:
+    tasks = [plain(f"q{i}") for i in range(10)]
+    # 10 pairs: two reach 4, the rest 2 -> 2 of 10 (20%) reach 4, so R = 4
+    runs = [make_run(f"r{i}-{k}", f"q{i}", repeat=k) for i in range(10)
+            for k in range(1, (5 if i < 2 else 3))]
+    assert standard_results(EvalData.from_records(tasks, runs)).plan.repeats == 4
+    with pytest.raises(ValueError, match="repeats must be between 1 and 1,000,000"):
+        standard_results(EvalData.from_records(tasks, runs), repeats=0)

@@ -108,8 +108,15 @@ def build_results(scores: GradeScores, standard: StandardResults,
     notes = list(warnings)
     if standard.plan.inferred and out:
         notes.append(WarningItem(message=(
-            f"R = {standard.plan.repeats} repeats per question was inferred from the largest "
-            "repeat of any primary run; pass repeats (--repeats) to state the plan")))
+            f"R = {standard.plan.repeats} repeats per question was inferred ("
+            f"{standard.plan.rule.removeprefix('inferred: ')}); pass repeats (--repeats) to "
+            "state the plan")))
+    beyond = {name: s.grades.beyond_plan for name, s in out.items() if s.grades.beyond_plan}
+    if beyond:
+        notes.append(WarningItem(message=(
+            f"{sum(beyond.values())} primary run(s) have a repeat above R = "
+            f"{standard.plan.repeats} and are outside the plan (never counted in N): "
+            + ", ".join(f"{name!r} {n}" for name, n in sorted(beyond.items())))))
     notes += missing_dimension_warnings(out)
     return Results(plan=standard.plan, setups=out, common_subset=standard.common,
                    comparisons=standard.comparisons, rejected=[r.as_reject() for r in rejected],

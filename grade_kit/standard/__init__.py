@@ -13,6 +13,7 @@ from grade_kit.standard.grades import (
     grade_summary,
     plan_repeats,
     planned_slots,
+    resolved_questions,
     run_grades,
     setup_plan,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "per_question_median",
     "plan_repeats",
     "planned_slots",
+    "resolved_questions",
     "run_grades",
     "setup_plan",
     "standard_results",

@@ -8,6 +8,7 @@ import polars as pl
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.schema import (
     FOUR_GRADES,
+    MAX_REPEAT,
     GRADE_STATES,
     GradeCounts,
     GradeRates,
@@ -25,6 +26,7 @@ __all__ = [
     "grade_summary",
     "plan_repeats",
     "planned_slots",
+    "resolved_questions",
     "run_grades",
     "setup_plan",
 ]
@@ -88,18 +90,31 @@ def run_grades(runs: Frame, grades: Frame) -> Frame:
     return like(_run_grades(to_polars(runs), to_polars(grades)), runs)
 
 
+STRAY_SHARE = 0.05
+"""When R is inferred, a repeat reached by no more than this share of (setup, task) pairs is
+a stray: beyond the plan, warned about, never raising every setup's N."""
+
+
 def plan_repeats(runs: pl.DataFrame, repeats: int | None = None) -> Plan:
-    """R: ``repeats`` when given, else the largest repeat of any primary run (at least 1),
-    marked as inferred (docs/methodology.md §4 "Rates")."""
+    """R, the planned repeats per question (docs/methodology.md §4 "Rates").
+
+    Given: ``repeats``. Inferred: the largest repeat reached by more than 5% of the (setup,
+    task) pairs that have a primary run, that is, the (⌊0.05 P⌋ + 1)-th largest of the pairs'
+    highest repeats (P pairs): the largest repeat when every pair shares it, and not a stray
+    that a few pairs reach. Primary runs above R are outside the plan (``beyond_plan``).
+    """
     if repeats is not None:
-        if repeats < 1:
-            raise ValueError("repeats must be at least 1")
+        if repeats < 1 or repeats > MAX_REPEAT:
+            raise ValueError(f"repeats must be between 1 and {MAX_REPEAT:,}")
         return Plan(repeats=repeats, inferred=False, rule="given (--repeats)")
-    primary = runs.filter(pl.col("is_primary"))
-    largest = primary.get_column("repeat").max() if primary.height else None
-    r = max(1, int(str(largest))) if largest is not None else 1
-    return Plan(repeats=r, inferred=True,
-                rule="inferred: the largest repeat of any primary run (give --repeats to fix it)")
+    highest = (runs.filter(pl.col("is_primary")).group_by("setup", "task_id")
+               .agg(pl.col("repeat").max()).get_column("repeat").sort(descending=True))
+    if highest.is_empty():
+        return Plan(repeats=1, inferred=True, rule="inferred: no primary run, so R = 1")
+    r = int(highest[int(STRAY_SHARE * highest.len())])
+    return Plan(repeats=r, inferred=True, rule=(
+        "inferred: the largest repeat reached by more than 5% of (setup, task) pairs "
+        "(give --repeats to fix it)"))
 
 
 def setup_plan(runs: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
@@ -122,8 +137,9 @@ def setup_plan(runs: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
 
 
 def planned_slots(graded: pl.DataFrame, plan: pl.DataFrame, repeats: int) -> pl.DataFrame:
-    """Every planned (setup, task, repeat) slot with its state: the primary run's grade, or
-    ``not_run`` when no primary run fills it.
+    """The planned (setup, task, repeat) slots that a primary run fills, with its grade as
+    the slot's state. Unfilled slots are ``not_run``; they are counted (N minus the filled
+    slots), never listed, so the work grows with the runs, not with R.
 
     Args:
         graded: :func:`run_grades`.
@@ -131,24 +147,36 @@ def planned_slots(graded: pl.DataFrame, plan: pl.DataFrame, repeats: int) -> pl.
         repeats: R.
 
     Returns:
-        setup, task_id, repeat, run_id (null when not run), state.
+        setup, task_id, repeat, run_id, state (one row per filled slot).
     """
-    slots = plan.select(pl.col("setup").cast(pl.String), pl.col("task_id").cast(pl.String)).join(
-        pl.DataFrame({"repeat": list(range(1, repeats + 1))}, schema={"repeat": pl.Int64}),
-        how="cross")
-    filled = graded.filter(pl.col("is_primary")).select("setup", "task_id", "repeat", "run_id",
-                                                        "grade")
-    return slots.join(filled, on=["setup", "task_id", "repeat"], how="left").with_columns(
-        state=pl.col("grade").fill_null("not_run")).drop("grade").sort(
-        "setup", "task_id", "repeat")
+    filled = graded.filter(pl.col("is_primary") & (pl.col("repeat") <= repeats)).select(
+        "setup", "task_id", "repeat", "run_id", pl.col("grade").alias("state"))
+    return (filled.join(plan.select("setup", "task_id"), on=["setup", "task_id"], how="semi")
+            .sort("setup", "task_id", "repeat"))
 
 
-def _counts(slots: pl.DataFrame) -> dict[str, int]:
+def _counts(slots: pl.DataFrame, n: int) -> dict[str, int]:
     got = dict(slots.group_by("state").len().iter_rows())
-    return {state: int(got.get(state, 0)) for state in GRADE_STATES}
+    counts = {state: int(got.get(state, 0)) for state in GRADE_STATES}
+    counts["not_run"] = n - slots.height
+    return counts
 
 
-def grade_summary(slots: pl.DataFrame, graded: pl.DataFrame, setup: str,
+def resolved_questions(plan: pl.DataFrame, slots: pl.DataFrame,
+                       repeats: int) -> pl.DataFrame:
+    """Per planned (setup, task): whether all R slots are resolved.
+
+    Returns:
+        setup, task_id, all_resolved.
+    """
+    resolved = (slots.filter(pl.col("state") == "resolved").group_by("setup", "task_id")
+                .agg(pl.len().alias("resolved")))
+    return plan.select("setup", "task_id").join(resolved, on=["setup", "task_id"],
+                                                how="left").select(
+        "setup", "task_id", all_resolved=pl.col("resolved").fill_null(0) == repeats)
+
+
+def grade_summary(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame, setup: str,
                   repeats: int) -> GradeSummary:
     """Rates over N = questions x repeats for one setup (docs/methodology.md §4 "Rates").
 
@@ -157,28 +185,28 @@ def grade_summary(slots: pl.DataFrame, graded: pl.DataFrame, setup: str,
     = questions whose R slots are all resolved (null when R = 1).
 
     Args:
-        slots: :func:`planned_slots` (any subset of questions).
+        plan: :func:`setup_plan`, or the part of it a subset keeps.
+        slots: :func:`planned_slots` (filled slots of the same questions).
         graded: :func:`run_grades` (for ungraded, beyond-plan counts and material errors).
         setup: The setup to summarise.
         repeats: R.
     """
+    mine_plan = plan.filter(pl.col("setup") == setup)
     mine = slots.filter(pl.col("setup") == setup)
-    questions = mine.get_column("task_id").n_unique()
-    n = mine.height
-    counts = _counts(mine)
+    questions = mine_plan.height
+    n = questions * repeats
+    counts = _counts(mine, n)
     four = sum(counts[g] for g in FOUR_GRADES)
-    run_ids = mine.get_column("run_id").drop_nulls()
-    in_plan = graded.filter(pl.col("run_id").is_in(run_ids.implode()))
+    in_plan = graded.filter(pl.col("run_id").is_in(mine.get_column("run_id").implode()))
     ungraded = int(in_plan.filter(~pl.col("graded") & (pl.col("status") == "delivered")).height)
-    task_ids = mine.get_column("task_id").unique().implode()
+    task_ids = mine_plan.get_column("task_id").implode()
     beyond = graded.filter((pl.col("setup") == setup) & pl.col("is_primary")
                            & (pl.col("repeat") > repeats)
                            & pl.col("task_id").is_in(task_ids)).height
     stable_count = None
     if repeats > 1:
-        stable_count = int(
-            mine.group_by("task_id").agg((pl.col("state") == "resolved").all().alias("ok"))
-            .get_column("ok").sum())
+        stable_count = int(resolved_questions(mine_plan, mine, repeats)
+                           .get_column("all_resolved").sum())
     errors = (in_plan.filter(pl.col("grade") == "material_error")
               .select("run_id", "task_id", "repeat", "claim", "evidence", "effect", "grader",
                       "grade_reason").sort("task_id", "repeat"))
@@ -199,14 +227,13 @@ def grade_summary(slots: pl.DataFrame, graded: pl.DataFrame, setup: str,
     )
 
 
-def common_subset(slots: pl.DataFrame) -> list[str]:
-    """Tasks whose every planned slot is resolved for every setup, sorted. With suites, a
-    task some setup is not planned on is not common (it was not resolved by every setup)."""
-    if slots.is_empty():
+def common_subset(plan: pl.DataFrame, slots: pl.DataFrame, repeats: int) -> list[str]:
+    """Tasks whose every planned slot is resolved for every setup, sorted. A task some setup
+    is not planned on is not common (it was not resolved by every setup)."""
+    setups = plan.get_column("setup").n_unique()
+    if setups == 0:
         return []
-    n_setups = slots.get_column("setup").n_unique()
-    ok = slots.group_by("task_id").agg(
-        (pl.col("state") == "resolved").all().alias("ok"),
-        pl.col("setup").n_unique().alias("setups"))
-    return sorted(ok.filter(pl.col("ok") & (pl.col("setups") == n_setups))
+    ok = (resolved_questions(plan, slots, repeats).group_by("task_id")
+          .agg(pl.col("all_resolved").all().alias("ok"), pl.len().alias("setups")))
+    return sorted(ok.filter(pl.col("ok") & (pl.col("setups") == setups))
                   .get_column("task_id").to_list())

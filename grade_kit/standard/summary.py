@@ -44,7 +44,8 @@ class StandardResults:
 
     Attributes:
         graded: Every run's grade (:func:`~grade_kit.standard.grades.run_grades`).
-        slots: Every planned (setup, task, repeat) slot with its state.
+        plan_frame: Every planned (setup, question).
+        slots: Every filled planned slot with its state (unfilled ones are counted).
         e2e: E2E seconds of every delivered run carrying both events (re-runs included).
         plan: R, and whether it was given or inferred.
         setups: Per setup, its summaries on all questions.
@@ -57,6 +58,7 @@ class StandardResults:
     """
 
     graded: pl.DataFrame
+    plan_frame: pl.DataFrame
     slots: pl.DataFrame
     e2e: pl.DataFrame
     plan: Plan
@@ -81,7 +83,7 @@ def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
     Returns:
         setup, task_id, e2e_median_s, tool_calls_per_run[, composite].
     """
-    filled = slots.filter(pl.col("run_id").is_not_null()).select("setup", "task_id", "run_id")
+    filled = slots.select("setup", "task_id", "run_id")
     per_q = filled.select("setup", "task_id").unique()
     medians = per_question_median(e2e.join(filled.select("run_id"), on="run_id"))
     per_q = per_q.join(medians, on=["setup", "task_id"], how="left")
@@ -95,12 +97,11 @@ def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
     return per_q.sort("setup", "task_id")
 
 
-def _subset_setup(data: EvalData, slots: pl.DataFrame, graded: pl.DataFrame, setup: str,
-                  repeats: int) -> SubsetSetup:
-    run_ids = (slots.filter(pl.col("setup") == setup).get_column("run_id").drop_nulls()
-               .to_list())
+def _subset_setup(data: EvalData, plan: pl.DataFrame, slots: pl.DataFrame,
+                  graded: pl.DataFrame, setup: str, repeats: int) -> SubsetSetup:
+    run_ids = slots.filter(pl.col("setup") == setup).get_column("run_id").to_list()
     return SubsetSetup(
-        grades=grade_summary(slots, graded, setup, repeats),
+        grades=grade_summary(plan, slots, graded, setup, repeats),
         timing=timing_summary(data.runs, data.events, run_ids),
         tool_calls=tool_call_summary(data.runs, data.tool_calls, run_ids),
     )
@@ -132,15 +133,17 @@ def standard_results(data: EvalData, repeats: int | None = None,
     setups = sorted(set(data.runs.get_column("setup").to_list()))
     task_ids = data.tasks.get_column("task_id").to_list()
     graded = run_grades(data.runs, data.grades)
-    slots = planned_slots(graded, setup_plan(data.runs, data.tasks), r)
+    plan_frame = setup_plan(data.runs, data.tasks)
+    slots = planned_slots(graded, plan_frame, r)
     e2e = e2e_frame(data.runs, data.events)
-    per_setup = {s: _subset_setup(data, slots, graded, s, r) for s in setups}
-    subset = common_subset(slots)
-    sub_slots = slots.filter(pl.col("task_id").is_in(subset))
+    per_setup = {s: _subset_setup(data, plan_frame, slots, graded, s, r) for s in setups}
+    subset = common_subset(plan_frame, slots, r)
+    in_subset = pl.col("task_id").is_in(pl.Series(subset, dtype=pl.String).implode())
+    sub_plan, sub_slots = plan_frame.filter(in_subset), slots.filter(in_subset)
     common = CommonSubset(
         tasks=subset, questions=len(subset), of_questions=len(task_ids), repeats=r,
         rule=COMMON_RULE,
-        setups={s: _subset_setup(data, sub_slots, graded, s, r) for s in setups})
+        setups={s: _subset_setup(data, sub_plan, sub_slots, graded, s, r) for s in setups})
     per_question = per_question_figures(data, slots, e2e, task_composites)
     ran = {s: set(per_question.filter(pl.col("setup") == s).get_column("task_id").to_list())
            for s in setups}
@@ -153,6 +156,7 @@ def standard_results(data: EvalData, repeats: int | None = None,
             comparisons.append(compare_setups(per_question, a, b, subset, len(task_ids),
                                               "common", seed=seed))
     return StandardResults(
-        graded=graded, slots=slots, e2e=e2e, plan=plan, setups=per_setup,
+        graded=graded, plan_frame=plan_frame, slots=slots, e2e=e2e, plan=plan,
+        setups=per_setup,
         reruns={s: _reruns(graded, e2e, s) for s in setups}, common=common,
         comparisons=comparisons, per_question=per_question)
