@@ -8,8 +8,8 @@ import polars as pl
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.schema import (
     FOUR_GRADES,
-    MAX_REPEAT,
     GRADE_STATES,
+    MAX_REPEAT,
     GradeCounts,
     GradeRates,
     GradeSummary,
@@ -157,7 +157,7 @@ def planned_slots(graded: pl.DataFrame, plan: pl.DataFrame, repeats: int) -> pl.
 
 def _counts(slots: pl.DataFrame, n: int) -> dict[str, int]:
     got = dict(slots.group_by("state").len().iter_rows())
-    counts = {state: int(got.get(state, 0)) for state in GRADE_STATES}
+    counts: dict[str, int] = {state: int(got.get(state, 0)) for state in GRADE_STATES}
     counts["not_run"] = n - slots.height
     return counts
 
