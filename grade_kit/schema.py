@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -54,6 +54,7 @@ __all__ = [
     "Judgement",
     "LabelledSummary",
     "MaterialError",
+    "OrderViolation",
     "Plan",
     "Provenance",
     "Reject",
@@ -121,17 +122,22 @@ WEIGHT_TOLERANCE = 1e-6
 
 
 def parse_timestamp(value: str) -> datetime:
-    """Parse an ISO 8601 timestamp that must carry a time zone.
+    """Parse an ISO 8601 timestamp that must carry a time zone and be representable in UTC.
 
     Raises:
-        ValueError: when the string is not ISO 8601 or has no offset (a naive timestamp).
+        ValueError: when the string is not ISO 8601, has no offset (a naive timestamp), or
+            falls outside years 1-9999 once converted to UTC.
     """
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError as exc:
-        raise ValueError(f"not an ISO 8601 timestamp: {value!r}") from exc
+        raise ValueError(f"not an ISO 8601 timestamp: {value[:64]!r}") from exc
     if parsed.tzinfo is None or parsed.utcoffset() is None:
-        raise ValueError(f"naive timestamp (no time zone): {value!r}")
+        raise ValueError(f"naive timestamp (no time zone): {value[:64]!r}")
+    try:
+        parsed.astimezone(UTC)
+    except OverflowError as exc:
+        raise ValueError(f"timestamp out of range in UTC: {value[:64]!r}") from exc
     return parsed
 
 
@@ -575,12 +581,25 @@ class StopSummary(_Out):
     waiting_s: Summary
 
 
+class OrderViolation(_Out):
+    """Two events of one run in an impossible order: ``then`` came ``seconds`` (< 0) after
+    ``first``. The pair is no sample of any metric; the run keeps its answer and scores."""
+
+    run_id: str
+    task_id: str
+    first: str
+    then: str
+    seconds: float
+
+
 class Timing(_Out):
     """End-to-end timing and every other event of one setup's planned primary runs."""
 
     e2e_s: Summary
     delivered: int
     missing_timestamps: int
+    e2e_out_of_order: int
+    out_of_order: list[OrderViolation]
     per_question_median_s: dict[str, float | None]
     events: dict[str, Summary]
     platform_e2e_s: LabelledSummary | None

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import grade_kit as gk
 from grade_kit.frames import EvalData
 from grade_kit.schema import Grade
 from grade_kit.standard import nearest_rank, run_grades, standard_results, summarize
@@ -327,3 +328,41 @@ def test_r_is_the_largest_repeat_more_than_five_percent_of_pairs_reach() -> None
     assert standard_results(EvalData.from_records(tasks, runs)).plan.repeats == 4
     with pytest.raises(ValueError, match="repeats must be between 1 and 1,000,000"):
         standard_results(EvalData.from_records(tasks, runs), repeats=0)
+
+
+def test_events_in_an_impossible_order_are_never_samples() -> None:
+    runs = [make_run("ok", "q", 1, events={"submitted": at(0), "received": at(4)}),
+            make_run("back", "q", 2, events={"submitted": at(10), "first_token": at(2),
+                                             "received": at(3)}),
+            make_run("slow", "q", 3, status="timeout",
+                     events={"submitted": at(5), "stopped": at(1)})]
+    t = standard_results(EvalData.from_records([plain("q")], runs)).setups["A"].timing
+    assert t.e2e_s.model_dump() == {"n": 1, "mean": 4.0, "p50": 4.0, "p90": 4.0, "min": 4.0,
+                                    "max": 4.0}
+    assert (t.delivered, t.missing_timestamps, t.e2e_out_of_order) == (2, 0, 1)
+    assert t.events["first_token"].n == 0
+    assert t.timeouts.count == 1 and t.timeouts.waiting_s.n == 0
+    assert sorted((v.run_id, v.first, v.then, v.seconds) for v in t.out_of_order) == [
+        ("back", "submitted", "first_token", -8.0), ("back", "submitted", "received", -7.0),
+        ("slow", "submitted", "stopped", -4.0)]
+    ev = gk.evaluate([plain("q")], runs)
+    assert ev.runs.filter(pl.col("run_id") == "back")["e2e_s"].item() is None
+
+
+@pytest.mark.parametrize("stamp", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_timestamps_out_of_range_in_utc_reject_the_line(stamp: str) -> None:
+    from grade_kit.io import load_runs
+
+    loaded = load_runs([{"run_id": "r", "setup": "A", "task_id": "q", "repeat": 1,
+                         "status": "delivered", "response": {},
+                         "events": {"submitted": stamp}}])
+    (reject,) = loaded.rejected
+    assert reject.field == "events.submitted"
+    assert "out of range in UTC" in reject.error
+
+
+def test_extreme_but_valid_instants_give_finite_seconds() -> None:
+    runs = [make_run("r", "q", events={"submitted": "0001-01-01T00:00:00+00:00",
+                                       "received": "9999-12-31T23:59:59+00:00"})]
+    t = standard_results(EvalData.from_records([plain("q")], runs)).setups["A"].timing
+    assert t.e2e_s.n == 1 and t.e2e_s.max == pytest.approx(315537897599.0)

@@ -99,10 +99,10 @@ def _timing_sections(results: Results) -> list[str]:
         t = s.timing
         e = t.e2e_s
         rows.append([name, e.n, e.mean, e.p50, e.p90, e.min, e.max, t.missing_timestamps,
-                     _pct(t.timeouts.count, t.timeouts.rate),
+                     t.e2e_out_of_order, _pct(t.timeouts.count, t.timeouts.rate),
                      _pct(t.failures.count, t.failures.rate)])
     lines += _table(["setup", "n", "mean", "P50", "P90", "min", "max", "no timestamps",
-                     "timeouts", "failures"], rows)
+                     "out of order", "timeouts", "failures"], rows)
     rows = []
     for name, s in results.setups.items():
         t = s.timing
@@ -119,6 +119,13 @@ def _timing_sections(results: Results) -> list[str]:
     if rows:
         lines += ["", "Other events, each its own metric with its own n:", ""]
         lines += _table(["setup", "metric", "n", "mean", "P50", "P90"], rows)
+    disorder = [(name, v) for name, s in results.setups.items() for v in s.timing.out_of_order]
+    if disorder:
+        lines += ["", f"{len(disorder)} event pair(s) in an impossible order, left out of "
+                  "their metric (the runs keep their answers and scores):", ""]
+        lines += _table(["setup", "run", "task", "pair", "seconds"],
+                        [[n, v.run_id, v.task_id, f"{v.then} before {v.first}", v.seconds]
+                         for n, v in disorder[:50]])
     lines += ["", "## Tool calls", "",
               "Counted by unique call id per run. Coverage = runs exposing tool events / "
               "delivered runs. The span is first-to-last tool event and includes reasoning "

@@ -11,7 +11,14 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from grade_kit.schema import LabelledSummary, StopSummary, Timing, ToolCalls, ToolNameCount
+from grade_kit.schema import (
+    LabelledSummary,
+    OrderViolation,
+    StopSummary,
+    Timing,
+    ToolCalls,
+    ToolNameCount,
+)
 from grade_kit.standard.stats import summarize
 
 __all__ = [
@@ -57,13 +64,15 @@ def event_offsets(runs: pl.DataFrame, events: pl.DataFrame, start: str,
 
 
 def e2e_frame(runs: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
-    """E2E = received - submitted (seconds) of delivered runs carrying both events.
+    """E2E = received - submitted (seconds) of delivered runs carrying both events in a
+    possible order: a run received before it was submitted is never a sample (its timing
+    summary lists it under ``out_of_order``).
 
     Returns:
-        run_id, setup, task_id, seconds.
+        run_id, setup, task_id, seconds (every value >= 0).
     """
     delivered = runs.filter(pl.col("status") == "delivered")
-    return event_offsets(delivered, events, START, END)
+    return event_offsets(delivered, events, START, END).filter(pl.col("seconds") >= 0)
 
 
 def per_question_median(e2e: pl.DataFrame) -> pl.DataFrame:
@@ -103,7 +112,11 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
     """Timing of the primary runs ``run_ids`` (one setup's planned slots, or a subset).
 
     - ``e2e_s``: received - submitted of delivered runs carrying both; n, mean, P50, P90
-      (nearest rank), min, max; ``missing_timestamps`` counts delivered runs lacking either.
+      (nearest rank), min, max; ``missing_timestamps`` counts delivered runs lacking either,
+      ``e2e_out_of_order`` those received before submitted (never a sample).
+    - ``out_of_order``: every event pair in an impossible order (end before start), with
+      its run and the negative difference; each is left out of its metric, the run's answer
+      and scores untouched.
     - ``per_question_median_s``: per task, the median E2E across its repeats.
     - ``events``: every other event (first_progress, first_token, ...) as its own metric,
       event - submitted, with its own n; never substituted for E2E.
@@ -114,37 +127,48 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
     mine = runs.filter(pl.col("run_id").is_in(pl.Series(list(run_ids), dtype=pl.String)
                                               .implode()))
     delivered = mine.filter(pl.col("status") == "delivered")
-    e2e = e2e_frame(mine, events)
-    per_question = dict(per_question_median(e2e).select("task_id", "e2e_median_s").iter_rows())
     mine_events = events.filter(pl.col("run_id").is_in(mine.get_column("run_id").implode()))
+    violations: list[pl.DataFrame] = []
+
+    def offsets(of: pl.DataFrame, start: str, end: str) -> list[float]:
+        """``end - start`` samples; a pair in an impossible order is set aside and listed."""
+        both = event_offsets(of, mine_events, start, end)
+        violations.append(both.filter(pl.col("seconds") < 0).select(
+            "run_id", "task_id", first=pl.lit(start), then=pl.lit(end), seconds="seconds"))
+        return both.filter(pl.col("seconds") >= 0).get_column("seconds").to_list()
+
+    e2e_all = event_offsets(delivered, mine_events, START, END)
+    e2e = e2e_all.filter(pl.col("seconds") >= 0)
+    offsets(delivered, START, END)
+    per_question = dict(per_question_median(e2e).select("task_id", "e2e_median_s").iter_rows())
     other = sorted(set(mine_events.get_column("event").unique().to_list())
                    - {START, END, STOPPED, *PLATFORM})
-    event_metrics = {
-        name: summarize(event_offsets(delivered, mine_events, START, name)
-                        .get_column("seconds").to_list())
-        for name in other
-    }
-    platform = event_offsets(mine, mine_events, *PLATFORM).get_column("seconds").to_list()
+    event_metrics = {name: summarize(offsets(delivered, START, name)) for name in other}
+    platform = offsets(mine, *PLATFORM)
     attempted = mine.height
 
     def waiting(statuses: Sequence[str]) -> StopSummary:
         stopped = mine.filter(pl.col("status").is_in(list(statuses)))
-        waits = event_offsets(stopped, mine_events, START, STOPPED).get_column("seconds")
         return StopSummary(count=stopped.height,
                            rate=stopped.height / attempted if attempted else None,
-                           attempted=attempted, waiting_s=summarize(waits.to_list()))
+                           attempted=attempted,
+                           waiting_s=summarize(offsets(stopped, START, STOPPED)))
 
+    timeouts, failures = waiting(["timeout"]), waiting(["failed", "cancelled"])
+    out_of_order = pl.concat(violations).sort("run_id", "first", "then")
     return Timing(
         e2e_s=summarize(e2e.get_column("seconds").to_list()),
         delivered=delivered.height,
-        missing_timestamps=delivered.height - e2e.height,
+        missing_timestamps=delivered.height - e2e_all.height,
+        e2e_out_of_order=e2e_all.height - e2e.height,
+        out_of_order=[OrderViolation(**row) for row in out_of_order.iter_rows(named=True)],
         per_question_median_s=per_question,
         events=event_metrics,
         platform_e2e_s=(LabelledSummary(label=PLATFORM_PROXY_LABEL,
                                         **summarize(platform).model_dump())
                         if platform else None),
-        timeouts=waiting(["timeout"]),
-        failures=waiting(["failed", "cancelled"]),
+        timeouts=timeouts,
+        failures=failures,
     )
 
 
