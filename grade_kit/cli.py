@@ -135,14 +135,13 @@ def _grading_sheet(args: argparse.Namespace) -> int:
 
 
 def _import_grades(args: argparse.Namespace) -> int:
-    import json
 
-    from grade_kit.standard.blind import calibration_report, import_grading_sheet
+    from grade_kit.standard.blind import calibration_report, import_grading_sheet, read_key
 
     key_path = args.key or args.sheet.with_suffix(".key.json")
     if not key_path.is_file():
         raise InputError(f"{key_path}: no such key file (pass --key)")
-    key = json.loads(key_path.read_text(encoding="utf-8"))
+    key = read_key(key_path)
     result = import_grading_sheet(args.sheet, key)
     if result.errors:
         for error in result.errors:

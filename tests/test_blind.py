@@ -38,7 +38,7 @@ def test_sheet_is_blind_seeded_and_shuffled(tmp_path: Path) -> None:
     rows = read(sheet)
     key = json.loads(key_path.read_text())
     assert key["seed"] == 11
-    assert set(rows[0]) == {"row", "alias", "question", "answer", "core_conclusion",
+    assert set(rows[0]) == {"row", "sheet", "alias", "question", "answer", "core_conclusion",
                             "request_fulfilment", "material_error", "claim", "evidence",
                             "effect", "grader", "reason"}
     text = sheet.read_text()
@@ -133,3 +133,82 @@ def test_calibration_pairs_report(tmp_path: Path) -> None:
     write(sheet, rows)
     assert main(["import-grades", str(sheet), "--out", str(out)]) == 0
     assert (tmp_path / "calibration.md").read_text().startswith("# Grader calibration check")
+
+
+def test_formula_cells_are_neutralised_and_round_trip(tmp_path: Path) -> None:
+    from grade_kit.standard.blind import neutralise_cell, restore_cell
+
+    for value in ("=HYPERLINK(\"http://x\")", "+1", "-2", "@SUM(A1)", "\tx", "\rx", "'quoted",
+                  "plain", ""):
+        cell = neutralise_cell(value)
+        assert not cell.startswith(("=", "+", "-", "@", "\t", "\r"))
+        assert restore_cell(cell) == value
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"task_id": "q", "prompt": "=cmd|' /C calc'!A0"}) + "\n")
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(json.dumps({"run_id": "r", "setup": "A", "task_id": "q", "repeat": 1,
+                                "status": "delivered",
+                                "response": {"text": "-2+3 @evil =1+1"}}) + "\n")
+    sheet = tmp_path / "s.csv"
+    assert main(["grading-sheet", str(tasks), str(runs), "--out", str(sheet)]) == 0
+    rows = read(sheet)
+    for row in rows:
+        for value in row.values():
+            assert not value.startswith(("=", "+", "-", "@", "\t", "\r")), value
+    assert rows[0]["question"] == "'=cmd|' /C calc'!A0"
+    rows[0].update(core_conclusion="correct", request_fulfilment="full", material_error="no",
+                   grader="h", claim="'=1+1")
+    write(sheet, rows)
+    out = tmp_path / "g.jsonl"
+    assert main(["import-grades", str(sheet), "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["claim"] == "=1+1"
+
+
+def test_a_key_from_another_sheet_imports_nothing(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    sheet, key_path = export(tmp_path / "a")
+    other_sheet, other_key = export(tmp_path / "b", "--setups", "careful")
+    rows = read(sheet)
+    for row in rows:
+        row.update(core_conclusion="correct", request_fulfilment="full", material_error="no",
+                   grader="h")
+    write(sheet, rows)
+    out = tmp_path / "g.jsonl"
+    assert main(["import-grades", str(sheet), "--key", str(other_key), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "field 'sheet': this row belongs to sheet" in err and "nothing imported" in err
+    assert not out.exists()
+    del other_sheet, key_path
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("not json", "not a readable grading key: malformed JSON"),
+    ('{"seed": 1}', "not a grading key: field 'sheet': missing required field"),
+    ('{"seed": "1", "sheet": "x", "aliases": {}, "pairs": []}',
+     "not a grading key: field 'seed'"),
+])
+def test_a_malformed_key_is_one_clear_error(tmp_path: Path, content: str, message: str,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    sheet, key_path = export(tmp_path)
+    key_path.write_text(content)
+    assert main(["import-grades", str(sheet), "--out", str(tmp_path / "g.jsonl")]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_an_edited_key_or_a_repeated_header_column_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sheet, key_path = export(tmp_path)
+    key = json.loads(key_path.read_text())
+    first = next(iter(key["aliases"]))
+    second = list(key["aliases"])[1]
+    key["aliases"][first]["run_id"], key["aliases"][second]["run_id"] = (
+        key["aliases"][second]["run_id"], key["aliases"][first]["run_id"])
+    key_path.write_text(json.dumps(key))
+    assert main(["import-grades", str(sheet), "--out", str(tmp_path / "g.jsonl")]) == 2
+    assert "does not match its aliases and seed (the key was edited)" in capsys.readouterr().err
+    sheet2, _ = export(tmp_path / "x")
+    lines = sheet2.read_text().splitlines()
+    lines[0] = lines[0] + ",grader"
+    sheet2.write_text("\n".join(lines) + "\n")
+    assert main(["import-grades", str(sheet2), "--out", str(tmp_path / "h.jsonl")]) == 1
+    assert "header repeats column(s) ['grader']" in capsys.readouterr().err

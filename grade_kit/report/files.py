@@ -19,7 +19,7 @@ from grade_kit.report.markdown import scorecard_markdown
 if TYPE_CHECKING:
     from grade_kit.evaluate import Evaluation
 
-__all__ = ["OUTPUT_FILES", "write_outputs"]
+__all__ = ["OUTPUT_FILES", "atomic_write", "write_outputs"]
 
 OUTPUT_FILES = {
     "results": "results.json",
@@ -34,7 +34,9 @@ OUTPUT_FILES = {
 scores long (run x dimension) and wide, every run's grade, the tidy runs frame, rejects."""
 
 
-def _atomic(path: Path, write: Callable[[Path], None]) -> Path:
+def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
+    """Run ``write`` on a temporary file beside ``path``, then rename it into place (a
+    symbolic link already at ``path`` is replaced, never followed)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
@@ -88,4 +90,5 @@ def write_outputs(out_dir: Path | str, evaluation: Evaluation) -> dict[str, Path
         "runs": _parquet(evaluation.runs_frame),
         "rejects": _rejects(evaluation.inputs.rejected),
     }
-    return {name: _atomic(out / OUTPUT_FILES[name], write) for name, write in writers.items()}
+    return {name: atomic_write(out / OUTPUT_FILES[name], write)
+            for name, write in writers.items()}

@@ -19,19 +19,32 @@ from grade_kit.standard.blind.sheet import (
     SHEET_COLUMNS,
     answer_text,
     grading_sheet,
+    neutralise_cell,
+    restore_cell,
+    sheet_id,
     write_grading_sheet,
 )
-from grade_kit.standard.blind.sheet_import import SheetImport, import_grading_sheet
+from grade_kit.standard.blind.sheet_import import (
+    SheetImport,
+    SheetKey,
+    import_grading_sheet,
+    read_key,
+)
 
 __all__ = [
     "FORMS",
     "GRADE_FIELDS",
     "SHEET_COLUMNS",
     "SheetImport",
+    "SheetKey",
     "answer_text",
     "calibration_report",
     "grading_sheet",
     "import_grading_sheet",
+    "neutralise_cell",
     "pair_verdicts",
+    "read_key",
+    "restore_cell",
+    "sheet_id",
     "write_grading_sheet",
 ]

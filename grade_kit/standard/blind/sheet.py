@@ -4,6 +4,7 @@ rows shuffled, optional calibration pairs (two forms of one answer); and its key
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import random
 import string
@@ -14,13 +15,36 @@ from typing import Any
 from grade_kit.schema import Run, Task
 
 __all__ = ["FORMS", "GRADE_FIELDS", "SHEET_COLUMNS", "answer_text", "grading_sheet",
-           "write_grading_sheet"]
+           "neutralise_cell", "restore_cell", "sheet_id", "write_grading_sheet"]
 
 FORMS = ("short_long", "paragraph_table", "swapped_order")
 GRADE_FIELDS = ("core_conclusion", "request_fulfilment", "material_error", "claim", "evidence",
                 "effect", "grader", "reason")
-SHEET_COLUMNS = ("row", "alias", "question", "answer", *GRADE_FIELDS)
-"""Columns of the sheet; graders fill the last eight."""
+SHEET_COLUMNS = ("row", "sheet", "alias", "question", "answer", *GRADE_FIELDS)
+"""Columns of the sheet; graders fill the last eight. ``sheet`` binds each row to its key."""
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
+def neutralise_cell(value: object) -> str:
+    """A CSV cell a spreadsheet will not run (OWASP CSV injection): text starting with
+    ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (or a quote, so the rule is
+    reversible) gets a leading ``'``. :func:`restore_cell` undoes it exactly."""
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def restore_cell(text: str) -> str:
+    """The value :func:`neutralise_cell` was given."""
+    return text[1:] if text.startswith("'") else text
+
+
+def sheet_id(key: dict[str, Any]) -> str:
+    """A hash of the sheet's aliases (with their runs and forms) and seed: recorded in the key
+    and in every row, so a key can only map grades back onto its own sheet."""
+    basis = {"seed": key["seed"],
+             "aliases": sorted((a, v["run_id"], v["form"]) for a, v in key["aliases"].items())}
+    return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def answer_text(run: Run, form: str = "full") -> str:
@@ -103,28 +127,40 @@ def grading_sheet(tasks: Sequence[Task], runs: Sequence[Run], seed: int = 0,
             members.append(entry["alias"])
         pairs.append({"pair_form": pair_form, "run_id": run.run_id, "aliases": members})
     rng.shuffle(entries)
-    rows = []
-    for number, entry in enumerate(entries, start=1):
-        run = entry["run"]
-        rows.append({"row": number, "alias": entry["alias"],
-                     "question": prompts.get(run.task_id, ""),
-                     "answer": answer_text(run, entry["form"]),
-                     **dict.fromkeys(GRADE_FIELDS, "")})
-    key = {
+    key: dict[str, Any] = {
         "seed": seed,
         "aliases": {e["alias"]: {"run_id": e["run"].run_id, "form": e["form"],
                                  "canonical": e["canonical"]} for e in entries},
         "pairs": pairs,
     }
+    key["sheet"] = sheet_id(key)
+    rows = []
+    for number, entry in enumerate(entries, start=1):
+        run = entry["run"]
+        rows.append({"row": number, "sheet": key["sheet"], "alias": entry["alias"],
+                     "question": prompts.get(run.task_id, ""),
+                     "answer": answer_text(run, entry["form"]),
+                     **dict.fromkeys(GRADE_FIELDS, "")})
     return rows, key
 
 
 def write_grading_sheet(rows: Sequence[dict[str, Any]], key: dict[str, Any], sheet: Path,
                         key_path: Path) -> None:
-    """Write the sheet as CSV (UTF-8, one row per answer) and the key as JSON."""
+    """Write the sheet as CSV (UTF-8, one row per answer, every cell neutralised against
+    formula injection) and the key as JSON, each to a temporary name renamed into place."""
+    from grade_kit.report.files import atomic_write
+
+    def write_sheet(path: Path) -> None:
+        with path.open("w", encoding="utf-8", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(SHEET_COLUMNS))
+            writer.writeheader()
+            writer.writerows({k: neutralise_cell(v) for k, v in row.items()} for row in rows)
+
     sheet.parent.mkdir(parents=True, exist_ok=True)
-    with sheet.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(SHEET_COLUMNS))
-        writer.writeheader()
-        writer.writerows(rows)
-    key_path.write_text(json.dumps(key, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    key_path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(sheet, write_sheet)
+    def write_key(path: Path) -> None:
+        path.write_text(json.dumps(key, indent=2, ensure_ascii=False) + "\n",
+                        encoding="utf-8")
+
+    atomic_write(key_path, write_key)

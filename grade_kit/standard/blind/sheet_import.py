@@ -4,18 +4,20 @@ row is wrong, calibration pairs compared."""
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from grade_kit.io import describe_validation_error
+from grade_kit.io import InputError, describe_validation_error
+from grade_kit.parse import ParseError, loads_json, read_text
 from grade_kit.schema import Grade
 from grade_kit.standard.blind.pairs import pair_verdicts
-from grade_kit.standard.blind.sheet import GRADE_FIELDS
+from grade_kit.standard.blind.sheet import GRADE_FIELDS, restore_cell, sheet_id
 
-__all__ = ["SheetImport", "import_grading_sheet"]
+__all__ = ["SheetImport", "SheetKey", "import_grading_sheet", "read_key"]
 
 
 @dataclass
@@ -29,46 +31,119 @@ class SheetImport:
     calibration: list[dict[str, Any]] = field(default_factory=list)
 
 
+class _AliasEntry(BaseModel):
+    model_config = ConfigDict(strict=True)
+
+    run_id: str
+    form: str
+    canonical: bool
+
+
+class _Pair(BaseModel):
+    pair_form: str
+    run_id: str
+    aliases: list[str] = Field(min_length=2, max_length=2)
+
+
+class SheetKey(BaseModel):
+    """The key of a blind sheet (alias -> run), as :func:`grading_sheet` writes it."""
+
+    model_config = ConfigDict(strict=True)
+
+    seed: int
+    sheet: str
+    aliases: dict[str, _AliasEntry]
+    pairs: list[_Pair]
+
+
+def read_key(path: Path) -> dict[str, Any]:
+    """Read and check a sheet key.
+
+    Raises:
+        InputError: naming the file and field when it is not a key this tool wrote, or when
+            its sheet id does not match its own aliases and seed (an edited key).
+    """
+    try:
+        data = loads_json(read_text(path))
+        key = SheetKey.model_validate(data).model_dump()
+    except (ParseError, OSError) as exc:
+        raise InputError(f"{path}: not a readable grading key: {exc}") from exc
+    except ValidationError as exc:
+        loc, msg = describe_validation_error(exc)
+        raise InputError(f"{path}: not a grading key: field '{loc}': {msg}") from exc
+    if sheet_id(key) != key["sheet"]:
+        raise InputError(f"{path}: the key's sheet id {key['sheet']!r} does not match its "
+                         "aliases and seed (the key was edited)")
+    return key
+
+
 def import_grading_sheet(sheet: Path, key: dict[str, Any]) -> SheetImport:
     """Map a filled sheet back to run ids, validating every field of every row.
 
     A row is blank when all eight grade fields are empty (the answer stays ungraded and is
-    listed). Any other row must be a valid grade. Unknown aliases, a repeated alias, a bad value
-    or a missing field are errors naming the row; with any error, ``grades`` is empty.
+    listed). Any other row must be a valid grade. A sheet made with another key (its ``sheet``
+    column differs from the key's), a repeated or missing header column, unknown aliases, a
+    repeated alias, a bad value or a missing field are errors naming the row; with any error,
+    ``grades`` is empty. Cells are read back through :func:`restore_cell`.
     """
     out = SheetImport()
     aliases: dict[str, dict[str, Any]] = key["aliases"]
     seen: dict[str, int] = {}
     pending: list[tuple[str, Grade]] = []
-    with sheet.open(encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in ("alias", *GRADE_FIELDS) if c not in (reader.fieldnames or [])]
-        if missing:
-            out.errors.append(f"{sheet}: header lacks column(s) {missing}")
-            return out
-        for line, row in enumerate(reader, start=2):
-            where = f"{sheet}:{line} (row {row.get('row') or '?'})"
-            alias = (row.get("alias") or "").strip()
-            if alias not in aliases:
-                out.errors.append(f"{where}: field 'alias': unknown alias {alias!r}")
-                continue
-            if alias in seen:
-                out.errors.append(f"{where}: field 'alias': alias {alias!r} repeats line "
-                                  f"{seen[alias]}")
-                continue
-            seen[alias] = line
-            values = {f: (row.get(f) or "").strip() for f in GRADE_FIELDS}
-            if not any(values.values()):
-                out.blank.append(alias)
-                continue
-            record = {k: v for k, v in values.items() if v}
-            try:
-                grade = Grade.model_validate({"run_id": aliases[alias]["run_id"], **record})
-            except ValidationError as exc:
-                loc, msg = describe_validation_error(exc)
-                out.errors.append(f"{where}: field '{loc}': {msg}")
-                continue
-            pending.append((alias, grade))
+    try:
+        text = read_text(sheet)
+    except (ParseError, OSError) as exc:
+        out.errors.append(f"{sheet}: cannot be read: {exc}")
+        return out
+    rows = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(rows, [])
+    except csv.Error as exc:
+        out.errors.append(f"{sheet}:1: not a CSV header: {exc}")
+        return out
+    repeated = sorted({c for c in header if header.count(c) > 1})
+    if repeated:
+        out.errors.append(f"{sheet}:1: header repeats column(s) {repeated}")
+        return out
+    missing = [c for c in ("sheet", "alias", *GRADE_FIELDS) if c not in header]
+    if missing:
+        out.errors.append(f"{sheet}:1: header lacks column(s) {missing}")
+        return out
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        records = list(enumerate(reader, start=2))
+    except csv.Error as exc:
+        out.errors.append(f"{sheet}: malformed CSV: {exc}")
+        return out
+    for line, raw in records:
+        row = {k: restore_cell(v) if isinstance(v, str) else "" for k, v in raw.items()
+               if k is not None}
+        where = f"{sheet}:{line} (row {row.get('row') or '?'})"
+        if row.get("sheet") != key["sheet"]:
+            out.errors.append(f"{where}: field 'sheet': this row belongs to sheet "
+                              f"{row.get('sheet')!r}, the key to sheet {key['sheet']!r}")
+            continue
+        alias = (row.get("alias") or "").strip()
+        if alias not in aliases:
+            out.errors.append(f"{where}: field 'alias': unknown alias {alias!r}")
+            continue
+        if alias in seen:
+            out.errors.append(f"{where}: field 'alias': alias {alias!r} repeats line "
+                              f"{seen[alias]}")
+            continue
+        seen[alias] = line
+        values = {f: (row.get(f) or "").strip() for f in GRADE_FIELDS}
+        if not any(values.values()):
+            out.blank.append(alias)
+            continue
+        record = {k: v for k, v in values.items() if v}
+        try:
+            grade = Grade.model_validate({"run_id": aliases[alias]["run_id"], **record})
+        except ValidationError as exc:
+            loc, msg = describe_validation_error(exc)
+            out.errors.append(f"{where}: field '{loc}': {msg}")
+            continue
+        pending.append((alias, grade))
     if out.errors:
         return out
     out.grades = [g for alias, g in pending if aliases[alias]["canonical"]]
