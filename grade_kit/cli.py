@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -248,13 +249,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``grade-kit``; returns the exit code."""
+    """Run ``grade-kit``; returns the exit code: 0 done, 1 when nothing could go on (one
+    ``error:`` line on stderr; with ``--strict``, also when records were rejected), 2 for a
+    command-line usage error. No input ever produces a traceback; set ``GRADE_KIT_DEBUG=1``
+    to see one for an internal error."""
     args = build_parser().parse_args(argv)
     try:
         code: int = args.func(args)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return 1
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # the last line of defence: one line, never a traceback
+        if os.environ.get("GRADE_KIT_DEBUG"):
+            raise
+        print(f"error: internal error ({type(exc).__name__}: {exc}); please report it with "
+              "the input (GRADE_KIT_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 1
     return code
 
 

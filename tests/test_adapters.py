@@ -149,7 +149,7 @@ def test_a_file_of_the_wrong_kind_is_a_clear_error(tmp_path: Path,
     empty.mkdir()
     with pytest.raises(InputError, match="folder holds no file that could be an Inspect AI log"):
         gk.read_inspect(empty)
-    assert main(["import", "inspect", str(TAU), "--out", str(tmp_path / "x")]) == 2
+    assert main(["import", "inspect", str(TAU), "--out", str(tmp_path / "x")]) == 1
     assert "cannot read as an Inspect AI log" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()  # nothing half-imported
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -67,7 +68,7 @@ def test_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_missing_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["score", str(EXAMPLE / "tasks"), str(tmp_path / "nope.jsonl"), "--out",
                  str(tmp_path)])
-    assert code == 2
+    assert code == 1
     assert "nope.jsonl: no such file" in capsys.readouterr().err
 
 
@@ -77,3 +78,50 @@ def test_console_script_demo(tmp_path: Path) -> None:
                           text=True, check=True)
     assert "scorecard" in done.stdout
     assert (tmp_path / "scorecard.md").is_file()
+
+
+def test_an_unusable_out_is_one_clear_error(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    args = ["score", str(EXAMPLE / "tasks"), str(EXAMPLE / "runs.jsonl")]
+    assert main([*args, "--out", str(blocker)]) == 1
+    assert "exists and is not a folder" in capsys.readouterr().err
+    assert main([*args, "--out", str(blocker / "sub")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") >= 1 and "Traceback" not in err and "error:" in err
+    locked = tmp_path / "ro"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if not os.access(locked, os.W_OK):  # root may write anyway
+            assert main([*args, "--out", str(locked)]) == 1
+            assert "not writable" in capsys.readouterr().err
+    finally:
+        locked.chmod(0o700)
+
+
+def test_a_symlink_at_an_output_path_is_replaced_not_followed(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    (out / "scorecard.md").symlink_to(target)
+    assert main(["score", str(EXAMPLE / "tasks"), str(EXAMPLE / "runs.jsonl"), "--out",
+                 str(out)]) == 0
+    assert target.read_text() == "keep me"
+    assert not (out / "scorecard.md").is_symlink()
+
+
+def test_two_runs_into_one_out_leave_one_whole_set(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    base = [sys.executable, "-m", "grade_kit.cli", "score", str(EXAMPLE / "tasks"),
+            str(EXAMPLE / "runs.jsonl"), "--out", str(out)]
+    procs = [subprocess.Popen([*base, "--repeats", str(r)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) for r in (2, 3)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    results = json.loads((out / "results.json").read_text())
+    card = (out / "scorecard.md").read_text()
+    r = results["plan"]["repeats"]
+    assert f"N = questions × {r} repeats" in card  # both files from the same run
+    assert not list(out.glob(".*.tmp"))

@@ -3,6 +3,7 @@ temporary name beside it and renamed into place, so a reader never sees half a f
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import tempfile
@@ -13,13 +14,16 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from grade_kit.grade import long_scores
-from grade_kit.io import Rejected, write_rejects
+from grade_kit.io import InputError, Rejected, write_rejects
 from grade_kit.report.markdown import scorecard_markdown
 
 if TYPE_CHECKING:
     from grade_kit.evaluate import Evaluation
 
 __all__ = ["OUTPUT_FILES", "atomic_write", "write_outputs"]
+
+LOCK_FILE = ".grade-kit.lock"
+"""Held while a run writes its files into a folder."""
 
 OUTPUT_FILES = {
     "results": "results.json",
@@ -73,7 +77,15 @@ def write_outputs(out_dir: Path | str, evaluation: Evaluation) -> dict[str, Path
         The written paths by name.
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as exc:
+        raise InputError(f"{out}: exists and is not a folder") from exc
+    except OSError as exc:
+        raise InputError(f"{out}: cannot create the output folder: "
+                         f"{exc.strerror or exc}") from exc
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise InputError(f"{out}: the output folder is not writable")
     results = evaluation.results
     per_run = evaluation.scores.runs
     long = long_scores(per_run).join(
@@ -90,5 +102,12 @@ def write_outputs(out_dir: Path | str, evaluation: Evaluation) -> dict[str, Path
         "runs": _parquet(evaluation.runs_frame),
         "rejects": _rejects(evaluation.inputs.rejected),
     }
-    return {name: atomic_write(out / OUTPUT_FILES[name], write)
-            for name, write in writers.items()}
+    # One writer at a time per folder: a second run waits, then writes its whole set, so
+    # the folder never holds a mix of two runs' files.
+    with (out / LOCK_FILE).open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return {name: atomic_write(out / OUTPUT_FILES[name], write)
+                    for name, write in writers.items()}
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
