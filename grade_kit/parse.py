@@ -14,6 +14,7 @@ Every input file goes through here, so each hostile shape fails the same way, as
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,8 @@ MAX_YAML_NODES = 100_000
 """The most nodes a YAML document may expand to, counting every alias use in full."""
 
 BOM = "\ufeff"
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 class ParseError(ValueError):
@@ -132,11 +135,24 @@ def loads_json(text: str) -> Any:
         raise ParseError(text.error)
     _check_depth(text)
     try:
-        return json.loads(text, object_pairs_hook=_no_repeated_keys)
+        data = json.loads(text, object_pairs_hook=_no_repeated_keys)
     except json.JSONDecodeError as exc:
         raise ParseError(f"malformed JSON: {exc.msg} (column {exc.colno})") from exc
     except RecursionError as exc:  # pragma: no cover - _check_depth stops this first
         raise ParseError(f"nesting deeper than {MAX_DEPTH} levels") from exc
+    _check_text(text, data)
+    return data
+
+
+def _check_text(text: str | None, data: Any) -> None:
+    """Fail when parsed strings hold a lone surrogate (an unpaired ``\\ud800``-``\\udfff``):
+    it is not text and could not be written out again."""
+    if text is None or _SURROGATE.search(text):
+        try:
+            json.dumps(data, ensure_ascii=False, default=str).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ParseError("a string holds a lone surrogate (\\ud800-\\udfff), which is "
+                             "not text") from exc
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -211,7 +227,9 @@ def loads_yaml(text: str) -> Any:
         if node is None:
             return None
         _expanded_size(node, MAX_YAML_NODES)
-        return loader.construct_document(node)
+        data = loader.construct_document(node)
+        _check_text(None, data)  # YAML escapes differ from JSON's: always check
+        return data
     except yaml.YAMLError as exc:
         raise ParseError(f"malformed YAML: {exc}") from exc
     except RecursionError as exc:

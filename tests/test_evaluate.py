@@ -197,7 +197,8 @@ def test_write_gives_the_files_of_the_cli(tmp_path: Path) -> None:
     ev = gk.evaluate(EXAMPLE / "tasks", EXAMPLE / "runs.jsonl",
                      judgements=EXAMPLE / "judgements.jsonl", grades=EXAMPLE / "grades.jsonl")
     paths = ev.write(tmp_path / "nb")
-    cli_files = sorted(p.name for p in (tmp_path / "cli").iterdir())
+    cli_files = sorted(p.name for p in (tmp_path / "cli").iterdir()
+                       if not p.name.startswith("."))
     assert cli_files == sorted(p.name for p in paths.values())
     for name in cli_files:
         a, b = tmp_path / "cli" / name, tmp_path / "nb" / name

@@ -24,9 +24,9 @@ from grade_kit.grade.composite import (
     _aggregate,
     _task_scores,
     aggregate_scores,
-    composite_expr,
     run_composites,
     task_scores,
+    with_composite,
 )
 from grade_kit.grade.consistency import (
     _consistency_scores,
@@ -49,7 +49,6 @@ __all__ = [
     "calibration_scores",
     "claim_matches",
     "cluster_findings",
-    "composite_expr",
     "consistency_scores",
     "defined_dimensions",
     "fact_checks",
@@ -66,6 +65,7 @@ __all__ = [
     "run_composites",
     "run_scores",
     "task_scores",
+    "with_composite",
 ]
 
 

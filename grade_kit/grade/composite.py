@@ -17,39 +17,53 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from grade_kit.exact import divide, group_fmean, row_sum
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.schema import DIMENSIONS, PER_RUN_DIMENSIONS, PROJECT_WEIGHTS, Dimension
 
-__all__ = ["aggregate_scores", "composite_expr", "run_composites", "task_scores"]
+__all__ = ["aggregate_scores", "run_composites", "task_scores", "with_composite"]
 
 PER_RUN = PER_RUN_DIMENSIONS
 
-DIMENSIONS_COMPUTED = pl.sum_horizontal(
+DIMENSIONS_COMPUTED = pl.sum_horizontal(  # integers: exact in any order
     [pl.col(d).is_not_null().cast(pl.Int64) for d in DIMENSIONS]).alias("dimensions_computed")
 """How many of the six dimensions are non-null: the composite is over these alone."""
 
 
-def composite_expr(weights: Mapping[Dimension, float] | Mapping[Dimension, pl.Expr]) -> pl.Expr:
-    """sum(w_d x d) / sum(w_d) over the non-null dimensions d; null when that sum of weights
-    is 0 (no dimension computed, or only zero-weighted ones)."""
-    numerator = pl.sum_horizontal(
-        [pl.col(d) * pl.lit(w) if not isinstance(w, pl.Expr) else pl.col(d) * w
-         for d, w in weights.items()]
+def with_composite(frame: pl.DataFrame, name: str,
+                   weights: Mapping[Dimension, float] | Mapping[Dimension, pl.Expr]
+                   ) -> pl.DataFrame:
+    """``frame`` with column ``name`` = sum(w_d x d) / sum(w_d) over the non-null dimensions
+    d; null when the sum of weights is 0 (no dimension computed, or only zero-weighted ones).
+
+    Each sum is added left to right in the order of ``weights``
+    (:func:`grade_kit.exact.row_sum`), the products are materialised first, so no optimiser
+    can fuse a multiply and an add, and the division is correctly rounded
+    (:func:`grade_kit.exact.divide`): a row's composite is the float Python computes, whatever
+    else the frame holds.
+    """
+    products = {f"_w_{d}": (w if isinstance(w, pl.Expr) else pl.lit(w)) for d, w in
+                weights.items()}
+    staged = frame.with_columns(
+        *[(pl.col(d) * w).alias(f"_p_{d}") for d, w in zip(weights, products.values(),
+                                                          strict=True)],
+        *[pl.when(pl.col(d).is_not_null()).then(w).otherwise(0.0).alias(f"_w_{d}")
+          for d, w in zip(weights, products.values(), strict=True)],
     )
-    denominator = pl.sum_horizontal(
-        [pl.when(pl.col(d).is_not_null()).then(w if isinstance(w, pl.Expr) else pl.lit(w))
-         .otherwise(0.0) for d, w in weights.items()]
-    )
-    return pl.when(denominator > 0).then(numerator / denominator).otherwise(None)
+    numerator = row_sum([pl.col(f"_p_{d}") for d in weights])
+    denominator = row_sum([pl.col(f"_w_{d}") for d in weights])
+    quotient = divide(staged, numerator, denominator).alias(name)
+    return staged.with_columns(quotient).drop(
+        [f"_p_{d}" for d in weights] + [f"_w_{d}" for d in weights])
 
 
 def _task_scores(run_scores: pl.DataFrame, consistency: pl.DataFrame, tasks: pl.DataFrame,
                  weights: pl.DataFrame) -> pl.DataFrame:
     grade_tasks = tasks.filter(pl.col("kind") == "grade").select("task_id", "track", "pack")
     primary = run_scores.filter(pl.col("is_primary")).join(grade_tasks, on="task_id")
-    per_task = primary.group_by("setup", "task_id", "track", "pack").agg(
-        pl.len().cast(pl.Int64).alias("runs"), *[pl.col(d).mean() for d in PER_RUN]
-    )
+    keys = ["setup", "task_id", "track", "pack"]
+    per_task = (primary.group_by(keys).agg(pl.len().cast(pl.Int64).alias("runs"))
+                .join(group_fmean(primary, keys, PER_RUN), on=keys, nulls_equal=True))
     per_task = per_task.join(
         consistency.select("setup", "task_id", "consistency"), on=["setup", "task_id"],
         how="left",
@@ -59,9 +73,10 @@ def _task_scores(run_scores: pl.DataFrame, consistency: pl.DataFrame, tasks: pl.
          for d in DIMENSIONS]
     )
     per_task = per_task.join(wide_weights, on="task_id", how="left")
+    per_task = with_composite(per_task, "composite", PROJECT_WEIGHTS)
+    per_task = with_composite(per_task, "rubric_score",
+                              {d: pl.col(f"w_{d}") for d in DIMENSIONS})
     return per_task.with_columns(
-        composite=composite_expr(PROJECT_WEIGHTS),
-        rubric_score=composite_expr({d: pl.col(f"w_{d}") for d in DIMENSIONS}),
         dimensions_computed=DIMENSIONS_COMPUTED,
     ).select("setup", "task_id", "track", "pack", "runs", *DIMENSIONS, "composite",
              "rubric_score", "dimensions_computed").sort("setup", "task_id")
@@ -71,11 +86,11 @@ def _run_composites(per_run: pl.DataFrame, weights: pl.DataFrame) -> pl.DataFram
     wide_weights = weights.group_by("task_id").agg(
         [pl.col("weight").filter(pl.col("dimension") == d).first().alias(f"w_{d}")
          for d in PER_RUN_DIMENSIONS])
-    return per_run.join(wide_weights, on="task_id", how="left").select(
-        "run_id",
-        composite=composite_expr({d: PROJECT_WEIGHTS[d] for d in PER_RUN_DIMENSIONS}),
-        rubric_score=composite_expr({d: pl.col(f"w_{d}") for d in PER_RUN_DIMENSIONS}),
-    )
+    out = per_run.join(wide_weights, on="task_id", how="left")
+    out = with_composite(out, "composite", {d: PROJECT_WEIGHTS[d] for d in PER_RUN_DIMENSIONS})
+    out = with_composite(out, "rubric_score",
+                         {d: pl.col(f"w_{d}") for d in PER_RUN_DIMENSIONS})
+    return out.select("run_id", "composite", "rubric_score")
 
 
 def run_composites(run_scores: Frame, weights: Frame) -> Frame:
@@ -113,13 +128,11 @@ def task_scores(run_scores: Frame, consistency: Frame, tasks: Frame, weights: Fr
 
 def _aggregate(per_task: pl.DataFrame, level: str) -> pl.DataFrame:
     keys = ["setup"] if level == "overall" else ["setup", level]
-    out = per_task.group_by(keys).agg(
-        pl.len().cast(pl.Int64).alias("tasks"),
-        *[pl.col(d).mean() for d in DIMENSIONS],
-        pl.col("composite").mean(),
-    )
+    out = (per_task.group_by(keys).agg(pl.len().cast(pl.Int64).alias("tasks"))
+           .join(group_fmean(per_task, keys, [*DIMENSIONS, "composite"]), on=keys,
+                 nulls_equal=True))
     if level == "overall":
-        out = out.with_columns(composite=composite_expr(PROJECT_WEIGHTS))
+        out = with_composite(out, "composite", PROJECT_WEIGHTS)
     return out.with_columns(dimensions_computed=DIMENSIONS_COMPUTED).sort(keys)
 
 

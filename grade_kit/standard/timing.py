@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from grade_kit.exact import seconds_between
 from grade_kit.schema import (
     LabelledSummary,
     OrderViolation,
@@ -40,10 +41,6 @@ SPAN_LABEL = ("first-to-last tool event span: includes model reasoning and waiti
               "calls, not tool execution time alone")
 
 
-def _seconds(later: pl.Expr, earlier: pl.Expr) -> pl.Expr:
-    return (later - earlier).dt.total_microseconds().cast(pl.Float64) / 1_000_000
-
-
 def event_offsets(runs: pl.DataFrame, events: pl.DataFrame, start: str,
                   end: str) -> pl.DataFrame:
     """``end - start`` in seconds for every run of ``runs`` carrying both events.
@@ -57,10 +54,10 @@ def event_offsets(runs: pl.DataFrame, events: pl.DataFrame, start: str,
     if wide.is_empty() or start not in wide.columns or end not in wide.columns:
         return pl.DataFrame(schema={"run_id": pl.String, "setup": pl.String,
                                     "task_id": pl.String, "seconds": pl.Float64})
-    return (runs.select("run_id", "setup", "task_id").join(wide, on="run_id", how="inner")
-            .filter(pl.col(start).is_not_null() & pl.col(end).is_not_null())
-            .select("run_id", "setup", "task_id",
-                    seconds=_seconds(pl.col(end), pl.col(start))))
+    both = (runs.select("run_id", "setup", "task_id").join(wide, on="run_id", how="inner")
+            .filter(pl.col(start).is_not_null() & pl.col(end).is_not_null()))
+    return both.select("run_id", "setup", "task_id").with_columns(
+        seconds_between(both, pl.col(end), pl.col(start)).alias("seconds"))
 
 
 def e2e_frame(runs: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
@@ -191,10 +188,11 @@ def tool_call_summary(runs: pl.DataFrame, tool_calls: pl.DataFrame,
         for name, n_calls, n_runs in calls.unique(["run_id", "call_id"], keep="first")
         .group_by("name").agg(pl.len(), pl.col("run_id").n_unique()).sort("name").iter_rows()
     }
-    spans = (calls.with_columns(last=pl.coalesce("ended", "started"))
-             .group_by("run_id").agg(pl.col("started").min(), pl.col("last").max())
-             .filter(pl.col("started").is_not_null() & pl.col("last").is_not_null())
-             .select(seconds=_seconds(pl.col("last"), pl.col("started"))))
+    bounds = (calls.with_columns(last=pl.coalesce("ended", "started"))
+              .group_by("run_id").agg(pl.col("started").min(), pl.col("last").max())
+              .filter(pl.col("started").is_not_null() & pl.col("last").is_not_null()))
+    spans = pl.DataFrame({"seconds": seconds_between(bounds, pl.col("last"),
+                                                     pl.col("started"))})
     n_delivered = delivered.height
     return ToolCalls(
         runs_exposed=exposed.height,

@@ -1,0 +1,73 @@
+"""Exact arithmetic: every mean is fsum / n, every division correctly rounded, every figure
+independent of what else a frame holds (docs/methodology.md §3 "Aggregation")."""
+
+from __future__ import annotations
+
+import math
+import random
+from datetime import UTC, datetime, timedelta
+
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grade_kit.exact import divide, group_fmean, row_sum, seconds_between
+from grade_kit.grade import with_composite
+from grade_kit.schema import DIMENSIONS, PROJECT_WEIGHTS
+
+
+def test_group_mean_is_fsum_over_n_not_a_running_sum() -> None:
+    values = [1e16, 1.0, -1e16, 1.0]  # a running sum gives 0.5 or 0; fsum gives 2 / 4
+    frame = pl.DataFrame({"g": ["a"] * 4 + ["b"], "v": [*values, None]})
+    out = dict(group_fmean(frame, ["g"], ["v"]).iter_rows())
+    assert out == {"a": 0.5, "b": None}
+
+
+def test_division_is_correctly_rounded_where_polars_is_not() -> None:
+    rnd = random.Random(1)
+    micros = [rnd.randrange(10**12) for _ in range(5_000)]
+    frame = pl.DataFrame({"u": micros, "d": [10**6] * len(micros)})
+    ours = divide(frame, pl.col("u"), pl.col("d")).to_list()
+    assert ours == [u / 10**6 for u in micros]
+    naive = frame.select(pl.col("u").cast(pl.Float64) / 1_000_000).get_column("u").to_list()
+    assert naive != ours  # the reason grade_kit.exact exists (polars 2.x)
+    assert divide(pl.DataFrame({"n": [1.0], "d": [0.0]}), pl.col("n"), pl.col("d")).to_list() \
+        == [None]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(-10**15, 10**15), min_size=1, max_size=50))
+def test_seconds_are_python_total_seconds(offsets: list[int]) -> None:
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+    frame = pl.DataFrame({
+        "a": [base for _ in offsets],
+        "b": [base + timedelta(microseconds=o) for o in offsets]},
+        schema={"a": pl.Datetime("us", "UTC"), "b": pl.Datetime("us", "UTC")})
+    got = seconds_between(frame, pl.col("b"), pl.col("a")).to_list()
+    assert got == [timedelta(microseconds=o).total_seconds() for o in offsets]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(*[st.one_of(st.none(), st.floats(0, 1)) for _ in DIMENSIONS]),
+                min_size=1, max_size=40))
+def test_composite_is_the_python_formula_whatever_the_frame_size(
+        rows: list[tuple[float | None, ...]]) -> None:
+    frame = pl.DataFrame(rows, schema={d: pl.Float64 for d in DIMENSIONS}, orient="row")
+    got = with_composite(frame, "c", PROJECT_WEIGHTS).get_column("c").to_list()
+    for row, value in zip(rows, got, strict=True):
+        num = den = 0.0
+        for d, x in zip(DIMENSIONS, row, strict=True):
+            if x is not None:
+                num += PROJECT_WEIGHTS[d] * x
+                den += PROJECT_WEIGHTS[d]
+        assert value == (num / den if den > 0 else None)
+    alone = [with_composite(frame.slice(i, 1), "c", PROJECT_WEIGHTS)["c"][0]
+             for i in range(len(rows))]
+    assert alone == got
+
+
+def test_row_sum_counts_null_as_zero_left_to_right() -> None:
+    frame = pl.DataFrame({"a": [0.1, None], "b": [0.2, 0.3], "c": [0.3, None]})
+    got = frame.select(s=row_sum([pl.col("a"), pl.col("b"), pl.col("c")]))["s"].to_list()
+    assert got == [0.1 + 0.2 + 0.3, 0.3]
+    assert math.isclose(got[0], 0.6)
