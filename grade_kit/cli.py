@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from grade_kit.evaluate import Evaluation, evaluate
 from grade_kit.inputs import read_inputs
 from grade_kit.io import InputError, load_tasks
 from grade_kit.judges import JUDGES
+from grade_kit.schema import MAX_REPEAT
 
 __all__ = ["main"]
 
@@ -166,6 +167,21 @@ def _import_grades(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bounded(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer in [low, high], or a clear usage error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from exc
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low:,} and {high:,}")
+        return value
+
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``grade-kit``."""
     parser = argparse.ArgumentParser(
@@ -185,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--judge", choices=sorted(JUDGES),
                        help="judge the judged dimensions where no judgement is recorded "
                             "(rules: the offline rule judge)")
-    score.add_argument("--repeats", type=int, default=None,
+    score.add_argument("--repeats", type=_bounded(1, MAX_REPEAT), default=None,
                        help="planned repeats per task (default: the largest repeat seen)")
     score.add_argument("--strict", action="store_true",
                        help="exit non-zero when any input record is rejected")
@@ -214,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     sheet.add_argument("--key", type=Path, help="key JSON (default: <out>.key.json)")
     sheet.add_argument("--setups", help="comma-separated setups (default: all)")
     sheet.add_argument("--seed", type=int, default=0, help="alias and order seed (default 0)")
-    sheet.add_argument("--calibration-pairs", type=int, default=0,
+    sheet.add_argument("--calibration-pairs", type=_bounded(0, 100_000), default=0,
                        help="answers restated in a second form to check graders (default 0)")
     sheet.add_argument("--include-reruns", action="store_true")
     sheet.add_argument("--packs", type=Path)

@@ -163,3 +163,19 @@ def test_a_cancelled_log_is_reported(tmp_path: Path) -> None:
     path.write_text(json.dumps(data))
     inputs = gk.read_inspect(path)
     assert any("status is 'cancelled'" in str(w) for w in inputs.warnings)
+
+
+def test_an_eval_with_members_outside_the_archive_is_refused(tmp_path: Path) -> None:
+    import zipfile
+
+    import grade_kit as gk
+    from grade_kit.io import InputError
+
+    source = next(INSPECT.glob("*.eval"))
+    evil = tmp_path / "evil.eval"
+    with zipfile.ZipFile(source) as src, zipfile.ZipFile(evil, "w") as dst:
+        for name in src.namelist():
+            dst.writestr(name, src.read(name))
+        dst.writestr("../escape.json", "{}")
+    with pytest.raises(InputError, match="member name.s. outside the archive"):
+        gk.read_inspect(evil)

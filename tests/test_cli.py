@@ -125,3 +125,15 @@ def test_two_runs_into_one_out_leave_one_whole_set(tmp_path: Path) -> None:
     r = results["plan"]["repeats"]
     assert f"N = questions × {r} repeats" in card  # both files from the same run
     assert not list(out.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("args", [["--repeats", "0"], ["--repeats", "x"],
+                                  ["--repeats", "2000000"]])
+def test_bad_numbers_on_the_command_line_are_usage_errors(
+        args: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["score", str(EXAMPLE / "tasks"), str(EXAMPLE / "runs.jsonl"), *args, "--out",
+              str(tmp_path)])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "--repeats" in err and "Traceback" not in err

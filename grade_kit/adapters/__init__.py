@@ -82,7 +82,8 @@ def import_logs(source: Source, paths: Path | str | Sequence[Path | str], *,
                 part = import_inspect(path, setup, scorer)
             else:
                 part = import_tau_file(path, setup)
-        except (ValueError, KeyError, TypeError, IndexError, AttributeError, OSError) as exc:
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError, OSError,
+                RecursionError) as exc:
             raise InputError(f"{path}: cannot read as {NAMES[source]}: {exc}") from exc
         if not part.runs:
             raise InputError(f"{path}: {NAMES[source]} with no samples or trials")

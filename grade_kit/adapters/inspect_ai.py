@@ -21,7 +21,10 @@ from typing import Any
 from grade_kit.adapters.common import Imported, grade_for_outcome
 from grade_kit.schema import Run, Task
 
-__all__ = ["import_inspect", "read_inspect_log"]
+__all__ = ["MAX_MEMBER", "import_inspect", "read_inspect_log"]
+
+MAX_MEMBER = 1 << 30
+"""The largest uncompressed zip member read from an ``.eval`` (a decompression-bomb bound)."""
 
 
 def read_inspect_log(path: Path | str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -36,10 +39,16 @@ def read_inspect_log(path: Path | str) -> tuple[dict[str, Any], list[dict[str, A
                 if header_name is None:
                     raise ValueError("a zip without header.json or _journal/start.json is "
                                      "not an Inspect .eval log")
+                outside = [n for n in names if ".." in n.split("/") or n.startswith("/")]
+                if outside:
+                    raise ValueError(f"member name(s) outside the archive: {outside[:3]}")
+                too_big = [i.filename for i in archive.infolist() if i.file_size > MAX_MEMBER]
+                if too_big:
+                    raise ValueError(f"member(s) larger than {MAX_MEMBER:,} bytes "
+                                     f"uncompressed: {too_big[:3]}")
                 header = json.loads(archive.read(header_name))
                 samples = [json.loads(archive.read(n)) for n in sorted(names)
-                           if n.startswith("samples/") and n.endswith(".json")
-                           and ".." not in n.split("/")]
+                           if n.startswith("samples/") and n.endswith(".json")]
         except zipfile.BadZipFile as exc:
             raise ValueError(f"not a readable .eval (zip) file: {exc}") from exc
     else:

@@ -203,7 +203,7 @@ def scorecard_markdown(results: Results, weakest: int = 5,
               for kind in ("tasks", "runs", "judgements", "grades")}
     lines = ["# GRADE scorecard", ""]
     lines += [
-        "- Inputs: " + ", ".join(f"{md_cell(f.kind)} `{md_cell(f.path)}` ({f.records})"
+        "- Inputs: " + ", ".join(f"{md_cell(f.kind)} {md_cell(f.path)} ({f.records})"
                                  for f in prov.inputs[:12])
         + (f", … {len(prov.inputs) - 12} more" if len(prov.inputs) > 12 else ""),
         f"- {counts['tasks']} tasks, {counts['runs']} runs, {counts['judgements']} recorded "
