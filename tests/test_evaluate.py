@@ -282,3 +282,19 @@ def test_every_public_object_has_a_short_repr(suite: gk.Evaluation) -> None:
     for obj in (suite, suite.inputs, suite.results, suite.explain(suite.runs["run_id"][0])):
         html = obj._repr_html_()
         assert (html.startswith("<") and "careful" in html) or "run" in html
+
+
+def test_the_readme_notebook_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## In a notebook", 1)[1]
+    code = section.split("```python", 1)[1].split("```", 1)[0]
+    assert "gk.evaluate(" in code and "explain(" in code
+    monkeypatch.chdir(ROOT)
+    namespace: dict[str, Any] = {}
+    exec(code.replace('"reports/nb"', repr(str(tmp_path / "nb"))), namespace)
+    ev = namespace["ev"]
+    assert isinstance(ev, gk.Evaluation)
+    assert (tmp_path / "nb" / "results.json").is_file()
+    composites = dict(ev.leaderboard.select("setup", "composite").iter_rows())
+    assert [round(composites[s], 3) for s in ("careful", "hasty", "erratic")] == [
+        0.981, 0.712, 0.610]  # the figures the README states
