@@ -10,6 +10,7 @@ Public functions accept a pandas or a polars DataFrame and return the same kind
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ __all__ = [
     "EvalData",
     "Frame",
     "frames_repr",
+    "frames_repr_html",
     "like",
     "run_frames",
     "task_frames",
@@ -298,6 +300,15 @@ def frames_repr(name: str, frames: dict[str, pl.DataFrame]) -> str:
     return f"{name}({parts})"
 
 
+def frames_repr_html(name: str, frames: dict[str, pl.DataFrame]) -> str:
+    """An HTML table of a bundle of frames: each frame's name, rows and columns."""
+    rows = "".join(f"<tr><td>{html.escape(k)}</td><td>{v.height:,}</td><td>"
+                   f"{html.escape(', '.join(v.columns))}</td></tr>"
+                   for k, v in frames.items() if isinstance(v, pl.DataFrame))
+    return (f"<p><b>{html.escape(name)}</b></p><table><thead><tr><th>frame</th><th>rows</th>"
+            f"<th>columns</th></tr></thead><tbody>{rows}</tbody></table>")
+
+
 @dataclass(repr=False)
 class EvalData:
     """All frames of one evaluation: tasks, runs and verdicts, flattened (see :data:`COLUMNS`).
@@ -322,6 +333,9 @@ class EvalData:
 
     def __repr__(self) -> str:
         return frames_repr("EvalData", vars(self))
+
+    def _repr_html_(self) -> str:
+        return frames_repr_html("EvalData", vars(self))
 
     @classmethod
     def from_records(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from grade_kit.frames import COLUMNS, EvalData, frames_repr
+from grade_kit.frames import COLUMNS, EvalData, frames_repr, frames_repr_html
 from grade_kit.grade.calibration import _calibration_scores, calibration_scores
 from grade_kit.grade.claims import (
     DETERMINISTIC,
@@ -146,6 +146,9 @@ class GradeScores:
 
     def __repr__(self) -> str:
         return frames_repr("GradeScores", vars(self))
+
+    def _repr_html_(self) -> str:
+        return frames_repr_html("GradeScores", vars(self))
 
 
 def grade_scores(data: EvalData, claim_judge: ClaimJudge | None = None) -> GradeScores:

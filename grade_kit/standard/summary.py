@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from grade_kit.frames import EvalData, frames_repr
+from grade_kit.frames import EvalData, frames_repr, frames_repr_html
 from grade_kit.schema import (
     CommonSubset,
     Comparison,
@@ -73,6 +73,9 @@ class StandardResults:
         return (f"StandardResults(R = {self.plan.repeats}, {len(self.setups)} setups, "
                 f"{self.common.questions} common questions, {len(self.comparisons)} "
                 f"comparisons; {frames})")
+
+    def _repr_html_(self) -> str:
+        return frames_repr_html(repr(self).split(";")[0] + ")", vars(self))
 
 
 def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
