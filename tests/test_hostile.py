@@ -235,3 +235,77 @@ def test_mutated_records_never_escape_or_change_the_good_ones(
         assert reject.line is not None and reject.error
     assert len(ev.inputs.runs) + len(ev.inputs.rejected) == len(lines)
     ev.write(folder / "out")  # and writing never fails either
+
+
+JUDGEMENT = {"run_id": GOOD[0]["run_id"], "dimension": "evidence_linkage", "score": 0.5,
+             "judge": "j", "reason": "r"}
+GRADE = {"run_id": GOOD[0]["run_id"], "core_conclusion": "correct",
+         "request_fulfilment": "full", "material_error": "no", "grader": "g"}
+TASK = {"task_id": "t", "track": 1, "pack": "tutoring-mini", "prompt": "q",
+        "weights": {"grounding_accuracy": 1.0},
+        "gold_facts": [{"id": "f", "metric": "m", "value": 0.5, "abs_tol": 0.01}],
+        "gold_insights": [{"id": "i", "text": "alpha beta"}]}
+
+
+def _mutate_plain(record: dict[str, Any], kind: str, rnd: random.Random,
+                  fresh: dict[str, str]) -> bytes:
+    rec = json.loads(json.dumps(record))
+    rec.update(fresh)
+    key = rnd.choice([k for k in rec if k not in fresh])
+    if kind == "drop":
+        rec.pop(key)
+    elif kind in ("retype", "huge"):
+        rec[key] = rnd.choice(VALUES)
+    elif kind == "nest":
+        rec[key] = json.loads("[" * 100 + "1" + "]" * 100)
+    elif kind == "duplicate_key":
+        return (json.dumps(rec)[:-1] + f', "{key}": null}}').encode()
+    elif kind == "truncate":
+        text = json.dumps(rec)
+        return text[: rnd.randrange(1, len(text))].encode()
+    elif kind == "bytes":
+        return json.dumps(rec).encode()[:20] + b"\xff\xfe" + b"}"
+    elif kind == "array":
+        return json.dumps([rec]).encode()
+    elif kind == "unicode":
+        rec[key] = "\u202e\x00" + "é" * 20
+    return json.dumps(rec, allow_nan=True).encode()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(kinds=st.lists(st.sampled_from(MUTATIONS), min_size=1, max_size=4),
+       seed=st.integers(0, 2**32 - 1))
+def test_mutated_verdicts_and_tasks_never_escape(tmp_path_factory: pytest.TempPathFactory,
+                                                 kinds: list[str], seed: int) -> None:
+    rnd = random.Random(seed)
+    folder = tmp_path_factory.mktemp("fuzz-verdicts")
+    good_j = [dict(JUDGEMENT, run_id=r["run_id"]) for r in GOOD[:5]]
+    good_g = [dict(GRADE, run_id=r["run_id"]) for r in GOOD[:5]]
+    # mutated verdicts name runs that have none, so an accepted one cannot collide
+    bad_j = [_mutate_plain(JUDGEMENT, k, rnd, {"run_id": GOOD[10 + i]["run_id"]})
+             for i, k in enumerate(kinds)]
+    bad_g = [_mutate_plain(GRADE, k, rnd, {"run_id": GOOD[10 + i]["run_id"]})
+             for i, k in enumerate(kinds)]
+    (folder / "j.jsonl").write_bytes(b"\n".join([*(json.dumps(j).encode() for j in good_j),
+                                                 *(b.replace(b"\n", b" ") for b in bad_j)]))
+    (folder / "g.jsonl").write_bytes(b"\n".join([*(json.dumps(g).encode() for g in good_g),
+                                                 *(b.replace(b"\n", b" ") for b in bad_g)]))
+    tasks = folder / "tasks.jsonl"
+    good_t = [dict(TASK, task_id=f"good-{i}") for i in range(2)]
+    bad_t = [_mutate_plain(TASK, k, rnd, {"task_id": f"fuzz-{i}"}) for i, k in enumerate(kinds)]
+    tasks.write_bytes(b"\n".join([*(json.dumps(t).encode() for t in good_t),
+                                  *(b.replace(b"\n", b" ") for b in bad_t)]) + b"\n")
+    ev = gk.evaluate(EXAMPLE / "tasks", GOOD, judgements=folder / "j.jsonl",
+                     grades=folder / "g.jsonl", repeats=3)  # must not raise
+    for reject in ev.inputs.rejected:
+        assert reject.line is not None and reject.error
+    graded = {g.run_id for g in ev.inputs.grades}
+    assert {g["run_id"] for g in good_g} <= graded
+    judged = {(j.run_id, j.dimension) for j in ev.inputs.judgements}
+    assert {(j["run_id"], "evidence_linkage") for j in good_j} <= judged
+    loaded = load_tasks(tasks)
+    assert {"good-0", "good-1"} <= {t.task_id for t in loaded.records}
+    for reject in loaded.rejected:
+        assert reject.line is not None and reject.error
+    ev.write(folder / "out")
