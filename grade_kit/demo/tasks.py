@@ -86,7 +86,8 @@ def _task(pack: str, track: int, slug: str, topic: str, prompt: str, metrics: li
         "task_id": f"{pack}-t{track}-{slug}",
         "track": track,
         "pack": pack,
-        "prompt": f"{prompt}\n\n{FORMAT} structured_metrics keys: {', '.join(metrics)}.",
+        "prompt": (f"Data: the {pack} tutoring programme's pack of CSV files.\n{prompt}\n\n"
+                   f"{FORMAT} structured_metrics keys: {', '.join(metrics)}."),
         "weights": TRACK_WEIGHTS[track],
         "gold_facts": facts,
         "gold_insights": insights,

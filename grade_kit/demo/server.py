@@ -1,0 +1,275 @@
+"""The simulated setups as a real OpenAI-compatible server on 127.0.0.1 (``grade-kit
+demo-server``).
+
+- ``GET /v1/models`` lists the setups (careful, hasty, erratic) as models.
+- ``POST /v1/chat/completions`` answers a fixture task (found by its prompt) as the setup
+  named by ``model`` would, on repeat ``seed`` (default 1): the same answer, timing, tool-call
+  count and fault as the recorded fixture runs (:func:`grade_kit.demo.record.simulate_run`), so
+  the recorded runs are a capture of this server and the two never drift apart.
+- Streaming (server-sent events) or not; with ``tools`` in the request, the model first asks
+  for one SQL call per recorded tool call, then answers once the results come back.
+- Faults as recorded: a timed-out run stalls past the client's timeout and then drops the
+  connection; a failed one returns HTTP 502 or drops the connection before any byte.
+- Latencies are the recorded ones times ``latency_scale`` (the demo uses 0.01), or one fixed
+  latency for benchmarks.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from grade_kit.demo.record import START, TIMEOUT_S, simulate_run
+from grade_kit.demo.setups import SETUPS
+from grade_kit.fetch.responders import RESPONSE_FORMAT_INSTRUCTION
+from grade_kit.schema import Task
+
+__all__ = ["DemoServer", "demo_server"]
+
+SQL_BY_TABLE = ("SELECT COUNT(*) AS n FROM sessions", "SELECT * FROM tutors LIMIT 5",
+                "SELECT status, COUNT(*) AS n FROM sessions GROUP BY status")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return  # quiet: the fetch records what matters
+
+    def _json(self, status: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _drop(self) -> None:
+        with suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+        self.close_connection = True
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/v1/models":
+            self._json(200, {"object": "list", "data": [
+                {"id": name, "object": "model", "owned_by": "grade_kit-demo"}
+                for name in SETUPS]})
+        else:
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self) -> None:
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except (ValueError, json.JSONDecodeError):
+            self._json(400, {"error": {"message": "the body is not JSON"}})
+            return
+        self.server.owner.answer(self, body)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    owner: DemoServer
+
+
+class DemoServer:
+    """The demo setups over HTTP (see the module docstring).
+
+    Args:
+        tasks: The fixture tasks (found by their prompts).
+        packs: The packs folder.
+        port: 0 picks a free port; see :attr:`url`.
+        latency_scale: Multiplies every recorded latency; default 1.0 (the real figures).
+        fixed_latency_s: When set, every answer takes this long (benchmarks).
+    """
+
+    def __init__(self, tasks: list[Task], packs: Path | str, *, port: int = 0,
+                 latency_scale: float = 1.0, fixed_latency_s: float | None = None) -> None:
+        self.tasks = {t.prompt.strip(): t for t in tasks if t.kind == "grade"}
+        if len(self.tasks) != sum(1 for t in tasks if t.kind == "grade"):
+            raise ValueError("two tasks share a prompt: the server could not tell them apart")
+        self.packs = Path(packs)
+        self.latency_scale = latency_scale
+        self.fixed_latency_s = fixed_latency_s
+        self._records: dict[tuple[str, str, int], dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        self._server = _Server(("127.0.0.1", port), _Handler)
+        self._server.owner = self
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """The base URL, ``http://127.0.0.1:<port>/v1``."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    @property
+    def timeout_s(self) -> float:
+        """The timeout a client should agree on: the recorded one, scaled."""
+        return TIMEOUT_S * self.latency_scale
+
+    def start(self) -> DemoServer:
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
+                                        name="grade-kit-demo-server")
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until interrupted."""
+        try:
+            self._server.serve_forever()
+        finally:
+            self._server.server_close()
+
+    # ------------------------------------------------------------------ answering
+
+    def _task_of(self, body: dict[str, Any]) -> Task | None:
+        for message in body.get("messages") or []:
+            if isinstance(message, dict) and message.get("role") == "user":
+                content = str(message.get("content") or "")
+                prompt = content.split("\n\n" + RESPONSE_FORMAT_INSTRUCTION)[0].strip()
+                return self.tasks.get(prompt)
+        return None
+
+    def _record(self, task: Task, setup: str, repeat: int) -> dict[str, Any]:
+        """The recorded run of this slot (computed once: the answer is deterministic)."""
+        key = (setup, task.task_id, repeat)
+        with self._lock:
+            if key not in self._records:
+                self._records[key] = simulate_run(task, self.packs, setup, repeat, START)
+            return self._records[key]
+
+    def answer(self, handler: _Handler, body: dict[str, Any]) -> None:
+        setup = body.get("model")
+        if setup not in SETUPS:
+            handler._json(404, {"error": {"message": f"unknown model {setup!r}; models: "
+                                                     f"{sorted(SETUPS)}"}})
+            return
+        task = self._task_of(body)
+        if task is None:
+            handler._json(400, {"error": {"message": "not a fixture task's prompt"}})
+            return
+        seed = body.get("seed", 1)
+        repeat = seed if isinstance(seed, int) and seed >= 1 else 1
+        record = self._record(task, str(setup), repeat)
+        scale = self.latency_scale
+        if record["status"] == "timeout":
+            time.sleep(2 * self.timeout_s + 0.05)
+            handler._drop()
+            return
+        if record["status"] == "failed":
+            time.sleep(_offset(record, "stopped") * scale)
+            if random.Random(f"grade_kit-fault:{setup}:{task.task_id}:{repeat}").random() < 0.5:
+                handler._json(502, {"error": {"message": "upstream model unavailable"}})
+            else:
+                handler._drop()
+            return
+        latency = (self.fixed_latency_s if self.fixed_latency_s is not None
+                   else _offset(record, "received") * scale)
+        first = (latency * 0.2 if self.fixed_latency_s is not None
+                 else _offset(record, "first_token") * scale)
+        tools_offered = bool(body.get("tools"))
+        asked = sum(1 for m in body.get("messages") or []
+                    if isinstance(m, dict) and m.get("role") == "tool")
+        calls = record.get("tool_calls") or []
+        if tools_offered and calls and asked == 0:
+            self._send(handler, body, setup, tool_calls=[
+                {"index": i, "id": c["id"], "type": "function",
+                 "function": {"name": "sql", "arguments": json.dumps(
+                     {"query": SQL_BY_TABLE[i % len(SQL_BY_TABLE)]})}}
+                for i, c in enumerate(calls)], delay=first)
+            return
+        content = json.dumps(record["response"], ensure_ascii=False)
+        self._send(handler, body, setup, content=content, delay=first,
+                   rest=max(0.0, latency - first))
+
+    def _send(self, handler: _Handler, body: dict[str, Any], model: str, *,
+              content: str = "", tool_calls: list[dict[str, Any]] | None = None,
+              delay: float = 0.0, rest: float = 0.0) -> None:
+        created = int(time.time())
+        usage = {"prompt_tokens": sum(len(str(m.get("content") or "")) // 4
+                                      for m in body.get("messages") or []
+                                      if isinstance(m, dict)),
+                 "completion_tokens": max(1, len(content) // 4)}
+        finish = "tool_calls" if tool_calls else "stop"
+        time.sleep(delay)
+        if not body.get("stream"):
+            message: dict[str, Any] = {"role": "assistant", "content": content or None}
+            if tool_calls:
+                message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"}
+                                         for c in tool_calls]
+            handler._json(200, {"id": "chatcmpl-demo", "object": "chat.completion",
+                                "created": created, "model": model, "usage": usage,
+                                "choices": [{"index": 0, "message": message,
+                                             "finish_reason": finish}]})
+            return
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Cache-Control", "no-cache")
+        handler.end_headers()
+
+        def chunk(delta: dict[str, Any], reason: str | None = None,
+                  extra: dict[str, Any] | None = None) -> None:
+            data = {"id": "chatcmpl-demo", "object": "chat.completion.chunk",
+                    "created": created, "model": model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": reason}],
+                    **(extra or {})}
+            handler.wfile.write(f"data: {json.dumps(data)}\n\n".encode())
+            handler.wfile.flush()
+
+        try:
+            chunk({"role": "assistant"})
+            if tool_calls:
+                chunk({"tool_calls": tool_calls})
+            else:
+                pieces = _pieces(content, 8)
+                for piece in pieces:
+                    chunk({"content": piece})
+                    time.sleep(rest / len(pieces))
+            chunk({}, finish)
+            if (body.get("stream_options") or {}).get("include_usage"):
+                handler.wfile.write(("data: " + json.dumps(
+                    {"id": "chatcmpl-demo", "object": "chat.completion.chunk",
+                     "created": created, "model": model, "choices": [],
+                     "usage": usage}) + "\n\n").encode())
+            handler.wfile.write(b"data: [DONE]\n\n")
+            handler.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the client gave up (its timeout): nothing to do
+
+
+def _offset(record: dict[str, Any], event: str) -> float:
+    events = record["events"]
+    return (datetime.fromisoformat(events[event])
+            - datetime.fromisoformat(events["submitted"])).total_seconds()
+
+
+def _pieces(text: str, n: int) -> list[str]:
+    size = max(1, -(-len(text) // n))
+    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+
+
+@contextmanager
+def demo_server(tasks: list[Task], packs: Path | str, **options: Any) -> Iterator[DemoServer]:
+    """A started :class:`DemoServer`, stopped on exit."""
+    server = DemoServer(tasks, packs, **options).start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,43 @@
+"""Fetching answers: responders behind one interface, a crash-safe run store, and the fetch
+that fills every planned slot of a setup, timed as the standard says."""
+
+from grade_kit.fetch.responders import (
+    RESPONSE_FORMAT_INSTRUCTION,
+    Answer,
+    AnswerFailed,
+    OpenAIChat,
+    PythonCallable,
+    Replay,
+    Responder,
+    build_prompt,
+    parse_answer,
+)
+from grade_kit.fetch.run import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_TIMEOUT_S,
+    FetchReport,
+    fetch,
+    fetch_async,
+)
+from grade_kit.fetch.store import RunStore
+from grade_kit.fetch.tools import SQL_TOOL, PackTools
+
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "DEFAULT_TIMEOUT_S",
+    "RESPONSE_FORMAT_INSTRUCTION",
+    "SQL_TOOL",
+    "Answer",
+    "AnswerFailed",
+    "FetchReport",
+    "OpenAIChat",
+    "PackTools",
+    "PythonCallable",
+    "Replay",
+    "Responder",
+    "RunStore",
+    "build_prompt",
+    "fetch",
+    "fetch_async",
+    "parse_answer",
+]

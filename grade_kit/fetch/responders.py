@@ -1,0 +1,339 @@
+"""Responders: what answers a task, behind one interface (:class:`Responder`).
+
+- :class:`OpenAIChat`: any OpenAI-compatible chat-completions endpoint, by base URL and model
+  name; streaming; tool calls answered by an agent loop over the pack's tools
+  (:class:`~grade_kit.fetch.tools.PackTools`), each call recorded with its id and start/end;
+  the API key read from an environment variable whose *name* is given, never a value.
+- :class:`PythonCallable`: a function of (task, prompt, repeat) returning a response.
+- :class:`Replay`: a recorded runs file, answered again as it was.
+
+Every responder gets the same prompt, :func:`build_prompt`: the task's prompt plus one shared
+response-format instruction. Each captures its own events where they happen (first token,
+model text finished, runner finished); the fetch layer adds submitted, received and stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+
+from grade_kit.fetch.tools import SQL_TOOL, PackTools
+from grade_kit.schema import Response, Task
+
+__all__ = [
+    "RESPONSE_FORMAT_INSTRUCTION",
+    "Answer",
+    "AnswerFailed",
+    "OpenAIChat",
+    "PythonCallable",
+    "Replay",
+    "Responder",
+    "build_prompt",
+    "parse_answer",
+]
+
+RESPONSE_FORMAT_INSTRUCTION = (
+    "Answer with one JSON object and nothing else, with these keys: "
+    '"key_findings" (a list of short findings, most important first), '
+    '"limitations" (a list of caveats about the data or the conclusion), '
+    '"recommendations" (a list of actions, if the question asks for any), '
+    '"structured_metrics" (an object of metric name to value, numbers as numbers), '
+    '"text" (the full answer as prose).'
+)
+"""The one response-format instruction every setup is sent (recorded with each fetch)."""
+
+
+def build_prompt(task: Task) -> str:
+    """The text sent for ``task``: its prompt, a blank line, the shared instruction."""
+    return f"{task.prompt}\n\n{RESPONSE_FORMAT_INSTRUCTION}"
+
+
+def now() -> datetime:
+    """The current instant, time-zone aware (UTC); the clock every event is read from."""
+    return datetime.now(UTC)
+
+
+@dataclass
+class Answer:
+    """What a responder got back (the fetch layer turns it into a run record)."""
+
+    response: dict[str, Any]
+    events: dict[str, datetime] = field(default_factory=dict)
+    tool_calls: list[dict[str, Any]] | None = None
+    usage: dict[str, int] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class AnswerFailed(Exception):
+    """A failed attempt: ``received_bytes`` says whether any answer byte had arrived (a
+    transport error before any byte may be retried), ``kept`` holds what was received."""
+
+    def __init__(self, message: str, *, received_bytes: bool, kept: str = "",
+                 receipt: dict[str, Any] | None = None,
+                 events: dict[str, datetime] | None = None) -> None:
+        super().__init__(message)
+        self.received_bytes = received_bytes
+        self.kept = kept
+        self.receipt = receipt or {}
+        self.events = events or {}
+
+
+class Responder(Protocol):
+    """Answers one task; ``name`` is recorded with the fetch."""
+
+    name: str
+
+    async def __call__(self, task: Task, prompt: str, repeat: int) -> Answer:
+        """The answer to ``prompt`` (the task's, with the shared instruction)."""
+        ...
+
+
+def parse_answer(text: str) -> tuple[dict[str, Any], str | None]:
+    """The response format from a model's text, or the text kept whole.
+
+    Returns:
+        (response, problem): the parsed response and None; or ``{"text": text}`` and why the
+        text is not the response format (it is then scored as what it is).
+    """
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.strip("`")
+        body = body.removeprefix("json").strip()
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as exc:
+        return {"text": text}, f"not JSON: {exc.msg} at column {exc.colno}"
+    if not isinstance(data, dict):
+        return {"text": text}, "JSON, but not an object"
+    try:
+        response = Response.model_validate(data).model_dump()
+    except Exception as exc:  # pydantic's error: keep the text, say why
+        return {"text": text}, f"not the response format: {str(exc).splitlines()[0]}"
+    if not response["text"]:
+        response["text"] = text
+    return response, None
+
+
+def _sse_events(line: str) -> dict[str, Any] | None:
+    if not line.startswith("data:"):
+        return None
+    payload = line[5:].strip()
+    if payload == "[DONE]":
+        return {"done": True}
+    try:
+        data = json.loads(payload)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"malformed stream chunk: {payload[:120]!r}") from exc
+    return data if isinstance(data, dict) else None
+
+
+class OpenAIChat:
+    """An OpenAI-compatible chat-completions endpoint, streamed, with an agent loop.
+
+    Args:
+        base_url: For example ``http://127.0.0.1:8000/v1`` or ``https://api.openai.com/v1``.
+        model: The model name sent.
+        api_key_env: Name of the environment variable holding the API key (read per request,
+            never stored); default None (no key).
+        packs: Folder of packs; when given, the pack's SQL tool is offered and every call is
+            answered locally and recorded (an agent loop of at most ``max_rounds`` rounds).
+        max_rounds: Model turns in the agent loop; default 8.
+        client: An ``httpx.AsyncClient`` to share; default one per responder.
+    """
+
+    def __init__(self, base_url: str, model: str, *, api_key_env: str | None = None,
+                 packs: Path | str | None = None, max_rounds: int = 8,
+                 client: httpx.AsyncClient | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.name = f"openai-chat:{model}@{self.base_url}"
+        self.api_key_env = api_key_env
+        self.packs = None if packs is None else Path(packs)
+        self.max_rounds = max_rounds
+        self._client = client
+        self._tools: dict[str, PackTools] = {}
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self.api_key_env:
+            key = os.environ.get(self.api_key_env)
+            if not key:
+                raise AnswerFailed(f"environment variable {self.api_key_env} is not set",
+                                   received_bytes=False)
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def _pack_tools(self, task: Task) -> PackTools | None:
+        if self.packs is None or task.pack is None:
+            return None
+        folder = self.packs / task.pack
+        if not folder.is_dir():
+            return None
+        return self._tools.setdefault(task.pack, PackTools(folder))
+
+    async def __call__(self, task: Task, prompt: str, repeat: int) -> Answer:
+        client = self._client or httpx.AsyncClient(timeout=None)
+        try:
+            return await self._converse(client, task, prompt, repeat)
+        finally:
+            if self._client is None:
+                await client.aclose()
+
+    async def _converse(self, client: httpx.AsyncClient, task: Task, prompt: str,
+                        repeat: int) -> Answer:
+        tools = self._pack_tools(task)
+        messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+        events: dict[str, datetime] = {}
+        calls: list[dict[str, Any]] = []
+        usage = {"input_tokens": 0, "output_tokens": 0}
+        usage_seen = False
+        text = ""
+        for _ in range(self.max_rounds):
+            body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True,
+                                    "seed": repeat, "temperature": 0,
+                                    "stream_options": {"include_usage": True},
+                                    "response_format": {"type": "json_object"}}
+            if tools is not None:
+                body["tools"] = [SQL_TOOL]
+            turn = await self._stream(client, body, events)
+            if turn["usage"]:
+                usage_seen = True
+                usage["input_tokens"] += int(turn["usage"].get("prompt_tokens", 0))
+                usage["output_tokens"] += int(turn["usage"].get("completion_tokens", 0))
+            text = turn["content"]
+            if not turn["tool_calls"] or tools is None:
+                break
+            messages.append({"role": "assistant", "content": text or None,
+                             "tool_calls": turn["tool_calls"]})
+            for call in turn["tool_calls"]:
+                started = now()
+                result = await asyncio.to_thread(tools.call, call["function"]["name"],
+                                                 call["function"]["arguments"])
+                ended = now()
+                calls.append({"id": call["id"], "name": call["function"]["name"],
+                              "started": started.isoformat(), "ended": ended.isoformat()})
+                messages.append({"role": "tool", "tool_call_id": call["id"],
+                                 "content": result})
+        events["model_text_finished"] = events.get("model_text_finished", now())
+        response, problem = parse_answer(text)
+        metadata: dict[str, Any] = {"responder": self.name}
+        if problem is not None:
+            metadata["parse_problem"] = problem
+        events["runner_finished"] = now()
+        return Answer(response=response, events=events,
+                      tool_calls=calls if tools is not None else None,
+                      usage=usage if usage_seen else None, metadata=metadata)
+
+    async def _stream(self, client: httpx.AsyncClient, body: dict[str, Any],
+                      events: dict[str, datetime]) -> dict[str, Any]:
+        content: list[str] = []
+        tool_calls: dict[int, dict[str, Any]] = {}
+        usage: dict[str, Any] | None = None
+        got_bytes = False
+        try:
+            async with client.stream("POST", f"{self.base_url}/chat/completions",
+                                     headers=self._headers(), json=body) as reply:
+                if reply.status_code >= 400:
+                    raw = (await reply.aread()).decode("utf-8", "replace")
+                    raise AnswerFailed(
+                        f"HTTP {reply.status_code} from the endpoint", received_bytes=True,
+                        kept=raw[:10_000],
+                        receipt={"status": reply.status_code, "body": raw[:10_000],
+                                 "headers": {k: v for k, v in reply.headers.items()
+                                             if k.lower() in ("retry-after", "x-request-id",
+                                                              "content-type")}})
+                async for line in reply.aiter_lines():
+                    got_bytes = True
+                    events.setdefault("first_progress", now())
+                    chunk = _sse_events(line)
+                    if chunk is None or chunk.get("done"):
+                        continue
+                    if chunk.get("usage"):
+                        usage = chunk["usage"]
+                    for choice in chunk.get("choices") or []:
+                        delta = choice.get("delta") or {}
+                        if delta.get("content"):
+                            events.setdefault("first_token", now())
+                            content.append(delta["content"])
+                        for tc in delta.get("tool_calls") or []:
+                            slot = tool_calls.setdefault(int(tc.get("index", 0)), {
+                                "id": "", "type": "function",
+                                "function": {"name": "", "arguments": ""}})
+                            slot["id"] = tc.get("id") or slot["id"]
+                            fn = tc.get("function") or {}
+                            slot["function"]["name"] += fn.get("name") or ""
+                            slot["function"]["arguments"] += fn.get("arguments") or ""
+                        if choice.get("finish_reason") and not tool_calls:
+                            events["model_text_finished"] = now()
+        except AnswerFailed:
+            raise
+        except (httpx.TransportError, ValueError) as exc:
+            raise AnswerFailed(f"{type(exc).__name__}: {exc}", received_bytes=got_bytes,
+                               kept="".join(content)) from exc
+        return {"content": "".join(content), "tool_calls": [tool_calls[i] for i in
+                                                            sorted(tool_calls)],
+                "usage": usage}
+
+
+class PythonCallable:
+    """A Python function as a responder: ``fn(task, prompt, repeat)`` returns the response
+    (a mapping in the response format, or text), synchronously or as a coroutine."""
+
+    def __init__(self, fn: Callable[[Task, str, int], Any], name: str | None = None) -> None:
+        self.fn = fn
+        self.name = name or f"python:{getattr(fn, '__name__', 'callable')}"
+
+    async def __call__(self, task: Task, prompt: str, repeat: int) -> Answer:
+        result = self.fn(task, prompt, repeat)
+        if inspect.isawaitable(result):
+            result = await result
+        events = {"first_token": now()}
+        if isinstance(result, str):
+            response, problem = parse_answer(result)
+        else:
+            response, problem = dict(result), None
+        events["model_text_finished"] = now()
+        metadata: dict[str, Any] = {"responder": self.name}
+        if problem:
+            metadata["parse_problem"] = problem
+        return Answer(response=response, events=events, metadata=metadata)
+
+
+class Replay:
+    """Answers again what a recorded runs file answered (by task and repeat, first attempt).
+
+    Args:
+        path: A runs JSONL file.
+        setup: Whose runs to replay; default every run in the file.
+    """
+
+    def __init__(self, path: Path | str, setup: str | None = None) -> None:
+        self.name = f"replay:{path}"
+        self._by_slot: dict[tuple[str, int], dict[str, Any]] = {}
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            if setup is not None and record.get("setup") != setup:
+                continue
+            if record.get("attempt_of") is None:
+                self._by_slot.setdefault((record["task_id"], int(record["repeat"])), record)
+
+    async def __call__(self, task: Task, prompt: str, repeat: int) -> Answer:
+        record = self._by_slot.get((task.task_id, repeat))
+        if record is None or record.get("status") != "delivered":
+            why = "no recorded answer" if record is None else f"recorded {record['status']}"
+            raise AnswerFailed(f"{why} for {task.task_id} repeat {repeat}",
+                               received_bytes=True)
+        return Answer(response=dict(record["response"]), tool_calls=record.get("tool_calls"),
+                      metadata={"responder": self.name, "replayed": record["run_id"]})
+

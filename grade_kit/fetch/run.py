@@ -1,0 +1,258 @@
+"""Fetching answers: every planned (task, repeat) slot of one setup, through a responder, into
+the run store, timed as the standard says (docs/methodology.md §4 "Timing").
+
+- ``submitted`` is read just before the request, ``received`` when the responder returned the
+  whole answer; a responder adds the events it sees (first progress, first token, model text
+  finished, runner finished). None stands in for another.
+- A timeout agreed before the run (default 600 s) stops an attempt: status ``timeout``, the
+  ``stopped`` instant recorded, never a latency sample. A failure is status ``failed`` with its
+  reason and receipt (status, headers that matter, body) and whatever bytes arrived.
+- Resuming: a slot with a primary attempt is never fetched again as primary; with
+  ``rerun_failed`` a failed or timed-out slot gets a new attempt whose ``attempt_of`` names the
+  primary. A transport error before any answer byte is retried with backoff, each retry its
+  own linked attempt.
+- Concurrency is bounded (default 8) and requests are spaced by an optional rate limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from grade_kit.fetch.responders import (
+    RESPONSE_FORMAT_INSTRUCTION,
+    AnswerFailed,
+    Responder,
+    build_prompt,
+    now,
+)
+from grade_kit.fetch.store import RunStore, Slot
+from grade_kit.schema import Task
+
+__all__ = ["DEFAULT_CONCURRENCY", "DEFAULT_TIMEOUT_S", "FetchReport", "fetch", "fetch_async"]
+
+DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_CONCURRENCY = 8
+RETRY_BACKOFF_S = (0.5, 2.0, 8.0)
+"""Waits before each retry of a transport error that came before any answer byte."""
+
+CLOCK = {"source": "python datetime.now(UTC) on the fetching machine", "precision": "1 us"}
+
+
+@dataclass
+class FetchReport:
+    """What one fetch did, by slot state; ``torn`` lists lines set aside on opening."""
+
+    store: Path
+    setup: str
+    planned: int
+    skipped: int = 0
+    delivered: int = 0
+    failed: int = 0
+    timeouts: int = 0
+    retries: int = 0
+    torn: list[str] = field(default_factory=list)
+    instruction_sha256: str = ""
+
+    def __str__(self) -> str:
+        return (f"{self.setup}: {self.planned} slots planned, {self.skipped} already there, "
+                f"{self.delivered} delivered, {self.failed} failed, {self.timeouts} timeouts, "
+                f"{self.retries} retries" + (f", {len(self.torn)} torn line(s) set aside"
+                                             if self.torn else ""))
+
+
+class _RateLimit:
+    """At most ``per_second`` request starts per second (None: no limit)."""
+
+    def __init__(self, per_second: float | None) -> None:
+        self.gap = 0.0 if not per_second else 1.0 / per_second
+        self.next = 0.0
+        self.lock = asyncio.Lock()
+
+    async def wait(self) -> None:
+        if not self.gap:
+            return
+        async with self.lock:
+            delay = self.next - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            self.next = max(self.next, time.monotonic()) + self.gap
+
+
+def _iso(at: datetime) -> str:
+    return at.isoformat(timespec="microseconds")
+
+
+def _record(setup: str, task: Task, repeat: int, run_id: str, attempt_of: str | None,
+            submitted: datetime) -> dict[str, Any]:
+    return {"run_id": run_id, "setup": setup, "task_id": task.task_id, "repeat": repeat,
+            "attempt_of": attempt_of, "events": {"submitted": _iso(submitted)},
+            "metadata": {"clock": CLOCK}}
+
+
+async def _attempt(responder: Responder, task: Task, repeat: int, setup: str, run_id: str,
+                   attempt_of: str | None, timeout_s: float,
+                   limit: _RateLimit) -> tuple[dict[str, Any], bool]:
+    """One attempt as a run record, and whether it may be retried (transport, no byte)."""
+    await limit.wait()
+    submitted = now()
+    record = _record(setup, task, repeat, run_id, attempt_of, submitted)
+    try:
+        answer = await asyncio.wait_for(responder(task, build_prompt(task), repeat),
+                                        timeout=timeout_s)
+    except TimeoutError:
+        record.update(status="timeout", error=f"no answer within {timeout_s:g} s",
+                      response=None, tool_calls=None)
+        record["events"]["stopped"] = _iso(now())
+        return record, False
+    except AnswerFailed as exc:
+        stopped = now()
+        record.update(status="failed", error=str(exc), response=None, tool_calls=None)
+        record["events"].update({k: _iso(v) for k, v in exc.events.items()})
+        record["events"]["stopped"] = _iso(stopped)
+        if exc.kept:
+            record["metadata"]["received_text"] = exc.kept
+        if exc.receipt:
+            record["metadata"]["receipt"] = exc.receipt
+        return record, not exc.received_bytes
+    received = now()
+    record["events"].update({k: _iso(v) for k, v in answer.events.items()})
+    record["events"]["received"] = _iso(received)
+    record.update(status="delivered", error=None, response=answer.response,
+                  tool_calls=answer.tool_calls)
+    if answer.usage is not None:
+        record["usage"] = answer.usage
+    record["metadata"].update(answer.metadata)
+    return record, False
+
+
+async def fetch_async(tasks: Sequence[Task], responder: Responder, store: Path | str, *,
+                      setup: str, repeats: int = 1,
+                      concurrency: int = DEFAULT_CONCURRENCY,
+                      timeout_s: float = DEFAULT_TIMEOUT_S,
+                      rate_per_second: float | None = None, retries: int = 2,
+                      rerun_failed: bool = False, progress: bool = True) -> FetchReport:
+    """Fetch every (task, repeat) slot of ``setup`` into ``store`` (see the module docstring).
+
+    Args:
+        tasks: The tasks to ask.
+        responder: What answers.
+        store: The runs JSONL file (appended to; resumed when it exists).
+        setup: The setup name written on every run.
+        repeats: R; default 1.
+        concurrency: Attempts in flight at once; default 8.
+        timeout_s: Agreed before the run; default 600 s.
+        rate_per_second: Request starts per second for this endpoint; default no limit.
+        retries: Retries of a transport error before any answer byte; default 2.
+        rerun_failed: Also re-run slots whose primary attempt failed or timed out (a linked
+            attempt; the primary stays the scored one); default False.
+        progress: Show a tqdm bar (a widget in Jupyter); default True.
+    """
+    run_store = RunStore.open(store)
+    report = FetchReport(store=Path(store), setup=setup, planned=len(tasks) * repeats,
+                         torn=list(run_store.torn),
+                         instruction_sha256=hashlib.sha256(
+                             RESPONSE_FORMAT_INSTRUCTION.encode()).hexdigest())
+    existing = run_store.by_slot()
+    taken = run_store.run_ids()
+    todo: list[tuple[Task, int, str, str | None]] = []
+    for task in tasks:
+        for repeat in range(1, repeats + 1):
+            slot: Slot = (setup, task.task_id, repeat)
+            attempts = existing.get(slot, [])
+            primary = next((a for a in attempts if a.get("attempt_of") is None), None)
+            base = f"{setup}-{task.task_id}-r{repeat}"
+            if primary is None:
+                todo.append((task, repeat, _fresh_id(base, taken), None))
+            elif rerun_failed and not any(a.get("status") == "delivered" for a in attempts):
+                todo.append((task, repeat, _fresh_id(f"{base}-a", taken), primary["run_id"]))
+            else:
+                report.skipped += 1
+    limit = _RateLimit(rate_per_second)
+    semaphore = asyncio.Semaphore(max(1, concurrency))
+    write_lock = asyncio.Lock()
+    bar = _progress_bar(len(todo), setup) if progress else None
+    running = [0]
+
+    async def one(task: Task, repeat: int, run_id: str, attempt_of: str | None) -> None:
+        async with semaphore:
+            running[0] += 1
+            for attempt in range(retries + 1):
+                record, retryable = await _attempt(responder, task, repeat, setup, run_id,
+                                                   attempt_of, timeout_s, limit)
+                async with write_lock:
+                    await asyncio.to_thread(run_store.append, record)
+                if not (retryable and attempt < retries):
+                    break
+                report.retries += 1
+                await asyncio.sleep(RETRY_BACKOFF_S[min(attempt, len(RETRY_BACKOFF_S) - 1)])
+                attempt_of = attempt_of or run_id
+                run_id = _fresh_id(f"{setup}-{task.task_id}-r{repeat}-a", taken)
+            running[0] -= 1
+            status = record["status"]
+            if status == "delivered":
+                report.delivered += 1
+            elif status == "timeout":
+                report.timeouts += 1
+            else:
+                report.failed += 1
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(failed=report.failed + report.timeouts, running=running[0])
+
+    try:
+        await asyncio.gather(*(one(*item) for item in todo))
+    finally:
+        if bar is not None:
+            bar.close()
+    return report
+
+
+def _fresh_id(base: str, taken: set[str]) -> str:
+    if base not in taken and not base.endswith("-a"):
+        taken.add(base)
+        return base
+    n = 1
+    while f"{base}{n}" in taken:
+        n += 1
+    taken.add(f"{base}{n}")
+    return f"{base}{n}"
+
+
+def _progress_bar(total: int, setup: str) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=f"fetch {setup}", unit="run")
+
+
+def fetch(tasks: Sequence[Task], responder: Responder, store: Path | str, *, setup: str,
+          **options: Any) -> FetchReport:
+    """:func:`fetch_async` from synchronous code, including inside Jupyter's running event
+    loop (the fetch then runs on its own loop in a worker thread)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(fetch_async(tasks, responder, store, setup=setup, **options))
+    result: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            result["report"] = asyncio.run(fetch_async(tasks, responder, store, setup=setup,
+                                                       **options))
+        except BaseException as exc:  # re-raised in the caller's thread
+            result["error"] = exc
+
+    thread = threading.Thread(target=work, name="grade-kit-fetch")
+    thread.start()
+    thread.join()
+    if "error" in result:
+        raise result["error"]
+    report: FetchReport = result["report"]
+    return report

@@ -1,0 +1,105 @@
+"""The run store: an append-only JSONL file of attempts, safe against a kill at any moment.
+
+Every attempt is one line, written whole and then flushed and fsynced before the next starts,
+so after a crash the file holds every finished attempt and at most one torn last line. Opening
+the store sets a torn last line aside (``<store>.torn``, reported) and truncates the file to
+its last complete line; nothing already written is ever rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["RunStore", "Slot"]
+
+Slot = tuple[str, str, int]
+"""(setup, task_id, repeat)."""
+
+
+@dataclass
+class RunStore:
+    """An append-only file of run records (one attempt a line).
+
+    Attributes:
+        path: The JSONL file (created on first write).
+        torn: What was set aside when the store was opened (the bytes of a torn last line).
+        records: Every complete record, in file order.
+    """
+
+    path: Path
+    torn: list[str] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def open(cls, path: Path | str) -> RunStore:
+        """Open (or create) the store, recovering from a torn last line."""
+        store = cls(Path(path))
+        store._recover()
+        return store
+
+    def _recover(self) -> None:
+        if not self.path.exists():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            return
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end < len(data):  # a line without its newline: torn by a kill
+            tail = data[end:]
+            aside = self.path.with_name(self.path.name + ".torn")
+            with aside.open("ab") as handle:
+                handle.write(tail + b"\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            with self.path.open("r+b") as handle:
+                handle.truncate(end)
+                handle.flush()
+                os.fsync(handle.fileno())
+            self.torn.append(tail.decode("utf-8", "backslashreplace"))
+        for line in data[:end].splitlines():
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                self.torn.append(line.decode("utf-8", "backslashreplace"))
+                continue
+            if isinstance(record, dict):
+                self.records.append(record)
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Write one record as one line, then flush and fsync (durable before returning)."""
+        line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+        self.records.append(record)
+
+    def attempts(self, slot: Slot) -> list[dict[str, Any]]:
+        """Every attempt of a slot, in file order."""
+        setup, task_id, repeat = slot
+        return [r for r in self.records if (r.get("setup"), r.get("task_id"),
+                                            r.get("repeat")) == (setup, task_id, repeat)]
+
+    def by_slot(self) -> dict[Slot, list[dict[str, Any]]]:
+        """Every slot's attempts, in file order."""
+        out: dict[Slot, list[dict[str, Any]]] = {}
+        for record in self.records:
+            key = (str(record.get("setup")), str(record.get("task_id")),
+                   int(record.get("repeat") or 0))
+            out.setdefault(key, []).append(record)
+        return out
+
+    def run_ids(self) -> set[str]:
+        """Every run_id already written."""
+        return {str(r.get("run_id")) for r in self.records}
+
+    def extend(self, records: Iterable[dict[str, Any]]) -> None:
+        """Append several records, each durable on its own."""
+        for record in records:
+            self.append(record)
