@@ -8,6 +8,7 @@ Public functions accept pandas or polars frames and return the same kind.
 
 from grade_kit.adapters import read_inspect, read_tau_bench
 from grade_kit.evaluate import Evaluation, RunExplanation, evaluate
+from grade_kit.fetch import OpenAIChat, PythonCallable, Replay, fetch
 from grade_kit.frames import COLUMNS, EvalData
 from grade_kit.grade import (
     ClaimJudge,
@@ -71,7 +72,10 @@ __all__ = [
     "Inputs",
     "Judge",
     "Judgement",
+    "OpenAIChat",
+    "PythonCallable",
     "Rejected",
+    "Replay",
     "Results",
     "RuleJudge",
     "Run",
@@ -85,6 +89,7 @@ __all__ = [
     "consistency_scores",
     "evaluate",
     "fact_checks",
+    "fetch",
     "finding_stability",
     "grade_scores",
     "grounding_scores",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from grade_kit.evaluate import Evaluation, evaluate
 from grade_kit.inputs import read_inputs
-from grade_kit.io import InputError, load_tasks
+from grade_kit.io import InputError, find_packs_dir, load_tasks
 from grade_kit.judges import JUDGES
 from grade_kit.schema import MAX_REPEAT
 
@@ -111,6 +112,43 @@ def _import(args: argparse.Namespace) -> int:
         print(f"  note: {note}")
     for name, path in written.items():
         print(f"  {name:<7} {path}")
+    return 0
+
+
+def _fetch(args: argparse.Namespace) -> int:
+    from grade_kit.fetch import OpenAIChat, fetch
+
+    loaded = load_tasks(args.tasks, args.packs)
+    _print_rejects([r.message() for r in loaded.rejected])
+    if not loaded.records:
+        raise InputError(f"{args.tasks}: no task loaded")
+    packs = args.packs or find_packs_dir(args.tasks)
+    responder = OpenAIChat(args.endpoint, args.model, api_key_env=args.api_key_env,
+                           packs=packs if args.tools else None)
+    report = fetch(loaded.records, responder, args.out, setup=args.setup or args.model,
+                   repeats=args.repeats, concurrency=args.concurrency,
+                   timeout_s=args.timeout, rate_per_second=args.rate,
+                   rerun_failed=args.rerun_failed, progress=not args.quiet)
+    for torn in report.torn:
+        print(f"warning: {args.out}: a torn last line was set aside in "
+              f"{args.out}.torn and its slot fetched again: {torn[:120]!r}", file=sys.stderr)
+    print(f"fetch: {report} -> {args.out}")
+    return 0
+
+
+def _demo_server(args: argparse.Namespace) -> int:
+    from grade_kit.demo.server import DemoServer
+
+    root = Path(args.fixtures) if args.fixtures is not None else DEFAULT_FIXTURES
+    if not (root / "tasks").is_dir():
+        raise InputError(f"{root}: no fixtures (run `grade-kit fixtures` or pass --fixtures)")
+    tasks = load_tasks(root / "tasks", root / "packs").records
+    server = DemoServer(tasks, root / "packs", port=args.port,
+                        latency_scale=args.latency_scale, fixed_latency_s=args.fixed_latency)
+    print(f"demo-server: {server.url} (models: careful, hasty, erratic; agree on a timeout of "
+          f"{server.timeout_s:g} s); Ctrl-C stops it", flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.serve_forever()
     return 0
 
 
@@ -245,6 +283,42 @@ def build_parser() -> argparse.ArgumentParser:
     imp_g.add_argument("--model-grader", action="append",
                        help="a grader name that is a model (repeatable); 'model:*' always is")
     imp_g.set_defaults(func=_import_grades)
+
+    fetch = sub.add_parser("fetch", help="fetch answers from an OpenAI-compatible endpoint")
+    fetch.add_argument("tasks", type=Path, help="folder of task files, or a tasks JSONL file")
+    fetch.add_argument("--endpoint", required=True,
+                       help="base URL, for example http://127.0.0.1:8000/v1")
+    fetch.add_argument("--model", required=True, help="model name sent to the endpoint")
+    fetch.add_argument("--setup", help="setup name written on the runs (default: the model)")
+    fetch.add_argument("--repeats", type=_bounded(1, MAX_REPEAT), default=1,
+                       help="repeats per task (default 1)")
+    fetch.add_argument("--concurrency", type=_bounded(1, 1024), default=8,
+                       help="attempts in flight (default 8)")
+    fetch.add_argument("--timeout", type=float, default=600.0,
+                       help="seconds before an attempt is stopped (default 600)")
+    fetch.add_argument("--rate", type=float, default=None,
+                       help="request starts per second (default: no limit)")
+    fetch.add_argument("--api-key-env",
+                       help="NAME of the environment variable holding the API key")
+    fetch.add_argument("--no-tools", dest="tools", action="store_false",
+                       help="do not offer the pack's SQL tool")
+    fetch.add_argument("--rerun-failed", action="store_true",
+                       help="re-run failed or timed-out slots as linked attempts")
+    fetch.add_argument("--packs", type=Path, help="packs folder (default: next to TASKS)")
+    fetch.add_argument("--quiet", action="store_true", help="no progress bar")
+    fetch.add_argument("--out", type=Path, required=True,
+                       help="runs JSONL (appended to; a second fetch resumes)")
+    fetch.set_defaults(func=_fetch)
+
+    server = sub.add_parser("demo-server", help="serve the demo setups on 127.0.0.1")
+    server.add_argument("--port", type=_bounded(0, 65535), default=8000)
+    server.add_argument("--latency-scale", type=float, default=1.0,
+                        help="multiply the recorded latencies (default 1: real figures)")
+    server.add_argument("--fixed-latency", type=float, default=None,
+                        help="every answer takes this many seconds (benchmarks)")
+    server.add_argument("--fixtures", type=Path, default=None,
+                        help="fixtures folder (default ./fixtures)")
+    server.set_defaults(func=_demo_server)
 
     fixtures = sub.add_parser("fixtures", help="generate the fixture packs (seed 42)")
     fixtures.add_argument("--out", type=Path, default=DEFAULT_FIXTURES / "packs",

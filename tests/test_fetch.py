@@ -1,0 +1,224 @@
+"""Fetching for real: the demo server on 127.0.0.1, the OpenAI-compatible responder, the run
+store's crash safety and resumption, timing events, faults, and no key ever written."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import grade_kit as gk
+from grade_kit.demo.server import DemoServer
+from grade_kit.fetch import (
+    OpenAIChat,
+    PythonCallable,
+    Replay,
+    RunStore,
+    build_prompt,
+    fetch,
+    parse_answer,
+)
+from grade_kit.io import load_runs, load_tasks
+from grade_kit.schema import Task
+
+ROOT = Path(__file__).resolve().parents[1]
+FIX = ROOT / "fixtures"
+TASKS = load_tasks(FIX / "tasks", FIX / "packs").records
+RECORDED = {json.loads(line)["run_id"]: json.loads(line)
+            for setup in ("careful", "hasty", "erratic")
+            for line in (FIX / "runs" / f"{setup}.jsonl").read_text().splitlines()}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[DemoServer]:
+    srv = DemoServer(TASKS, FIX / "packs", latency_scale=0.02).start()
+    yield srv
+    srv.stop()
+
+
+def _slot_of(status: str) -> tuple[str, Task, int]:
+    """A (setup, task, repeat) whose recorded run has ``status``."""
+    for run in sorted(RECORDED.values(), key=lambda r: r["run_id"]):
+        if run["status"] == status:
+            task = next(t for t in TASKS if t.task_id == run["task_id"])
+            return run["setup"], task, run["repeat"]
+    raise LookupError(status)
+
+
+def test_the_models_are_the_setups(server: DemoServer) -> None:
+    import httpx
+
+    models = httpx.get(f"{server.url}/models").json()
+    assert [m["id"] for m in models["data"]] == ["careful", "hasty", "erratic"]
+
+
+def test_fetched_runs_are_the_recorded_answers_timed_and_tooled(server: DemoServer,
+                                                                tmp_path: Path) -> None:
+    tasks = [t for t in TASKS if t.pack == "riverbend"][:3]
+    store = tmp_path / "runs.jsonl"
+    report = fetch(tasks, OpenAIChat(server.url, "careful", packs=FIX / "packs"), store,
+                   setup="careful", repeats=2, timeout_s=server.timeout_s, progress=False)
+    assert (report.planned, report.delivered) == (6, 6)
+    loaded = load_runs(store, TASKS)
+    assert not loaded.rejected and len(loaded.records) == 6
+    order = ["submitted", "first_progress", "first_token", "model_text_finished",
+             "runner_finished", "received"]
+    for run in loaded.records:
+        recorded = RECORDED[run.run_id]
+        assert run.response is not None
+        assert run.response.model_dump() == recorded["response"]  # the server's capture
+        instants = [datetime.fromisoformat(run.events[e]) for e in order]  # type: ignore[arg-type]
+        assert instants == sorted(instants) and all(i.tzinfo for i in instants)
+        assert run.tool_calls is not None
+        assert len(run.tool_calls) == len(recorded["tool_calls"])
+        for call in run.tool_calls:
+            assert call.name == "sql" and call.started and call.ended
+        assert run.usage is not None and run.usage.input_tokens and run.usage.output_tokens
+    ev = gk.evaluate(FIX / "tasks", store, packs=FIX / "packs")
+    assert ev.timing.filter(ev.timing["subset"] == "all")["e2e_n"].item() == 6
+
+
+def test_a_second_fetch_resumes_and_overwrites_nothing(server: DemoServer,
+                                                       tmp_path: Path) -> None:
+    tasks = TASKS[:2]
+    store = tmp_path / "runs.jsonl"
+    responder = OpenAIChat(server.url, "hasty")
+    fetch(tasks, responder, store, setup="hasty", repeats=2, timeout_s=server.timeout_s,
+          progress=False)
+    before = store.read_bytes()
+    again = fetch(tasks, responder, store, setup="hasty", repeats=3,
+                  timeout_s=server.timeout_s, progress=False)
+    assert (again.skipped, again.delivered) == (4, 2)  # only the new repeat is fetched
+    assert store.read_bytes().startswith(before)
+
+
+def test_a_torn_last_line_is_set_aside_and_its_slot_fetched_again(server: DemoServer,
+                                                                   tmp_path: Path) -> None:
+    tasks = TASKS[:1]
+    store = tmp_path / "runs.jsonl"
+    responder = OpenAIChat(server.url, "hasty")
+    fetch(tasks, responder, store, setup="hasty", repeats=1, timeout_s=server.timeout_s,
+          progress=False)
+    with store.open("a") as handle:
+        handle.write('{"run_id": "hasty-x", "setup": "hasty", "task_id": "')  # killed here
+    report = fetch(tasks, responder, store, setup="hasty", repeats=2,
+                   timeout_s=server.timeout_s, progress=False)
+    assert len(report.torn) == 1 and report.delivered == 1
+    assert (tmp_path / "runs.jsonl.torn").read_text().startswith('{"run_id": "hasty-x"')
+    loaded = load_runs(store, TASKS)
+    assert not loaded.rejected and len(loaded.records) == 2
+
+
+def test_timeouts_and_failures_are_runs_never_latency_samples(server: DemoServer,
+                                                              tmp_path: Path) -> None:
+    t_setup, timed_out, repeat = _slot_of("timeout")
+    f_setup, failed, f_repeat = _slot_of("failed")
+    store = tmp_path / "runs.jsonl"
+    fetch([timed_out], OpenAIChat(server.url, t_setup), store, setup=t_setup,
+          repeats=repeat, timeout_s=server.timeout_s, progress=False)
+    fetch([failed], OpenAIChat(server.url, f_setup), tmp_path / "f.jsonl", setup=f_setup,
+          repeats=f_repeat, timeout_s=server.timeout_s, progress=False, retries=1)
+    runs = [json.loads(line) for line in store.read_text().splitlines()]
+    stalled = next(r for r in runs if r["task_id"] == timed_out.task_id
+                   and r["repeat"] == repeat)
+    assert stalled["status"] == "timeout" and "stopped" in stalled["events"]
+    assert "received" not in stalled["events"]
+    f_runs = [json.loads(line) for line in (tmp_path / "f.jsonl").read_text().splitlines()]
+    broken = [r for r in f_runs if r["repeat"] == f_repeat]
+    assert broken[0]["status"] == "failed" and broken[0]["attempt_of"] is None
+    receipt = broken[0]["metadata"].get("receipt")
+    if receipt is not None:  # an HTTP 502 is kept with its receipt and is not retried
+        assert receipt["status"] == 502 and len(broken) == 1
+    else:  # a dropped connection before any byte is retried as its own linked attempt
+        assert len(broken) == 2 and broken[1]["attempt_of"] == broken[0]["run_id"]
+    ev = gk.evaluate(FIX / "tasks", store, packs=FIX / "packs", repeats=repeat)
+    timing = ev.results.setups[t_setup].timing
+    assert timing.timeouts.count == 1 and timing.timeouts.waiting_s.n == 1
+    assert timing.e2e_s.n == sum(1 for r in runs if r["status"] == "delivered")
+
+
+def test_no_api_key_value_is_ever_written(server: DemoServer, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "sk-test-DO-NOT-WRITE-1234567890"
+    monkeypatch.setenv("GK_TEST_KEY", secret)
+    store = tmp_path / "runs.jsonl"
+    fetch(TASKS[:1], OpenAIChat(server.url, "hasty", api_key_env="GK_TEST_KEY"), store,
+          setup="hasty", repeats=1, timeout_s=server.timeout_s, progress=False)
+    assert gk.evaluate(FIX / "tasks", store, packs=FIX / "packs").write(tmp_path / "out")
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+    missing = fetch(TASKS[1:2], OpenAIChat(server.url, "hasty", api_key_env="GK_NOT_SET"),
+                    tmp_path / "b.jsonl", setup="hasty", timeout_s=server.timeout_s,
+                    progress=False, retries=0)
+    assert missing.failed == 1
+    assert "GK_NOT_SET is not set" in (tmp_path / "b.jsonl").read_text()
+
+
+def test_an_answer_that_is_not_the_format_is_kept_whole() -> None:
+    response, problem = parse_answer("The rate was 18%.")
+    assert response == {"text": "The rate was 18%."} and problem is not None
+    response, problem = parse_answer('```json\n{"key_findings": ["a"], "text": "t"}\n```')
+    assert problem is None and response["key_findings"] == ["a"]
+    response, problem = parse_answer('{"key_findings": "not a list"}')
+    assert response == {"text": '{"key_findings": "not a list"}'} and "not the response" in (
+        problem or "")
+
+
+def test_python_callable_and_replay_responders(tmp_path: Path) -> None:
+    def answer(task: Task, prompt: str, repeat: int) -> dict[str, Any]:
+        assert prompt == build_prompt(task)
+        return {"key_findings": [f"{task.task_id} {repeat}"], "text": "x"}
+
+    store = tmp_path / "callable.jsonl"
+    report = fetch(TASKS[:2], PythonCallable(answer), store, setup="fn", repeats=2,
+                   progress=False)
+    assert report.delivered == 4
+    runs = load_runs(store, TASKS).records
+    assert {r.response.key_findings[0] for r in runs if r.response} == {
+        f"{t.task_id} {k}" for t in TASKS[:2] for k in (1, 2)}
+    replayed = tmp_path / "replay.jsonl"
+    report = fetch(TASKS[:2], Replay(FIX / "runs" / "careful.jsonl"), replayed,
+                   setup="careful", repeats=5, progress=False)
+    for run in load_runs(replayed, TASKS).records:
+        if run.status == "delivered" and run.response is not None:
+            assert run.response.model_dump() == RECORDED[run.run_id]["response"]
+
+
+def test_a_fetch_killed_at_any_moment_resumes_to_every_slot_once(server: DemoServer,
+                                                                 tmp_path: Path) -> None:
+    store = tmp_path / "runs.jsonl"
+    script = (
+        "import sys\n"
+        "from grade_kit.fetch import OpenAIChat, fetch\n"
+        "from grade_kit.io import load_tasks\n"
+        f"tasks = load_tasks({str(FIX / 'tasks')!r}, {str(FIX / 'packs')!r}).records[:6]\n"
+        f"fetch(tasks, OpenAIChat({server.url!r}, 'hasty'), {str(store)!r}, setup='hasty',"
+        f" repeats=3, timeout_s={server.timeout_s}, progress=False, concurrency=4)\n")
+    for delay in (0.15, 0.35, 0.6):
+        proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT,
+                                env={**os.environ, "PYTHONPATH": str(ROOT)})
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    final = subprocess.run([sys.executable, "-c", script], cwd=ROOT, timeout=120,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert final.returncode == 0
+    assert store.read_bytes().endswith(b"\n")
+    reopened = RunStore.open(store)
+    assert reopened.torn == []
+    primaries: dict[tuple[str, int], int] = {}
+    for record in reopened.records:
+        if record["attempt_of"] is None:
+            key = (record["task_id"], record["repeat"])
+            primaries[key] = primaries.get(key, 0) + 1
+    assert len(primaries) == 18 and set(primaries.values()) == {1}
