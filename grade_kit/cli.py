@@ -90,11 +90,22 @@ def _demo(args: argparse.Namespace) -> int:
             root = Path(args.out) / "fixtures"
         print(f"demo: no fixtures at {root}; generating them (seed 42)")
         build_fixtures(root)
-    evaluation = evaluate(root / "tasks", root / "runs", packs=root / "packs", judge="rules",
-                          arguments={"command": "demo", "fixtures": str(root)})
+    if args.recorded:
+        runs: Path | list[Path] = root / "runs"
+        how = "recorded runs"
+    else:
+        from grade_kit.demo.server import fetch_demo_runs
+
+        print(f"demo: serving the simulated setups on 127.0.0.1 (latencies x "
+              f"{args.latency_scale:g}) and fetching every task x 5 repeats through them")
+        runs = fetch_demo_runs(root, Path(args.out) / "runs", latency_scale=args.latency_scale)
+        how = "runs fetched over HTTP"
+    evaluation = evaluate(root / "tasks", runs, packs=root / "packs", judge="rules",
+                          arguments={"command": "demo", "fixtures": str(root),
+                                     "recorded": args.recorded})
     paths = evaluation.write(args.out)
     _print_rejects([r.message() for r in evaluation.inputs.rejected])
-    print(f"demo: scored {len(evaluation.inputs.runs)} recorded runs of "
+    print(f"demo: scored {len(evaluation.inputs.runs)} {how} of "
           f"{len(evaluation.inputs.tasks)} tasks with the rule judge")
     print(evaluation)
     print(f"demo: scorecard at {paths['scorecard']}")
@@ -334,6 +345,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--fixtures", type=Path, default=None,
                       help="fixtures folder with packs/, tasks/ and runs/ (default ./fixtures "
                            "when present, else generated under --out)")
+    demo.add_argument("--recorded", action="store_true",
+                      help="score the recorded runs instead of fetching them over HTTP")
+    demo.add_argument("--latency-scale", type=float, default=0.03,
+                      help="demo server latencies x this (default 0.03)")
     demo.set_defaults(func=_demo)
     return parser
 

@@ -72,12 +72,34 @@ def test_missing_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFi
     assert "nope.jsonl: no such file" in capsys.readouterr().err
 
 
-def test_console_script_demo(tmp_path: Path) -> None:
+def test_console_script_demo_fetches_over_http_what_was_recorded(tmp_path: Path) -> None:
+    import grade_kit as gk
+
     exe = Path(sys.executable).parent / "grade-kit"
     done = subprocess.run([str(exe), "demo", "--out", str(tmp_path)], capture_output=True,
-                          text=True, check=True)
-    assert "scorecard" in done.stdout
+                          text=True, check=True, cwd=ROOT)
+    assert "runs fetched over HTTP" in done.stdout and "scorecard" in done.stdout
     assert (tmp_path / "scorecard.md").is_file()
+    fetched = json.loads((tmp_path / "results.json").read_text())
+    recorded = gk.evaluate(ROOT / "fixtures" / "tasks", ROOT / "fixtures" / "runs",
+                           judge="rules")
+    for setup in ("careful", "hasty"):  # far from the timeout: every status as recorded
+        # the recorded runs are a capture of the demo server: same answers, same scores
+        assert (fetched["setups"][setup]["overall"]["composite"]
+                == recorded.results.setups[setup].overall.composite)
+    by_id = {json.loads(line)["run_id"]: json.loads(line)
+             for path in (ROOT / "fixtures" / "runs").glob("*.jsonl")
+             for line in path.read_text().splitlines()}
+    for path in (tmp_path / "runs").glob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            run = json.loads(line)
+            if run["attempt_of"] is None and run["status"] == "delivered":
+                assert run["response"] == by_id[run["run_id"]]["response"]
+    runs = [json.loads(line) for line in (tmp_path / "runs" / "careful.jsonl").read_text()
+            .splitlines()]
+    delivered = [r for r in runs if r["status"] == "delivered"]
+    assert all({"submitted", "first_token", "received"} <= set(r["events"]) for r in delivered)
+    assert all(r["tool_calls"] for r in delivered)
 
 
 def test_an_unusable_out_is_one_clear_error(tmp_path: Path,

@@ -33,7 +33,21 @@ from grade_kit.demo.setups import SETUPS
 from grade_kit.fetch.responders import RESPONSE_FORMAT_INSTRUCTION
 from grade_kit.schema import Task
 
-__all__ = ["DemoServer", "demo_server"]
+__all__ = ["DEMO_LATENCY_SCALE", "LOOPBACK_ALLOWANCE_S", "DemoServer", "agreed_timeout",
+           "demo_server", "demo_server_process", "fetch_demo_runs"]
+
+DEMO_LATENCY_SCALE = 0.03
+"""``make demo`` runs the recorded latencies at 3% (careful's 12 s median takes 0.36 s)."""
+
+LOOPBACK_ALLOWANCE_S = 1.0
+"""Added to the scaled timeout: loopback HTTP and the agent loop's tool calls take time that
+the recorded latencies (up to 59 s of 60) do not include."""
+
+
+def agreed_timeout(latency_scale: float) -> float:
+    """The timeout a client agrees on with the demo server: the recorded 60 s, scaled, plus
+    :data:`LOOPBACK_ALLOWANCE_S`. A recorded timeout stalls for twice that."""
+    return TIMEOUT_S * latency_scale + LOOPBACK_ALLOWANCE_S
 
 SQL_BY_TABLE = ("SELECT COUNT(*) AS n FROM sessions", "SELECT * FROM tutors LIMIT 5",
                 "SELECT status, COUNT(*) AS n FROM sessions GROUP BY status")
@@ -82,6 +96,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 1024  # the default (5) refuses connections under a concurrent fetch
     owner: DemoServer
 
 
@@ -117,8 +132,8 @@ class DemoServer:
 
     @property
     def timeout_s(self) -> float:
-        """The timeout a client should agree on: the recorded one, scaled."""
-        return TIMEOUT_S * self.latency_scale
+        """The timeout a client should agree on (:func:`agreed_timeout`)."""
+        return agreed_timeout(self.latency_scale)
 
     def start(self) -> DemoServer:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
@@ -189,14 +204,17 @@ class DemoServer:
                     if isinstance(m, dict) and m.get("role") == "tool")
         calls = record.get("tool_calls") or []
         if tools_offered and calls and asked == 0:
+            # the first token's wait is split between the tool turn and the answer turn, so
+            # the whole exchange takes the recorded latency
             self._send(handler, body, setup, tool_calls=[
                 {"index": i, "id": c["id"], "type": "function",
                  "function": {"name": "sql", "arguments": json.dumps(
                      {"query": SQL_BY_TABLE[i % len(SQL_BY_TABLE)]})}}
-                for i, c in enumerate(calls)], delay=first)
+                for i, c in enumerate(calls)], delay=first / 2)
             return
         content = json.dumps(record["response"], ensure_ascii=False)
-        self._send(handler, body, setup, content=content, delay=first,
+        self._send(handler, body, setup, content=content,
+                   delay=first / 2 if tools_offered and calls else first,
                    rest=max(0.0, latency - first))
 
     def _send(self, handler: _Handler, body: dict[str, Any], model: str, *,
@@ -273,3 +291,78 @@ def demo_server(tasks: list[Task], packs: Path | str, **options: Any) -> Iterato
         yield server
     finally:
         server.stop()
+
+
+@contextmanager
+def demo_server_process(fixtures: Path | str, *, latency_scale: float = 1.0,
+                        fixed_latency_s: float | None = None,
+                        startup_s: float = 30.0) -> Iterator[str]:
+    """``grade-kit demo-server`` in its own process (so it never shares an interpreter with
+    the client), on a free port; yields its base URL and stops it on exit."""
+    import subprocess
+    import sys
+
+    import httpx
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    args = [sys.executable, "-m", "grade_kit.cli", "demo-server", "--port", str(port),
+            "--latency-scale", str(latency_scale), "--fixtures", str(fixtures)]
+    if fixed_latency_s is not None:
+        args += ["--fixed-latency", str(fixed_latency_s)]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + startup_s
+        while True:
+            try:
+                httpx.get(f"{url}/models", timeout=1.0).raise_for_status()
+                break
+            except httpx.HTTPError as exc:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    err = proc.stderr.read().decode() if proc.stderr else ""
+                    raise RuntimeError(f"the demo server did not start: {err[-500:]}") from exc
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def fetch_demo_runs(fixtures: Path | str, runs_dir: Path | str, *,
+                    latency_scale: float = DEMO_LATENCY_SCALE, repeats: int = 5,
+                    concurrency: int = 8, progress: bool = True) -> list[Path]:
+    """The embedded default's runs, fetched for real: the demo server in its own process,
+    the three setups fetched at once through the OpenAI-compatible responder (with the pack's
+    SQL tool), one run store per setup under ``runs_dir`` (replaced).
+
+    Returns:
+        The run files, one per setup.
+    """
+    import asyncio
+
+    from grade_kit.fetch import OpenAIChat, fetch_async
+    from grade_kit.io import load_tasks
+
+    root = Path(fixtures)
+    tasks = load_tasks(root / "tasks", root / "packs").records
+    out = Path(runs_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stores = {name: out / f"{name}.jsonl" for name in SETUPS}
+    for path in stores.values():
+        path.unlink(missing_ok=True)
+        path.with_name(path.name + ".torn").unlink(missing_ok=True)
+    with demo_server_process(root, latency_scale=latency_scale) as url:
+        async def every_setup() -> None:
+            await asyncio.gather(*(
+                fetch_async(tasks, OpenAIChat(url, name, packs=root / "packs"), store,
+                            setup=name, repeats=repeats, concurrency=concurrency,
+                            timeout_s=agreed_timeout(latency_scale), progress=progress)
+                for name, store in stores.items()))
+
+        asyncio.run(every_setup())
+    return list(stores.values())

@@ -160,6 +160,7 @@ class OpenAIChat:
         self.packs = None if packs is None else Path(packs)
         self.max_rounds = max_rounds
         self._client = client
+        self._clients: dict[int, httpx.AsyncClient] = {}
         self._tools: dict[str, PackTools] = {}
 
     def _headers(self) -> dict[str, str]:
@@ -181,12 +182,19 @@ class OpenAIChat:
         return self._tools.setdefault(task.pack, PackTools(folder))
 
     async def __call__(self, task: Task, prompt: str, repeat: int) -> Answer:
-        client = self._client or httpx.AsyncClient(timeout=None)
-        try:
-            return await self._converse(client, task, prompt, repeat)
-        finally:
-            if self._client is None:
-                await client.aclose()
+        return await self._converse(self._client_for_loop(), task, prompt, repeat)
+
+    def _client_for_loop(self) -> httpx.AsyncClient:
+        """One pooled client per event loop (connections are reused across attempts)."""
+        if self._client is not None:
+            return self._client
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(id(loop))
+        if client is None or client.is_closed:
+            client = self._clients[id(loop)] = httpx.AsyncClient(
+                timeout=None, limits=httpx.Limits(max_connections=None,
+                                                  max_keepalive_connections=64))
+        return client
 
     async def _converse(self, client: httpx.AsyncClient, task: Task, prompt: str,
                         repeat: int) -> Answer:

@@ -8,6 +8,7 @@ its message, so the model can correct itself. Nothing outside the pack folder is
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +38,15 @@ class PackTools:
     def __init__(self, folder: Path | str) -> None:
         self.folder = Path(folder)
         self._context: pl.SQLContext[Any] | None = None
+        self._lock = threading.Lock()
 
     def _sql_context(self) -> pl.SQLContext[Any]:
-        if self._context is None:
-            frames = {p.stem: pl.read_csv(p, infer_schema_length=10_000)
-                      for p in sorted(self.folder.glob("*.csv"))}
-            self._context = pl.SQLContext(frames=frames, eager=True)
-        return self._context
+        with self._lock:  # read the CSVs once, however many calls arrive together
+            if self._context is None:
+                frames = {p.stem: pl.read_csv(p, infer_schema_length=10_000)
+                          for p in sorted(self.folder.glob("*.csv"))}
+                self._context = pl.SQLContext(frames=frames, eager=True)
+            return self._context
 
     def call(self, name: str, arguments: str) -> str:
         """Run tool ``name`` with its JSON ``arguments``; the result (or error) as text."""
