@@ -118,8 +118,6 @@ def parse_answer(text: str) -> tuple[dict[str, Any], str | None]:
         response = Response.model_validate(data).model_dump()
     except Exception as exc:  # pydantic's error: keep the text, say why
         return {"text": text}, f"not the response format: {str(exc).splitlines()[0]}"
-    if not response["text"]:
-        response["text"] = text
     return response, None
 
 
