@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench fixtures schemas clean
+.PHONY: demo test lint typecheck bench bench-fetch fixtures schemas clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,9 @@ typecheck: $(STAMP)
 
 bench: $(STAMP)           ## speed figures (not assertions)
 	$(BIN)/python -m benchmarks.bench
+
+bench-fetch: $(STAMP)     ## fetch throughput against the demo server, and 20 SIGKILL resumes
+	$(BIN)/python -m benchmarks.fetch_bench
 
 fixtures: $(STAMP)        ## regenerate fixtures/packs, fixtures/tasks and fixtures/runs (seed 42)
 	$(BIN)/grade-kit fixtures --out fixtures/packs --tasks fixtures/tasks --runs fixtures/runs
