@@ -42,7 +42,7 @@ def _report(evaluation: Evaluation, paths: dict[str, Path], what: str) -> None:
 def _score(args: argparse.Namespace) -> int:
     evaluation = evaluate(
         args.tasks, args.runs, judgements=args.judgements, grades=args.grades,
-        judge=args.judge, repeats=args.repeats, packs=args.packs,
+        judge=args.judge, grader=args.grader, repeats=args.repeats, packs=args.packs,
         arguments={k: (str(v) if isinstance(v, Path) else
                        [str(x) for x in v] if isinstance(v, list) else v)
                    for k, v in vars(args).items() if k != "func"})
@@ -101,12 +101,13 @@ def _demo(args: argparse.Namespace) -> int:
         runs = fetch_demo_runs(root, Path(args.out) / "runs", latency_scale=args.latency_scale)
         how = "runs fetched over HTTP"
     evaluation = evaluate(root / "tasks", runs, packs=root / "packs", judge="rules",
+                          grader="rules",
                           arguments={"command": "demo", "fixtures": str(root),
                                      "recorded": args.recorded})
     paths = evaluation.write(args.out)
     _print_rejects([r.message() for r in evaluation.inputs.rejected])
     print(f"demo: scored {len(evaluation.inputs.runs)} {how} of "
-          f"{len(evaluation.inputs.tasks)} tasks with the rule judge")
+          f"{len(evaluation.inputs.tasks)} tasks with the rule judge and the rule grader")
     print(evaluation)
     print(f"demo: scorecard at {paths['scorecard']}")
     return 0
@@ -250,6 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--judge", choices=sorted(JUDGES),
                        help="judge the judged dimensions where no judgement is recorded "
                             "(rules: the offline rule judge)")
+    score.add_argument("--grader", choices=["rules"],
+                       help="grade every delivered GRADE run that has no grade record "
+                            "(rules: the offline rule grader)")
     score.add_argument("--repeats", type=_bounded(1, MAX_REPEAT), default=None,
                        help="planned repeats per task (default: the largest repeat seen)")
     score.add_argument("--strict", action="store_true",

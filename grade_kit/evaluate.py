@@ -23,6 +23,7 @@ from grade_kit.grade import ClaimJudge, GradeScores, fact_checks, grade_scores, 
 from grade_kit.inputs import Inputs, read_inputs
 from grade_kit.io import Records, load_grades, load_judgements
 from grade_kit.judges import Judge, resolve_judge
+from grade_kit.judges.grader import RULE_GRADER, rule_grades
 from grade_kit.report.files import write_outputs
 from grade_kit.report.results import build_results
 from grade_kit.schema import (
@@ -430,6 +431,7 @@ def evaluate(
     judgements: Records | None = None,
     grades: Records | None = None,
     judge: str | Judge | None = None,
+    grader: str | None = None,
     claim_judge: ClaimJudge | None = None,
     repeats: int | None = None,
     packs: Path | str | None = None,
@@ -450,6 +452,10 @@ def evaluate(
             that fills the judged dimensions of every run with no recorded judgement (a
             recorded judgement always wins); default None (judged dimensions come only from
             recorded judgements, and a composite over fewer than six dimensions is warned).
+        grader: ``"rules"`` (the offline rule grader, :mod:`grade_kit.judges.grader`) writes
+            a grade record for every delivered run of a GRADE task that has none recorded (a
+            recorded one always wins); default None (runs without a record stay
+            ``pending_verification``).
         claim_judge: Asked only about claims the deterministic match missed; default None.
         repeats: R, the planned repeats per question; default inferred from the largest
             repeat seen (results say so).
@@ -468,13 +474,15 @@ def evaluate(
     """
     if frames not in ("polars", "pandas"):
         raise ValueError(f"frames must be 'polars' or 'pandas', not {frames!r}")
+    if grader not in (None, "rules"):
+        raise ValueError(f"unknown grader {grader!r}; choose 'rules' or None")
     with gc_paused():  # the pipeline builds many small objects; see grade_kit._gc
-        return _evaluate(tasks, runs, judgements, grades, judge, claim_judge, repeats, packs,
-                         frames, seed, arguments)
+        return _evaluate(tasks, runs, judgements, grades, judge, grader, claim_judge, repeats,
+                         packs, frames, seed, arguments)
 
 
 def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records | None,
-              grades: Records | None, judge: str | Judge | None,
+              grades: Records | None, judge: str | Judge | None, grader: str | None,
               claim_judge: ClaimJudge | None, repeats: int | None,
               packs: Path | str | None, frames: FrameKind, seed: int,
               arguments: dict[str, Any] | None) -> Evaluation:
@@ -490,19 +498,28 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
     data = EvalData.from_records(inputs.tasks, inputs.runs, inputs.judgements, inputs.grades,
                                  inputs.run_lines)
     scores = grade_scores(data, claim_judge)
+    graders = sorted({g.grader for g in inputs.grades})
+    if grader == "rules":
+        grade_runs = data.runs.join(scores.runs.select("run_id"), on="run_id", how="semi")
+        checks = fact_checks(data.facts, grade_runs, data.metrics)
+        assert isinstance(checks, pl.DataFrame)
+        rule_records = rule_grades(grade_runs, data.items, data.metrics, scores.matches, checks,
+                                   data.grades)
+        data = replace(data, grades=pl.concat([data.grades, rule_records], how="vertical"))
+        graders.append(RULE_GRADER)
     standard = standard_results(data, repeats, scores.tasks, seed=seed)
     recorded_judges = sorted({j.judge for j in inputs.judgements} - set(judges_used))
     provenance = Provenance(
         grade_kit_version=_version(), created_at=datetime.now(UTC).isoformat(),
         inputs=inputs.files,
         arguments=dict(arguments) if arguments is not None else {
-            "judge": None if judge is None else resolve_judge(judge).name,
+            "judge": None if judge is None else resolve_judge(judge).name, "grader": grader,
             "claim_judge": None if claim_judge is None else claim_judge.name,
             "repeats": repeats, "packs": None if packs is None else str(packs),
             "frames": frames, "seed": seed},
         seeds={"comparison_bootstrap": seed},
         judges=[*judges_used, *recorded_judges]
         + ([f"claim_judge:{claim_judge.name}"] if claim_judge is not None else []),
-        graders=sorted({g.grader for g in inputs.grades}))
+        graders=graders)
     results = build_results(scores, standard, inputs.rejected, inputs.warnings, provenance)
     return Evaluation(inputs, data, scores, standard, results, frames)

@@ -59,8 +59,7 @@ def _pct(count: int, rate: float | None) -> str:
 
 def _grade_sections(results: Results) -> list[str]:
     r_ = results.plan.repeats
-    plan = ("given" if not results.plan.inferred
-            else "inferred from the largest repeat seen; pass --repeats to state it")
+    plan = "given" if not results.plan.inferred else "inferred; pass --repeats to state it"
     lines = ["", f"## Grades (N = questions × {r_} repeats; R {plan})", "",
              "Every rate divides by N; the six counts sum to N. Graded coverage = the four "
              "grades / N. Stable resolution = questions resolved in all R repeats. "
