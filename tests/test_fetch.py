@@ -222,3 +222,25 @@ def test_a_fetch_killed_at_any_moment_resumes_to_every_slot_once(server: DemoSer
             key = (record["task_id"], record["repeat"])
             primaries[key] = primaries.get(key, 0) + 1
     assert len(primaries) == 18 and set(primaries.values()) == {1}
+
+
+def test_a_responder_that_raises_fails_its_attempt_not_the_fetch(tmp_path: Path) -> None:
+    def flaky(task: Task, prompt: str, repeat: int) -> dict[str, Any]:
+        if repeat == 2:
+            raise RuntimeError("boom")
+        return {"key_findings": ["ok"], "text": "ok"}
+
+    store = tmp_path / "runs.jsonl"
+    report = fetch(TASKS[:1], PythonCallable(flaky), store, setup="fn", repeats=3,
+                   progress=False)
+    assert (report.delivered, report.failed, report.retries) == (2, 1, 0)
+    failed = [json.loads(x) for x in store.read_text().splitlines()
+              if json.loads(x)["status"] == "failed"]
+    assert failed[0]["error"] == "RuntimeError: boom" and "stopped" in failed[0]["events"]
+
+
+def test_a_missing_key_fails_without_retrying(server: DemoServer, tmp_path: Path) -> None:
+    report = fetch(TASKS[:1], OpenAIChat(server.url, "hasty", api_key_env="GK_UNSET_KEY"),
+                   tmp_path / "r.jsonl", setup="hasty", timeout_s=server.timeout_s,
+                   progress=False)
+    assert (report.failed, report.retries) == (1, 0)

@@ -55,7 +55,7 @@ SQL_BY_TABLE = ("SELECT COUNT(*) AS n FROM sessions", "SELECT * FROM tutors LIMI
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
-    protocol_version = "HTTP/1.0"
+    protocol_version = "HTTP/1.1"  # keep-alive: a pooled client reuses its connections
 
     def log_message(self, format: str, *args: Any) -> None:
         return  # quiet: the fetch records what matters
@@ -240,7 +240,13 @@ class DemoServer:
         handler.send_response(200)
         handler.send_header("Content-Type", "text/event-stream")
         handler.send_header("Cache-Control", "no-cache")
+        handler.send_header("Transfer-Encoding", "chunked")
         handler.end_headers()
+
+        def send(text: str) -> None:  # one HTTP/1.1 chunk per server-sent event
+            data = text.encode()
+            handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            handler.wfile.flush()
 
         def chunk(delta: dict[str, Any], reason: str | None = None,
                   extra: dict[str, Any] | None = None) -> None:
@@ -248,8 +254,7 @@ class DemoServer:
                     "created": created, "model": model,
                     "choices": [{"index": 0, "delta": delta, "finish_reason": reason}],
                     **(extra or {})}
-            handler.wfile.write(f"data: {json.dumps(data)}\n\n".encode())
-            handler.wfile.flush()
+            send(f"data: {json.dumps(data)}\n\n")
 
         try:
             chunk({"role": "assistant"})
@@ -262,11 +267,12 @@ class DemoServer:
                     time.sleep(rest / len(pieces))
             chunk({}, finish)
             if (body.get("stream_options") or {}).get("include_usage"):
-                handler.wfile.write(("data: " + json.dumps(
+                send("data: " + json.dumps(
                     {"id": "chatcmpl-demo", "object": "chat.completion.chunk",
                      "created": created, "model": model, "choices": [],
-                     "usage": usage}) + "\n\n").encode())
-            handler.wfile.write(b"data: [DONE]\n\n")
+                     "usage": usage}) + "\n\n")
+            send("data: [DONE]\n\n")
+            handler.wfile.write(b"0\r\n\r\n")
             handler.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             return  # the client gave up (its timeout): nothing to do

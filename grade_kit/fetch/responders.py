@@ -74,14 +74,14 @@ class Answer:
 
 
 class AnswerFailed(Exception):
-    """A failed attempt: ``received_bytes`` says whether any answer byte had arrived (a
-    transport error before any byte may be retried), ``kept`` holds what was received."""
+    """A failed attempt. ``retryable`` is true only for a transport error before any answer
+    byte (the one case the fetch retries); ``kept`` holds whatever was received."""
 
-    def __init__(self, message: str, *, received_bytes: bool, kept: str = "",
+    def __init__(self, message: str, *, retryable: bool = False, kept: str = "",
                  receipt: dict[str, Any] | None = None,
                  events: dict[str, datetime] | None = None) -> None:
         super().__init__(message)
-        self.received_bytes = received_bytes
+        self.retryable = retryable
         self.kept = kept
         self.receipt = receipt or {}
         self.events = events or {}
@@ -166,8 +166,7 @@ class OpenAIChat:
         if self.api_key_env:
             key = os.environ.get(self.api_key_env)
             if not key:
-                raise AnswerFailed(f"environment variable {self.api_key_env} is not set",
-                                   received_bytes=False)
+                raise AnswerFailed(f"environment variable {self.api_key_env} is not set")
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
@@ -251,8 +250,7 @@ class OpenAIChat:
                 if reply.status_code >= 400:
                     raw = (await reply.aread()).decode("utf-8", "replace")
                     raise AnswerFailed(
-                        f"HTTP {reply.status_code} from the endpoint", received_bytes=True,
-                        kept=raw[:10_000],
+                        f"HTTP {reply.status_code} from the endpoint", kept=raw[:10_000],
                         receipt={"status": reply.status_code, "body": raw[:10_000],
                                  "headers": {k: v for k, v in reply.headers.items()
                                              if k.lower() in ("retry-after", "x-request-id",
@@ -282,9 +280,11 @@ class OpenAIChat:
                             events["model_text_finished"] = now()
         except AnswerFailed:
             raise
-        except (httpx.TransportError, ValueError) as exc:
-            raise AnswerFailed(f"{type(exc).__name__}: {exc}", received_bytes=got_bytes,
+        except httpx.TransportError as exc:
+            raise AnswerFailed(f"{type(exc).__name__}: {exc}", retryable=not got_bytes,
                                kept="".join(content)) from exc
+        except ValueError as exc:  # a malformed stream: failed, with what arrived kept
+            raise AnswerFailed(f"malformed stream: {exc}", kept="".join(content)) from exc
         return {"content": "".join(content), "tool_calls": [tool_calls[i] for i in
                                                             sorted(tool_calls)],
                 "usage": usage}
@@ -338,8 +338,7 @@ class Replay:
         record = self._by_slot.get((task.task_id, repeat))
         if record is None or record.get("status") != "delivered":
             why = "no recorded answer" if record is None else f"recorded {record['status']}"
-            raise AnswerFailed(f"{why} for {task.task_id} repeat {repeat}",
-                               received_bytes=True)
+            raise AnswerFailed(f"{why} for {task.task_id} repeat {repeat}")
         return Answer(response=dict(record["response"]), tool_calls=record.get("tool_calls"),
                       metadata={"responder": self.name, "replayed": record["run_id"]})
 

@@ -121,7 +121,12 @@ async def _attempt(responder: Responder, task: Task, repeat: int, setup: str, ru
             record["metadata"]["received_text"] = exc.kept
         if exc.receipt:
             record["metadata"]["receipt"] = exc.receipt
-        return record, not exc.received_bytes
+        return record, exc.retryable
+    except Exception as exc:  # a responder's own error fails this attempt, not the fetch
+        record.update(status="failed", error=f"{type(exc).__name__}: {exc}", response=None,
+                      tool_calls=None)
+        record["events"]["stopped"] = _iso(now())
+        return record, False
     received = now()
     record["events"].update({k: _iso(v) for k, v in answer.events.items()})
     record["events"]["received"] = _iso(received)
