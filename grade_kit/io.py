@@ -60,10 +60,11 @@ meets exactly the checks a file's line does)."""
 
 
 def is_in_memory(given: object) -> bool:
-    """Whether ``given`` is a sequence of in-memory records rather than paths."""
+    """Whether ``given`` is a sequence of in-memory records rather than paths (an empty
+    sequence is no records)."""
     if isinstance(given, str | Path) or not isinstance(given, Sequence):
         return False
-    return any(isinstance(item, Mapping | BaseModel) for item in given)
+    return not given or any(isinstance(item, Mapping | BaseModel) for item in given)
 
 
 def _memory_lines(records: Sequence[Mapping[str, Any] | BaseModel]) -> Iterator[Line]:

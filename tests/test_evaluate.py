@@ -299,3 +299,24 @@ def test_the_readme_notebook_example_runs(tmp_path: Path, monkeypatch: pytest.Mo
     composites = dict(ev.leaderboard.select("setup", "composite").iter_rows())
     assert [round(composites[s], 3) for s in ("careful", "hasty", "erratic")] == [
         0.981, 0.712, 0.610]  # the figures the README states
+
+
+@pytest.mark.parametrize(("tasks", "runs"), [
+    ([], []),
+    ([{"task_id": "q", "prompt": "p"}], []),
+    ([{"task_id": "q", "prompt": "p"}], [{"run_id": "r"}]),
+    ([{"task_id": "t", "track": 1, "pack": "p", "prompt": "q",
+       "weights": {"grounding_accuracy": 1.0},
+       "gold_facts": [{"id": "f", "metric": "m", "value": 1}]}],
+     [{"run_id": "r", "setup": "A", "task_id": "t", "repeat": 1, "status": "failed"}]),
+])
+def test_empty_and_degenerate_evaluations_still_give_every_frame(
+        tasks: list[dict[str, Any]], runs: list[dict[str, Any]], tmp_path: Path) -> None:
+    ev = gk.evaluate(tasks, runs, judge="rules", grader="rules")
+    for name in ("leaderboard", "tasks", "tracks", "packs", "runs", "grades", "timing",
+                 "tool_calls", "comparisons", "rejected", "warnings"):
+        assert isinstance(getattr(ev, name), pl.DataFrame)
+    assert ev.write(tmp_path)["results"].is_file()
+    assert repr(ev) and ev._repr_html_()
+    for run in ev.inputs.runs:
+        assert repr(ev.explain(run.run_id))
