@@ -1,0 +1,236 @@
+"""Altair chart builders over the frames of :func:`grade_kit.evaluate` (``ev.leaderboard``,
+``ev.tracks``, ``ev.grades``, ``ev.runs``, ``ev.timing``, ``ev.tasks``, ``ev.comparisons``).
+
+Every builder takes a polars or pandas frame with the documented columns and returns a chart
+with a title, axis units, tooltips and the Okabe-Ito colour-blind-safe palette. Charts over
+runs aggregate first (an ECDF at fixed quantiles, counts per value), so no chart ever holds
+more than a few thousand rows and none silently drops any: Altair's 5,000-row limit is never
+reached, whatever the number of runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import altair as alt
+import pandas as pd
+import polars as pl
+
+from grade_kit.schema import DIMENSIONS, GRADE_STATES, SHORT_LABELS
+
+__all__ = [
+    "PALETTE",
+    "Chart",
+    "comparisons_chart",
+    "composite_chart",
+    "consistency_chart",
+    "dimensions_chart",
+    "grade_distribution_chart",
+    "latency_chart",
+    "rates_chart",
+    "tool_calls_chart",
+    "track_heatmap",
+]
+
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
+           "#000000"]
+"""Okabe-Ito: distinguishable with every common colour-vision deficiency."""
+
+STATE_COLOURS = {"resolved": "#009E73", "partially_resolved": "#56B4E9",
+                 "material_error": "#D55E00", "unresolved": "#E69F00",
+                 "pending_verification": "#CC79A7", "not_run": "#999999"}
+
+ECDF_POINTS = 101
+"""An ECDF is drawn at the 0th, 1st, ..., 100th percentile of each setup's sample."""
+
+
+Chart = alt.Chart | alt.LayerChart | alt.FacetChart
+"""What every builder returns: a single, layered or faceted Altair chart."""
+
+
+def _polars(frame: pl.DataFrame | pd.DataFrame) -> pl.DataFrame:
+    return frame if isinstance(frame, pl.DataFrame) else pl.from_pandas(frame)
+
+
+def _setup_colour(setups: list[str]) -> alt.Color:
+    return alt.Color("setup:N", title="setup",
+                     scale=alt.Scale(domain=setups, range=PALETTE[:max(1, len(setups))]))
+
+
+def composite_chart(leaderboard: pl.DataFrame | pd.DataFrame) -> Chart:
+    """The GRADE composite per setup, best first, with how many dimensions it is over."""
+    lb = _polars(leaderboard).select("setup", "composite", "dimensions_computed", "tasks")
+    setups = lb.get_column("setup").to_list()
+    chart = alt.Chart(lb.to_pandas(), title="GRADE composite per setup").mark_bar().encode(
+        x=alt.X("composite:Q", title="composite (0-1)", scale=alt.Scale(domain=[0, 1])),
+        y=alt.Y("setup:N", sort=setups, title=None),
+        color=_setup_colour(setups),
+        tooltip=["setup", alt.Tooltip("composite:Q", format=".3f"),
+                 alt.Tooltip("dimensions_computed:Q", title="over dimensions"), "tasks"],
+    )
+    return cast(Chart, chart)
+
+
+def dimensions_chart(leaderboard: pl.DataFrame | pd.DataFrame) -> Chart:
+    """The six GRADE dimensions per setup (a missing dimension is absent, never 0)."""
+    lb = _polars(leaderboard)
+    long = lb.unpivot(index="setup", on=list(DIMENSIONS), variable_name="dimension",
+                      value_name="score").drop_nulls("score").with_columns(
+        label=pl.col("dimension").replace_strict(SHORT_LABELS))
+    setups = lb.get_column("setup").to_list()
+    chart = alt.Chart(long.to_pandas(), title="GRADE dimensions per setup").mark_bar().encode(
+        x=alt.X("label:N", title="dimension", sort=[SHORT_LABELS[d] for d in DIMENSIONS]),
+        xOffset=alt.XOffset("setup:N", sort=setups),
+        y=alt.Y("score:Q", title="score (0-1)", scale=alt.Scale(domain=[0, 1])),
+        color=_setup_colour(setups),
+        tooltip=["setup", "dimension", alt.Tooltip("score:Q", format=".3f")],
+    )
+    return cast(Chart, chart)
+
+
+def track_heatmap(tracks: pl.DataFrame | pd.DataFrame) -> Chart:
+    """Track x dimension heatmap, one panel per setup."""
+    frame = _polars(tracks)
+    long = frame.unpivot(index=["setup", "track"], on=list(DIMENSIONS),
+                         variable_name="dimension", value_name="score").drop_nulls("score")
+    long = long.with_columns(label=pl.col("dimension").replace_strict(SHORT_LABELS),
+                             track=pl.col("track").cast(pl.String))
+    chart = alt.Chart(long.to_pandas(), title="Dimensions by track").mark_rect().encode(
+        x=alt.X("label:N", title="dimension", sort=[SHORT_LABELS[d] for d in DIMENSIONS]),
+        y=alt.Y("track:O", title="track"),
+        color=alt.Color("score:Q", title="score", scale=alt.Scale(scheme="viridis",
+                                                                   domain=[0, 1])),
+        facet=alt.Facet("setup:N", title=None, columns=3),
+        tooltip=["setup", "track", "dimension", alt.Tooltip("score:Q", format=".3f")],
+    )
+    return cast(Chart, chart)
+
+
+def grade_distribution_chart(grades: pl.DataFrame | pd.DataFrame,
+                             subset: str = "all") -> Chart:
+    """Slots per grade state as stacked bars over N (pending and not run shown)."""
+    frame = _polars(grades).filter(pl.col("subset") == subset)
+    long = frame.unpivot(index=["setup", "N"], on=list(GRADE_STATES), variable_name="state",
+                         value_name="slots")
+    order = list(GRADE_STATES)
+    chart = alt.Chart(long.to_pandas(),
+                     title=f"Grades over N = questions x repeats ({subset} questions)"
+                     ).mark_bar().encode(
+        x=alt.X("slots:Q", title="slots (of N)", stack="zero"),
+        y=alt.Y("setup:N", title=None),
+        color=alt.Color("state:N", title="state", sort=order,
+                        scale=alt.Scale(domain=order,
+                                        range=[STATE_COLOURS[s] for s in order])),
+        order=alt.Order("state_rank:Q"),
+        tooltip=["setup", "state", "slots", "N"],
+    ).transform_calculate(state_rank=f"indexof({order!r}, datum.state)")
+    return cast(Chart, chart)
+
+
+def rates_chart(grades: pl.DataFrame | pd.DataFrame, state: str = "resolved",
+                subset: str = "all") -> Chart:
+    """One grade rate per setup with its 95% Wilson interval over N."""
+    frame = _polars(grades).filter(pl.col("subset") == subset).select(
+        "setup", "N", rate=pl.col(f"{state}_rate"), low=pl.col(f"{state}_ci_low"),
+        high=pl.col(f"{state}_ci_high"))
+    base = alt.Chart(frame.to_pandas())
+    setups = frame.get_column("setup").to_list()
+    points = base.mark_point(filled=True, size=80).encode(
+        x=alt.X("rate:Q", title=f"{state} rate", scale=alt.Scale(domain=[0, 1])),
+        y=alt.Y("setup:N", title=None), color=_setup_colour(setups),
+        tooltip=["setup", "N", alt.Tooltip("rate:Q", format=".3f"),
+                 alt.Tooltip("low:Q", format=".3f"), alt.Tooltip("high:Q", format=".3f")])
+    bars = base.mark_rule().encode(x="low:Q", x2="high:Q", y="setup:N",
+                                   color=_setup_colour(setups))
+    return cast(Chart, alt.layer(bars, points).properties(
+        title=f"{state} rate with 95% Wilson interval ({subset} questions)"))
+
+
+def _ecdf(values: pl.DataFrame) -> pl.DataFrame:
+    """Per setup: the sample at each percentile 0..100 (nearest rank), at most 101 rows."""
+    out = []
+    for (setup,), part in values.group_by("setup", maintain_order=True):
+        ordered = part.get_column("e2e_s").sort().to_list()
+        n = len(ordered)
+        for q in range(ECDF_POINTS):
+            rank = max(1, -(-q * n // (ECDF_POINTS - 1)))
+            out.append({"setup": setup, "fraction": q / (ECDF_POINTS - 1),
+                        "seconds": ordered[rank - 1], "n": n})
+    return pl.DataFrame(out, schema={"setup": pl.String, "fraction": pl.Float64,
+                                     "seconds": pl.Float64, "n": pl.Int64})
+
+
+def latency_chart(runs: pl.DataFrame | pd.DataFrame,
+                  timing: pl.DataFrame | pd.DataFrame) -> Chart:
+    """E2E latency ECDF per setup (primary runs with an E2E sample), P50 and P90 marked;
+    timeouts and failures are never samples: their counts are in the legend's tooltip."""
+    frame = _polars(runs).filter(pl.col("is_primary") & pl.col("e2e_s").is_not_null())
+    curve = _ecdf(frame.select("setup", "e2e_s"))
+    stats = _polars(timing).filter(pl.col("subset") == "all").select(
+        "setup", "e2e_n", "e2e_p50", "e2e_p90", "timeouts", "failures")
+    setups = stats.get_column("setup").to_list()
+    lines = alt.Chart(curve.to_pandas()).mark_line(interpolate="step-after").encode(
+        x=alt.X("seconds:Q", title="end-to-end seconds (received - submitted)"),
+        y=alt.Y("fraction:Q", title="share of runs at or below", scale=alt.Scale(
+            domain=[0, 1])),
+        color=_setup_colour(setups),
+        tooltip=["setup", alt.Tooltip("seconds:Q", format=".2f"),
+                 alt.Tooltip("fraction:Q", format=".2f"), "n"])
+    marks = stats.unpivot(index=["setup", "e2e_n", "timeouts", "failures"],
+                          on=["e2e_p50", "e2e_p90"], variable_name="statistic",
+                          value_name="seconds").drop_nulls("seconds")
+    rules = alt.Chart(marks.to_pandas()).mark_rule(strokeDash=[4, 3]).encode(
+        x="seconds:Q", color=_setup_colour(setups),
+        tooltip=["setup", "statistic", alt.Tooltip("seconds:Q", format=".2f"),
+                 alt.Tooltip("e2e_n:Q", title="n"), "timeouts", "failures"])
+    return cast(Chart, alt.layer(lines, rules).properties(
+        title="E2E latency (ECDF; dashed: P50 and nearest-rank P90; timeouts and failures "
+              "excluded)"))
+
+
+def tool_calls_chart(runs: pl.DataFrame | pd.DataFrame) -> Chart:
+    """Unique tool calls per delivered primary run that exposed tool events, per setup."""
+    frame = (_polars(runs).filter(pl.col("is_primary") & pl.col("tool_calls").is_not_null())
+             .group_by("setup", "tool_calls").len().sort("setup", "tool_calls"))
+    setups = sorted(set(frame.get_column("setup").to_list()))
+    chart = alt.Chart(frame.to_pandas(), title="Unique tool calls per run").mark_bar().encode(
+        x=alt.X("tool_calls:O", title="unique tool calls in the run"),
+        xOffset=alt.XOffset("setup:N"),
+        y=alt.Y("len:Q", title="runs"), color=_setup_colour(setups),
+        tooltip=["setup", alt.Tooltip("tool_calls:Q", title="calls"),
+                 alt.Tooltip("len:Q", title="runs")])
+    return cast(Chart, chart)
+
+
+def consistency_chart(tasks: pl.DataFrame | pd.DataFrame) -> Chart:
+    """Consistency per task and setup (null where a task has fewer than 2 runs)."""
+    frame = _polars(tasks).select("setup", "task_id", "consistency").drop_nulls("consistency")
+    setups = sorted(set(frame.get_column("setup").to_list()))
+    chart = alt.Chart(frame.to_pandas(), title="Consistency across repeats, per task"
+                     ).mark_tick(thickness=2).encode(
+        x=alt.X("consistency:Q", title="consistency (0-1)", scale=alt.Scale(domain=[0, 1])),
+        y=alt.Y("setup:N", title=None), color=_setup_colour(setups),
+        tooltip=["setup", "task_id", alt.Tooltip("consistency:Q", format=".3f")])
+    return cast(Chart, chart)
+
+
+def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
+                      subset: str = "all") -> Chart:
+    """Measured paired differences (B - A) with their 95% bootstrap intervals, per metric."""
+    frame = (_polars(comparisons)
+             .filter((pl.col("subset") == subset) & (pl.col("label") == "measured"))
+             .with_columns(pair=pl.col("compared") + " - " + pl.col("baseline")))
+    data: Any = frame.to_pandas()
+    base = alt.Chart(data)
+    points = base.mark_point(filled=True, size=70, color=PALETTE[0]).encode(
+        x=alt.X("mean_diff_b_minus_a:Q", title="mean paired difference (B - A)"),
+        y=alt.Y("pair:N", title=None),
+        tooltip=["pair", "metric", "n_questions",
+                 alt.Tooltip("mean_diff_b_minus_a:Q", format=".4g", title="difference"),
+                 alt.Tooltip("ci_low:Q", format=".4g"), alt.Tooltip("ci_high:Q", format=".4g"),
+                 "direction"])
+    bars = base.mark_rule(color=PALETTE[0]).encode(x="ci_low:Q", x2="ci_high:Q", y="pair:N")
+    zero = base.mark_rule(color="#999999", strokeDash=[2, 2]).encode(x=alt.datum(0))
+    return cast(Chart, alt.layer(zero, bars, points).facet(
+        row=alt.Row("metric:N", title=None)).resolve_scale(x="independent").properties(
+        title=f"Paired differences on {subset} questions (measured, 95% bootstrap CI)"))

@@ -1,0 +1,93 @@
+"""Chart builders: valid Vega-Lite, titled, with tooltips and the palette, never over
+Altair's row limit however many runs."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import polars as pl
+import pytest
+
+import grade_kit as gk
+from grade_kit import charts
+from grade_kit.schema import DIMENSIONS
+
+
+@pytest.fixture(scope="module")
+def ev() -> gk.Evaluation:
+    return gk.evaluate("fixtures/tasks", "fixtures/runs", judge="rules", grader="rules")
+
+
+def _spec(chart: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = chart.to_dict()  # validates against the Vega-Lite schema
+    return spec
+
+
+def _rows(spec: dict[str, Any]) -> int:
+    return sum(len(v) for v in spec.get("datasets", {}).values())
+
+
+def _has(spec: Any, key: str) -> bool:
+    if isinstance(spec, dict):
+        return key in spec or any(_has(v, key) for v in spec.values())
+    if isinstance(spec, list):
+        return any(_has(v, key) for v in spec)
+    return False
+
+
+def test_every_builder_gives_a_titled_chart_with_tooltips(ev: gk.Evaluation) -> None:
+    built = [charts.composite_chart(ev.leaderboard), charts.dimensions_chart(ev.leaderboard),
+             charts.track_heatmap(ev.tracks), charts.grade_distribution_chart(ev.grades),
+             charts.rates_chart(ev.grades), charts.latency_chart(ev.runs, ev.timing),
+             charts.tool_calls_chart(ev.runs), charts.consistency_chart(ev.tasks),
+             charts.comparisons_chart(ev.comparisons)]
+    for chart in built:
+        spec = _spec(chart)
+        assert spec.get("title"), type(chart).__name__
+        assert _has(spec, "tooltip")
+        assert 0 < _rows(spec) < 5_000
+
+
+def test_pandas_frames_work_too(ev: gk.Evaluation) -> None:
+    assert _spec(charts.composite_chart(ev.leaderboard.to_pandas()))
+    assert _spec(charts.latency_chart(ev.runs.to_pandas(), ev.timing.to_pandas()))
+
+
+def test_the_composite_chart_carries_every_setup_and_the_palette(ev: gk.Evaluation) -> None:
+    spec = _spec(charts.composite_chart(ev.leaderboard))
+    rows = next(iter(spec["datasets"].values()))
+    assert [r["setup"] for r in rows] == ["careful", "hasty", "erratic"]
+    assert spec["encoding"]["color"]["scale"]["range"] == charts.PALETTE[:3]
+
+
+def test_a_missing_dimension_is_absent_not_zero(ev: gk.Evaluation) -> None:
+    lb = ev.leaderboard.with_columns(pl.lit(None, pl.Float64).alias("evidence_linkage"))
+    rows = next(iter(_spec(charts.dimensions_chart(lb))["datasets"].values()))
+    assert not [r for r in rows if r["dimension"] == "evidence_linkage"]
+    assert len(rows) == 3 * (len(DIMENSIONS) - 1)
+
+
+def test_grade_bars_sum_to_n(ev: gk.Evaluation) -> None:
+    rows = next(iter(_spec(charts.grade_distribution_chart(ev.grades))["datasets"].values()))
+    for setup in ("careful", "hasty", "erratic"):
+        mine = [r for r in rows if r["setup"] == setup]
+        assert sum(r["slots"] for r in mine) == mine[0]["N"] == 200
+
+
+def test_a_hundred_thousand_runs_stay_under_the_row_limit() -> None:
+    rnd = random.Random(3)
+    runs = pl.DataFrame({
+        "setup": [f"s{i % 4}" for i in range(100_000)],
+        "is_primary": [True] * 100_000,
+        "e2e_s": [rnd.lognormvariate(1, 0.5) for _ in range(100_000)],
+        "tool_calls": [rnd.randint(0, 6) for _ in range(100_000)]})
+    timing = pl.DataFrame({"setup": [f"s{i}" for i in range(4)], "subset": ["all"] * 4,
+                           "e2e_n": [25_000] * 4, "e2e_p50": [2.7] * 4, "e2e_p90": [5.1] * 4,
+                           "timeouts": [0] * 4, "failures": [0] * 4})
+    latency = _spec(charts.latency_chart(runs, timing))
+    assert _rows(latency) <= 4 * charts.ECDF_POINTS + 8
+    ecdf = next(v for v in latency["datasets"].values() if "fraction" in v[0])
+    top = [r for r in ecdf if r["fraction"] == 1.0]
+    assert {r["n"] for r in top} == {25_000}
+    assert _rows(_spec(charts.tool_calls_chart(runs))) <= 4 * 7
