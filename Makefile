@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench bench-fetch fixtures schemas clean
+.PHONY: demo test lint typecheck chromium bench bench-fetch fixtures schemas clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,8 +15,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)            ## the embedded default, end to end -> reports/demo
 	$(BIN)/grade-kit demo --out reports/demo
 
-test: $(STAMP) lint typecheck   ## the test suite, plus ruff and mypy
+test: $(STAMP) lint typecheck chromium   ## the test suite, plus ruff and mypy
 	$(BIN)/python -m pytest
+
+chromium:                 ## Debian's Chromium for the browser tests (skipped when it cannot be had)
+	@command -v chromium >/dev/null 2>&1 || (apt-get install -y -qq chromium >/dev/null 2>&1 \
+	  || (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1)) \
+	  || echo "warning: chromium could not be installed; the browser tests will be skipped"
 
 lint: $(STAMP)
 	$(BIN)/ruff check grade_kit tests

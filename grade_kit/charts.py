@@ -10,6 +10,9 @@ reached, whatever the number of runs.
 
 from __future__ import annotations
 
+import json
+import os
+import uuid
 from typing import Any, cast
 
 import altair as alt
@@ -19,6 +22,7 @@ import polars as pl
 from grade_kit.schema import DIMENSIONS, GRADE_STATES, SHORT_LABELS
 
 __all__ = [
+    "OFFLINE_ENV",
     "PALETTE",
     "Chart",
     "comparisons_chart",
@@ -234,3 +238,30 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
     return cast(Chart, alt.layer(zero, bars, points).facet(
         row=alt.Row("metric:N", title=None)).resolve_scale(x="independent").properties(
         title=f"Paired differences on {subset} questions (measured, 95% bootstrap CI)"))
+
+
+OFFLINE_ENV = "GRADE_KIT_OFFLINE_HTML"
+"""When this environment variable is ``1`` (``grade-kit report`` sets it for the notebooks it
+runs), charts render as a bare ``vegaEmbed`` call whose libraries the report's page inlines
+once; otherwise Altair's default renderer is used (JupyterLab shows charts natively)."""
+
+
+def _script_safe(spec: dict[str, Any]) -> str:
+    """The spec as JSON that cannot close its ``<script>`` element (``<``, ``>`` and ``&``
+    escaped), whatever text the data holds."""
+    return (json.dumps(spec).replace("<", "\\u003c").replace(">", "\\u003e")
+            .replace("&", "\\u0026"))
+
+
+def _offline_renderer(spec: dict[str, Any], **_: Any) -> dict[str, str]:
+    target = f"gk-vis-{uuid.uuid4().hex}"
+    script = (f"(function(){{var spec={_script_safe(spec)};function go(){{"
+              f"if(window.vegaEmbed){{vegaEmbed('#{target}',spec,{{renderer:'svg',"
+              f"actions:false}}).catch(function(e){{console.error(e);}});}}"
+              f"else{{setTimeout(go,20);}}}}go();}})();")
+    return {"text/html": f'<div id="{target}" class="gk-chart"></div><script>{script}</script>'}
+
+
+alt.renderers.register("grade_kit_offline", _offline_renderer)
+if os.environ.get(OFFLINE_ENV) == "1":
+    alt.renderers.enable("grade_kit_offline")

@@ -105,11 +105,25 @@ def _demo(args: argparse.Namespace) -> int:
                           arguments={"command": "demo", "fixtures": str(root),
                                      "recorded": args.recorded})
     paths = evaluation.write(args.out)
+    index = None
+    if not args.no_report:
+        from grade_kit.report.html import NOTEBOOK_DIR, build_report
+
+        if NOTEBOOK_DIR.is_dir():
+            print("demo: running the notebooks into offline HTML scorecards")
+            runs_param = ([str(Path(r).resolve()) for r in runs] if isinstance(runs, list)
+                          else str(Path(runs).resolve()))
+            index = build_report(
+                {"tasks": str((root / "tasks").resolve()), "runs": runs_param,
+                 "packs": str((root / "packs").resolve()), "judge": "rules",
+                 "grader": "rules"}, Path(args.out) / "html")
     _print_rejects([r.message() for r in evaluation.inputs.rejected])
     print(f"demo: scored {len(evaluation.inputs.runs)} {how} of "
           f"{len(evaluation.inputs.tasks)} tasks with the rule judge and the rule grader")
     print(evaluation)
     print(f"demo: scorecard at {paths['scorecard']}")
+    if index is not None:
+        print(f"demo: open {index.resolve()}")
     return 0
 
 
@@ -124,6 +138,28 @@ def _import(args: argparse.Namespace) -> int:
         print(f"  note: {note}")
     for name, path in written.items():
         print(f"  {name:<7} {path}")
+    return 0
+
+
+def _report_cmd(args: argparse.Namespace) -> int:
+    import yaml
+
+    from grade_kit.report.html import build_report
+
+    def absolute(value: Path | None) -> str | None:
+        return None if value is None else str(Path(value).resolve())
+
+    parameters: dict[str, object] = {
+        "tasks": absolute(args.tasks),
+        "runs": [absolute(r) for r in args.runs] if len(args.runs) > 1 else absolute(
+            args.runs[0]),
+        "judgements": absolute(args.judgements), "grades": absolute(args.grades),
+        "judge": args.judge, "grader": args.grader, "repeats": args.repeats,
+        "packs": absolute(args.packs)}
+    for name, value in args.parameter or []:
+        parameters[name] = yaml.safe_load(value)  # -p weakest 3, -p judge null
+    index = build_report(parameters, args.out)
+    print(f"report: {index}")
     return 0
 
 
@@ -299,6 +335,21 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a grader name that is a model (repeatable); 'model:*' always is")
     imp_g.set_defaults(func=_import_grades)
 
+    report = sub.add_parser("report", help="run the notebooks into offline HTML scorecards")
+    report.add_argument("tasks", type=Path)
+    report.add_argument("runs", type=Path, nargs="+")
+    report.add_argument("--judgements", type=Path)
+    report.add_argument("--grades", type=Path)
+    report.add_argument("--judge", choices=sorted(JUDGES), default=None)
+    report.add_argument("--grader", choices=["rules"], default=None)
+    report.add_argument("--repeats", type=_bounded(1, MAX_REPEAT), default=None)
+    report.add_argument("--packs", type=Path)
+    report.add_argument("-p", "--parameter", nargs=2, action="append",
+                        metavar=("NAME", "VALUE"),
+                        help="a notebook parameter (value read as YAML), repeatable")
+    report.add_argument("--out", type=Path, required=True, help="output folder")
+    report.set_defaults(func=_report_cmd)
+
     fetch = sub.add_parser("fetch", help="fetch answers from an OpenAI-compatible endpoint")
     fetch.add_argument("tasks", type=Path, help="folder of task files, or a tasks JSONL file")
     fetch.add_argument("--endpoint", required=True,
@@ -351,8 +402,10 @@ def build_parser() -> argparse.ArgumentParser:
                            "when present, else generated under --out)")
     demo.add_argument("--recorded", action="store_true",
                       help="score the recorded runs instead of fetching them over HTTP")
-    demo.add_argument("--latency-scale", type=float, default=0.03,
-                      help="demo server latencies x this (default 0.03)")
+    demo.add_argument("--no-report", action="store_true",
+                      help="skip the notebooks and HTML scorecards")
+    demo.add_argument("--latency-scale", type=float, default=0.02,
+                      help="demo server latencies x this (default 0.02)")
     demo.set_defaults(func=_demo)
     return parser
 

@@ -36,8 +36,8 @@ from grade_kit.schema import Task
 __all__ = ["DEMO_LATENCY_SCALE", "LOOPBACK_ALLOWANCE_S", "DemoServer", "agreed_timeout",
            "demo_server", "demo_server_process", "fetch_demo_runs"]
 
-DEMO_LATENCY_SCALE = 0.03
-"""``make demo`` runs the recorded latencies at 3% (careful's 12 s median takes 0.36 s)."""
+DEMO_LATENCY_SCALE = 0.02
+"""``make demo`` runs the recorded latencies at 2% (careful's 12 s median takes 0.24 s)."""
 
 LOOPBACK_ALLOWANCE_S = 1.0
 """Added to the scaled timeout: loopback HTTP and the agent loop's tool calls take time that

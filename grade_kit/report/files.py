@@ -38,6 +38,12 @@ OUTPUT_FILES = {
 scores long (run x dimension) and wide, every run's grade, the tidy runs frame, rejects."""
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
     """Run ``write`` on a temporary file beside ``path``, then rename it into place (a
     symbolic link already at ``path`` is replaced, never followed)."""
@@ -45,6 +51,7 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
     os.close(fd)
     try:
         write(Path(tmp))
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual mode
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

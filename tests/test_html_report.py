@@ -1,0 +1,90 @@
+"""`grade-kit report`: notebooks run by papermill on a real kernel, exported to offline HTML;
+checked in headless Chromium with every network request blocked."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from grade_kit.cli import main
+from grade_kit.report.html import NOTEBOOKS
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "fixtures" / "example"
+HOSTILE = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("report")
+    runs = [json.loads(line) for line in (EXAMPLE / "runs.jsonl").read_text().splitlines()
+            if line.strip()][:31]
+    hostile = dict(runs[0], run_id="evil", setup=HOSTILE, repeat=1)
+    hostile["response"] = dict(hostile["response"], key_findings=[HOSTILE],
+                               text=HOSTILE)
+    (tmp / "runs.jsonl").write_text("\n".join(json.dumps(r) for r in [*runs, hostile]) + "\n")
+    out = tmp / "html"
+    assert main(["report", str(EXAMPLE / "tasks"), str(tmp / "runs.jsonl"), "--judge", "rules",
+                 "--grader", "rules", "-p", "weakest", "1", "--out", str(out)]) == 0
+    return out
+
+
+def test_every_notebook_becomes_an_offline_page(report: Path) -> None:
+    index = (report / "index.html").read_text()
+    for name in NOTEBOOKS:
+        assert f'href="{name}.html"' in index
+        page = (report / f"{name}.html").read_text()
+        assert page.count("window.vegaEmbed=") == 1  # the chart libraries, inlined once
+        assert not re.search(r"<script[^>]+src=", page)  # nothing loaded from anywhere
+        assert "cdn.jsdelivr" not in page and "require.min.js" not in page
+        assert "gk.evaluate(" not in page  # no code cells
+        assert "# Parameters" not in page and "injected-parameters" not in page
+        assert "Content-Security-Policy" in page
+
+
+def test_a_parameter_changes_the_report(report: Path) -> None:
+    page = (report / "scorecard.html").read_text()
+    # weakest = 1: one weakest task per setup (careful, hasty, and the hostile setup's)
+    assert "shape: (3, 14)" in page
+
+
+def test_model_text_is_escaped_in_every_page(report: Path) -> None:
+    for name in NOTEBOOKS:
+        page = (report / f"{name}.html").read_text()
+        assert "<script>document.title='pwned'</script>" not in page
+        assert "<img src=x onerror" not in page
+
+
+def test_a_failing_cell_names_the_notebook_and_the_cell(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(EXAMPLE / "tasks"), str(tmp_path / "missing.jsonl"),
+                 "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert re.search(r"error: \w+\.ipynb: cell \d+ failed: InputError", err), err
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_charts_render_in_chromium_offline_and_hostile_text_stays_inert(
+        report: Path, tmp_path: Path, name: str) -> None:
+    done = subprocess.run(
+        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
+         "--host-resolver-rules=MAP * ~NOTFOUND", "--virtual-time-budget=15000",
+         "--enable-logging=stderr", "--v=0", "--dump-dom",
+         (report / f"{name}.html").as_uri()],
+        capture_output=True, text=True, timeout=120)
+    dom = done.stdout
+    charts = (report / f"{name}.html").read_text().count('class="gk-chart"')
+    rendered = len(re.findall(r'<svg[^>]*class="marks"', dom))
+    assert charts >= 1 and rendered == charts, (charts, rendered)
+    assert "<title>pwned</title>" not in dom and "pwned</title>" not in dom
+    console = [line for line in done.stderr.splitlines() if "CONSOLE" in line]
+    assert not [line for line in console if "Uncaught" in line or "Error" in line], console
