@@ -88,3 +88,10 @@ def test_charts_render_in_chromium_offline_and_hostile_text_stays_inert(
     assert "<title>pwned</title>" not in dom and "pwned</title>" not in dom
     console = [line for line in done.stderr.splitlines() if "CONSOLE" in line]
     assert not [line for line in console if "Uncaught" in line or "Error" in line], console
+
+
+def test_a_relative_out_folder_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", str(EXAMPLE / "tasks"), str(EXAMPLE / "runs.jsonl"), "--out",
+                 "reports/html"]) == 0
+    assert (tmp_path / "reports" / "html" / "index.html").is_file()

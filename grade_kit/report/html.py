@@ -107,8 +107,9 @@ def build_report(parameters: Mapping[str, Any], out_dir: Path | str, *,
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    out = Path(out_dir)
+    out = Path(out_dir).resolve()  # papermill runs the kernel in it: every path absolute
     out.mkdir(parents=True, exist_ok=True)
+    notebook_dir = notebook_dir.resolve()
     bundle = _vega_bundle()
     previous = os.environ.get("GRADE_KIT_OFFLINE_HTML")
     os.environ["GRADE_KIT_OFFLINE_HTML"] = "1"  # the kernel renders charts for the page
