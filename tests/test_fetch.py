@@ -244,3 +244,28 @@ def test_a_missing_key_fails_without_retrying(server: DemoServer, tmp_path: Path
                    tmp_path / "r.jsonl", setup="hasty", timeout_s=server.timeout_s,
                    progress=False)
     assert (report.failed, report.retries) == (1, 0)
+
+
+def test_rerun_failed_adds_a_linked_attempt_and_the_primary_stays_scored(
+        tmp_path: Path) -> None:
+    state = {"broken": True}
+
+    def sometimes(task: Task, prompt: str, repeat: int) -> dict[str, Any]:
+        if state["broken"] and repeat == 2:
+            raise RuntimeError("down")
+        return {"key_findings": ["ok"], "text": "ok"}
+
+    store = tmp_path / "runs.jsonl"
+    fetch(TASKS[:1], PythonCallable(sometimes), store, setup="fn", repeats=2, progress=False)
+    state["broken"] = False
+    report = fetch(TASKS[:1], PythonCallable(sometimes), store, setup="fn", repeats=2,
+                   rerun_failed=True, progress=False)
+    assert (report.skipped, report.delivered) == (1, 1)
+    runs = load_runs(store, TASKS).records
+    primary = next(r for r in runs if r.repeat == 2 and r.attempt_of is None)
+    rerun = next(r for r in runs if r.repeat == 2 and r.attempt_of is not None)
+    assert primary.status == "failed" and rerun.attempt_of == primary.run_id
+    ev = gk.evaluate(FIX / "tasks", store, packs=FIX / "packs")
+    graded = {r["run_id"]: r for r in ev.standard.graded.to_dicts()}
+    assert graded[primary.run_id]["grade"] == "unresolved"  # the re-run never replaces it
+    assert [r.run_id for r in ev.results.setups["fn"].reruns] == [rerun.run_id]
