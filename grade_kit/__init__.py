@@ -48,6 +48,8 @@ from grade_kit.schema import (
 )
 from grade_kit.standard import (
     bootstrap_mean_ci,
+    questions_needed,
+    rank_intervals,
     run_grades,
     summarize,
     wilson_interval,
@@ -99,6 +101,8 @@ __all__ = [
     "metric_variance",
     "normalize",
     "parse_number",
+    "questions_needed",
+    "rank_intervals",
     "ranking_stability",
     "read_inputs",
     "read_inspect",

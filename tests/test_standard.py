@@ -366,3 +366,42 @@ def test_extreme_but_valid_instants_give_finite_seconds() -> None:
                                        "received": "9999-12-31T23:59:59+00:00"})]
     t = standard_results(EvalData.from_records([plain("q")], runs)).setups["A"].timing
     assert t.e2e_s.n == 1 and t.e2e_s.max == pytest.approx(315537897599.0)
+
+
+def _per_question(values: dict[str, list[float]]) -> pl.DataFrame:
+    return pl.DataFrame([{"setup": s, "task_id": f"q{i}", "composite": v}
+                         for s, vs in values.items() for i, v in enumerate(vs)],
+                        schema={"setup": pl.String, "task_id": pl.String,
+                                "composite": pl.Float64})
+
+
+def test_questions_needed_by_hand() -> None:
+    from grade_kit.standard.ranking import questions_needed
+
+    # diffs 1, 2, 3: mean 2, sd 1; z = 1.959964 + 0.841621; n = ceil((2.801585 / 2)^2) = 2
+    out = questions_needed(_per_question({"A": [0.0, 0.0, 0.0], "B": [1.0, 2.0, 3.0]}))
+    row = out.row(0, named=True)
+    assert (row["baseline"], row["compared"], row["questions"]) == ("A", "B", 3)
+    assert row["mean_diff"] == 2.0 and row["sd_diff"] == 1.0
+    assert row["questions_needed"] == 2 and row["label"] == "conditional estimate"
+    same = questions_needed(_per_question({"A": [1.0, 2.0], "B": [1.0, 2.0]})).row(
+        0, named=True)
+    assert same["mean_diff"] == 0.0 and same["questions_needed"] is None
+
+
+def test_rank_intervals_separate_or_not() -> None:
+    from grade_kit.standard.ranking import rank_intervals
+
+    clear = rank_intervals(_per_question({"A": [0.9] * 10, "B": [0.1] * 10}), seed=1)
+    assert clear.select("setup", "rank", "rank_low", "rank_high").rows() == [
+        ("A", 1.0, 1.0, 1.0), ("B", 2.0, 2.0, 2.0)]
+    tied = rank_intervals(_per_question({"A": [0.5] * 4, "B": [0.5] * 4}))
+    assert set(tied.get_column("rank").to_list()) == {1.5}
+    rnd = __import__("random").Random(4)
+    noisy = rank_intervals(_per_question({"A": [rnd.random() for _ in range(8)],
+                                          "B": [rnd.random() for _ in range(8)]}), seed=2)
+    assert noisy.get_column("rank_low").min() == 1.0
+    assert noisy.get_column("rank_high").max() == 2.0
+    assert all(low < high for low, high in zip(noisy["rank_low"], noisy["rank_high"],
+                                                strict=True))  # not separable
+    assert rank_intervals(_per_question({"A": []})).is_empty()

@@ -17,6 +17,7 @@ from grade_kit.standard.grades import (
     run_grades,
     setup_plan,
 )
+from grade_kit.standard.ranking import questions_needed, rank_intervals
 from grade_kit.standard.stats import median, nearest_rank, summarize, wilson_interval
 from grade_kit.standard.summary import StandardResults, per_question_figures, standard_results
 from grade_kit.standard.timing import (
@@ -44,6 +45,8 @@ __all__ = [
     "per_question_median",
     "plan_repeats",
     "planned_slots",
+    "questions_needed",
+    "rank_intervals",
     "resolved_questions",
     "run_grades",
     "setup_plan",

@@ -1,0 +1,138 @@
+"""Which leaderboard places are separable, and how big a study would separate two setups
+(docs/methodology.md §5 "Rank intervals" and "Planning").
+
+- :func:`rank_intervals`: each setup's rank by its mean per-question figure over the
+  questions every setup has it for, with a seeded percentile bootstrap interval of that rank
+  over questions (resampling questions, the same draw for every setup, so the setups stay
+  paired). Two setups whose rank intervals overlap are not separated by this evidence.
+- :func:`questions_needed`: for each setup pair, the number of paired questions a two-sided
+  test at level alpha would need for the given power at the observed mean paired
+  difference and its standard deviation, n = ((z_{1-alpha/2} + z_power) x sd / |mean|)^2,
+  rounded up. It is a *conditional estimate*: it assumes the observed difference and spread
+  are the true ones, questions are independent, and the normal approximation holds. With R
+  repeats per question the spread already includes the repeats' noise; more repeats shrink
+  only that part (shown as ``repeats_note``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+from scipy.stats import norm
+
+from grade_kit.standard.compare import DEFAULT_RESAMPLES, DEFAULT_SEED
+
+__all__ = ["questions_needed", "rank_intervals"]
+
+
+def _matrix(per_question: pl.DataFrame, metric: str) -> tuple[list[str], list[str], np.ndarray]:
+    wide = (per_question.filter(pl.col(metric).is_not_null())
+            .pivot(on="setup", index="task_id", values=metric).drop_nulls().sort("task_id"))
+    setups = sorted(c for c in wide.columns if c != "task_id")
+    values = wide.select(setups).to_numpy().astype(float) if setups else np.empty((0, 0))
+    return setups, wide.get_column("task_id").to_list(), values
+
+
+def _ranks(means: np.ndarray, higher_is_better: bool) -> np.ndarray:
+    """Rank 1 = best; ties share the mean of their ranks (per row)."""
+    keys = -means if higher_is_better else means
+    order = keys.argsort(axis=-1, kind="stable")
+    ranks = np.empty_like(keys)
+    rows = np.arange(keys.shape[0])[:, None]
+    ranks[rows, order] = np.arange(1, keys.shape[1] + 1)
+    for r in range(keys.shape[0]):  # average ties (few setups: cheap)
+        for value in np.unique(keys[r]):
+            tied = keys[r] == value
+            if tied.sum() > 1:
+                ranks[r, tied] = ranks[r, tied].mean()
+    return ranks
+
+
+def rank_intervals(per_question: pl.DataFrame, metric: str = "composite", *,
+                   higher_is_better: bool = True, seed: int = DEFAULT_SEED,
+                   resamples: int = DEFAULT_RESAMPLES, level: float = 0.95) -> pl.DataFrame:
+    """Each setup's rank with a percentile bootstrap interval over questions.
+
+    Args:
+        per_question: setup, task_id and ``metric`` (for example
+            ``ev.standard.per_question``: composite, e2e_median_s, tool_calls_per_run).
+        metric: The column ranked; default the GRADE task composite.
+        higher_is_better: Rank 1 is the highest mean (default) or the lowest.
+        seed: Seed of the resampling (``numpy.random.default_rng``).
+        resamples: Bootstrap resamples; default 2,000.
+        level: Interval level; default 0.95.
+
+    Returns:
+        setup, mean, rank (observed, 1 = best), rank_low, rank_high, questions (paired),
+        seed, resamples. Empty when no question has the metric for every setup.
+    """
+    setups, _, values = _matrix(per_question, metric)
+    schema = {"setup": pl.String, "mean": pl.Float64, "rank": pl.Float64,
+              "rank_low": pl.Float64, "rank_high": pl.Float64, "questions": pl.Int64,
+              "seed": pl.Int64, "resamples": pl.Int64}
+    n = values.shape[0]
+    if n == 0 or not setups:
+        return pl.DataFrame(schema=schema)
+    means = np.array([math.fsum(values[:, j]) / n for j in range(len(setups))])
+    observed = _ranks(means[None, :], higher_is_better)[0]
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n, size=(resamples, n))
+    boot = np.stack([values[draws, j].mean(axis=1) for j in range(len(setups))], axis=1)
+    ranks = _ranks(boot, higher_is_better)
+    alpha = (1 - level) / 2
+    low, high = np.quantile(ranks, [alpha, 1 - alpha], axis=0, method="inverted_cdf")
+    return pl.DataFrame({
+        "setup": setups, "mean": means.tolist(), "rank": observed.tolist(),
+        "rank_low": low.tolist(), "rank_high": high.tolist(), "questions": [n] * len(setups),
+        "seed": [seed] * len(setups), "resamples": [resamples] * len(setups)},
+        schema=schema).sort("rank", "setup")
+
+
+def questions_needed(per_question: pl.DataFrame, metric: str = "composite", *,
+                     alpha: float = 0.05, power: float = 0.8,
+                     pairs: Sequence[tuple[str, str]] | None = None) -> pl.DataFrame:
+    """Paired questions needed to separate each pair of setups (a conditional estimate).
+
+    Args:
+        per_question: setup, task_id and ``metric``.
+        metric: The compared column; default the GRADE task composite.
+        alpha: Two-sided test level; default 0.05.
+        power: Wanted power; default 0.8.
+        pairs: (baseline, compared) pairs; default every pair, alphabetical.
+
+    Returns:
+        baseline, compared, questions (paired now), mean_diff, sd_diff, questions_needed
+        (null when the observed difference is 0 or there are fewer than 2 questions),
+        label (``conditional estimate``), formula, assumptions, repeats_note.
+    """
+    z = float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
+    setups = sorted(set(per_question.get_column("setup").to_list()))
+    wanted = pairs or [(a, b) for i, a in enumerate(setups) for b in setups[i + 1:]]
+    rows = []
+    for a, b in wanted:
+        both = (per_question.filter(pl.col("setup") == a).select("task_id", x=metric)
+                .join(per_question.filter(pl.col("setup") == b).select("task_id", y=metric),
+                      on="task_id").drop_nulls())
+        diffs = (both.get_column("y") - both.get_column("x")).to_list()
+        n = len(diffs)
+        mean = math.fsum(diffs) / n if n else None
+        sd = (math.sqrt(math.fsum((d - mean) ** 2 for d in diffs) / (n - 1))
+              if n >= 2 and mean is not None else None)
+        needed = (math.ceil((z * sd / abs(mean)) ** 2) if sd is not None and mean else None)
+        rows.append({
+            "baseline": a, "compared": b, "questions": n, "mean_diff": mean, "sd_diff": sd,
+            "questions_needed": needed, "label": "conditional estimate",
+            "formula": f"n = ((z_(1-{alpha}/2) + z_{power}) x sd / |mean|)^2 = "
+                       f"({z:.4f} x sd / |mean|)^2",
+            "assumptions": "the observed mean difference and spread are the true ones; "
+                           "questions independent; normal approximation",
+            "repeats_note": "the spread includes the repeats' noise; more repeats per "
+                            "question shrink only that part"})
+    return pl.DataFrame(rows, schema={
+        "baseline": pl.String, "compared": pl.String, "questions": pl.Int64,
+        "mean_diff": pl.Float64, "sd_diff": pl.Float64, "questions_needed": pl.Int64,
+        "label": pl.String, "formula": pl.String, "assumptions": pl.String,
+        "repeats_note": pl.String})
