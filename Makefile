@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck chromium bench bench-fetch fixtures schemas clean
+.PHONY: demo test lint typecheck chromium bench bench-compare bench-fetch fixtures schemas clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ typecheck: $(STAMP)
 
 bench: $(STAMP)           ## speed figures (not assertions)
 	$(BIN)/python -m benchmarks.bench
+
+bench-compare: $(STAMP)   ## the two newest benchmarks/results/*.json side by side
+	$(BIN)/python -m benchmarks.compare
 
 bench-fetch: $(STAMP)     ## fetch throughput against the demo server, and 20 SIGKILL resumes
 	$(BIN)/python -m benchmarks.fetch_bench

@@ -1,30 +1,46 @@
-"""Speed figures for loading and scoring (``make bench``). Prints timings; asserts nothing.
+"""Speed figures for the whole pipeline (``make bench``). Prints figures; asserts nothing.
 
 Synthetic tasks clone the example tasks (fixtures/example); synthetic runs (4 setups x 5
 repeats per task) answer them with varied findings and metrics, one bad line per hundred.
+Each stage (read and validate, flatten, GRADE scoring, the standard, typed results, writing)
+is timed separately, with runs per second and the process's peak RSS after it (sampled every
+10 ms). The figures go to ``benchmarks/results/<time>.json`` so that ``make bench-compare``
+can set the two newest side by side.
+
 Usage: ``python -m benchmarks.bench [N ...]`` (default 10000 100000).
 """
 
 from __future__ import annotations
 
 import json
+import platform
 import random
+import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+import psutil
 
 from grade_kit.evaluate import evaluate
+from grade_kit.frames import EvalData
+from grade_kit.grade import grade_scores
 from grade_kit.inputs import read_inputs
 from grade_kit.io import load_tasks
+from grade_kit.standard import standard_results
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "fixtures" / "example"
+RESULTS = ROOT / "benchmarks" / "results"
 PHRASES = ["October cancellations spiked to 18.4%", "Tutor T-07 has the lowest completion",
            "Dosage and growth are positively correlated", "Correlation is not causation",
            "The ELL subgroup is too small to report", "Cancellations rose in Oct",
            "Single quarter only", "Results for groups under 10 students are suppressed"]
-
 
 SETUPS = 4
 REPEATS = 5
@@ -77,25 +93,84 @@ def write_runs(path: Path, task_ids: list[str], seed: int = 42) -> int:
     return n
 
 
-def bench(n: int) -> None:
+class PeakRSS:
+    """The process's peak resident set size, sampled every 10 ms while running."""
+
+    def __init__(self) -> None:
+        self.process = psutil.Process()
+        self.peak = self.process.memory_info().rss
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.01):
+            self.peak = max(self.peak, self.process.memory_info().rss)
+
+    def __enter__(self) -> PeakRSS:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _stage(name: str, n: int, fn: Callable[[], Any], stages: list[dict[str, Any]]) -> Any:
+    with PeakRSS() as rss:
+        started = time.perf_counter()
+        result = fn()
+        seconds = time.perf_counter() - started
+    stages.append({"stage": name, "seconds": round(seconds, 4),
+                   "runs_per_s": round(n / seconds) if seconds else None,
+                   "peak_rss_mb": round(rss.peak / 2**20, 1)})
+    return result
+
+
+def bench(n: int) -> dict[str, Any]:
+    stages: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         runs = Path(tmp) / "runs.jsonl"
         tasks = Path(tmp) / "tasks.jsonl"
         n = write_runs(runs, write_tasks(tasks, max(1, n // (SETUPS * REPEATS))))
-        t0 = time.perf_counter()
-        inputs = read_inputs(tasks, runs)
-        t1 = time.perf_counter()
-        ev = evaluate(inputs)
-        t2 = time.perf_counter()
-        ev.write(Path(tmp) / "out")
-        t3 = time.perf_counter()
-    print(f"{n:>9,} runs: read+validate {t1 - t0:7.2f} s ({n / (t1 - t0):>9,.0f} runs/s) | "
-          f"evaluate (flatten, GRADE, standard) {t2 - t1:6.2f} s "
-          f"({n / (t2 - t1):>9,.0f} runs/s) | write {t3 - t2:5.2f} s | "
-          f"total {t3 - t0:6.2f} s | rejected {len(ev.inputs.rejected):,}")
+        inputs = _stage("read and validate", n, lambda: read_inputs(tasks, runs), stages)
+        data = _stage("flatten", n, lambda: EvalData.from_records(
+            inputs.tasks, inputs.runs, inputs.judgements, inputs.grades, inputs.run_lines),
+            stages)
+        scores = _stage("GRADE scoring", n, lambda: grade_scores(data), stages)
+        _stage("standard", n, lambda: standard_results(data, None, scores.tasks), stages)
+        ev = _stage("evaluate (all of the above but reading, and results)", n,
+                    lambda: evaluate(inputs), stages)
+        _stage("write", n, lambda: ev.write(Path(tmp) / "out"), stages)
+    total = sum(s["seconds"] for s in stages if s["stage"] in (
+        "read and validate", "evaluate (all of the above but reading, and results)", "write"))
+    print(f"{n:>9,} runs:")
+    for s in stages:
+        print(f"    {s['stage']:<55} {s['seconds']:8.2f} s  {s['runs_per_s'] or 0:>10,} runs/s"
+              f"  peak RSS {s['peak_rss_mb']:>8,.0f} MB")
+    print(f"    {'end to end (read + evaluate + write)':<55} {total:8.2f} s")
+    return {"runs": n, "stages": stages, "end_to_end_s": round(total, 4),
+            "rejected": len(ev.inputs.rejected)}
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main() -> None:
+    sizes = [int(a) for a in sys.argv[1:]] or [10_000, 100_000]
+    figures = {"created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+               "commit": _commit(), "python": platform.python_version(),
+               "machine": f"{platform.machine()}, {psutil.cpu_count()} cores",
+               "sizes": [bench(size) for size in sizes]}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{figures['created_at'].replace(':', '-')}.json"
+    path.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    print(f"figures -> {path}")
 
 
 if __name__ == "__main__":
-    sizes = [int(a) for a in sys.argv[1:]] or [10_000, 100_000]
-    for size in sizes:
-        bench(size)
+    main()
