@@ -30,8 +30,9 @@ def main() -> int:
                 continue
             print(f"    {stage['stage']:<55} {was['seconds']:8.2f} s -> {stage['seconds']:8.2f} s"
                   f"  x{stage['seconds'] / was['seconds']:.2f}")
+        ratio = size["end_to_end_s"] / before["end_to_end_s"]
         print(f"    {'end to end':<55} {before['end_to_end_s']:8.2f} s -> "
-              f"{size['end_to_end_s']:8.2f} s  x{size['end_to_end_s'] / before['end_to_end_s']:.2f}")
+              f"{size['end_to_end_s']:8.2f} s  x{ratio:.2f}")
     return 0
 
 
