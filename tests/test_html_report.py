@@ -95,3 +95,26 @@ def test_a_relative_out_folder_works(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert main(["report", str(EXAMPLE / "tasks"), str(EXAMPLE / "runs.jsonl"), "--out",
                  "reports/html"]) == 0
     assert (tmp_path / "reports" / "html" / "index.html").is_file()
+
+
+def test_the_fetch_notebook_fetches_from_a_real_server(tmp_path: Path) -> None:
+    import papermill
+
+    from grade_kit.demo.server import DemoServer
+    from grade_kit.io import load_tasks
+
+    fixtures = ROOT / "fixtures"
+    tasks = load_tasks(fixtures / "tasks", fixtures / "packs").records
+    server = DemoServer(tasks, fixtures / "packs", latency_scale=0.01).start()
+    try:
+        papermill.execute_notebook(
+            str(ROOT / "notebooks" / "fetch.ipynb"), str(tmp_path / "fetch.ipynb"),
+            parameters={"tasks": str(fixtures / "tasks"), "packs": str(fixtures / "packs"),
+                        "endpoint": server.url, "models": ["hasty"], "repeats": 1,
+                        "timeout_s": server.timeout_s, "out": str(tmp_path / "runs")},
+            kernel_name="python3", cwd=str(tmp_path), progress_bar=False)
+    finally:
+        server.stop()
+    lines = (tmp_path / "runs" / "hasty.jsonl").read_text().splitlines()
+    assert len({json.loads(x)["task_id"] for x in lines}) == 40
+    assert "hasty: 40 slots planned" in (tmp_path / "fetch.ipynb").read_text()
