@@ -291,7 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="grade every delivered GRADE run that has no grade record "
                             "(rules: the offline rule grader)")
     score.add_argument("--repeats", type=_bounded(1, MAX_REPEAT), default=None,
-                       help="planned repeats per task (default: the largest repeat seen)")
+                       help="planned repeats per task (default: inferred, the largest repeat more "
+                            "than 5%% of (setup, task) pairs reach)")
     score.add_argument("--strict", action="store_true",
                        help="exit non-zero when any input record is rejected")
     score.add_argument("--out", type=Path, required=True, help="output folder")

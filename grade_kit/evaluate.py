@@ -457,8 +457,8 @@ def evaluate(
             recorded one always wins); default None (runs without a record stay
             ``pending_verification``).
         claim_judge: Asked only about claims the deterministic match missed; default None.
-        repeats: R, the planned repeats per question; default inferred from the largest
-            repeat seen (results say so).
+        repeats: R, the planned repeats per question; default inferred (the largest repeat more
+            than 5% of (setup, task) pairs reach; results say so).
         packs: Folder of packs for ``ground_truth`` keys; default found next to ``tasks``.
         frames: ``"polars"`` (default) or ``"pandas"``: the kind of every frame returned.
         seed: Seed of the comparison bootstrap; default 20261130.

@@ -125,8 +125,8 @@ def standard_results(data: EvalData, repeats: int | None = None,
 
     Args:
         data: The evaluation's frames (runs, events, tool_calls, grades, tasks).
-        repeats: R, the planned repeats per task; default the largest repeat seen (the plan
-            then says it was inferred).
+        repeats: R, the planned repeats per task; default inferred (see
+            :func:`~grade_kit.standard.grades.plan_repeats`; the plan says so).
         task_composites: Per (setup, task) GRADE composites to compare; default None
             (timing and tool calls only).
         seed: Seed of the comparison bootstrap (recorded with every comparison).
