@@ -34,6 +34,7 @@ from grade_kit.grade import (
 from grade_kit.inputs import Inputs, read_inputs
 from grade_kit.io import Rejected
 from grade_kit.judges import JUDGES, Judge, RuleJudge
+from grade_kit.judges.llm import LLMJudge
 from grade_kit.schema import (
     DIMENSIONS,
     GRADE_STATES,
@@ -74,6 +75,7 @@ __all__ = [
     "Inputs",
     "Judge",
     "Judgement",
+    "LLMJudge",
     "OpenAIChat",
     "PythonCallable",
     "Rejected",

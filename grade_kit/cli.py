@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from grade_kit.evaluate import Evaluation, evaluate
 from grade_kit.inputs import read_inputs
@@ -90,17 +91,36 @@ def _demo(args: argparse.Namespace) -> int:
             root = Path(args.out) / "fixtures"
         print(f"demo: no fixtures at {root}; generating them (seed 42)")
         build_fixtures(root)
+    judge: Any = "rules"
     if args.recorded:
         runs: Path | list[Path] = root / "runs"
         how = "recorded runs"
+        judged = "the rule judge"
     else:
-        from grade_kit.demo.server import fetch_demo_runs
+        from grade_kit.demo.server import JUDGE_MODEL, fetch_demo_runs
+        from grade_kit.judges.llm import LLMJudge
 
         print(f"demo: serving the simulated setups on 127.0.0.1 (latencies x "
               f"{args.latency_scale:g}) and fetching every task x 5 repeats through them")
-        runs = fetch_demo_runs(root, Path(args.out) / "runs", latency_scale=args.latency_scale)
+        holder: dict[str, Any] = {}
+
+        def judge_over_http(url: str) -> None:  # while the server still runs
+            llm = LLMJudge(url, JUDGE_MODEL, cache=Path(args.out) / "judge-cache.jsonl",
+                           concurrency=16)
+            tasks_ = load_tasks(root / "tasks", root / "packs").records
+            runs_ = read_inputs(root / "tasks", holder["runs"], packs=root / "packs").runs
+            holder["judgements"] = llm(tasks_, runs_)
+
+        stores = [Path(args.out) / "runs" / f"{s}.jsonl" for s in ("careful", "hasty",
+                                                                   "erratic")]
+        holder["runs"] = stores
+        runs = fetch_demo_runs(root, Path(args.out) / "runs", latency_scale=args.latency_scale,
+                               then=judge_over_http)
+        judge = None
         how = "runs fetched over HTTP"
-    evaluation = evaluate(root / "tasks", runs, packs=root / "packs", judge="rules",
+        judged = "the demo judge model over HTTP (cached by prompt hash)"
+    evaluation = evaluate(root / "tasks", runs, packs=root / "packs", judge=judge,
+                          judgements=None if judge else holder["judgements"],
                           grader="rules",
                           arguments={"command": "demo", "fixtures": str(root),
                                      "recorded": args.recorded})
@@ -119,7 +139,8 @@ def _demo(args: argparse.Namespace) -> int:
                  "grader": "rules"}, Path(args.out) / "html")
     _print_rejects([r.message() for r in evaluation.inputs.rejected])
     print(f"demo: scored {len(evaluation.inputs.runs)} {how} of "
-          f"{len(evaluation.inputs.tasks)} tasks with the rule judge and the rule grader")
+          f"{len(evaluation.inputs.tasks)} tasks, judged by {judged}, graded by the rule "
+          "grader")
     print(evaluation)
     print(f"demo: scorecard at {paths['scorecard']}")
     if index is not None:

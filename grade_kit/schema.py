@@ -387,6 +387,8 @@ class Judgement(_In):
     """Null when the judge had nothing to check (the reason then says why); never a silent 0."""
     judge: str = Field(min_length=1)
     reason: str | None = None
+    provenance: dict[str, Any] | None = None
+    """Where the verdict came from (a model judge: model, prompt hash, cache hit)."""
 
     @model_validator(mode="after")
     def _null_needs_reason(self) -> Judgement:

@@ -58,7 +58,7 @@ def test_the_models_are_the_setups(server: DemoServer) -> None:
     import httpx
 
     models = httpx.get(f"{server.url}/models").json()
-    assert [m["id"] for m in models["data"]] == ["careful", "hasty", "erratic"]
+    assert [m["id"] for m in models["data"]] == ["careful", "hasty", "erratic", "judge"]
 
 
 def test_fetched_runs_are_the_recorded_answers_timed_and_tooled(server: DemoServer,

@@ -21,7 +21,7 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,10 +31,14 @@ from typing import Any
 from grade_kit.demo.record import START, TIMEOUT_S, simulate_run
 from grade_kit.demo.setups import SETUPS
 from grade_kit.fetch.responders import RESPONSE_FORMAT_INSTRUCTION
+from grade_kit.judges.llm import JUDGE_PROMPT_MARK
 from grade_kit.schema import Task
 
 __all__ = ["DEMO_LATENCY_SCALE", "LOOPBACK_ALLOWANCE_S", "DemoServer", "agreed_timeout",
            "demo_server", "demo_server_process", "fetch_demo_runs"]
+
+JUDGE_MODEL = "judge"
+"""The demo server's judge model: answers judge prompts with the rule judge's verdicts."""
 
 DEMO_LATENCY_SCALE = 0.02
 """``make demo`` runs the recorded latencies at 2% (careful's 12 s median takes 0.24 s)."""
@@ -77,7 +81,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") == "/v1/models":
             self._json(200, {"object": "list", "data": [
                 {"id": name, "object": "model", "owned_by": "grade_kit-demo"}
-                for name in SETUPS]})
+                for name in [*SETUPS, JUDGE_MODEL]]})
         else:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
 
@@ -170,8 +174,40 @@ class DemoServer:
                 self._records[key] = simulate_run(task, self.packs, setup, repeat, START)
             return self._records[key]
 
+    def _judge(self, handler: _Handler, body: dict[str, Any]) -> None:
+        """The demo judge model: answers a grade_kit judge prompt with the rule judge's
+        verdicts on the answer it carries (deterministic, like a temperature-0 judge)."""
+        from grade_kit.judges.rules import evidence_linkage, structure_usability
+        from grade_kit.schema import Run
+
+        content = str(((body.get("messages") or [{}])[-1] or {}).get("content") or "")
+        if not content.startswith(JUDGE_PROMPT_MARK):
+            handler._json(400, {"error": {"message": "the judge model answers judge prompts"}})
+            return
+        question = content.split("\nQUESTION:\n", 1)[-1].split("\nGUIDANCE: ", 1)[0].strip()
+        answer = json.loads(content.split("\nANSWER: ", 1)[-1])
+        task = self.tasks.get(question)
+        if task is None:
+            handler._json(400, {"error": {"message": "not a fixture task's question"}})
+            return
+        run = Run.model_validate({"run_id": "judged", "setup": "-", "task_id": task.task_id,
+                                  "repeat": 1, "status": "delivered", "response": answer})
+        ev_score, ev_reason = evidence_linkage(task, run)
+        su_score, su_reason = structure_usability(task, run)
+        verdict = json.dumps({"evidence_linkage": {"score": ev_score, "reason": ev_reason},
+                              "structure_usability": {"score": su_score,
+                                                      "reason": su_reason}})
+        handler._json(200, {"id": "chatcmpl-judge", "object": "chat.completion",
+                            "created": int(time.time()), "model": JUDGE_MODEL,
+                            "choices": [{"index": 0, "finish_reason": "stop",
+                                         "message": {"role": "assistant",
+                                                     "content": verdict}}]})
+
     def answer(self, handler: _Handler, body: dict[str, Any]) -> None:
         setup = body.get("model")
+        if setup == JUDGE_MODEL:
+            self._judge(handler, body)
+            return
         if setup not in SETUPS:
             handler._json(404, {"error": {"message": f"unknown model {setup!r}; models: "
                                                      f"{sorted(SETUPS)}"}})
@@ -341,10 +377,15 @@ def demo_server_process(fixtures: Path | str, *, latency_scale: float = 1.0,
 
 def fetch_demo_runs(fixtures: Path | str, runs_dir: Path | str, *,
                     latency_scale: float = DEMO_LATENCY_SCALE, repeats: int = 5,
-                    concurrency: int = 8, progress: bool = True) -> list[Path]:
+                    concurrency: int = 8, progress: bool = True,
+                    then: Callable[[str], Any] | None = None) -> list[Path]:
     """The embedded default's runs, fetched for real: the demo server in its own process,
     the three setups fetched at once through the OpenAI-compatible responder (with the pack's
     SQL tool), one run store per setup under ``runs_dir`` (replaced).
+
+    Args:
+        then: Called with the server's base URL after the fetch, while the server still runs
+            (the demo judges through its judge model then).
 
     Returns:
         The run files, one per setup.
@@ -371,4 +412,6 @@ def fetch_demo_runs(fixtures: Path | str, runs_dir: Path | str, *,
                 for name, store in stores.items()))
 
         asyncio.run(every_setup())
+        if then is not None:
+            then(url)
     return list(stores.values())
