@@ -221,6 +221,22 @@ def _demo_server(args: argparse.Namespace) -> int:
     return 0
 
 
+def _review_sheet(args: argparse.Namespace) -> int:
+    from grade_kit.standard.review import write_review_sheet
+
+    evaluation = evaluate(args.tasks, args.runs, judgements=args.judgements,
+                          grades=args.grades, judge=args.judge, grader=args.grader,
+                          repeats=args.repeats, packs=args.packs)
+    _print_rejects([r.message() for r in evaluation.inputs.rejected])
+    queue, key = write_review_sheet(evaluation, args.out, key=args.key,
+                                    spot_check=args.spot_check, seed=args.seed)
+    counts = dict(queue.group_by("reason").len().iter_rows())
+    print(f"review sheet: {queue.height} answers to review -> {args.out} ("
+          + ", ".join(f"{n} {why}" for why, n in sorted(counts.items())) + ")")
+    print(f"key (keep it from the reviewers): {key}")
+    return 0
+
+
 def _grading_sheet(args: argparse.Namespace) -> int:
     from grade_kit.standard.blind import grading_sheet, write_grading_sheet
 
@@ -346,6 +362,22 @@ def build_parser() -> argparse.ArgumentParser:
     sheet.add_argument("--include-reruns", action="store_true")
     sheet.add_argument("--packs", type=Path)
     sheet.set_defaults(func=_grading_sheet)
+
+    review = sub.add_parser("review-sheet", help="the review queue as a blind grading sheet")
+    review.add_argument("tasks", type=Path)
+    review.add_argument("runs", type=Path, nargs="+")
+    review.add_argument("--judgements", type=Path)
+    review.add_argument("--grades", type=Path)
+    review.add_argument("--judge", choices=sorted(JUDGES), default=None)
+    review.add_argument("--grader", choices=["rules"], default=None)
+    review.add_argument("--repeats", type=_bounded(1, MAX_REPEAT), default=None)
+    review.add_argument("--packs", type=Path)
+    review.add_argument("--spot-check", type=float, default=0.1,
+                        help="share of the other resolved runs sampled (default 0.1)")
+    review.add_argument("--seed", type=int, default=0)
+    review.add_argument("--key", type=Path, help="key JSON (default: <out>.key.json)")
+    review.add_argument("--out", type=Path, required=True, help="sheet CSV to write")
+    review.set_defaults(func=_review_sheet)
 
     imp_g = sub.add_parser("import-grades", help="map a filled grading sheet back to runs")
     imp_g.add_argument("sheet", type=Path)
