@@ -63,7 +63,7 @@ COLUMNS: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
     "runs": {"run_id": pl.String, "setup": pl.String, "task_id": pl.String,
              "repeat": pl.Int64, "attempt_of": pl.String, "status": pl.String,
              "error": pl.String, "is_primary": pl.Boolean, "has_response": pl.Boolean,
-             "tools_exposed": pl.Boolean, "input_tokens": pl.Int64,
+             "tools_exposed": pl.Boolean, "clock": pl.String, "input_tokens": pl.Int64,
              "output_tokens": pl.Int64, "line": pl.Int64},
     # one row per answer item; field is finding, limitation, recommendation or text
     "items": {"run_id": pl.String, "field": pl.String, "position": pl.Int64,
@@ -236,6 +236,9 @@ def _flatten_runs(runs: Sequence[Run], line_list: Iterable[int | None],
         answered = run.status == "delivered" and run.response is not None
         r["has_response"].append(answered)
         r["tools_exposed"].append(run.tool_calls is not None)
+        clock = run.metadata.get("clock")
+        r["clock"].append(str(clock.get("source")) if isinstance(clock, dict)
+                          and clock.get("source") else None)
         r["input_tokens"].append(None if run.usage is None else run.usage.input_tokens)
         r["output_tokens"].append(None if run.usage is None else run.usage.output_tokens)
         r["line"].append(line)

@@ -602,6 +602,8 @@ class Timing(_Out):
     missing_timestamps: int
     e2e_out_of_order: int
     out_of_order: list[OrderViolation]
+    clocks: dict[str, int] = Field(default_factory=dict)
+    """E2E samples per clock they were read from (``unrecorded`` where a run names none)."""
     per_question_median_s: dict[str, float | None]
     events: dict[str, Summary]
     platform_e2e_s: LabelledSummary | None

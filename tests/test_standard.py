@@ -405,3 +405,17 @@ def test_rank_intervals_separate_or_not() -> None:
     assert all(low < high for low, high in zip(noisy["rank_low"], noisy["rank_high"],
                                                 strict=True))  # not separable
     assert rank_intervals(_per_question({"A": []})).is_empty()
+
+
+def test_timing_states_the_clocks_and_warns_when_there_are_several() -> None:
+    runs = [make_run("a", "q", 1, events={"submitted": at(0), "received": at(2)},
+                     metadata={"clock": {"source": "machine A", "precision": "1 us"}}),
+            make_run("b", "q", 2, events={"submitted": at(0), "received": at(3)},
+                     metadata={"clock": {"source": "machine B", "precision": "1 ms"}}),
+            make_run("c", "q", 3, events={"submitted": at(0), "received": at(4)})]
+    ev = gk.evaluate([plain("q")], runs)
+    assert ev.results.setups["A"].timing.clocks == {"machine A": 1, "machine B": 1,
+                                                    "unrecorded": 1}
+    assert any("come from 2 clocks" in w.message for w in ev.results.warnings)
+    one = gk.evaluate([plain("q")], runs[:1])
+    assert not any("clocks" in w.message for w in one.results.warnings)

@@ -189,7 +189,10 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
             "response": {"text": _last_assistant_text(messages)} if status == "delivered"
             else None,
             "tool_calls": calls,
-            "metadata": {"source": "tau2-bench", "reward": reward,
+            "metadata": {"source": "tau2-bench",
+                         "clock": {"source": "tau2 simulation start_time/end_time (naive, "
+                                             f"read as {assume_tz})", "precision": "as logged"},
+                         "reward": reward,
                          "termination_reason": termination,
                          "duration_s": sim.get("duration")},
         })

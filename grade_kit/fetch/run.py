@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import socket
 import threading
 import time
 from collections.abc import Sequence
@@ -43,7 +44,9 @@ DEFAULT_CONCURRENCY = 8
 RETRY_BACKOFF_S = (0.5, 2.0, 8.0)
 """Waits before each retry of a transport error that came before any answer byte."""
 
-CLOCK = {"source": "python datetime.now(UTC) on the fetching machine", "precision": "1 us"}
+CLOCK = {"source": f"grade_kit fetch on {socket.gethostname()}: datetime.now(UTC)",
+         "precision": "1 us"}
+"""The clock every fetched event is read from, recorded on each run (``metadata.clock``)."""
 
 
 @dataclass

@@ -118,6 +118,13 @@ def _timing_sections(results: Results) -> list[str]:
     if rows:
         lines += ["", "Other events, each its own metric with its own n:", ""]
         lines += _table(["setup", "metric", "n", "mean", "P50", "P90"], rows)
+    sources = sorted({c for s in results.setups.values() for c in s.timing.clocks})
+    if sources:
+        lines += ["", "Clocks the E2E samples were read from: " + "; ".join(
+            f"{md_cell(c)} ({sum(s.timing.clocks.get(c, 0) for s in results.setups.values())}"
+            " samples)" for c in sources) + "."
+                  + (" Samples come from more than one clock: their skew is unknown, so "
+                     "compare E2E across them with care." if len(sources) > 1 else "")]
     disorder = [(name, v) for name, s in results.setups.items() for v in s.timing.out_of_order]
     if disorder:
         lines += ["", f"{len(disorder)} event pair(s) in an impossible order, left out of "

@@ -118,6 +118,11 @@ def build_results(scores: GradeScores, standard: StandardResults,
             f"{standard.plan.repeats} and are outside the plan (never counted in N): "
             + ", ".join(f"{name!r} {n}" for name, n in sorted(beyond.items())))))
     notes += missing_dimension_warnings(out)
+    clocks = sorted({c for s in out.values() for c in s.timing.clocks if c != "unrecorded"})
+    if len(clocks) > 1:
+        notes.append(WarningItem(message=(
+            f"E2E samples come from {len(clocks)} clocks ({'; '.join(clocks)}): the skew "
+            "between them is unknown; compare latencies across them with care")))
     return Results(plan=standard.plan, setups=out, common_subset=standard.common,
                    comparisons=standard.comparisons, rejected=[r.as_reject() for r in rejected],
                    warnings=notes, provenance=provenance)

@@ -171,12 +171,16 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
                            waiting_s=summarize(offsets(stopped, START, STOPPED)))
 
     timeouts, failures = waiting(["timeout"]), waiting(["failed", "cancelled"])
+    clocks = dict(e2e.join(mine.select("run_id", "clock"), on="run_id")
+                  .with_columns(pl.col("clock").fill_null("unrecorded"))
+                  .group_by("clock").len().sort("clock").iter_rows())
     out_of_order = pl.concat(violations).sort("run_id", "first", "then")
     return Timing(
         e2e_s=summarize(e2e.get_column("seconds").to_list()),
         delivered=delivered.height,
         missing_timestamps=delivered.height - e2e_all.height,
         e2e_out_of_order=e2e_all.height - e2e.height,
+        clocks={str(k): int(v) for k, v in clocks.items()},
         out_of_order=[OrderViolation(**row) for row in out_of_order.iter_rows(named=True)],
         per_question_median_s=per_question,
         events=event_metrics,
