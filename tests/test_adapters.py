@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 REAL = ROOT / "tests" / "data" / "realdata"
-"""Copies of ../shared/realdata, each folder with its upstream LICENSE (see its README)."""
+"""Real third-party logs kept in the repository, each folder with its upstream LICENSE (see
+tests/data/realdata/README.md); no test reads anything outside the repository."""
 TAU = REAL / "tau_bench_gpt4o_airline" / "gpt-4o-airline.json"
 TAU2 = REAL / "tau2_grok_airline_relaxed_task8"
 INSPECT = REAL / "inspect_ai_testlogs"
