@@ -305,6 +305,27 @@ def _bounded(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
+def _evaluation_arguments(parser: argparse.ArgumentParser) -> None:
+    """The inputs and options of :func:`grade_kit.evaluate`, the same for every command that
+    evaluates (score, report, review-sheet)."""
+    parser.add_argument("tasks", type=Path, help="folder of task files, or a tasks JSONL file")
+    parser.add_argument("runs", type=Path, nargs="+",
+                        help="run records (JSONL, one attempt per line), or folders of them")
+    parser.add_argument("--judgements", type=Path, help="recorded judgements (JSONL)")
+    parser.add_argument("--grades", type=Path, help="grade records (JSONL)")
+    parser.add_argument("--packs", type=Path,
+                        help="folder of packs for ground_truth keys (default: next to TASKS)")
+    parser.add_argument("--judge", choices=sorted(JUDGES),
+                        help="judge the judged dimensions where no judgement is recorded "
+                             "(rules: the offline rule judge)")
+    parser.add_argument("--grader", choices=["rules"],
+                        help="grade every delivered GRADE run that has no grade record "
+                             "(rules: the offline rule grader)")
+    parser.add_argument("--repeats", type=_bounded(1, MAX_REPEAT), default=None,
+                        help="planned repeats per task (default: inferred, the largest repeat "
+                             "more than 5%% of (setup, task) pairs reach)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``grade-kit``."""
     parser = argparse.ArgumentParser(
@@ -314,22 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     score = sub.add_parser("score", help="score run records against tasks")
-    score.add_argument("tasks", type=Path, help="folder of task files, or a tasks JSONL file")
-    score.add_argument("runs", type=Path, nargs="+",
-                       help="run records (JSONL, one attempt per line), or folders of them")
-    score.add_argument("--judgements", type=Path, help="recorded judgements (JSONL)")
-    score.add_argument("--grades", type=Path, help="grades (JSONL)")
-    score.add_argument("--packs", type=Path,
-                       help="folder of packs for ground_truth keys (default: next to TASKS)")
-    score.add_argument("--judge", choices=sorted(JUDGES),
-                       help="judge the judged dimensions where no judgement is recorded "
-                            "(rules: the offline rule judge)")
-    score.add_argument("--grader", choices=["rules"],
-                       help="grade every delivered GRADE run that has no grade record "
-                            "(rules: the offline rule grader)")
-    score.add_argument("--repeats", type=_bounded(1, MAX_REPEAT), default=None,
-                       help="planned repeats per task (default: inferred, the largest repeat more "
-                            "than 5%% of (setup, task) pairs reach)")
+    _evaluation_arguments(score)
     score.add_argument("--strict", action="store_true",
                        help="exit non-zero when any input record is rejected")
     score.add_argument("--out", type=Path, required=True, help="output folder")
@@ -364,14 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     sheet.set_defaults(func=_grading_sheet)
 
     review = sub.add_parser("review-sheet", help="the review queue as a blind grading sheet")
-    review.add_argument("tasks", type=Path)
-    review.add_argument("runs", type=Path, nargs="+")
-    review.add_argument("--judgements", type=Path)
-    review.add_argument("--grades", type=Path)
-    review.add_argument("--judge", choices=sorted(JUDGES), default=None)
-    review.add_argument("--grader", choices=["rules"], default=None)
-    review.add_argument("--repeats", type=_bounded(1, MAX_REPEAT), default=None)
-    review.add_argument("--packs", type=Path)
+    _evaluation_arguments(review)
     review.add_argument("--spot-check", type=float, default=0.1,
                         help="share of the other resolved runs sampled (default 0.1)")
     review.add_argument("--seed", type=int, default=0)
@@ -390,14 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     imp_g.set_defaults(func=_import_grades)
 
     report = sub.add_parser("report", help="run the notebooks into offline HTML scorecards")
-    report.add_argument("tasks", type=Path)
-    report.add_argument("runs", type=Path, nargs="+")
-    report.add_argument("--judgements", type=Path)
-    report.add_argument("--grades", type=Path)
-    report.add_argument("--judge", choices=sorted(JUDGES), default=None)
-    report.add_argument("--grader", choices=["rules"], default=None)
-    report.add_argument("--repeats", type=_bounded(1, MAX_REPEAT), default=None)
-    report.add_argument("--packs", type=Path)
+    _evaluation_arguments(report)
     report.add_argument("-p", "--parameter", nargs=2, action="append",
                         metavar=("NAME", "VALUE"),
                         help="a notebook parameter (value read as YAML), repeatable")

@@ -18,11 +18,12 @@ import asyncio
 import inspect
 import json
 import os
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
@@ -33,13 +34,18 @@ __all__ = [
     "RESPONSE_FORMAT_INSTRUCTION",
     "Answer",
     "AnswerFailed",
+    "MissingKeyError",
     "OpenAIChat",
     "PythonCallable",
     "Replay",
     "Responder",
     "build_prompt",
     "parse_answer",
+    "request_headers",
+    "run_sync",
 ]
+
+T = TypeVar("T")
 
 RESPONSE_FORMAT_INSTRUCTION = (
     "Answer with one JSON object and nothing else, with these keys: "
@@ -95,6 +101,50 @@ class Responder(Protocol):
     async def __call__(self, task: Task, prompt: str, repeat: int) -> Answer:
         """The answer to ``prompt`` (the task's, with the shared instruction)."""
         ...
+
+
+class MissingKeyError(RuntimeError):
+    """The environment variable named for the API key is not set."""
+
+
+def request_headers(api_key_env: str | None) -> dict[str, str]:
+    """JSON headers, with ``Authorization: Bearer <key>`` when ``api_key_env`` names an
+    environment variable: the key is read at request time and never stored or written.
+
+    Raises:
+        MissingKeyError: when the named variable is not set.
+    """
+    headers = {"Content-Type": "application/json"}
+    if api_key_env:
+        key = os.environ.get(api_key_env)
+        if not key:
+            raise MissingKeyError(f"environment variable {api_key_env} is not set")
+        headers["Authorization"] = f"Bearer {key}"
+    return headers
+
+
+def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run the coroutine ``make()`` from synchronous code, also inside a running event loop
+    (Jupyter's): it then runs on its own loop in a worker thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    result: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            result["value"] = asyncio.run(make())
+        except BaseException as exc:  # re-raised in the caller's thread
+            result["error"] = exc
+
+    thread = threading.Thread(target=work, name="grade-kit-async")
+    thread.start()
+    thread.join()
+    if "error" in result:
+        raise result["error"]
+    value: T = result["value"]
+    return value
 
 
 def parse_answer(text: str) -> tuple[dict[str, Any], str | None]:
@@ -162,13 +212,10 @@ class OpenAIChat:
         self._tools: dict[str, PackTools] = {}
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json"}
-        if self.api_key_env:
-            key = os.environ.get(self.api_key_env)
-            if not key:
-                raise AnswerFailed(f"environment variable {self.api_key_env} is not set")
-            headers["Authorization"] = f"Bearer {key}"
-        return headers
+        try:
+            return request_headers(self.api_key_env)
+        except MissingKeyError as exc:
+            raise AnswerFailed(str(exc)) from exc
 
     def _pack_tools(self, task: Task) -> PackTools | None:
         if self.packs is None or task.pack is None:

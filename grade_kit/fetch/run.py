@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import socket
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from grade_kit.fetch.responders import (
     Responder,
     build_prompt,
     now,
+    run_sync,
 )
 from grade_kit.fetch.store import RunStore, Slot
 from grade_kit.schema import Task
@@ -244,23 +244,4 @@ def fetch(tasks: Sequence[Task], responder: Responder, store: Path | str, *, set
           **options: Any) -> FetchReport:
     """:func:`fetch_async` from synchronous code, including inside Jupyter's running event
     loop (the fetch then runs on its own loop in a worker thread)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(fetch_async(tasks, responder, store, setup=setup, **options))
-    result: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            result["report"] = asyncio.run(fetch_async(tasks, responder, store, setup=setup,
-                                                       **options))
-        except BaseException as exc:  # re-raised in the caller's thread
-            result["error"] = exc
-
-    thread = threading.Thread(target=work, name="grade-kit-fetch")
-    thread.start()
-    thread.join()
-    if "error" in result:
-        raise result["error"]
-    report: FetchReport = result["report"]
-    return report
+    return run_sync(lambda: fetch_async(tasks, responder, store, setup=setup, **options))

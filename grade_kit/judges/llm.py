@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from grade_kit.fetch.responders import request_headers, run_sync
 from grade_kit.schema import JUDGED_DIMENSIONS, Judgement, Run, Task
 
 __all__ = ["JUDGE_PROMPT_MARK", "LLMJudge", "judge_prompt"]
@@ -110,12 +111,7 @@ class LLMJudge:
                     os.fsync(handle.fileno())
 
     async def _ask(self, client: httpx.AsyncClient, prompt: str) -> str:
-        headers = {"Content-Type": "application/json"}
-        if self.api_key_env:
-            key = os.environ.get(self.api_key_env)
-            if not key:
-                raise RuntimeError(f"environment variable {self.api_key_env} is not set")
-            headers["Authorization"] = f"Bearer {key}"
+        headers = request_headers(self.api_key_env)
         body = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
                 "response_format": {"type": "json_object"}, **PARAMETERS}
         reply = await client.post(f"{self.base_url}/chat/completions", json=body,
@@ -149,15 +145,7 @@ class LLMJudge:
         items = [(run, judge_prompt(by_id[run.task_id], run)) for run in runs
                  if run.task_id in by_id and run.status == "delivered"
                  and run.response is not None]
-        try:
-            asyncio.get_running_loop()
-            results: list[dict[str, Any]] = []
-            thread = threading.Thread(
-                target=lambda: results.extend(asyncio.run(self._judge_all(items))))
-            thread.start()
-            thread.join()
-        except RuntimeError:
-            results = asyncio.run(self._judge_all(items))
+        results = run_sync(lambda: self._judge_all(items))
         out = []
         for (run, _), result in zip(items, results, strict=True):
             provenance = {"model": self.model, "prompt_sha256": result["key"],
