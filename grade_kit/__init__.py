@@ -8,7 +8,7 @@ Public functions accept pandas or polars frames and return the same kind.
 
 from grade_kit.adapters import read_inspect, read_tau_bench
 from grade_kit.evaluate import Evaluation, RunExplanation, evaluate
-from grade_kit.fetch import OpenAIChat, PythonCallable, Replay, fetch
+from grade_kit.fetch import OpenAIChat, PythonCallable, Replay, fetch, fetch_setups
 from grade_kit.frames import COLUMNS, EvalData
 from grade_kit.grade import (
     ClaimJudge,
@@ -94,6 +94,7 @@ __all__ = [
     "evaluate",
     "fact_checks",
     "fetch",
+    "fetch_setups",
     "finding_stability",
     "grade_scores",
     "grounding_scores",

@@ -338,6 +338,14 @@ class Evaluation:
 
     # ------------------------------------------------------------------ the rest
 
+    def weakest_tasks(self, n: int = 5) -> Frame:
+        """The ``n`` GRADE tasks with the lowest composite per setup (ties by task id), the
+        rows of :attr:`tasks`; tasks without a composite are left out."""
+        frame = (self.scores.tasks.filter(pl.col("composite").is_not_null())
+                 .sort("setup", "composite", "task_id")
+                 .group_by("setup", maintain_order=True).head(n))
+        return _as_kind(frame, self.kind)
+
     def explain(self, run_id: str) -> RunExplanation:
         """Why run ``run_id`` scored what it did: its gold facts, claims, judgements and grade.
 

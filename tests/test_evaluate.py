@@ -320,3 +320,15 @@ def test_empty_and_degenerate_evaluations_still_give_every_frame(
     assert repr(ev) and ev._repr_html_()
     for run in ev.inputs.runs:
         assert repr(ev.explain(run.run_id))
+
+
+def test_weakest_tasks_are_the_lowest_composites_per_setup() -> None:
+    tasks = [make_task(t, gold_facts=[{"id": "f", "metric": "m", "value": 1}])
+             for t in ("t1", "t2", "t3")]
+    runs = [make_run(f"{s}{t}", task_id=t, setup=s, metrics={"m": v})
+            for s, values in (("A", (1, 0, 1)), ("B", (0, 0, 1)))
+            for t, v in zip(("t1", "t2", "t3"), values, strict=True)]
+    ev = gk.evaluate(tasks, runs)
+    weakest = ev.weakest_tasks(1).select("setup", "task_id").rows()
+    assert weakest == [("A", "t2"), ("B", "t1")]  # B: t1 and t2 tie at 0, t1 first by id
+    assert ev.weakest_tasks(2).height == 4

@@ -390,9 +390,7 @@ def fetch_demo_runs(fixtures: Path | str, runs_dir: Path | str, *,
     Returns:
         The run files, one per setup.
     """
-    import asyncio
-
-    from grade_kit.fetch import OpenAIChat, fetch_async
+    from grade_kit.fetch import fetch_setups
     from grade_kit.io import load_tasks
 
     root = Path(fixtures)
@@ -404,14 +402,9 @@ def fetch_demo_runs(fixtures: Path | str, runs_dir: Path | str, *,
         path.unlink(missing_ok=True)
         path.with_name(path.name + ".torn").unlink(missing_ok=True)
     with demo_server_process(root, latency_scale=latency_scale) as url:
-        async def every_setup() -> None:
-            await asyncio.gather(*(
-                fetch_async(tasks, OpenAIChat(url, name, packs=root / "packs"), store,
-                            setup=name, repeats=repeats, concurrency=concurrency,
-                            timeout_s=agreed_timeout(latency_scale), progress=progress)
-                for name, store in stores.items()))
-
-        asyncio.run(every_setup())
+        fetch_setups(tasks, url, list(stores), out, packs=root / "packs", repeats=repeats,
+                     concurrency=concurrency, timeout_s=agreed_timeout(latency_scale),
+                     progress=progress)
         if then is not None:
             then(url)
     return list(stores.values())

@@ -18,6 +18,7 @@ from grade_kit.fetch.run import (
     FetchReport,
     fetch,
     fetch_async,
+    fetch_setups,
 )
 from grade_kit.fetch.store import RunStore
 from grade_kit.fetch.tools import SQL_TOOL, PackTools
@@ -39,5 +40,6 @@ __all__ = [
     "build_prompt",
     "fetch",
     "fetch_async",
+    "fetch_setups",
     "parse_answer",
 ]

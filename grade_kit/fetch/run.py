@@ -29,6 +29,7 @@ from typing import Any
 from grade_kit.fetch.responders import (
     RESPONSE_FORMAT_INSTRUCTION,
     AnswerFailed,
+    OpenAIChat,
     Responder,
     build_prompt,
     now,
@@ -37,7 +38,8 @@ from grade_kit.fetch.responders import (
 from grade_kit.fetch.store import RunStore, Slot
 from grade_kit.schema import Task
 
-__all__ = ["DEFAULT_CONCURRENCY", "DEFAULT_TIMEOUT_S", "FetchReport", "fetch", "fetch_async"]
+__all__ = ["DEFAULT_CONCURRENCY", "DEFAULT_TIMEOUT_S", "FetchReport", "fetch", "fetch_async",
+           "fetch_setups"]
 
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_CONCURRENCY = 8
@@ -63,6 +65,9 @@ class FetchReport:
     retries: int = 0
     torn: list[str] = field(default_factory=list)
     instruction_sha256: str = ""
+
+    def __repr__(self) -> str:
+        return f"FetchReport({self}; store {self.store})"
 
     def __str__(self) -> str:
         return (f"{self.setup}: {self.planned} slots planned, {self.skipped} already there, "
@@ -245,3 +250,34 @@ def fetch(tasks: Sequence[Task], responder: Responder, store: Path | str, *, set
     """:func:`fetch_async` from synchronous code, including inside Jupyter's running event
     loop (the fetch then runs on its own loop in a worker thread)."""
     return run_sync(lambda: fetch_async(tasks, responder, store, setup=setup, **options))
+
+
+def fetch_setups(tasks: Sequence[Task], endpoint: str, models: Sequence[str],
+                 out_dir: Path | str, *, packs: Path | str | None = None,
+                 api_key_env: str | None = None, **options: Any) -> dict[str, FetchReport]:
+    """Every model at one OpenAI-compatible endpoint, fetched at once, each into its own run
+    store ``<out_dir>/<model>.jsonl`` (the model name is the setup name).
+
+    Args:
+        tasks: The tasks to ask.
+        endpoint: Base URL, for example ``http://127.0.0.1:8000/v1``.
+        models: Model names; each is one setup.
+        out_dir: Folder of the run stores (appended to; a second fetch resumes).
+        packs: Packs folder for the agent's SQL tool; default None (no tool).
+        api_key_env: NAME of the environment variable holding the key; default None.
+        **options: Passed to :func:`fetch_async` (repeats, concurrency, timeout_s, ...).
+
+    Returns:
+        Each model's :class:`FetchReport`; its ``store`` is the run file.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    async def every_model() -> list[FetchReport]:
+        return list(await asyncio.gather(*(
+            fetch_async(tasks, OpenAIChat(endpoint, model, packs=packs,
+                                          api_key_env=api_key_env),
+                        out / f"{model}.jsonl", setup=model, **options)
+            for model in models)))
+
+    return dict(zip(models, run_sync(every_model), strict=True))
