@@ -265,6 +265,8 @@ def test_rerun_failed_adds_a_linked_attempt_and_the_primary_stays_scored(
     primary = next(r for r in runs if r.repeat == 2 and r.attempt_of is None)
     rerun = next(r for r in runs if r.repeat == 2 and r.attempt_of is not None)
     assert primary.status == "failed" and rerun.attempt_of == primary.run_id
+    assert (primary.run_id, rerun.run_id) == (f"fn-{TASKS[0].task_id}-r2",
+                                              f"fn-{TASKS[0].task_id}-r2-a1")
     ev = gk.evaluate(FIX / "tasks", store, packs=FIX / "packs")
     graded = {r["run_id"]: r for r in ev.standard.graded.to_dicts()}
     assert graded[primary.run_id]["grade"] == "unresolved"  # the re-run never replaces it

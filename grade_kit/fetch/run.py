@@ -183,9 +183,9 @@ async def fetch_async(tasks: Sequence[Task], responder: Responder, store: Path |
             primary = next((a for a in attempts if a.get("attempt_of") is None), None)
             base = f"{setup}-{task.task_id}-r{repeat}"
             if primary is None:
-                todo.append((task, repeat, _fresh_id(base, taken), None))
+                todo.append((task, repeat, _fresh_id(base, taken, primary=True), None))
             elif rerun_failed and not any(a.get("status") == "delivered" for a in attempts):
-                todo.append((task, repeat, _fresh_id(f"{base}-a", taken), primary["run_id"]))
+                todo.append((task, repeat, _fresh_id(base, taken), primary["run_id"]))
             else:
                 report.skipped += 1
     limit = _RateLimit(rate_per_second)
@@ -207,7 +207,7 @@ async def fetch_async(tasks: Sequence[Task], responder: Responder, store: Path |
                 report.retries += 1
                 await asyncio.sleep(RETRY_BACKOFF_S[min(attempt, len(RETRY_BACKOFF_S) - 1)])
                 attempt_of = attempt_of or run_id
-                run_id = _fresh_id(f"{setup}-{task.task_id}-r{repeat}-a", taken)
+                run_id = _fresh_id(f"{setup}-{task.task_id}-r{repeat}", taken)
             running[0] -= 1
             status = record["status"]
             if status == "delivered":
@@ -228,15 +228,15 @@ async def fetch_async(tasks: Sequence[Task], responder: Responder, store: Path |
     return report
 
 
-def _fresh_id(base: str, taken: set[str]) -> str:
-    if base not in taken and not base.endswith("-a"):
-        taken.add(base)
-        return base
-    n = 1
-    while f"{base}{n}" in taken:
+def _fresh_id(base: str, taken: set[str], primary: bool = False) -> str:
+    """``<setup>-<task>-r<repeat>`` for a slot's first attempt, ``...-a<n>`` (the first
+    free n) for every later one; never an id already in the store."""
+    candidate, n = (base if primary else f"{base}-a1"), 1
+    while candidate in taken:
         n += 1
-    taken.add(f"{base}{n}")
-    return f"{base}{n}"
+        candidate = f"{base}-a{n}"
+    taken.add(candidate)
+    return candidate
 
 
 def _progress_bar(total: int, setup: str) -> Any:

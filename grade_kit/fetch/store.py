@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,12 +79,6 @@ class RunStore:
             os.fsync(handle.fileno())
         self.records.append(record)
 
-    def attempts(self, slot: Slot) -> list[dict[str, Any]]:
-        """Every attempt of a slot, in file order."""
-        setup, task_id, repeat = slot
-        return [r for r in self.records if (r.get("setup"), r.get("task_id"),
-                                            r.get("repeat")) == (setup, task_id, repeat)]
-
     def by_slot(self) -> dict[Slot, list[dict[str, Any]]]:
         """Every slot's attempts, in file order."""
         out: dict[Slot, list[dict[str, Any]]] = {}
@@ -98,8 +91,3 @@ class RunStore:
     def run_ids(self) -> set[str]:
         """Every run_id already written."""
         return {str(r.get("run_id")) for r in self.records}
-
-    def extend(self, records: Iterable[dict[str, Any]]) -> None:
-        """Append several records, each durable on its own."""
-        for record in records:
-            self.append(record)
