@@ -189,6 +189,10 @@ def test_python_callable_and_replay_responders(tmp_path: Path) -> None:
     replayed = tmp_path / "replay.jsonl"
     report = fetch(TASKS[:2], Replay(FIX / "runs" / "careful.jsonl"), replayed,
                    setup="careful", repeats=5, progress=False)
+    recorded = [r for r in RECORDED.values() if r["setup"] == "careful"
+                and r["task_id"] in {t.task_id for t in TASKS[:2]}]
+    assert report.delivered == sum(r["status"] == "delivered" for r in recorded) > 0
+    assert report.failed == len(recorded) - report.delivered  # replayed failures stay failed
     for run in load_runs(replayed, TASKS).records:
         if run.status == "delivered" and run.response is not None:
             assert run.response.model_dump() == RECORDED[run.run_id]["response"]
