@@ -208,6 +208,7 @@ class Evaluation:
                         row[f"{state}_ci_high"] = None if ci is None else ci.high
                     row.update(graded_coverage=g.graded_coverage, ungraded=g.ungraded,
                                beyond_plan=g.beyond_plan,
+                               needs_more_information=g.needs_more_information,
                                stable_resolved=g.stable_resolution.count)
                 elif part == "timing":
                     row.update(attempted=t.timeouts.attempted, delivered=t.delivered,

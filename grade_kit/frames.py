@@ -83,7 +83,8 @@ COLUMNS: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
     "grades": {"run_id": pl.String, "core_conclusion": pl.String,
                "request_fulfilment": pl.String, "material_error": pl.String,
                "claim": pl.String, "evidence": pl.String, "effect": pl.String,
-               "grader": pl.String, "reason": pl.String},
+               "grader": pl.String, "reason": pl.String,
+               "needs_more_information": pl.Boolean},
     # one row per (run, dimension) score; method says what decided it
     "scores": {"run_id": pl.String, "dimension": pl.String, "score": pl.Float64,
                "method": pl.String},

@@ -409,6 +409,12 @@ class Grade(_In):
     effect: str | None = None
     grader: str = Field(min_length=1)
     reason: str | None = None
+    needs_more_information: bool | None = None
+    """The standard's interaction state, beside the grade: the answer asks the user for more
+    information (only asking is unresolved; answering part and then asking can be partial).
+    Null when the grader did not say."""
+    provenance: dict[str, Any] | None = None
+    """Where the record came from (a model grader: model, prompt hashes, cache hits, alias)."""
 
 
 # --------------------------------------------------------------------------- results
@@ -569,6 +575,9 @@ class GradeSummary(_Out):
     graded_coverage: float | None
     ungraded: int
     beyond_plan: int
+    needs_more_information: int = 0
+    """Primary runs in the plan whose grade record says the answer asks the user for more
+    information (the interaction state beside the grade; docs/methodology.md §4 "Grades")."""
     stable_resolution: StableResolution
     material_errors: list[MaterialError] = Field(default_factory=list)
 

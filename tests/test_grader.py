@@ -75,3 +75,27 @@ def test_a_recorded_grade_is_never_replaced_and_failed_runs_get_none() -> None:
     assert graded["r1"]["grader"] == "human" and graded["r1"]["grade"] == "resolved"
     assert graded["r2"]["grader"] is None and graded["r2"]["grade"] == "unresolved"
     assert ev.results.provenance.graders == ["human", "rules-grader@1"]
+
+
+def test_only_asking_the_user_is_unresolved_and_flagged() -> None:
+    g = grade_of(findings=[], text="Could you tell me which term you mean?")
+    assert g["needs_more_information"] is True
+    assert g["grade"] == "unresolved"
+    ev = gk.evaluate([TASK], [make_run("r", findings=[], text="Which term? Please clarify.")],
+                     grader="rules")
+    assert ev.results.setups["A"].grades.needs_more_information == 1
+
+
+def test_answering_part_then_asking_can_be_partial() -> None:
+    g = grade_of(findings=["Cancellations spiked in October.",
+                           "Do you mean the autumn or the spring term?"],
+                 metrics={"who": "T-07"})
+    assert g["needs_more_information"] is True
+    assert g["grade"] == "partially_resolved"
+
+
+def test_a_limitation_about_missing_data_is_not_asking() -> None:
+    g = grade_of(findings=["Cancellations spiked in October."],
+                 limitations=["Could you trust one quarter? The data cover only that."],
+                 metrics={"rate": 0.25, "who": "T-07"})
+    assert g["needs_more_information"] is False and g["grade"] == "resolved"

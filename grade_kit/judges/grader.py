@@ -15,6 +15,12 @@ Rules, in order:
 3. Otherwise the core conclusion is ``correct``.
 4. **Request fulfilment**: ``not_met`` without a non-empty key finding; ``full`` when every gold
    fact passes and every gold insight is found; ``partial`` otherwise.
+5. **Needs more information** (the interaction state beside the grade): true when a key
+   finding or the answer's text asks the user something, that is contains one of
+   :data:`ASKING_PHRASES` as a run of normalised tokens (docs/methodology.md §3 "Text");
+   limitations and recommendations are not read (they may rightly say data are missing).
+   Only asking (no finding) is therefore ``not_met``, so unresolved; answering part and then
+   asking can be partial.
 
 A run with a recorded grade record keeps it (a person's grade is never replaced).
 """
@@ -24,10 +30,27 @@ from __future__ import annotations
 import polars as pl
 
 from grade_kit.frames import COLUMNS
+from grade_kit.text import normalize, padded
 
-__all__ = ["RULE_GRADER", "rule_grades"]
+__all__ = ["ASKING_PHRASES", "RULE_GRADER", "asks_for_more_information", "rule_grades"]
 
 RULE_GRADER = "rules-grader@1"
+
+ASKING_PHRASES: tuple[str, ...] = (
+    "could you", "can you", "would you", "do you mean", "did you mean", "do you want",
+    "please provide", "please clarify", "please specify", "please confirm", "please share",
+    "please let me know", "let me know which", "i need more information",
+    "need more information from you", "which one do you",
+)
+"""Phrases that ask the user for more information (rule 5), matched as token runs."""
+
+_ASKING = [padded(normalize(p)) for p in ASKING_PHRASES]
+
+
+def asks_for_more_information(norms: pl.Expr) -> pl.Expr:
+    """Whether a normalised text (``norm``) contains one of :data:`ASKING_PHRASES`."""
+    padded_norm = pl.lit(" ") + norms + pl.lit(" ")
+    return pl.any_horizontal([padded_norm.str.contains(p, literal=True) for p in _ASKING])
 
 
 def _tolerance(row: dict[str, object]) -> str:
@@ -58,6 +81,9 @@ def rule_grades(runs: pl.DataFrame, items: pl.DataFrame, metrics: pl.DataFrame,
     findings = dict(items.filter(wanted & (pl.col("field") == "finding") & (pl.col("norm") != ""))
                     .group_by("run_id").len().iter_rows())
     reported = set(metrics.filter(wanted).get_column("run_id").to_list())
+    asking = set(items.filter(wanted & pl.col("field").is_in(["finding", "text"])
+                              & asks_for_more_information(pl.col("norm")))
+                 .get_column("run_id").to_list())
     errors: dict[str, list[tuple[str, str, str]]] = {}
     for row in (matches.filter(wanted & (pl.col("role") == "forbidden") & pl.col("found"))
                 .sort("run_id", "claim_id").iter_rows(named=True)):
@@ -96,5 +122,6 @@ def rule_grades(runs: pl.DataFrame, items: pl.DataFrame, metrics: pl.DataFrame,
         first = errs[0] if errs else (None, None, None)
         rows.append({"run_id": run_id, "core_conclusion": core, "request_fulfilment": fulfil,
                      "material_error": material, "claim": first[0], "evidence": first[1],
-                     "effect": first[2], "grader": RULE_GRADER, "reason": reason})
+                     "effect": first[2], "grader": RULE_GRADER, "reason": reason,
+                     "needs_more_information": run_id in asking})
     return pl.DataFrame(rows, schema=COLUMNS["grades"])

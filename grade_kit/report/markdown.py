@@ -75,10 +75,10 @@ def _grade_sections(results: Results) -> list[str]:
                      "—" if ci is None else f"[{ci.low:.3f}, {ci.high:.3f}]",
                      g.graded_coverage,
                      "—" if stable.count is None else f"{stable.count}/{stable.questions}",
-                     g.ungraded])
+                     g.ungraded, g.needs_more_information])
     lines += _table(["setup", "N", "resolved", "partial", "material error", "unresolved",
                      "pending", "not run", "resolved 95% CI", "graded coverage", "stable",
-                     "ungraded"], rows)
+                     "ungraded", "asks for more information"], rows)
     errors = [(name, e) for name, s in results.setups.items() for e in s.grades.material_errors]
     if errors:
         lines += ["", "### Material errors", ""]

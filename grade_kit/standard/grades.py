@@ -65,7 +65,7 @@ def _run_grades(runs: pl.DataFrame, grades: pl.DataFrame) -> pl.DataFrame:
     ).select(
         "run_id", "setup", "task_id", "repeat", "attempt_of", "is_primary", "status", "error",
         "grade", "grade_reason", "graded", "core_conclusion", "request_fulfilment",
-        "material_error", "claim", "evidence", "effect", "grader",
+        "material_error", "claim", "evidence", "effect", "grader", "needs_more_information",
     )
 
 
@@ -203,6 +203,8 @@ def grade_summary(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame,
     beyond = graded.filter((pl.col("setup") == setup) & pl.col("is_primary")
                            & (pl.col("repeat") > repeats)
                            & pl.col("task_id").is_in(task_ids)).height
+    asking = int(in_plan.filter(pl.col("is_primary")
+                                & pl.col("needs_more_information").fill_null(False)).height)
     stable_count = None
     if repeats > 1:
         stable_count = int(resolved_questions(mine_plan, mine, repeats)
@@ -221,6 +223,7 @@ def grade_summary(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame,
         graded_coverage=four / n if n else None,
         ungraded=ungraded,
         beyond_plan=int(beyond),
+        needs_more_information=asking,
         stable_resolution=StableResolution(count=stable_count, questions=questions,
                                            repeats=repeats),
         material_errors=[MaterialError(**row) for row in errors.iter_rows(named=True)],
