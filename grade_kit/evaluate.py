@@ -22,7 +22,7 @@ from grade_kit.frames import EvalData
 from grade_kit.grade import ClaimJudge, GradeScores, fact_checks, grade_scores, run_composites
 from grade_kit.inputs import Inputs, read_inputs
 from grade_kit.io import Records, load_grades, load_judgements
-from grade_kit.judges import Judge, resolve_judge
+from grade_kit.judges import Grader, Judge, resolve_grader, resolve_judge
 from grade_kit.judges.grader import RULE_GRADER, rule_grades
 from grade_kit.report.files import write_outputs
 from grade_kit.report.results import build_results
@@ -440,7 +440,7 @@ def evaluate(
     judgements: Records | None = None,
     grades: Records | None = None,
     judge: str | Judge | None = None,
-    grader: str | None = None,
+    grader: str | Grader | None = None,
     claim_judge: ClaimJudge | None = None,
     repeats: int | None = None,
     packs: Path | str | None = None,
@@ -462,9 +462,11 @@ def evaluate(
             recorded judgement always wins); default None (judged dimensions come only from
             recorded judgements, and a composite over fewer than six dimensions is warned).
         grader: ``"rules"`` (the offline rule grader, :mod:`grade_kit.judges.grader`) writes
-            a grade record for every delivered run of a GRADE task that has none recorded (a
-            recorded one always wins); default None (runs without a record stay
-            ``pending_verification``).
+            a grade record for every delivered run of a GRADE task that has none recorded,
+            or a :class:`~grade_kit.judges.Grader` (such as
+            :class:`~grade_kit.judges.llm_grader.LLMGrader`) asked about every delivered run
+            that has none recorded (a recorded one always wins); default None (runs without
+            a record stay ``pending_verification``).
         claim_judge: Asked only about claims the deterministic match missed; default None.
         repeats: R, the planned repeats per question; default inferred (the largest repeat more
             than 5% of (setup, task) pairs reach; results say so).
@@ -483,15 +485,15 @@ def evaluate(
     """
     if frames not in ("polars", "pandas"):
         raise ValueError(f"frames must be 'polars' or 'pandas', not {frames!r}")
-    if grader not in (None, "rules"):
-        raise ValueError(f"unknown grader {grader!r}; choose 'rules' or None")
+    resolve_grader(grader)
     with gc_paused():  # the pipeline builds many small objects; see grade_kit._gc
         return _evaluate(tasks, runs, judgements, grades, judge, grader, claim_judge, repeats,
                          packs, frames, seed, arguments)
 
 
 def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records | None,
-              grades: Records | None, judge: str | Judge | None, grader: str | None,
+              grades: Records | None, judge: str | Judge | None,
+              grader: str | Grader | None,
               claim_judge: ClaimJudge | None, repeats: int | None,
               packs: Path | str | None, frames: FrameKind, seed: int,
               arguments: dict[str, Any] | None) -> Evaluation:
@@ -504,10 +506,16 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
                  if (j.run_id, j.dimension) not in recorded]
         inputs = replace(inputs, judgements=[*inputs.judgements, *added])
         judges_used.append(chosen.name)
+    graders_used: list[str] = []
+    if grader is not None and not isinstance(grader, str):
+        graded = {g.run_id for g in inputs.grades}
+        added_grades = grader(inputs.tasks, [r for r in inputs.runs if r.run_id not in graded])
+        inputs = replace(inputs, grades=[*inputs.grades, *added_grades])
+        graders_used.append(grader.name)
     data = EvalData.from_records(inputs.tasks, inputs.runs, inputs.judgements, inputs.grades,
                                  inputs.run_lines)
     scores = grade_scores(data, claim_judge)
-    graders = sorted({g.grader for g in inputs.grades})
+    graders = [*graders_used, *sorted({g.grader for g in inputs.grades} - set(graders_used))]
     if grader == "rules":
         grade_runs = data.runs.join(scores.runs.select("run_id"), on="run_id", how="semi")
         checks = fact_checks(data.facts, grade_runs, data.metrics)
@@ -522,7 +530,8 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
         grade_kit_version=_version(), created_at=datetime.now(UTC).isoformat(),
         inputs=inputs.files,
         arguments=dict(arguments) if arguments is not None else {
-            "judge": None if judge is None else resolve_judge(judge).name, "grader": grader,
+            "judge": None if judge is None else resolve_judge(judge).name,
+            "grader": grader if grader is None or isinstance(grader, str) else grader.name,
             "claim_judge": None if claim_judge is None else claim_judge.name,
             "repeats": repeats, "packs": None if packs is None else str(packs),
             "frames": frames, "seed": seed},

@@ -28,10 +28,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from grade_kit.demo.judge_model import DEMO_REPEATS, DemoJudgeModel
 from grade_kit.demo.record import START, TIMEOUT_S, simulate_run
 from grade_kit.demo.setups import SETUPS
 from grade_kit.fetch.responders import RESPONSE_FORMAT_INSTRUCTION
-from grade_kit.judges.llm import JUDGE_PROMPT_MARK
 from grade_kit.schema import Task
 
 __all__ = ["DEMO_LATENCY_SCALE", "LOOPBACK_ALLOWANCE_S", "DemoServer", "agreed_timeout",
@@ -125,6 +125,7 @@ class DemoServer:
         self.fixed_latency_s = fixed_latency_s
         self._records: dict[tuple[str, str, int], dict[str, Any]] = {}
         self._lock = threading.Lock()
+        self.judge_model = DemoJudgeModel(self.tasks, self._recorded_answers)
         self._server = _Server(("127.0.0.1", port), _Handler)
         self._server.owner = self
         self._thread: threading.Thread | None = None
@@ -174,34 +175,29 @@ class DemoServer:
                 self._records[key] = simulate_run(task, self.packs, setup, repeat, START)
             return self._records[key]
 
-    def _judge(self, handler: _Handler, body: dict[str, Any]) -> None:
-        """The demo judge model: answers a grade_kit judge prompt with the rule judge's
-        verdicts on the answer it carries (deterministic, like a temperature-0 judge)."""
-        from grade_kit.judges.rules import evidence_linkage, structure_usability
-        from grade_kit.schema import Run
+    def _recorded_answers(self) -> list[dict[str, Any]]:
+        """Every recorded demo slot's record (the judge model grades them in one batch)."""
+        return [self._record(task, setup, repeat) for setup in SETUPS
+                for task in self.tasks.values() for repeat in range(1, DEMO_REPEATS + 1)]
 
+    def _judge(self, handler: _Handler, body: dict[str, Any]) -> None:
+        """The demo judge model (:mod:`grade_kit.demo.judge_model`): deterministic verdicts
+        on judge, grader, pairwise and claim prompts, like a temperature-0 model."""
         content = str(((body.get("messages") or [{}])[-1] or {}).get("content") or "")
-        if not content.startswith(JUDGE_PROMPT_MARK):
-            handler._json(400, {"error": {"message": "the judge model answers judge prompts"}})
+        try:
+            verdict = self.judge_model.answer(content)
+        except (ValueError, KeyError, IndexError) as exc:  # a prompt it cannot read
+            verdict, why = None, f"unreadable prompt: {type(exc).__name__}: {exc}"
+        else:
+            why = "the judge model answers grade_kit's judge, grader and claim prompts"
+        if verdict is None:
+            handler._json(400, {"error": {"message": why}})
             return
-        question = content.split("\nQUESTION:\n", 1)[-1].split("\nGUIDANCE: ", 1)[0].strip()
-        answer = json.loads(content.split("\nANSWER: ", 1)[-1])
-        task = self.tasks.get(question)
-        if task is None:
-            handler._json(400, {"error": {"message": "not a fixture task's question"}})
-            return
-        run = Run.model_validate({"run_id": "judged", "setup": "-", "task_id": task.task_id,
-                                  "repeat": 1, "status": "delivered", "response": answer})
-        ev_score, ev_reason = evidence_linkage(task, run)
-        su_score, su_reason = structure_usability(task, run)
-        verdict = json.dumps({"evidence_linkage": {"score": ev_score, "reason": ev_reason},
-                              "structure_usability": {"score": su_score,
-                                                      "reason": su_reason}})
         handler._json(200, {"id": "chatcmpl-judge", "object": "chat.completion",
                             "created": int(time.time()), "model": JUDGE_MODEL,
                             "choices": [{"index": 0, "finish_reason": "stop",
                                          "message": {"role": "assistant",
-                                                     "content": verdict}}]})
+                                                     "content": json.dumps(verdict)}}]})
 
     def answer(self, handler: _Handler, body: dict[str, Any]) -> None:
         setup = body.get("model")

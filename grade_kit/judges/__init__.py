@@ -15,9 +15,10 @@ from typing import Protocol, runtime_checkable
 
 from grade_kit.judges.rules import JUDGE as RULES_JUDGE_NAME
 from grade_kit.judges.rules import rule_judgements
-from grade_kit.schema import Judgement, Run, Task
+from grade_kit.schema import Grade, Judgement, Run, Task
 
-__all__ = ["JUDGES", "Judge", "RuleJudge", "resolve_judge", "rule_judgements"]
+__all__ = ["JUDGES", "Grader", "Judge", "RuleJudge", "resolve_grader", "resolve_judge",
+           "rule_judgements"]
 
 
 @runtime_checkable
@@ -29,6 +30,34 @@ class Judge(Protocol):
     def __call__(self, tasks: Sequence[Task], runs: Sequence[Run]) -> list[Judgement]:
         """Judgements for the runs it can judge (a run it cannot judge gets none)."""
         ...
+
+
+@runtime_checkable
+class Grader(Protocol):
+    """Writes grade records (the standard's verdicts) for runs; ``name`` is recorded as each
+    record's ``grader``. ``"rules"`` names the offline rule grader
+    (:mod:`grade_kit.judges.grader`), which works on frames inside :func:`grade_kit.evaluate`;
+    :class:`~grade_kit.judges.llm_grader.LLMGrader` is one of these."""
+
+    name: str
+
+    def __call__(self, tasks: Sequence[Task], runs: Sequence[Run]) -> list[Grade]:
+        """Grade records for the runs it can grade (a run it cannot grade gets none)."""
+        ...
+
+
+def resolve_grader(grader: str | Grader | None) -> str | Grader | None:
+    """``"rules"``, None, or a :class:`Grader`, checked.
+
+    Raises:
+        ValueError: for an unknown name or an object that is not a :class:`Grader`.
+    """
+    if grader is None or grader == "rules":
+        return grader
+    if isinstance(grader, str) or not isinstance(grader, Grader):
+        raise ValueError(f"unknown grader {grader!r}; choose 'rules', None or a Grader (an "
+                         "object with a name that maps tasks and runs to grade records)")
+    return grader
 
 
 class RuleJudge:

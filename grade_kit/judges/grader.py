@@ -27,12 +27,16 @@ A run with a recorded grade record keeps it (a person's grade is never replaced)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 from grade_kit.frames import COLUMNS
+from grade_kit.schema import Grade, Run, Task
 from grade_kit.text import normalize, padded
 
-__all__ = ["ASKING_PHRASES", "RULE_GRADER", "asks_for_more_information", "rule_grades"]
+__all__ = ["ASKING_PHRASES", "RULE_GRADER", "RuleGrader", "asks_for_more_information",
+           "rule_grades"]
 
 RULE_GRADER = "rules-grader@1"
 
@@ -125,3 +129,28 @@ def rule_grades(runs: pl.DataFrame, items: pl.DataFrame, metrics: pl.DataFrame,
                      "effect": first[2], "grader": RULE_GRADER, "reason": reason,
                      "needs_more_information": run_id in asking})
     return pl.DataFrame(rows, schema=COLUMNS["grades"])
+
+
+class RuleGrader:
+    """The rule grader as a :class:`~grade_kit.judges.Grader` object: grade records for the
+    delivered runs of GRADE tasks, by exactly the rules above (``gk.evaluate(grader=
+    "rules")`` applies the same rules on the frames it already has)."""
+
+    name = RULE_GRADER
+
+    def __call__(self, tasks: Sequence[Task], runs: Sequence[Run]) -> list[Grade]:
+        from grade_kit.frames import EvalData
+        from grade_kit.grade import fact_checks, grade_scores
+
+        data = EvalData.from_records(tasks, runs, [], [], None)
+        scores = grade_scores(data, None)
+        grade_runs = data.runs.join(scores.runs.select("run_id"), on="run_id", how="semi")
+        checks = fact_checks(data.facts, grade_runs, data.metrics)
+        assert isinstance(checks, pl.DataFrame)
+        frame = rule_grades(grade_runs, data.items, data.metrics, scores.matches, checks,
+                            data.grades)
+        return [Grade.model_validate({k: v for k, v in row.items() if v is not None})
+                for row in frame.iter_rows(named=True)]
+
+    def __repr__(self) -> str:
+        return f"RuleGrader({self.name!r})"

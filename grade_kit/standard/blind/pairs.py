@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from grade_kit.frames import run_frames, verdict_frames
+from grade_kit.judges.model import MODEL_GRADER_PREFIXES
 from grade_kit.schema import Grade, Run
 from grade_kit.standard.grades import run_grades
 
@@ -46,11 +47,12 @@ def calibration_report(calibration: Sequence[dict[str, Any]],
     """Markdown report of the calibration pairs.
 
     Titled *Internal consistency review* when every grader of the graded pairs is a model
-    (named in ``model_graders`` or written ``model:<name>``), else *Grader calibration check*.
+    (named in ``model_graders``, or named with a model prefix such as ``model:``,
+    ``llm:`` or ``llm-grader:``), else *Grader calibration check*.
     """
     graders = {g for row in calibration for g in row.get("graders", [])}
-    models_only = bool(graders) and all(g.startswith("model:") or g in model_graders
-                                        for g in graders)
+    models_only = bool(graders) and all(g.startswith(MODEL_GRADER_PREFIXES)
+                                        or g in model_graders for g in graders)
     title = "Internal consistency review" if models_only else "Grader calibration check"
     lines = [f"# {title}", ""]
     if models_only:

@@ -1,0 +1,192 @@
+"""What every model judge and grader shares: asking an OpenAI-compatible chat endpoint at
+temperature 0 for JSON, a verdict cache keyed by a hash of prompt, model and parameters, and
+bounded concurrency with a progress bar (docs/methodology.md §4 "Model judges and graders").
+
+The cache is an append-only JSONL file, flushed and fsynced per verdict, so re-running a
+notebook asks nothing twice and a killed run keeps every verdict it received (a torn last
+line is asked again). The API key is read from the environment variable *named* by
+``api_key_env`` at request time and never stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from grade_kit.fetch.responders import request_headers, run_sync
+
+__all__ = ["PARAMETERS", "Asked", "ModelClient", "answer_alias", "parse_json_object"]
+
+PARAMETERS: dict[str, Any] = {"temperature": 0}
+"""Sampling parameters of every judge and grader request (part of each cache key)."""
+
+MODEL_GRADER_PREFIXES = ("llm:", "llm-grader:", "model:")
+"""A judge or grader name with one of these prefixes is a model (calibration reports of
+model-only grading are labelled an internal consistency review)."""
+
+
+def answer_alias(seed: int, task_id: str, key: str) -> str:
+    """The random alias an answer is shown under: six characters of an HMAC of the answer's
+    key (a run id) keyed by ``seed`` and the question, so aliases differ per question and per
+    seed, cannot be traced back without the seed, and do not depend on the order of runs."""
+    digest = hmac.new(str(seed).encode(), f"{task_id}\x00{key}".encode(),
+                      hashlib.sha256).hexdigest()
+    return "A-" + digest[:6].upper()
+
+
+def parse_json_object(answer: str | None) -> dict[str, Any] | None:
+    """The JSON object a model answered, or None. A fenced block (```json ... ```) is
+    unwrapped first; anything else that is not one JSON object is None."""
+    if answer is None:
+        return None
+    text = answer.strip()
+    if text.startswith("```"):
+        text = text.strip("`")
+        text = text[4:] if text.startswith("json") else text
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One prompt's outcome: the answer text (None when the request failed), the error, the
+    cache key (a SHA-256 of prompt, model and parameters) and whether it came from the
+    cache."""
+
+    key: str
+    answer: str | None
+    error: str | None
+    cache_hit: bool
+
+    def provenance(self, model: str) -> dict[str, Any]:
+        """The provenance every verdict records."""
+        return {"model": model, "prompt_sha256": self.key, "cache_hit": self.cache_hit}
+
+
+class ModelClient:
+    """Asks one model at an OpenAI-compatible endpoint, with a verdict cache.
+
+    Args:
+        base_url: For example ``http://127.0.0.1:8000/v1``.
+        model: The model's name.
+        api_key_env: NAME of the environment variable holding the key; default None (no
+            ``Authorization`` header).
+        cache: JSONL file of cached answers (read, then appended to); default None (no
+            cache: every prompt is asked).
+        concurrency: Requests in flight; default 8.
+        timeout_s: Per request; default 120 s.
+        progress: Show a tqdm bar (a widget in Jupyter) while asking; default True.
+    """
+
+    def __init__(self, base_url: str, model: str, *, api_key_env: str | None = None,
+                 cache: Path | str | None = None, concurrency: int = 8,
+                 timeout_s: float = 120.0, progress: bool = True) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key_env = api_key_env
+        self.cache = None if cache is None else Path(cache)
+        self.concurrency = concurrency
+        self.timeout_s = timeout_s
+        self.progress = progress
+        self.requests = 0
+        """Requests actually sent (cache hits send none)."""
+        self._cached: dict[str, str] = {}
+        self._lock = threading.Lock()
+        if self.cache is not None and self.cache.is_file():
+            for line in self.cache.read_text(encoding="utf-8").splitlines():
+                try:
+                    entry = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a torn last line: that verdict is asked again
+                if isinstance(entry, dict) and isinstance(entry.get("answer"), str):
+                    self._cached[str(entry.get("key"))] = entry["answer"]
+
+    def key(self, prompt: str) -> str:
+        """The cache key of ``prompt``: SHA-256 of prompt, model and :data:`PARAMETERS`."""
+        basis = json.dumps({"prompt": prompt, "model": self.model, **PARAMETERS},
+                           sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(basis.encode()).hexdigest()
+
+    def _remember(self, key: str, answer: str) -> None:
+        with self._lock:
+            self._cached[key] = answer
+            if self.cache is not None:
+                self.cache.parent.mkdir(parents=True, exist_ok=True)
+                entry = {"key": key, "model": self.model, "answer": answer}
+                with self.cache.open("a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+                    handle.flush()
+                    os.fsync(handle.fileno())
+
+    async def _post(self, client: httpx.AsyncClient, prompt: str) -> str:
+        body = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
+                "response_format": {"type": "json_object"}, **PARAMETERS}
+        reply = await client.post(f"{self.base_url}/chat/completions", json=body,
+                                  headers=request_headers(self.api_key_env),
+                                  timeout=self.timeout_s)
+        reply.raise_for_status()
+        self.requests += 1
+        content = reply.json()["choices"][0]["message"]["content"]
+        return str(content or "")
+
+    async def _ask_all(self, prompts: Sequence[str], desc: str) -> list[Asked]:
+        semaphore = asyncio.Semaphore(max(1, self.concurrency))
+        keys = [self.key(p) for p in prompts]
+        todo = {k: p for k, p in zip(keys, prompts, strict=True) if k not in self._cached}
+        bar = None
+        if self.progress and todo:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(todo), desc=f"{desc} ({self.model})", unit="prompt")
+        async with httpx.AsyncClient() as client:
+            async def one(key: str, prompt: str) -> Asked:
+                async with semaphore:
+                    try:
+                        answer = await self._post(client, prompt)
+                    except (httpx.HTTPError, RuntimeError, KeyError, IndexError, TypeError,
+                            ValueError) as exc:
+                        return Asked(key, None, f"{type(exc).__name__}: {exc}", False)
+                    finally:
+                        if bar is not None:
+                            bar.update(1)
+                self._remember(key, answer)
+                return Asked(key, answer, None, False)
+
+            asked = {a.key: a for a in await asyncio.gather(*(one(k, p)
+                                                              for k, p in todo.items()))}
+        if bar is not None:
+            bar.close()
+        out = []
+        for key in keys:
+            if key in asked:  # asked now: the first prompt with this key says so
+                out.append(asked.pop(key))
+            else:  # cached before, or a repeat of a prompt asked now
+                answer = self._cached.get(key)
+                out.append(Asked(key, answer, None if answer is not None else
+                                 "the same prompt failed earlier in this batch", True))
+        return out
+
+    def ask_all(self, prompts: Sequence[str], desc: str = "judging") -> list[Asked]:
+        """Ask every prompt (each distinct one at most once; cached ones not at all), from
+        synchronous code or inside Jupyter's running loop.
+
+        Returns:
+            One :class:`Asked` per prompt, in order. A failed request is an :class:`Asked`
+            with its error (never raised), so one bad verdict does not lose the others.
+        """
+        if not prompts:
+            return []
+        return run_sync(lambda: self._ask_all(prompts, desc))
