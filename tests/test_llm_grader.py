@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -48,7 +48,7 @@ class _Biased(BaseHTTPRequestHandler):
     """Prefers the first answer whatever it says; grades an answer with a text as full and
     one without as partial (swayed by length); counts requests."""
 
-    asked: list[str] = []
+    asked: ClassVar[list[str]] = []
 
     def log_message(self, *args: Any) -> None:
         pass
