@@ -33,8 +33,11 @@ from grade_kit.grade import (
 )
 from grade_kit.inputs import Inputs, read_inputs
 from grade_kit.io import Rejected
-from grade_kit.judges import JUDGES, Judge, RuleJudge
-from grade_kit.judges.llm import LLMJudge
+from grade_kit.judges import JUDGES, Grader, Judge, RuleJudge
+from grade_kit.judges.calibration import CalibrationReview, calibration_review
+from grade_kit.judges.grader import RuleGrader
+from grade_kit.judges.llm import LLMClaimJudge, LLMJudge
+from grade_kit.judges.llm_grader import LLMGrader, PairwiseVerdict
 from grade_kit.schema import (
     DIMENSIONS,
     GRADE_STATES,
@@ -65,6 +68,7 @@ __all__ = [
     "GRADE_STATES",
     "JUDGES",
     "PROJECT_WEIGHTS",
+    "CalibrationReview",
     "Claim",
     "ClaimJudge",
     "EvalData",
@@ -72,21 +76,27 @@ __all__ = [
     "GoldFact",
     "Grade",
     "GradeScores",
+    "Grader",
     "Inputs",
     "Judge",
     "Judgement",
+    "LLMClaimJudge",
+    "LLMGrader",
     "LLMJudge",
     "OpenAIChat",
+    "PairwiseVerdict",
     "PythonCallable",
     "Rejected",
     "Replay",
     "Results",
+    "RuleGrader",
     "RuleJudge",
     "Run",
     "RunExplanation",
     "Task",
     "aggregate_scores",
     "bootstrap_mean_ci",
+    "calibration_review",
     "calibration_scores",
     "claim_matches",
     "cluster_findings",

@@ -55,6 +55,78 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _write_records(path: Path, records: Sequence[Any]) -> None:
+    """Write pydantic records as JSONL, atomically (a reader never sees half a file)."""
+    import json
+
+    from grade_kit.report.files import atomic_write
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(tmp: Path) -> None:
+        with tmp.open("w", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(json.dumps(record.model_dump(mode="json", exclude_none=True),
+                                        ensure_ascii=False) + "\n")
+
+    atomic_write(path, write)
+
+
+def _model_inputs(args: argparse.Namespace) -> Any:
+    inputs = read_inputs(args.tasks, args.runs, judgements=getattr(args, "judgements", None),
+                         grades=getattr(args, "grades", None), packs=args.packs)
+    for warning in inputs.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    _print_rejects([r.message() for r in inputs.rejected])
+    return inputs
+
+
+def _cache(args: argparse.Namespace) -> Path:
+    if not args.model:
+        raise InputError("--endpoint needs --model (the model's name at that endpoint)")
+    return args.cache or args.out.with_name(args.out.name + ".cache.jsonl")
+
+
+def _judge(args: argparse.Namespace) -> int:
+    from grade_kit.judges.llm import LLMJudge
+
+    inputs = _model_inputs(args)
+    judge: Any = JUDGES["rules"] if args.rules else LLMJudge(
+        args.endpoint, args.model, api_key_env=args.api_key_env, cache=_cache(args),
+        concurrency=args.concurrency, seed=args.seed, progress=not args.quiet)
+    recorded = {(j.run_id, j.dimension) for j in inputs.judgements}
+    out = [j for j in judge(inputs.tasks, inputs.runs) if (j.run_id, j.dimension) not in recorded]
+    _write_records(args.out, out)
+    unusable = sum(1 for j in out if j.score is None)
+    print(f"judged {len({j.run_id for j in out})} runs with {judge.name}: {len(out)} "
+          f"judgements ({unusable} null, each with its reason) -> {args.out}")
+    return 0
+
+
+def _grade(args: argparse.Namespace) -> int:
+    from grade_kit.judges.calibration import calibration_review
+    from grade_kit.judges.grader import RuleGrader
+    from grade_kit.judges.llm_grader import LLMGrader
+
+    inputs = _model_inputs(args)
+    grader: Any = RuleGrader() if args.rules else LLMGrader(
+        args.endpoint, args.model, api_key_env=args.api_key_env, cache=_cache(args),
+        concurrency=args.concurrency, seed=args.seed, progress=not args.quiet)
+    recorded = {g.run_id for g in inputs.grades}
+    out = grader(inputs.tasks, [r for r in inputs.runs if r.run_id not in recorded])
+    _write_records(args.out, out)
+    pending = sum(1 for g in out if "pending" in (g.core_conclusion, g.request_fulfilment))
+    print(f"graded {len(out)} runs with {grader.name} ({pending} pending) -> {args.out}")
+    if args.calibration:
+        review = calibration_review(inputs.tasks, inputs.runs, grader=grader, seed=args.seed)
+        args.calibration.parent.mkdir(parents=True, exist_ok=True)
+        args.calibration.write_text(review.markdown(), encoding="utf-8")
+        figure = "—" if review.consistency is None else f"{review.consistency:.3f}"
+        print(f"{review.label}: {review.samples} calibration samples, consistency {figure} "
+              f"-> {args.calibration}")
+    return 0
+
+
 def _validate(args: argparse.Namespace) -> int:
     loaded = load_tasks(args.tasks, args.packs)
     for warning in loaded.warnings:
@@ -340,6 +412,38 @@ def build_parser() -> argparse.ArgumentParser:
                        help="exit non-zero when any input record is rejected")
     score.add_argument("--out", type=Path, required=True, help="output folder")
     score.set_defaults(func=_score)
+
+    for name, help_text, what, rule in (
+            ("judge", "judge the judged dimensions (rule judge or a model) -> judgements JSONL",
+             "judgements", "the offline rule judge"),
+            ("grade", "grade delivered runs (rule grader or a model) -> grades JSONL",
+             "grades", "the offline rule grader")):
+        cmd = sub.add_parser(name, help=help_text)
+        cmd.add_argument("tasks", type=Path, help="folder of task files, or a tasks JSONL file")
+        cmd.add_argument("runs", type=Path, nargs="+", help="run records (JSONL) or folders")
+        cmd.add_argument("--packs", type=Path,
+                         help="folder of packs for ground_truth keys (default: next to TASKS)")
+        cmd.add_argument(f"--{what}", type=Path,
+                         help=f"recorded {what} (JSONL): their runs are not asked again")
+        how = cmd.add_mutually_exclusive_group(required=True)
+        how.add_argument("--rules", action="store_true", help=rule)
+        how.add_argument("--endpoint", help="OpenAI-compatible base URL of the model")
+        cmd.add_argument("--model", help="model name (with --endpoint)")
+        cmd.add_argument("--api-key-env",
+                         help="NAME of the environment variable holding the API key")
+        cmd.add_argument("--cache", type=Path,
+                         help="verdict cache (default: <out>.cache.jsonl)")
+        cmd.add_argument("--concurrency", type=_bounded(1, 1024), default=8,
+                         help="requests in flight (default 8)")
+        cmd.add_argument("--seed", type=int, default=0,
+                         help="seed of the answers' aliases and calibration picks (default 0)")
+        cmd.add_argument("--quiet", action="store_true", help="no progress bar")
+        if name == "grade":
+            cmd.add_argument("--calibration", type=Path,
+                             help="also grade calibration samples (the same facts in four "
+                                  "forms) and write their consistency review (Markdown)")
+        cmd.add_argument("--out", type=Path, required=True, help=f"{what} JSONL to write")
+        cmd.set_defaults(func=_judge if name == "judge" else _grade)
 
     validate = sub.add_parser("validate", help="check task files alone")
     validate.add_argument("tasks", type=Path)

@@ -206,3 +206,29 @@ def test_the_claim_fallback_is_asked_only_about_missed_claims(biased: str) -> No
     again = gk.evaluate([task], [run], claim_judge=claims)  # the same client: cached
     assert len(_Biased.asked) == 1 and again.explain("r").claims.height == 2
     assert ev.results.provenance.judges == ["claim_judge:llm-claims:m"]
+
+
+def test_the_judge_and_grade_commands_write_records_score_reads(server: DemoServer,
+                                                                tmp_path: Path) -> None:
+    from grade_kit.cli import main
+
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("".join(r.model_dump_json(exclude_none=True) + "\n" for r in RUNS))
+    tasks = FIX / "tasks"
+    assert main(["grade", str(tasks), str(runs), "--endpoint", server.url, "--model", "judge",
+                 "--quiet", "--calibration", str(tmp_path / "cal.md"),
+                 "--out", str(tmp_path / "grades.jsonl")]) == 0
+    assert main(["judge", str(tasks), str(runs), "--rules",
+                 "--out", str(tmp_path / "judgements.jsonl")]) == 0
+    assert main(["grade", str(tasks), str(runs), "--endpoint", server.url,
+                 "--out", str(tmp_path / "x.jsonl")]) == 1  # no --model
+    lines = (tmp_path / "grades.jsonl").read_text().splitlines()
+    delivered = [r for r in RUNS if r.status == "delivered"]
+    assert len(lines) == len(delivered)
+    assert (tmp_path / "grades.jsonl.cache.jsonl").is_file()
+    assert "consistency" in (tmp_path / "cal.md").read_text()
+    ev = gk.evaluate(tasks, runs, grades=tmp_path / "grades.jsonl",
+                     judgements=tmp_path / "judgements.jsonl")
+    assert not ev.inputs.rejected
+    assert ev.results.provenance.graders == ["llm-grader:judge"]
+    assert ev.leaderboard["dimensions_computed"].to_list() == [6, 6, 6]
