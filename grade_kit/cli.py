@@ -84,7 +84,8 @@ def _model_inputs(args: argparse.Namespace) -> Any:
 def _cache(args: argparse.Namespace) -> Path:
     if not args.model:
         raise InputError("--endpoint needs --model (the model's name at that endpoint)")
-    return args.cache or args.out.with_name(args.out.name + ".cache.jsonl")
+    cache: Path = args.cache or args.out.with_name(args.out.name + ".cache.jsonl")
+    return cache
 
 
 def _judge(args: argparse.Namespace) -> int:
