@@ -164,37 +164,38 @@ def _demo(args: argparse.Namespace) -> int:
             root = Path(args.out) / "fixtures"
         print(f"demo: no fixtures at {root}; generating them (seed 42)")
         build_fixtures(root)
-    judge: Any = "rules"
+    out = Path(args.out)
     if args.recorded:
         runs: Path | list[Path] = root / "runs"
         how = "recorded runs"
-        judged = "the rule judge"
+        verdict_args: dict[str, Any] = {"judge": "rules", "grader": "rules"}
+        by = "judged by the rule judge and graded by the rule grader"
     else:
         from grade_kit.demo.server import JUDGE_MODEL, fetch_demo_runs
-        from grade_kit.judges.llm import LLMJudge
+        from grade_kit.demo.verdicts import DemoVerdicts, model_verdicts
 
         print(f"demo: serving the simulated setups on 127.0.0.1 (latencies x "
               f"{args.latency_scale:g}) and fetching every task x 5 repeats through them")
-        holder: dict[str, Any] = {}
+        holder: dict[str, DemoVerdicts] = {}
+        stores = [out / "runs" / f"{s}.jsonl" for s in ("careful", "hasty", "erratic")]
 
-        def judge_over_http(url: str) -> None:  # while the server still runs
-            llm = LLMJudge(url, JUDGE_MODEL, cache=Path(args.out) / "judge-cache.jsonl",
-                           concurrency=16)
-            tasks_ = load_tasks(root / "tasks", root / "packs").records
-            runs_ = read_inputs(root / "tasks", holder["runs"], packs=root / "packs").runs
-            holder["judgements"] = llm(tasks_, runs_)
+        def verdicts_over_http(url: str) -> None:  # while the server still runs
+            print("demo: judging and grading through the demo judge model over HTTP")
+            inputs = read_inputs(root / "tasks", stores, packs=root / "packs")
+            holder["v"] = model_verdicts(url, JUDGE_MODEL, inputs.tasks, inputs.runs,
+                                         out / "verdicts")
 
-        stores = [Path(args.out) / "runs" / f"{s}.jsonl" for s in ("careful", "hasty",
-                                                                   "erratic")]
-        holder["runs"] = stores
-        runs = fetch_demo_runs(root, Path(args.out) / "runs", latency_scale=args.latency_scale,
-                               then=judge_over_http)
-        judge = None
+        runs = fetch_demo_runs(root, out / "runs", latency_scale=args.latency_scale,
+                               then=verdicts_over_http)
+        v = holder["v"]
         how = "runs fetched over HTTP"
-        judged = "the demo judge model over HTTP (cached by prompt hash)"
-    evaluation = evaluate(root / "tasks", runs, packs=root / "packs", judge=judge,
-                          judgements=None if judge else holder["judgements"],
-                          grader="rules",
+        verdict_args = {"judgements": v.judgements, "grades": v.grades}
+        figure = "—" if v.review.consistency is None else f"{v.review.consistency:.3f}"
+        by = (f"judged ({v.judge}) and graded ({v.grader}) by the demo judge model over HTTP; "
+              f"pairwise: {v.flagged} of {v.pairs} pairs flagged as position-dependent; "
+              f"{v.review.label}: consistency {figure} over {v.review.samples} calibration "
+              f"samples ({v.calibration})")
+    evaluation = evaluate(root / "tasks", runs, packs=root / "packs", **verdict_args,
                           arguments={"command": "demo", "fixtures": str(root),
                                      "recorded": args.recorded})
     paths = evaluation.write(args.out)
@@ -208,12 +209,14 @@ def _demo(args: argparse.Namespace) -> int:
                           else str(Path(runs).resolve()))
             index = build_report(
                 {"tasks": str((root / "tasks").resolve()), "runs": runs_param,
-                 "packs": str((root / "packs").resolve()), "judge": "rules",
-                 "grader": "rules"}, Path(args.out) / "html")
+                 "packs": str((root / "packs").resolve()),
+                 **{k: str(Path(v).resolve()) if isinstance(v, Path) else v
+                    for k, v in verdict_args.items()},
+                 **({} if args.recorded else {"judge": None, "grader": None})},
+                out / "html")
     _print_rejects([r.message() for r in evaluation.inputs.rejected])
     print(f"demo: scored {len(evaluation.inputs.runs)} {how} of "
-          f"{len(evaluation.inputs.tasks)} tasks, judged by {judged}, graded by the rule "
-          "grader")
+          f"{len(evaluation.inputs.tasks)} tasks, {by}")
     print(evaluation)
     print(f"demo: scorecard at {paths['scorecard']}")
     if index is not None:

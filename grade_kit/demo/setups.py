@@ -19,6 +19,12 @@ reproducible):
 - ``merged``: limitations and recommendations folded into the findings; hurts structure &
   usability (and calibration, since limitations are looked for in their own field).
 
+Track 1 questions are single lookups that the demo setups get right in substance
+(``lookups_right``): on them the *content* modes (:data:`CONTENT_MODES`: misread,
+wrong_units, no_entity_ids, forbidden, unstable, empty) never fire; presentation slips,
+timeouts and failures still do. So the demo has questions every setup resolves in every
+repeat (a non-empty common subset), as a real evaluation with easy lookups does.
+
 Setups (intended order on the composite: careful > hasty > erratic):
 
 - ``careful``: correct, cited and caveated; now and then omits a limitation or misreads a rate,
@@ -43,10 +49,13 @@ import polars as pl
 from grade_kit.demo.query import SUPPRESSION_N, PackData
 from grade_kit.schema import Task
 
-__all__ = ["FAILURE_MODES", "SETUPS", "Answer", "SetupProfile", "answer_task", "solve"]
+__all__ = ["CONTENT_MODES", "FAILURE_MODES", "SETUPS", "Answer", "SetupProfile", "answer_task",
+           "solve"]
 
 FAILURE_MODES = ("misread", "wrong_units", "no_citations", "no_entity_ids", "no_limitations",
                  "forbidden", "unstable", "empty", "merged")
+CONTENT_MODES = ("misread", "wrong_units", "no_entity_ids", "forbidden", "unstable", "empty")
+"""Failure modes that change what an answer says; they never fire on a track 1 lookup."""
 
 
 @dataclass
@@ -425,22 +434,25 @@ class SetupProfile:
     failure_rate: float = 0.0
     tools: tuple[int, int] = (1, 3)
     description: str = ""
+    lookups_right: bool = False
+    """When true, the content modes never fire on a track 1 lookup (the demo setups)."""
 
 
 SETUPS: dict[str, SetupProfile] = {
     "careful": SetupProfile(
         "careful", {"no_limitations": 0.12, "misread": 0.05}, latency_s=12.0, spread=0.25,
-        failure_rate=0.005, tools=(2, 4),
+        failure_rate=0.005, tools=(2, 4), lookups_right=True,
         description="correct, cited and caveated; rarely omits a limitation or misreads"),
     "hasty": SetupProfile(
         "hasty", {"wrong_units": 0.6, "no_citations": 0.8, "no_entity_ids": 0.5,
                   "no_limitations": 0.7, "forbidden": 0.3, "merged": 0.6},
-        latency_s=4.0, spread=0.3, failure_rate=0.01, tools=(0, 1),
+        latency_s=4.0, spread=0.3, failure_rate=0.01, tools=(0, 1), lookups_right=True,
         description="fast and stable; wrong units, uncited, no caveats, merged structure"),
     "erratic": SetupProfile(
         "erratic", {"misread": 0.4, "unstable": 1.0, "empty": 0.12, "forbidden": 0.2,
                     "no_limitations": 0.5, "no_citations": 0.4, "no_entity_ids": 0.3},
         latency_s=8.0, spread=0.7, timeout_rate=0.03, failure_rate=0.02, tools=(0, 5),
+        lookups_right=True,
         description="changes its answer from repeat to repeat; misreads; some empty answers"),
 }
 
@@ -471,7 +483,9 @@ def answer_task(task: Task, packs_dir: Path, setup: str | SetupProfile,
     profile = SETUPS[setup] if isinstance(setup, str) else setup
     rng = _seeded(profile.name, task.task_id, repeat)
     answer = solve(task, packs_dir)
-    fired = [m for m in FAILURE_MODES if rng.random() < profile.chances.get(m, 0.0)]
+    lookup = profile.lookups_right and task.track == 1
+    fired = [m for m in FAILURE_MODES if rng.random() < profile.chances.get(m, 0.0)
+             and not (lookup and m in CONTENT_MODES)]  # one draw per mode either way
     findings = list(answer.findings)
     limitations = list(answer.limitations)
     recommendations = list(answer.recommendations)
