@@ -24,6 +24,7 @@ from grade_kit.inputs import Inputs, read_inputs
 from grade_kit.io import Records, load_grades, load_judgements
 from grade_kit.judges import Grader, Judge, resolve_grader, resolve_judge
 from grade_kit.judges.grader import RULE_GRADER, rule_grades
+from grade_kit.judges.model import grading_label
 from grade_kit.report.files import write_outputs
 from grade_kit.report.results import build_results
 from grade_kit.schema import (
@@ -338,6 +339,12 @@ class Evaluation:
         return _as_kind(self._frames["warnings"], self.kind)
 
     # ------------------------------------------------------------------ the rest
+
+    @property
+    def grading_note(self) -> str:
+        """Who graded, labelled an internal consistency review when every grader is a model
+        (:func:`~grade_kit.judges.model.grading_label`)."""
+        return grading_label(self.results.provenance.graders)
 
     def weakest_tasks(self, n: int = 5) -> Frame:
         """The ``n`` GRADE tasks with the lowest composite per setup (ties by task id), the

@@ -25,7 +25,8 @@ import httpx
 
 from grade_kit.fetch.responders import request_headers, run_sync
 
-__all__ = ["PARAMETERS", "Asked", "ModelClient", "answer_alias", "parse_json_object"]
+__all__ = ["MODEL_GRADER_PREFIXES", "PARAMETERS", "Asked", "ModelClient", "answer_alias",
+           "grading_label", "parse_json_object"]
 
 PARAMETERS: dict[str, Any] = {"temperature": 0}
 """Sampling parameters of every judge and grader request (part of each cache key)."""
@@ -33,6 +34,18 @@ PARAMETERS: dict[str, Any] = {"temperature": 0}
 MODEL_GRADER_PREFIXES = ("llm:", "llm-grader:", "model:")
 """A judge or grader name with one of these prefixes is a model (calibration reports of
 model-only grading are labelled an internal consistency review)."""
+
+
+def grading_label(graders: Sequence[str]) -> str:
+    """One sentence naming who graded, labelled an *internal consistency review* when every
+    grader is a model (docs/methodology.md §4 "Model judges and graders")."""
+    if not graders:
+        return "No grader: every delivered run without a grade record is pending verification."
+    names = ", ".join(graders)
+    if all(g.startswith(MODEL_GRADER_PREFIXES) for g in graders):
+        return (f"Graded by {names}: every grader is a model, so read these grades as an "
+                "internal consistency review, not a verified grading.")
+    return f"Graded by {names}."
 
 
 def answer_alias(seed: int, task_id: str, key: str) -> str:

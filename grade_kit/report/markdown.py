@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from grade_kit.judges.model import grading_label
 from grade_kit.schema import (
     DIMENSIONS,
     GRADE_STATES,
@@ -64,7 +65,8 @@ def _grade_sections(results: Results) -> list[str]:
              "Every rate divides by N; the six counts sum to N. Graded coverage = the four "
              "grades / N. Stable resolution = questions resolved in all R repeats. "
              "Resolved rate with its 95% Wilson interval over N (slots of one question are "
-             "not independent when R > 1, so the interval is too narrow then).", ""]
+             "not independent when R > 1, so the interval is too narrow then).", "",
+             md_cell(grading_label(results.provenance.graders)), ""]
     rows = []
     for name, s in results.setups.items():
         g = s.grades
