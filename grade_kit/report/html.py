@@ -22,7 +22,7 @@ __all__ = ["NOTEBOOKS", "NOTEBOOK_DIR", "ReportError", "build_report", "export_h
 NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 """The notebooks of a checkout (``notebooks/``)."""
 
-NOTEBOOKS = ("scorecard", "timing_and_tools", "compare")
+NOTEBOOKS = ("scorecard", "timing_and_tools", "compare", "explorer")
 """The notebooks ``grade-kit report`` runs, in index order."""
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
@@ -59,6 +59,9 @@ def export_html(notebook: Path, out: Path, title: str, bundle: str | None = None
 
     nb = nbformat.read(notebook, as_version=4)
     nb.metadata["title"] = title
+    # no widget state: widgets need a kernel, so each output's static HTML is exported
+    # instead (and no widget manager script is fetched)
+    nb.metadata.pop("widgets", None)
     exporter = HTMLExporter(template_name=TEMPLATE, extra_template_basedirs=[str(TEMPLATE_DIR)],
                             exclude_input=True, exclude_input_prompt=True,
                             exclude_output_prompt=True)

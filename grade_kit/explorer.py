@@ -1,0 +1,286 @@
+"""The explorer: ipywidgets over an :class:`~grade_kit.Evaluation` (filter runs, read one
+run's answer, scores and :meth:`~grade_kit.Evaluation.explain`), and a blind-grading panel
+that appends each grade to a grades file as it is entered.
+
+Both degrade to static HTML where no kernel runs (an nbconvert export): each displays as the
+live widget in Jupyter and as static tables elsewhere (the HTML export drops the widget
+state, so the static tables are what a reader of the page sees). Model text is always
+escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from grade_kit.evaluate import Evaluation, _html_table
+from grade_kit.frames import Frame, like, to_polars
+from grade_kit.judges.model import answer_alias
+from grade_kit.schema import Grade, Run, Task
+from grade_kit.standard.blind.sheet import answer_text
+
+__all__ = ["FILTERS", "BlindGradingPanel", "Explorer", "filter_runs", "record_grade"]
+
+FILTERS = ("setup", "track", "pack", "task_id", "grade")
+"""The columns of :attr:`Evaluation.runs` the explorer filters on."""
+
+ALL = "(all)"
+
+
+def filter_runs(runs: Frame, **chosen: Any) -> Frame:
+    """The rows of ``runs`` (the :attr:`Evaluation.runs` frame) whose columns equal the chosen
+    values; a filter left at None (or ``"(all)"``) keeps every row.
+
+    Args:
+        runs: The runs frame (pandas or polars; the same kind is returned).
+        **chosen: Any of :data:`FILTERS` (``setup="hasty", grade="material_error"``).
+
+    Raises:
+        ValueError: for a name that is not one of :data:`FILTERS`.
+    """
+    unknown = set(chosen) - set(FILTERS)
+    if unknown:
+        raise ValueError(f"unknown filter(s) {sorted(unknown)}; filters: {list(FILTERS)}")
+    frame = to_polars(runs)
+    for column, value in chosen.items():
+        if value is not None and value != ALL:
+            frame = frame.filter(pl.col(column) == value)
+    return like(frame, runs)
+
+
+def _options(frame: pl.DataFrame, column: str) -> list[Any]:
+    values = frame.get_column(column).drop_nulls().unique().sort().to_list()
+    return [ALL, *values]
+
+
+class Explorer:
+    """Filter the runs of an evaluation and read one run in full.
+
+    Args:
+        evaluation: The :class:`~grade_kit.Evaluation` to explore.
+        rows: Runs listed per page; default 20.
+    """
+
+    def __init__(self, evaluation: Evaluation, rows: int = 20) -> None:
+        import ipywidgets as w
+
+        self.evaluation = evaluation
+        self.rows = rows
+        self._runs = to_polars(evaluation.runs)
+        self._records = {r.run_id: r for r in evaluation.inputs.runs}
+        self.filters = {c: w.Dropdown(options=_options(self._runs, c), value=ALL,
+                                      description=c.replace("_id", ""))
+                        for c in FILTERS}
+        self.run_choice = w.Dropdown(options=[], description="run")
+        self.table = w.HTML()
+        self.detail = w.HTML()
+        for widget in self.filters.values():
+            widget.observe(self._refresh, names="value")
+        self.run_choice.observe(self._show_run, names="value")
+        self.widget = w.VBox([w.HBox(list(self.filters.values())[:3]),
+                              w.HBox(list(self.filters.values())[3:]), self.table,
+                              self.run_choice, self.detail])
+        self._refresh()
+
+    def chosen(self) -> dict[str, Any]:
+        """The filters' current values."""
+        return {c: widget.value for c, widget in self.filters.items()}
+
+    def selected(self) -> pl.DataFrame:
+        """The runs the filters keep."""
+        frame = filter_runs(self._runs, **self.chosen())
+        assert isinstance(frame, pl.DataFrame)
+        return frame
+
+    def _refresh(self, _change: Any = None) -> None:
+        frame = self.selected()
+        shown = frame.select("run_id", "setup", "task_id", "repeat", "status", "grade",
+                             "composite", "e2e_s", "tool_calls")
+        self.table.value = (f"<p>{frame.height} runs</p>" + _html_table(shown, self.rows))
+        ids = frame.get_column("run_id").to_list()
+        self.run_choice.options = ids
+        self.run_choice.value = ids[0] if ids else None
+        self._show_run()
+
+    def run_html(self, run_id: str) -> str:
+        """One run as HTML: its answer (escaped), then :meth:`Evaluation.explain`."""
+        run = self._records.get(run_id)
+        answer = (answer_text(run) if run is not None and run.response is not None
+                  else "(no answer delivered)")
+        return (f"<h4>Answer</h4><pre style='white-space:pre-wrap'>{html.escape(answer)}</pre>"
+                + self.evaluation.explain(run_id)._repr_html_())
+
+    def _show_run(self, _change: Any = None) -> None:
+        run_id = self.run_choice.value
+        self.detail.value = "" if run_id is None else self.run_html(run_id)
+
+    def static_html(self) -> str:
+        """What a page without a kernel shows: runs per setup and grade, and the first runs."""
+        counts = (self._runs.filter(pl.col("is_primary"))
+                  .pivot(on="grade", index="setup", values="run_id", aggregate_function="len")
+                  .sort("setup").fill_null(0))
+        shown = self._runs.select("run_id", "setup", "task_id", "repeat", "status", "grade",
+                                  "composite", "e2e_s", "tool_calls")
+        return ("<p><b>Explorer</b> (static: filters need a live kernel). Primary runs per "
+                "setup and grade:</p>" + _html_table(counts, 50)
+                + f"<p>First {self.rows} of {self._runs.height} runs:</p>"
+                + _html_table(shown, self.rows))
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle: dict[str, Any] = dict(self.widget._repr_mimebundle_() or {})
+        bundle["text/html"] = self.static_html()
+        return bundle
+
+    def __repr__(self) -> str:
+        return f"Explorer({self._runs.height} runs; filters {', '.join(FILTERS)})"
+
+
+def record_grade(path: Path | str, grade: Grade) -> None:
+    """Append one grade record to a grades JSONL file, flushed and fsynced before returning,
+    so closing the kernel right after loses nothing."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(grade.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
+    with target.open("a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _graded_in(path: Path) -> set[str]:
+    done: set[str] = set()
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn last line: that answer is offered again
+            if isinstance(record, dict) and isinstance(record.get("run_id"), str):
+                done.add(record["run_id"])
+    return done
+
+
+class BlindGradingPanel:
+    """Grade answers blind: each shown with its question under a seeded alias only (no setup,
+    run id, timing or tools); every grade is appended to ``grades_file`` as it is saved
+    (:func:`record_grade`), and answers already in the file are not offered again.
+
+    Args:
+        tasks: The tasks.
+        runs: The runs (delivered primary answers are offered, in a seeded order).
+        grades_file: The grades JSONL file to append to (read first, to skip graded runs);
+            None shows how to start (no answer is offered).
+        grader: Written as each record's ``grader``; default ``"person"``.
+        seed: Seed of the aliases and the order; default 0.
+    """
+
+    def __init__(self, tasks: Sequence[Task], runs: Sequence[Run],
+                 grades_file: Path | str | None, *, grader: str = "person",
+                 seed: int = 0) -> None:
+        import random
+
+        import ipywidgets as w
+
+        self.path = None if grades_file is None else Path(grades_file)
+        self.grader = grader
+        self.seed = seed
+        self._tasks = {t.task_id: t for t in tasks}
+        done = set() if self.path is None else _graded_in(self.path)
+        offered = [] if self.path is None else [
+            r for r in runs if r.status == "delivered" and r.attempt_of is None
+            and r.response is not None and r.task_id in self._tasks and r.run_id not in done]
+        todo = sorted(offered, key=lambda r: r.run_id)
+        random.Random(seed).shuffle(todo)
+        self.queue: list[Run] = todo
+        self.saved = 0
+        self.core = w.Dropdown(options=["correct", "material_error", "no_gradable_conclusion",
+                                        "pending"], description="core")
+        self.fulfilment = w.Dropdown(options=["full", "partial", "not_met", "pending"],
+                                     description="fulfilment")
+        self.asking = w.Checkbox(description="asks for more information")
+        self.claim = w.Text(description="claim")
+        self.evidence = w.Text(description="evidence")
+        self.effect = w.Text(description="effect")
+        self.reason = w.Textarea(description="reason")
+        self.save_button = w.Button(description="Save grade", button_style="primary")
+        self.save_button.on_click(lambda _b: self.save())
+        self.status = w.HTML()
+        self.answer = w.HTML()
+        self.widget = w.VBox([self.answer, w.HBox([self.core, self.fulfilment, self.asking]),
+                              self.claim, self.evidence, self.effect, self.reason,
+                              self.save_button, self.status])
+        self._show()
+
+    def current_alias(self) -> str | None:
+        """The alias of the answer on screen (None when every answer is graded)."""
+        if not self.queue:
+            return None
+        run = self.queue[0]
+        return answer_alias(self.seed, run.task_id, run.run_id)
+
+    def _show(self) -> None:
+        if self.path is None:
+            self.answer.value = ("<p>No grades file: set <code>grading_file</code> (the "
+                                 "explorer notebook's parameter) to grade blind.</p>")
+            return
+        if not self.queue:
+            self.answer.value = "<p>Every answer is graded.</p>"
+            self.status.value = f"{self.saved} saved to {html.escape(str(self.path))}"
+            return
+        run = self.queue[0]
+        task = self._tasks[run.task_id]
+        self.answer.value = (
+            f"<h4>Answer {html.escape(str(self.current_alias()))} ({len(self.queue)} left)</h4>"
+            f"<p><b>Question</b></p><pre style='white-space:pre-wrap'>"
+            f"{html.escape(task.prompt)}</pre><p><b>Answer</b></p>"
+            f"<pre style='white-space:pre-wrap'>{html.escape(answer_text(run))}</pre>")
+
+    def save(self) -> Grade | None:
+        """Save the grade entered for the answer on screen (appended and fsynced at once),
+        then show the next answer. Returns the record, or None when nothing is left.
+
+        Raises:
+            ValueError: when the entry is not a valid grade record (the answer stays).
+        """
+        if not self.queue or self.path is None:
+            return None
+        core = self.core.value
+        grade = Grade.model_validate({
+            "run_id": self.queue[0].run_id, "core_conclusion": core,
+            "request_fulfilment": self.fulfilment.value,
+            "material_error": ("yes" if core == "material_error" else
+                               "pending" if core == "pending" else "no"),
+            "claim": self.claim.value or None, "evidence": self.evidence.value or None,
+            "effect": self.effect.value or None, "grader": self.grader,
+            "reason": self.reason.value or None,
+            "needs_more_information": bool(self.asking.value)})
+        record_grade(self.path, grade)
+        self.queue.pop(0)
+        self.saved += 1
+        for box in (self.claim, self.evidence, self.effect, self.reason):
+            box.value = ""
+        self.asking.value = False
+        self.status.value = f"saved {self.saved} to {html.escape(str(self.path))}"
+        self._show()
+        return grade
+
+    def static_html(self) -> str:
+        """What a page without a kernel shows."""
+        if self.path is None:
+            return "<p><b>Blind grading</b> needs a live kernel and a grades file.</p>"
+        return (f"<p><b>Blind grading</b> needs a live kernel: {len(self.queue)} answers "
+                f"await a grade; grades go to <code>{html.escape(str(self.path))}</code>.</p>")
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle: dict[str, Any] = dict(self.widget._repr_mimebundle_() or {})
+        bundle["text/html"] = self.static_html()
+        return bundle
+
+    def __repr__(self) -> str:
+        return f"BlindGradingPanel({len(self.queue)} answers to grade -> {self.path})"
