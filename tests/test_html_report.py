@@ -97,6 +97,28 @@ def test_charts_render_in_chromium_offline_and_hostile_text_stays_inert(
     assert not [line for line in console if "Uncaught" in line or "Error" in line], console
 
 
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_chart_shows_its_tooltip_on_hover_with_the_network_blocked(
+        report: Path, tmp_path: Path, name: str) -> None:
+    from tests.devtools import Browser
+
+    assert CHROMIUM is not None
+    browser = Browser(CHROMIUM, tmp_path / "profile")
+    try:
+        browser.open(report / f"{name}.html")
+        charts = browser.evaluate("document.querySelectorAll('.gk-chart').length")
+        drawn = browser.evaluate("document.querySelectorAll('.gk-chart svg.marks').length")
+        assert drawn == charts and (charts >= 1 or name == "explorer")
+        for index in range(charts):
+            text = browser.chart_tooltip(index)
+            assert text and text.strip(), f"{name}: chart {index} shows no tooltip"
+        assert browser.evaluate("document.title") != "pwned"
+        assert browser.errors() == []
+    finally:
+        browser.close()
+
+
 def test_a_relative_out_folder_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["report", str(EXAMPLE / "tasks"), str(EXAMPLE / "runs.jsonl"), "--out",
