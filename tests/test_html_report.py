@@ -126,7 +126,8 @@ def test_a_relative_out_folder_works(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert (tmp_path / "reports" / "html" / "index.html").is_file()
 
 
-def test_the_fetch_notebook_fetches_from_a_real_server(tmp_path: Path) -> None:
+def test_the_fetch_notebook_fetches_from_a_real_server(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     import papermill
 
     from grade_kit.demo.server import DemoServer
@@ -134,12 +135,15 @@ def test_the_fetch_notebook_fetches_from_a_real_server(tmp_path: Path) -> None:
 
     fixtures = ROOT / "fixtures"
     tasks = load_tasks(fixtures / "tasks", fixtures / "packs").records
+    secret = "sk-test-NOTEBOOK-9876543210"
+    monkeypatch.setenv("GK_NB_KEY", secret)  # the kernel inherits it; the files must not
     server = DemoServer(tasks, fixtures / "packs", latency_scale=0.01).start()
     try:
         papermill.execute_notebook(
             str(ROOT / "notebooks" / "fetch.ipynb"), str(tmp_path / "fetch.ipynb"),
             parameters={"tasks": str(fixtures / "tasks"), "packs": str(fixtures / "packs"),
                         "endpoint": server.url, "models": ["hasty"], "repeats": 1,
+                        "api_key_env": "GK_NB_KEY",
                         "timeout_s": server.timeout_s, "out": str(tmp_path / "runs")},
             kernel_name="python3", cwd=str(tmp_path), progress_bar=False)
     finally:
@@ -147,3 +151,6 @@ def test_the_fetch_notebook_fetches_from_a_real_server(tmp_path: Path) -> None:
     lines = (tmp_path / "runs" / "hasty.jsonl").read_text().splitlines()
     assert len({json.loads(x)["task_id"] for x in lines}) == 40
     assert "hasty: 40 slots planned" in (tmp_path / "fetch.ipynb").read_text()
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path

@@ -208,15 +208,18 @@ def test_the_claim_fallback_is_asked_only_about_missed_claims(biased: str) -> No
     assert ev.results.provenance.judges == ["claim_judge:llm-claims:m"]
 
 
-def test_the_judge_and_grade_commands_write_records_score_reads(server: DemoServer,
-                                                                tmp_path: Path) -> None:
+def test_the_judge_and_grade_commands_write_records_score_reads(
+        server: DemoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from grade_kit.cli import main
 
+    secret = "sk-test-GRADER-1122334455"
+    monkeypatch.setenv("GK_GRADER_KEY", secret)
     runs = tmp_path / "runs.jsonl"
     runs.write_text("".join(r.model_dump_json(exclude_none=True) + "\n" for r in RUNS))
     tasks = FIX / "tasks"
     assert main(["grade", str(tasks), str(runs), "--endpoint", server.url, "--model", "judge",
-                 "--quiet", "--calibration", str(tmp_path / "cal.md"),
+                 "--api-key-env", "GK_GRADER_KEY", "--quiet",
+                 "--calibration", str(tmp_path / "cal.md"),
                  "--out", str(tmp_path / "grades.jsonl")]) == 0
     assert main(["judge", str(tasks), str(runs), "--rules",
                  "--out", str(tmp_path / "judgements.jsonl")]) == 0
@@ -232,3 +235,6 @@ def test_the_judge_and_grade_commands_write_records_score_reads(server: DemoServ
     assert not ev.inputs.rejected
     assert ev.results.provenance.graders == ["llm-grader:judge"]
     assert ev.leaderboard["dimensions_computed"].to_list() == [6, 6, 6]
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
