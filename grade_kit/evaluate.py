@@ -454,6 +454,7 @@ def evaluate(
     frames: FrameKind = "polars",
     seed: int = DEFAULT_SEED,
     arguments: dict[str, Any] | None = None,
+    exclude_channel_overhead: bool = False,
 ) -> Evaluation:
     """Read, judge and score an evaluation: GRADE scores, grades, timing, tool calls,
     comparisons, with every reject and warning (docs/methodology.md).
@@ -481,6 +482,9 @@ def evaluate(
         frames: ``"polars"`` (default) or ``"pandas"``: the kind of every frame returned.
         seed: Seed of the comparison bootstrap; default 20261130.
         arguments: Recorded in the results' provenance (the CLI passes its arguments).
+        exclude_channel_overhead: Subtract the channel overhead an agent reports (reply
+            cards, link resolution) from E2E; default False (E2E = received - submitted).
+            Every timing summary says which E2E it is (``e2e_definition``).
 
     Returns:
         The :class:`Evaluation`.
@@ -495,7 +499,7 @@ def evaluate(
     resolve_grader(grader)
     with gc_paused():  # the pipeline builds many small objects; see grade_kit._gc
         return _evaluate(tasks, runs, judgements, grades, judge, grader, claim_judge, repeats,
-                         packs, frames, seed, arguments)
+                         packs, frames, seed, arguments, exclude_channel_overhead)
 
 
 def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records | None,
@@ -503,7 +507,8 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
               grader: str | Grader | None,
               claim_judge: ClaimJudge | None, repeats: int | None,
               packs: Path | str | None, frames: FrameKind, seed: int,
-              arguments: dict[str, Any] | None) -> Evaluation:
+              arguments: dict[str, Any] | None,
+              exclude_channel_overhead: bool = False) -> Evaluation:
     inputs = _inputs(tasks, runs, judgements, grades, packs)
     judges_used: list[str] = []
     if judge is not None:
@@ -531,7 +536,8 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
                                    data.grades)
         data = replace(data, grades=pl.concat([data.grades, rule_records], how="vertical"))
         graders.append(RULE_GRADER)
-    standard = standard_results(data, repeats, scores.tasks, seed=seed)
+    standard = standard_results(data, repeats, scores.tasks, seed=seed,
+                                exclude_channel_overhead=exclude_channel_overhead)
     recorded_judges = sorted({j.judge for j in inputs.judgements} - set(judges_used))
     provenance = Provenance(
         grade_kit_version=_version(), created_at=datetime.now(UTC).isoformat(),
@@ -541,7 +547,8 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
             "grader": grader if grader is None or isinstance(grader, str) else grader.name,
             "claim_judge": None if claim_judge is None else claim_judge.name,
             "repeats": repeats, "packs": None if packs is None else str(packs),
-            "frames": frames, "seed": seed},
+            "frames": frames, "seed": seed,
+            "exclude_channel_overhead": exclude_channel_overhead},
         seeds={"comparison_bootstrap": seed},
         judges=[*judges_used, *recorded_judges]
         + ([f"claim_judge:{claim_judge.name}"] if claim_judge is not None else []),

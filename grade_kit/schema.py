@@ -607,6 +607,11 @@ class Timing(_Out):
     """End-to-end timing and every other event of one setup's planned primary runs."""
 
     e2e_s: Summary
+    e2e_definition: str = "received - submitted"
+    """Which E2E this is: received - submitted, or without the agent-reported channel
+    overhead when the explicit option asked for it."""
+    channel_overhead_s: Summary | None = None
+    """Agent-reported channel overhead (reply cards, link resolution), its own metric."""
     delivered: int
     missing_timestamps: int
     e2e_out_of_order: int

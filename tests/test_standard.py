@@ -419,3 +419,29 @@ def test_timing_states_the_clocks_and_warns_when_there_are_several() -> None:
     assert any("come from 2 clocks" in w.message for w in ev.results.warnings)
     one = gk.evaluate([plain("q")], runs[:1])
     assert not any("clocks" in w.message for w in one.results.warnings)
+
+
+def test_channel_overhead_is_its_own_metric_and_leaves_e2e_only_when_asked() -> None:
+    from grade_kit.standard.timing import E2E_DEFINITION, E2E_WITHOUT_CHANNEL
+
+    base = "2026-11-30T10:00:00+00:00"
+
+    def at(seconds: float) -> str:
+        return f"2026-11-30T10:00:{seconds:09.6f}+00:00"
+
+    runs = [make_run("r1", findings=["x"], events={
+                "submitted": base, "received": at(10.0),
+                "channel_overhead_started": at(8.0), "channel_overhead_ended": at(9.5)}),
+            make_run("r2", task_id="t1", repeat=2, findings=["x"], events={
+                "submitted": base, "received": at(4.0)})]
+    tasks = [make_task()]
+    plain = gk.evaluate(tasks, runs).results.setups["A"].timing
+    assert plain.e2e_definition == E2E_DEFINITION
+    assert (plain.e2e_s.n, plain.e2e_s.min, plain.e2e_s.max) == (2, 4.0, 10.0)
+    assert plain.channel_overhead_s is not None
+    assert (plain.channel_overhead_s.n, plain.channel_overhead_s.mean) == (1, 1.5)
+    assert "channel_overhead_started" not in plain.events
+    without = gk.evaluate(tasks, runs, exclude_channel_overhead=True).results.setups["A"].timing
+    assert without.e2e_definition == E2E_WITHOUT_CHANNEL
+    # r1: 10.0 - 1.5 = 8.5; r2 reports no overhead and keeps 4.0
+    assert (without.e2e_s.n, without.e2e_s.min, without.e2e_s.max) == (2, 4.0, 8.5)

@@ -91,10 +91,12 @@ def _grade_sections(results: Results) -> list[str]:
 
 
 def _timing_sections(results: Results) -> list[str]:
+    definitions = sorted({s.timing.e2e_definition for s in results.setups.values()}) or [
+        "received − submitted"]
     lines = ["", "## Timing (seconds)", "",
-             "E2E = received − submitted, delivered primary runs carrying both; P90 is "
-             "nearest-rank. Timeouts and failures are never latency samples: their waiting "
-             "time (stopped − submitted) is reported apart.", ""]
+             f"E2E = {md_cell('; '.join(definitions))}, delivered primary runs carrying "
+             "both; P90 is nearest-rank. Timeouts and failures are never latency samples: "
+             "their waiting time (stopped − submitted) is reported apart.", ""]
     rows = []
     for name, s in results.setups.items():
         t = s.timing
@@ -109,6 +111,9 @@ def _timing_sections(results: Results) -> list[str]:
         t = s.timing
         for event, e in t.events.items():
             rows.append([name, f"{event} − submitted", e.n, e.mean, e.p50, e.p90])
+        c = t.channel_overhead_s
+        if c is not None and c.n:
+            rows.append([name, "channel overhead (agent-reported)", c.n, c.mean, c.p50, c.p90])
         if t.platform_e2e_s is not None:
             p = t.platform_e2e_s
             rows.append([name, "platform E2E (proxy)", p.n, p.mean, p.p50, p.p90])

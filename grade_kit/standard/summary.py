@@ -101,11 +101,13 @@ def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
 
 
 def _subset_setup(data: EvalData, plan: pl.DataFrame, slots: pl.DataFrame,
-                  graded: pl.DataFrame, setup: str, repeats: int) -> SubsetSetup:
+                  graded: pl.DataFrame, setup: str, repeats: int,
+                  exclude_channel_overhead: bool = False) -> SubsetSetup:
     run_ids = slots.filter(pl.col("setup") == setup).get_column("run_id").to_list()
     return SubsetSetup(
         grades=grade_summary(plan, slots, graded, setup, repeats),
-        timing=timing_summary(data.runs, data.events, run_ids),
+        timing=timing_summary(data.runs, data.events, run_ids,
+                              exclude_channel_overhead=exclude_channel_overhead),
         tool_calls=tool_call_summary(data.runs, data.tool_calls, run_ids),
     )
 
@@ -120,7 +122,8 @@ def _reruns(graded: pl.DataFrame, e2e: pl.DataFrame, setup: str) -> list[Rerun]:
 
 def standard_results(data: EvalData, repeats: int | None = None,
                      task_composites: pl.DataFrame | None = None,
-                     seed: int = DEFAULT_SEED) -> StandardResults:
+                     seed: int = DEFAULT_SEED, *,
+                     exclude_channel_overhead: bool = False) -> StandardResults:
     """Grades, rates, timing and tool calls per setup, the common subset and comparisons.
 
     Args:
@@ -130,6 +133,8 @@ def standard_results(data: EvalData, repeats: int | None = None,
         task_composites: Per (setup, task) GRADE composites to compare; default None
             (timing and tool calls only).
         seed: Seed of the comparison bootstrap (recorded with every comparison).
+        exclude_channel_overhead: Subtract agent-reported channel overhead from E2E (an
+            explicit, labelled option; docs/methodology.md §4 "Timing"); default False.
     """
     plan = plan_repeats(data.runs, repeats)
     r = plan.repeats
@@ -138,15 +143,17 @@ def standard_results(data: EvalData, repeats: int | None = None,
     graded = run_grades(data.runs, data.grades)
     plan_frame = setup_plan(data.runs, data.tasks)
     slots = planned_slots(graded, plan_frame, r)
-    e2e = e2e_frame(data.runs, data.events)
-    per_setup = {s: _subset_setup(data, plan_frame, slots, graded, s, r) for s in setups}
+    e2e = e2e_frame(data.runs, data.events, exclude_channel_overhead=exclude_channel_overhead)
+    per_setup = {s: _subset_setup(data, plan_frame, slots, graded, s, r,
+                                  exclude_channel_overhead) for s in setups}
     subset = common_subset(plan_frame, slots, r)
     in_subset = pl.col("task_id").is_in(pl.Series(subset, dtype=pl.String).implode())
     sub_plan, sub_slots = plan_frame.filter(in_subset), slots.filter(in_subset)
     common = CommonSubset(
         tasks=subset, questions=len(subset), of_questions=len(task_ids), repeats=r,
         rule=COMMON_RULE,
-        setups={s: _subset_setup(data, sub_plan, sub_slots, graded, s, r) for s in setups})
+        setups={s: _subset_setup(data, sub_plan, sub_slots, graded, s, r,
+                                 exclude_channel_overhead) for s in setups})
     per_question = per_question_figures(data, slots, e2e, task_composites)
     ran = {s: set(per_question.filter(pl.col("setup") == s).get_column("task_id").to_list())
            for s in setups}

@@ -24,8 +24,12 @@ from grade_kit.schema import (
 from grade_kit.standard.stats import summarize
 
 __all__ = [
+    "CHANNEL",
+    "E2E_DEFINITION",
+    "E2E_WITHOUT_CHANNEL",
     "PLATFORM_PROXY_LABEL",
     "SPAN_LABEL",
+    "channel_overhead",
     "e2e_frame",
     "event_offsets",
     "per_question_median",
@@ -38,6 +42,13 @@ START, END, STOPPED = "submitted", "received", "stopped"
 PLATFORM = ("platform_created", "platform_sent")
 PLATFORM_PROXY_LABEL = ("proxy: platform_created -> platform_sent as the platform logged it; "
                         "not end-to-end time as the user waited")
+CHANNEL = ("channel_overhead_started", "channel_overhead_ended")
+"""The span of channel overhead an agent reports (reply cards, link resolution): its own
+metric, excluded from E2E only by the explicit option ``exclude_channel_overhead``."""
+E2E_DEFINITION = "received - submitted"
+E2E_WITHOUT_CHANNEL = ("received - submitted - channel overhead (agent-reported "
+                       "channel_overhead_ended - channel_overhead_started, excluded by the "
+                       "explicit option exclude_channel_overhead)")
 SPAN_LABEL = ("first-to-last tool event span: includes model reasoning and waiting between "
               "calls, not tool execution time alone")
 
@@ -61,16 +72,47 @@ def event_offsets(runs: pl.DataFrame, events: pl.DataFrame, start: str,
         seconds_between(both, pl.col(end), pl.col(start)).alias("seconds"))
 
 
-def e2e_frame(runs: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+def channel_overhead(runs: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Agent-reported channel overhead (:data:`CHANNEL` end - start, seconds) of the runs
+    carrying both events in a possible order.
+
+    Returns:
+        run_id, setup, task_id, seconds (every value >= 0).
+    """
+    return event_offsets(runs, events, *CHANNEL).filter(pl.col("seconds") >= 0)
+
+
+def _e2e_pairs(delivered: pl.DataFrame, events: pl.DataFrame,
+               exclude_channel_overhead: bool) -> pl.DataFrame:
+    """E2E of every delivered run carrying both events, in any order (negative included)."""
+    e2e = event_offsets(delivered, events, START, END)
+    if not exclude_channel_overhead:
+        return e2e
+    overhead = channel_overhead(delivered, events).select("run_id", overhead="seconds")
+    return (e2e.join(overhead, on="run_id", how="left")
+            .with_columns(pl.col("seconds") - pl.col("overhead").fill_null(0.0))
+            .drop("overhead"))
+
+
+def e2e_frame(runs: pl.DataFrame, events: pl.DataFrame, *,
+              exclude_channel_overhead: bool = False) -> pl.DataFrame:
     """E2E = received - submitted (seconds) of delivered runs carrying both events in a
     possible order: a run received before it was submitted is never a sample (its timing
     summary lists it under ``out_of_order``).
+
+    Args:
+        runs: The runs frame.
+        events: The events frame.
+        exclude_channel_overhead: Subtract each run's agent-reported channel overhead
+            (:data:`CHANNEL`; a run reporting none keeps its E2E); default False. Results
+            label E2E :data:`E2E_WITHOUT_CHANNEL` then.
 
     Returns:
         run_id, setup, task_id, seconds (every value >= 0).
     """
     delivered = runs.filter(pl.col("status") == "delivered")
-    return event_offsets(delivered, events, START, END).filter(pl.col("seconds") >= 0)
+    return _e2e_pairs(delivered, events, exclude_channel_overhead).filter(
+        pl.col("seconds") >= 0)
 
 
 def per_question_median(e2e: pl.DataFrame) -> pl.DataFrame:
@@ -110,7 +152,7 @@ def _other_events(delivered: pl.DataFrame, events: pl.DataFrame,
     """Every event other than the standard's, as event - submitted, in one pass over the
     events (the work grows with the events, not with how many names they use)."""
     starts = events.filter(pl.col("event") == START).select("run_id", start_at="at")
-    rest = (events.filter(~pl.col("event").is_in([START, END, STOPPED, *PLATFORM]))
+    rest = (events.filter(~pl.col("event").is_in([START, END, STOPPED, *PLATFORM, *CHANNEL]))
             .join(delivered.select("run_id", "task_id"), on="run_id")
             .join(starts, on="run_id"))
     rest = rest.with_columns(seconds_between(rest, pl.col("at"), pl.col("start_at"))
@@ -126,7 +168,8 @@ def _other_events(delivered: pl.DataFrame, events: pl.DataFrame,
 
 
 def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
-                   run_ids: Sequence[str]) -> Timing:
+                   run_ids: Sequence[str], *, exclude_channel_overhead: bool = False
+                   ) -> Timing:
     """Timing of the primary runs ``run_ids`` (one setup's planned slots, or a subset).
 
     - ``e2e_s``: received - submitted of delivered runs carrying both; n, mean, P50, P90
@@ -139,6 +182,9 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
     - ``events``: every other event (first_progress, first_token, ...) as its own metric,
       event - submitted, with its own n; never substituted for E2E.
     - ``platform_e2e_s``: platform_sent - platform_created, labelled a proxy.
+    - ``channel_overhead_s``: agent-reported channel overhead (:data:`CHANNEL`), its own
+      metric; subtracted from E2E only with ``exclude_channel_overhead`` (``e2e_definition``
+      says which E2E this is).
     - ``timeouts`` / ``failures`` (failed or cancelled): count and rate over attempted runs,
       and their waiting time (stopped - submitted) as a separate summary, never latency.
     """
@@ -155,9 +201,10 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
             "run_id", "task_id", first=pl.lit(start), then=pl.lit(end), seconds="seconds"))
         return both.filter(pl.col("seconds") >= 0).get_column("seconds").to_list()
 
-    e2e_all = event_offsets(delivered, mine_events, START, END)
+    e2e_all = _e2e_pairs(delivered, mine_events, exclude_channel_overhead)
     e2e = e2e_all.filter(pl.col("seconds") >= 0)
     offsets(delivered, START, END)
+    overhead = offsets(delivered, *CHANNEL)
     per_question = dict(per_question_median(e2e).select("task_id", "e2e_median_s").iter_rows())
     event_metrics = _other_events(delivered, mine_events, violations)
     platform = offsets(mine, *PLATFORM)
@@ -177,6 +224,8 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
     out_of_order = pl.concat(violations).sort("run_id", "first", "then")
     return Timing(
         e2e_s=summarize(e2e.get_column("seconds").to_list()),
+        e2e_definition=E2E_WITHOUT_CHANNEL if exclude_channel_overhead else E2E_DEFINITION,
+        channel_overhead_s=summarize(overhead),
         delivered=delivered.height,
         missing_timestamps=delivered.height - e2e_all.height,
         e2e_out_of_order=e2e_all.height - e2e.height,
