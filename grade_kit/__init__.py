@@ -8,7 +8,7 @@ Public functions accept pandas or polars frames and return the same kind.
 
 from grade_kit.adapters import read_inspect, read_tau_bench
 from grade_kit.evaluate import Evaluation, RunExplanation, evaluate
-from grade_kit.fetch import OpenAIChat, PythonCallable, Replay, fetch, fetch_setups
+from grade_kit.fetch import HTTPAgent, OpenAIChat, PythonCallable, Replay, fetch, fetch_setups
 from grade_kit.frames import COLUMNS, EvalData
 from grade_kit.grade import (
     ClaimJudge,
@@ -77,6 +77,7 @@ __all__ = [
     "Grade",
     "GradeScores",
     "Grader",
+    "HTTPAgent",
     "Inputs",
     "Judge",
     "Judgement",

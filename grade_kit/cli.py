@@ -261,15 +261,22 @@ def _report_cmd(args: argparse.Namespace) -> int:
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    from grade_kit.fetch import OpenAIChat, fetch
+    from grade_kit.fetch import HTTPAgent, OpenAIChat, fetch
 
+    if args.agent is None and (args.endpoint is None or args.model is None):
+        raise InputError("fetch needs --endpoint and --model (an OpenAI-compatible "
+                         "endpoint), or --agent URL (an HTTP agent streaming events)")
+    if args.agent is not None and args.setup is None:
+        raise InputError("--agent needs --setup (the name written on the runs)")
     loaded = load_tasks(args.tasks, args.packs)
     _print_rejects([r.message() for r in loaded.rejected])
     if not loaded.records:
         raise InputError(f"{args.tasks}: no task loaded")
     packs = args.packs or find_packs_dir(args.tasks)
-    responder = OpenAIChat(args.endpoint, args.model, api_key_env=args.api_key_env,
-                           packs=packs if args.tools else None)
+    responder: Any = (HTTPAgent(args.agent, api_key_env=args.api_key_env)
+                      if args.agent is not None else
+                      OpenAIChat(args.endpoint, args.model, api_key_env=args.api_key_env,
+                                 packs=packs if args.tools else None))
     report = fetch(loaded.records, responder, args.out, setup=args.setup or args.model,
                    repeats=args.repeats, concurrency=args.concurrency,
                    timeout_s=args.timeout, rate_per_second=args.rate,
@@ -506,9 +513,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     fetch = sub.add_parser("fetch", help="fetch answers from an OpenAI-compatible endpoint")
     fetch.add_argument("tasks", type=Path, help="folder of task files, or a tasks JSONL file")
-    fetch.add_argument("--endpoint", required=True,
-                       help="base URL, for example http://127.0.0.1:8000/v1")
-    fetch.add_argument("--model", required=True, help="model name sent to the endpoint")
+    fetch.add_argument("--endpoint",
+                       help="OpenAI-compatible base URL, for example http://127.0.0.1:8000/v1")
+    fetch.add_argument("--model", help="model name sent to the endpoint")
+    fetch.add_argument("--agent", help="instead: an HTTP agent endpoint streaming server-sent "
+                                       "events (for example http://127.0.0.1:8000/agent/hasty)")
     fetch.add_argument("--setup", help="setup name written on the runs (default: the model)")
     fetch.add_argument("--repeats", type=_bounded(1, MAX_REPEAT), default=1,
                        help="repeats per task (default 1)")

@@ -275,3 +275,108 @@ def test_rerun_failed_adds_a_linked_attempt_and_the_primary_stays_scored(
     graded = {r["run_id"]: r for r in ev.standard.graded.to_dicts()}
     assert graded[primary.run_id]["grade"] == "unresolved"  # the re-run never replaces it
     assert [r.run_id for r in ev.results.setups["fn"].reruns] == [rerun.run_id]
+
+
+def test_an_http_agent_streams_events_into_runs(server: DemoServer, tmp_path: Path) -> None:
+    from grade_kit.fetch import HTTPAgent
+
+    base = server.url.removesuffix("/v1")
+    tasks = [t for t in TASKS if t.pack == "northside"][:4]
+    store = tmp_path / "agent.jsonl"
+    report = fetch(tasks, HTTPAgent(f"{base}/agent/careful"), store, setup="careful",
+                   repeats=2, timeout_s=server.timeout_s, progress=False)
+    assert report.planned == 8
+    loaded = load_runs(store, TASKS)
+    assert not loaded.rejected and len(loaded.records) == 8
+    order = ["submitted", "first_progress", "first_token", "model_text_finished",
+             "received"]
+    for run in loaded.records:
+        recorded = RECORDED[run.run_id]
+        assert run.status == recorded["status"]
+        if run.status != "delivered":
+            continue
+        assert run.response is not None
+        assert run.response.model_dump() == recorded["response"]
+        instants = [datetime.fromisoformat(run.events[e]) for e in order]  # type: ignore[arg-type]
+        assert instants == sorted(instants)
+        assert run.events["channel_overhead_started"] and run.events["channel_overhead_ended"]
+        assert run.tool_calls is not None
+        assert [c.id for c in run.tool_calls] == [c["id"] for c in recorded["tool_calls"]]
+    ev = gk.evaluate(FIX / "tasks", store, packs=FIX / "packs")
+    timing = ev.results.setups["careful"].timing
+    assert timing.channel_overhead_s is not None and timing.channel_overhead_s.n == 8
+    without = gk.evaluate(FIX / "tasks", store, packs=FIX / "packs",
+                          exclude_channel_overhead=True).results.setups["careful"].timing
+    assert without.e2e_s.n == timing.e2e_s.n
+    assert without.e2e_s.mean is not None and timing.e2e_s.mean is not None
+    assert without.e2e_s.mean < timing.e2e_s.mean
+
+
+def test_an_agent_stream_without_a_final_answer_fails_with_what_arrived(
+        tmp_path: Path) -> None:
+    from grade_kit.fetch import HTTPAgent
+
+    body = ("event: progress\ndata: {}\n\nevent: token\ndata: {\"text\": \"half an \"}\n\n"
+            "event: token\ndata: {\"text\": \"answer\"}\n\n")
+    with _one_reply_server(200, body, "text/event-stream") as url:
+        report = fetch(TASKS[:1], HTTPAgent(url), tmp_path / "r.jsonl", setup="x",
+                       repeats=1, timeout_s=10, progress=False, retries=0)
+    record = json.loads((tmp_path / "r.jsonl").read_text())
+    assert report.failed == 1 and record["status"] == "failed"
+    assert "before the final answer" in record["error"]
+    assert "half an answer" in json.dumps(record)
+
+
+def test_a_429_keeps_its_original_receipt(tmp_path: Path) -> None:
+    headers = {"Retry-After": "20", "x-ratelimit-remaining-requests": "0",
+               "x-request-id": "req-429-abc"}
+    body = '{"error": {"message": "Rate limit reached", "type": "requests"}}'
+    with _one_reply_server(429, body, "application/json", headers) as url:
+        report = fetch(TASKS[:1], OpenAIChat(url, "m"), tmp_path / "r.jsonl", setup="m",
+                       repeats=1, timeout_s=10, progress=False, retries=0)
+    record = json.loads((tmp_path / "r.jsonl").read_text())
+    assert report.failed == 1 and record["status"] == "failed"
+    receipt = record["metadata"]["receipt"]
+    assert receipt["status"] == 429 and receipt["body"] == body
+    lowered = {k.lower(): v for k, v in receipt["headers"].items()}
+    assert lowered["retry-after"] == "20" and lowered["x-request-id"] == "req-429-abc"
+    assert lowered["x-ratelimit-remaining-requests"] == "0"
+    ev = gk.evaluate(FIX / "tasks", tmp_path / "r.jsonl", packs=FIX / "packs")
+    assert ev.results.setups["m"].timing.failures.count == 1
+    assert ev.results.setups["m"].timing.e2e_s.n == 0  # never a latency sample
+
+
+def _one_reply_server(status: int, body: str, content_type: str,
+                      headers: dict[str, str] | None = None) -> Any:
+    """A loopback server answering every POST with one fixed reply."""
+    import threading
+    from contextlib import contextmanager
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            data = body.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+    @contextmanager
+    def serve() -> Iterator[str]:
+        srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        thread = threading.Thread(target=srv.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
+        finally:
+            srv.shutdown()
+            srv.server_close()
+
+    return serve()

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from datetime import datetime
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -86,7 +86,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": f"no route {self.path}"}})
 
     def do_POST(self) -> None:
-        if self.path.rstrip("/") != "/v1/chat/completions":
+        path = self.path.rstrip("/")
+        agent = path.startswith("/agent/")
+        if path != "/v1/chat/completions" and not agent:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
         try:
@@ -95,7 +97,10 @@ class _Handler(BaseHTTPRequestHandler):
         except (ValueError, json.JSONDecodeError):
             self._json(400, {"error": {"message": "the body is not JSON"}})
             return
-        self.server.owner.answer(self, body)
+        if agent:
+            self.server.owner.agent(self, path.removeprefix("/agent/"), body)
+        else:
+            self.server.owner.answer(self, body)
 
 
 class _Server(ThreadingHTTPServer):
@@ -248,6 +253,75 @@ class DemoServer:
         self._send(handler, body, setup, content=content,
                    delay=first / 2 if tools_offered and calls else first,
                    rest=max(0.0, latency - first))
+
+    def agent(self, handler: _Handler, setup: str, body: dict[str, Any]) -> None:
+        """The generic HTTP agent endpoint (``POST /agent/<setup>``): the same recorded answer
+        streamed as server-sent events: ``progress``, one ``tool_call`` per recorded call,
+        ``token`` pieces, a ``channel`` event (the reply card the agent posts, 5% of the
+        latency) and ``final``; a recorded failure is HTTP 502, a timeout a stall then a
+        dropped connection (:mod:`grade_kit.fetch.responders` ``HTTPAgent`` reads it)."""
+        if setup not in SETUPS:
+            handler._json(404, {"error": {"message": f"unknown agent {setup!r}; agents: "
+                                                     f"{sorted(SETUPS)}"}})
+            return
+        task = self.tasks.get(str(body.get("prompt") or "").split(
+            "\n\n" + RESPONSE_FORMAT_INSTRUCTION)[0].strip())
+        if task is None:
+            handler._json(400, {"error": {"message": "not a fixture task's prompt"}})
+            return
+        repeat = body.get("repeat", 1)
+        repeat = repeat if isinstance(repeat, int) and repeat >= 1 else 1
+        record = self._record(task, setup, repeat)
+        scale = self.latency_scale
+        if record["status"] == "timeout":
+            time.sleep(2 * self.timeout_s + 0.05)
+            handler._drop()
+            return
+        if record["status"] == "failed":
+            time.sleep(_offset(record, "stopped") * scale)
+            handler._json(502, {"error": {"message": "upstream agent unavailable"}})
+            return
+        latency = (self.fixed_latency_s if self.fixed_latency_s is not None
+                   else _offset(record, "received") * scale)
+        first = (latency * 0.2 if self.fixed_latency_s is not None
+                 else _offset(record, "first_token") * scale)
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Cache-Control", "no-cache")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+
+        def send(event: str, data: dict[str, Any]) -> None:
+            raw = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+            handler.wfile.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
+            handler.wfile.flush()
+
+        def stamp() -> str:
+            return datetime.now(UTC).isoformat()
+
+        try:
+            send("progress", {"message": "reading the pack"})
+            calls = record.get("tool_calls") or []
+            for call in calls:
+                started = stamp()
+                time.sleep(first / (2 * max(1, len(calls))))
+                send("tool_call", {"id": call["id"], "name": call["name"],
+                                   "started": started, "ended": stamp()})
+            time.sleep(first / 2 if calls else first)
+            content = json.dumps(record["response"], ensure_ascii=False)
+            pieces = _pieces(content, 8)
+            rest = max(0.0, latency - first) * 0.95
+            for piece in pieces:
+                send("token", {"text": piece})
+                time.sleep(rest / len(pieces))
+            started = stamp()
+            time.sleep(max(0.0, latency - first) * 0.05)
+            send("channel", {"kind": "reply_card", "started": started, "ended": stamp()})
+            send("final", {"answer": record["response"], "usage": record.get("usage")})
+            handler.wfile.write(b"0\r\n\r\n")
+            handler.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            return
 
     def _send(self, handler: _Handler, body: dict[str, Any], model: str, *,
               content: str = "", tool_calls: list[dict[str, Any]] | None = None,

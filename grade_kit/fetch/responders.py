@@ -4,6 +4,8 @@
   name; streaming; tool calls answered by an agent loop over the pack's tools
   (:class:`~grade_kit.fetch.tools.PackTools`), each call recorded with its id and start/end;
   the API key read from an environment variable whose *name* is given, never a value.
+- :class:`HTTPAgent`: a generic HTTP agent endpoint that streams server-sent events
+  (``progress``, ``tool_call``, ``token``, ``channel``, ``final``, ``error``).
 - :class:`PythonCallable`: a function of (task, prompt, repeat) returning a response.
 - :class:`Replay`: a recorded runs file, answered again as it was.
 
@@ -34,6 +36,7 @@ __all__ = [
     "RESPONSE_FORMAT_INSTRUCTION",
     "Answer",
     "AnswerFailed",
+    "HTTPAgent",
     "MissingKeyError",
     "OpenAIChat",
     "PythonCallable",
@@ -298,10 +301,7 @@ class OpenAIChat:
                     raw = (await reply.aread()).decode("utf-8", "replace")
                     raise AnswerFailed(
                         f"HTTP {reply.status_code} from the endpoint", kept=raw[:10_000],
-                        receipt={"status": reply.status_code, "body": raw[:10_000],
-                                 "headers": {k: v for k, v in reply.headers.items()
-                                             if k.lower() in ("retry-after", "x-request-id",
-                                                              "content-type")}})
+                        receipt=_receipt(reply, raw))
                 async for line in reply.aiter_lines():
                     got_bytes = True
                     events.setdefault("first_progress", now())
@@ -335,6 +335,185 @@ class OpenAIChat:
         return {"content": "".join(content), "tool_calls": [tool_calls[i] for i in
                                                             sorted(tool_calls)],
                 "usage": usage}
+
+
+def _agent_events(lines: list[str]) -> tuple[str, dict[str, Any]] | None:
+    """One server-sent event (``event:`` and ``data:`` lines) as (name, data)."""
+    name, data = "message", []
+    for line in lines:
+        if line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+    if not data:
+        return None
+    try:
+        payload = json.loads("\n".join(data))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"malformed {name} event: {data[0][:120]!r}") from exc
+    if not isinstance(payload, dict):
+        raise ValueError(f"malformed {name} event: not a JSON object")
+    return name, payload
+
+
+class HTTPAgent:
+    """A generic HTTP agent endpoint streaming server-sent events (docs/methodology.md §4
+    "Timing"; the demo server serves one at ``/agent/<setup>``).
+
+    The request is ``POST url`` with JSON ``{"task_id", "prompt", "repeat", "pack"}``; the
+    reply is ``text/event-stream`` of events, each ``event: <name>`` and ``data: <JSON>``:
+
+    - ``progress`` (any data): the first one is ``first_progress``;
+    - ``tool_call`` ``{"id", "name", "started", "ended"}``: recorded as the agent reports it
+      (its timestamps are the agent's clock);
+    - ``token`` ``{"text"}``: the first one is ``first_token``; the texts make the answer
+      when ``final`` carries none;
+    - ``channel`` ``{"kind", "started", "ended"}``: channel overhead (reply cards, link
+      resolution), kept as ``channel_overhead_started`` / ``_ended`` (earliest start, latest
+      end) and excluded from E2E only by the explicit option;
+    - ``final`` ``{"answer": <response object or text>, "usage": {...}}``: model text
+      finished; the answer;
+    - ``error`` ``{"message"}``: a failed attempt, with what arrived kept.
+
+    A stream that ends without ``final``, or a malformed event, is a failed attempt with the
+    bytes received kept.
+
+    Args:
+        url: The agent's endpoint.
+        api_key_env: NAME of the environment variable holding the key; default None.
+        client: An ``httpx.AsyncClient`` to share; default one per event loop.
+    """
+
+    def __init__(self, url: str, *, api_key_env: str | None = None,
+                 client: httpx.AsyncClient | None = None) -> None:
+        self.url = url
+        self.name = f"http-agent:{url}"
+        self.api_key_env = api_key_env
+        self._client = client
+        self._clients: dict[int, httpx.AsyncClient] = {}
+
+    def _client_for_loop(self) -> httpx.AsyncClient:
+        if self._client is not None:
+            return self._client
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(id(loop))
+        if client is None or client.is_closed:
+            client = self._clients[id(loop)] = httpx.AsyncClient(
+                timeout=None, limits=httpx.Limits(max_connections=None,
+                                                  max_keepalive_connections=64))
+        return client
+
+    async def __call__(self, task: Task, prompt: str, repeat: int) -> Answer:
+        try:
+            headers = request_headers(self.api_key_env)
+        except MissingKeyError as exc:
+            raise AnswerFailed(str(exc)) from exc
+        body = {"task_id": task.task_id, "prompt": prompt, "repeat": repeat, "pack": task.pack}
+        events: dict[str, datetime] = {}
+        tokens: list[str] = []
+        calls: list[dict[str, Any]] = []
+        channel: list[tuple[datetime, datetime]] = []
+        final: dict[str, Any] | None = None
+        got_bytes = False
+        try:
+            async with self._client_for_loop().stream("POST", self.url, headers=headers,
+                                                      json=body) as reply:
+                if reply.status_code >= 400:
+                    raw = (await reply.aread()).decode("utf-8", "replace")
+                    raise AnswerFailed(f"HTTP {reply.status_code} from the agent",
+                                       kept=raw[:10_000], receipt=_receipt(reply, raw))
+                pending: list[str] = []
+                async for line in reply.aiter_lines():
+                    got_bytes = True
+                    if line.strip():
+                        pending.append(line)
+                        continue
+                    parsed = _agent_events(pending)
+                    pending = []
+                    if parsed is None:
+                        continue
+                    name, data = parsed
+                    if name == "progress":
+                        events.setdefault("first_progress", now())
+                    elif name == "token":
+                        events.setdefault("first_progress", now())
+                        events.setdefault("first_token", now())
+                        tokens.append(str(data.get("text") or ""))
+                    elif name == "tool_call":
+                        calls.append({k: data[k] for k in ("id", "name", "started", "ended")
+                                      if data.get(k) is not None})
+                    elif name == "channel":
+                        started = _instant(data.get("started"))
+                        ended = _instant(data.get("ended"))
+                        if started is not None and ended is not None:
+                            channel.append((started, ended))
+                    elif name == "error":
+                        raise AnswerFailed(f"the agent reported an error: "
+                                           f"{str(data.get('message'))[:500]}",
+                                           kept="".join(tokens))
+                    elif name == "final":
+                        events["model_text_finished"] = now()
+                        final = data
+        except AnswerFailed:
+            raise
+        except httpx.TransportError as exc:
+            raise AnswerFailed(f"{type(exc).__name__}: {exc}", retryable=not got_bytes,
+                               kept="".join(tokens)) from exc
+        except ValueError as exc:
+            raise AnswerFailed(f"malformed stream: {exc}", kept="".join(tokens)) from exc
+        if final is None:
+            raise AnswerFailed("the stream ended before the final answer",
+                               kept="".join(tokens))
+        answer = final.get("answer")
+        metadata: dict[str, Any] = {"responder": self.name}
+        if isinstance(answer, dict):
+            try:
+                response = Response.model_validate(answer).model_dump()
+            except Exception as exc:  # kept whole as text, the problem said
+                response = {"text": json.dumps(answer, ensure_ascii=False)}
+                metadata["parse_problem"] = (f"not the response format: "
+                                             f"{str(exc).splitlines()[0]}")
+        else:
+            response, problem = parse_answer(str(answer) if answer is not None
+                                             else "".join(tokens))
+            if problem is not None:
+                metadata["parse_problem"] = problem
+        if channel:
+            events["channel_overhead_started"] = min(a for a, _ in channel)
+            events["channel_overhead_ended"] = max(b for _, b in channel)
+            metadata["channel"] = len(channel)
+        usage = final.get("usage")
+        events["runner_finished"] = now()
+        return Answer(response=response, events=events, tool_calls=calls,
+                      usage=({"input_tokens": int(usage.get("input_tokens", 0)),
+                              "output_tokens": int(usage.get("output_tokens", 0))}
+                             if isinstance(usage, dict) else None),
+                      metadata=metadata)
+
+
+def _instant(value: object) -> datetime | None:
+    """A time-zone-aware instant from ISO text, or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def _receipt(reply: httpx.Response, raw: str) -> dict[str, Any]:
+    """The original receipt of a refusal or failure: status, the headers that matter, body."""
+    return {"status": reply.status_code, "body": raw[:10_000],
+            "headers": {k: v for k, v in reply.headers.items()
+                        if k.lower() in RECEIPT_HEADERS}}
+
+
+RECEIPT_HEADERS = ("retry-after", "x-request-id", "content-type", "date",
+                   "x-ratelimit-limit-requests", "x-ratelimit-remaining-requests",
+                   "x-ratelimit-reset-requests", "x-ratelimit-limit-tokens",
+                   "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens")
+"""The headers a receipt keeps (rate-limit state, retry hints, request id, date)."""
 
 
 class PythonCallable:
