@@ -64,7 +64,8 @@ COLUMNS: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
              "repeat": pl.Int64, "attempt_of": pl.String, "status": pl.String,
              "error": pl.String, "is_primary": pl.Boolean, "has_response": pl.Boolean,
              "tools_exposed": pl.Boolean, "clock": pl.String, "input_tokens": pl.Int64,
-             "output_tokens": pl.Int64, "line": pl.Int64},
+             "output_tokens": pl.Int64, "follow_up": pl.String, "resumed": pl.Boolean,
+             "line": pl.Int64},
     # one row per answer item; field is finding, limitation, recommendation or text
     "items": {"run_id": pl.String, "field": pl.String, "position": pl.Int64,
               "text": pl.String, "norm": pl.String},
@@ -90,6 +91,19 @@ COLUMNS: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
                "method": pl.String},
 }
 """The column contract of every frame, by frame name."""
+
+
+FOLLOW_UP_KINDS = ("protocol", "ad_hoc")
+
+
+def interaction_labels(interaction: object) -> tuple[str | None, bool]:
+    """A run's interaction labels from ``metadata.interaction`` (docs/methodology.md §4
+    "Fetching"): the follow-up kind (``protocol``: the task's one follow-up message;
+    ``ad_hoc``: any other follow-up) or None, and whether the run was resumed."""
+    if not isinstance(interaction, dict):
+        return None, False
+    kind = interaction.get("follow_up")
+    return (kind if kind in FOLLOW_UP_KINDS else None), interaction.get("resumed") is True
 
 
 def _frame(name: str, rows: dict[str, list[Any]]) -> pl.DataFrame:
@@ -242,6 +256,9 @@ def _flatten_runs(runs: Sequence[Run], line_list: Iterable[int | None],
                           and clock.get("source") else None)
         r["input_tokens"].append(None if run.usage is None else run.usage.input_tokens)
         r["output_tokens"].append(None if run.usage is None else run.usage.output_tokens)
+        follow_up, resumed = interaction_labels(run.metadata.get("interaction"))
+        r["follow_up"].append(follow_up)
+        r["resumed"].append(resumed)
         r["line"].append(line)
         if answered and run.response is not None:
             resp = run.response

@@ -252,6 +252,9 @@ class Task(_In):
     reference: str | int | float | None = Field(
         default=None, validation_alias=AliasChoices("reference", "reference_answer")
     )
+    follow_up: str | None = Field(default=None, min_length=1)
+    """The task's one follow-up protocol: the message sent, identically to every setup, when
+    an answer only asks the user for more information (docs/methodology.md §4 "Fetching")."""
     weights: dict[Dimension, float] | None = None
     gold_facts: list[GoldFact] = Field(default_factory=list)
     gold_insights: list[Claim] = Field(default_factory=list)
@@ -616,6 +619,9 @@ class Timing(_Out):
     missing_timestamps: int
     e2e_out_of_order: int
     out_of_order: list[OrderViolation]
+    interaction: dict[str, int] = Field(default_factory=dict)
+    """Delivered runs labelled ``protocol_follow_up``, ``ad_hoc_follow_up`` or ``resumed``
+    (each its own count; their E2E covers the whole interaction)."""
     clocks: dict[str, int] = Field(default_factory=dict)
     """E2E samples per clock they were read from (``unrecorded`` where a run names none)."""
     per_question_median_s: dict[str, float | None]

@@ -380,3 +380,56 @@ def _one_reply_server(status: int, body: str, content_type: str,
             srv.server_close()
 
     return serve()
+
+
+def test_the_follow_up_protocol_is_sent_once_and_identically(tmp_path: Path) -> None:
+    from grade_kit.fetch.run import follow_up_prompt
+    from tests.conftest import make_task
+
+    message = "Use the autumn term, September to November 2026."
+    task = make_task("t1", follow_up=message)
+    bare = make_task("t2")
+    prompts: list[tuple[str, str]] = []
+
+    def asks_first(setup: str) -> Any:
+        def answer(t: Task, prompt: str, repeat: int) -> dict[str, Any]:
+            prompts.append((setup, prompt))
+            if "FOLLOW-UP:" not in prompt:
+                return {"key_findings": [], "text": "Could you tell me which term you mean?"}
+            return {"key_findings": ["Cancellations spiked in October."], "text": "Done."}
+        return answer
+
+    for setup in ("s1", "s2"):
+        fetch([task, bare], PythonCallable(asks_first(setup)), tmp_path / f"{setup}.jsonl",
+              setup=setup, repeats=1, timeout_s=10, progress=False)
+    followed = [p for s, p in prompts if "FOLLOW-UP:" in p]
+    assert len(followed) == 2 and followed[0] == followed[1]  # the same for every setup
+    assert followed[0].endswith("FOLLOW-UP: " + message)
+    records = {json.loads(line)["task_id"]: json.loads(line)
+               for line in (tmp_path / "s1.jsonl").read_text().splitlines()}
+    run = records["t1"]
+    assert run["response"]["key_findings"] == ["Cancellations spiked in October."]
+    assert run["metadata"]["interaction"]["follow_up"] == "protocol"
+    assert run["metadata"]["interaction"]["first_answer"]["text"].startswith("Could you")
+    assert run["events"]["submitted"] < run["events"]["follow_up_sent"] <= run["events"][
+        "received"]
+    assert "interaction" not in records["t2"]["metadata"]  # no protocol: the answer stands
+    assert records["t2"]["response"]["text"] == "Could you tell me which term you mean?"
+    from grade_kit.fetch import Answer
+
+    assert follow_up_prompt(task, Answer(response={"text": "?"})).startswith(
+        build_prompt(task))
+    ev = gk.evaluate([task, bare], tmp_path / "s1.jsonl", grader="rules")
+    timing = ev.results.setups["s1"].timing
+    assert timing.interaction == {"protocol_follow_up": 1, "ad_hoc_follow_up": 0, "resumed": 0}
+    assert ev.results.setups["s1"].grades.needs_more_information == 1  # t2 only asked
+
+
+def test_ad_hoc_follow_ups_and_resumed_runs_are_counted_apart() -> None:
+    from tests.conftest import make_run, make_task
+
+    runs = [make_run("a", findings=["x"], metadata={"interaction": {"follow_up": "ad_hoc"}}),
+            make_run("b", repeat=2, findings=["x"], metadata={"interaction": {"resumed": True}}),
+            make_run("c", repeat=3, findings=["x"])]
+    timing = gk.evaluate([make_task()], runs).results.setups["A"].timing
+    assert timing.interaction == {"protocol_follow_up": 0, "ad_hoc_follow_up": 1, "resumed": 1}

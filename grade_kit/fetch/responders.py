@@ -373,6 +373,8 @@ class HTTPAgent:
       end) and excluded from E2E only by the explicit option;
     - ``final`` ``{"answer": <response object or text>, "usage": {...}}``: model text
       finished; the answer;
+    - ``interaction`` ``{"kind": "ad_hoc_follow_up" | "resumed"}``: labels the run
+      (``metadata.interaction``) when the agent followed up ad hoc or resumed a session;
     - ``error`` ``{"message"}``: a failed attempt, with what arrived kept.
 
     A stream that ends without ``final``, or a malformed event, is a failed attempt with the
@@ -414,6 +416,7 @@ class HTTPAgent:
         calls: list[dict[str, Any]] = []
         channel: list[tuple[datetime, datetime]] = []
         final: dict[str, Any] | None = None
+        labels: dict[str, Any] = {}
         got_bytes = False
         try:
             async with self._client_for_loop().stream("POST", self.url, headers=headers,
@@ -447,6 +450,12 @@ class HTTPAgent:
                         ended = _instant(data.get("ended"))
                         if started is not None and ended is not None:
                             channel.append((started, ended))
+                    elif name == "interaction":
+                        kind = data.get("kind")
+                        if kind == "ad_hoc_follow_up":
+                            labels["follow_up"] = "ad_hoc"
+                        elif kind == "resumed":
+                            labels["resumed"] = True
                     elif name == "error":
                         raise AnswerFailed(f"the agent reported an error: "
                                            f"{str(data.get('message'))[:500]}",
@@ -478,6 +487,8 @@ class HTTPAgent:
                                              else "".join(tokens))
             if problem is not None:
                 metadata["parse_problem"] = problem
+        if labels:
+            metadata["interaction"] = labels
         if channel:
             events["channel_overhead_started"] = min(a for a, _ in channel)
             events["channel_overhead_ended"] = max(b for _, b in channel)

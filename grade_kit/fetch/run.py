@@ -12,12 +12,17 @@ the run store, timed as the standard says (docs/methodology.md §4 "Timing").
   primary. A transport error before any answer byte is retried with backoff, each retry its
   own linked attempt.
 - Concurrency is bounded (default 8) and requests are spaced by an optional rate limit.
+- A task's follow-up protocol (``follow_up``) is applied identically to every setup: when an
+  answer only asks for more information, the message is sent once (event
+  ``follow_up_sent``), the second answer is the run's, and the run is labelled
+  (``metadata.interaction.follow_up: protocol``, the first answer kept).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import socket
 import time
 from collections.abc import Sequence
@@ -28,6 +33,7 @@ from typing import Any
 
 from grade_kit.fetch.responders import (
     RESPONSE_FORMAT_INSTRUCTION,
+    Answer,
     AnswerFailed,
     OpenAIChat,
     Responder,
@@ -36,6 +42,7 @@ from grade_kit.fetch.responders import (
     run_sync,
 )
 from grade_kit.fetch.store import RunStore, Slot
+from grade_kit.judges.grader import only_asks
 from grade_kit.schema import Task
 
 __all__ = ["DEFAULT_CONCURRENCY", "DEFAULT_TIMEOUT_S", "FetchReport", "fetch", "fetch_async",
@@ -105,6 +112,39 @@ def _record(setup: str, task: Task, repeat: int, run_id: str, attempt_of: str | 
             "metadata": {"clock": CLOCK}}
 
 
+def follow_up_prompt(task: Task, first: Answer) -> str:
+    """The prompt of the follow-up turn: the task's prompt (with the shared instruction), the
+    setup's first answer, and the task's follow-up message; the same for every setup."""
+    previous = json.dumps(first.response, ensure_ascii=False, sort_keys=True)
+    return (f"{build_prompt(task)}\n\nYOUR PREVIOUS ANSWER: {previous}\n\n"
+            f"FOLLOW-UP: {task.follow_up}")
+
+
+async def _interaction(responder: Responder, task: Task, repeat: int) -> Answer:
+    """The responder's answer, with the task's follow-up protocol applied: when the answer
+    only asks for more information (:func:`~grade_kit.judges.grader.only_asks`) and the task
+    defines ``follow_up``, that message is sent once and the second answer is the run's; the
+    first is kept in ``metadata.interaction``."""
+    first = await responder(task, build_prompt(task), repeat)
+    if task.follow_up is None or not only_asks(first.response):
+        return first
+    sent = now()
+    second = await responder(task, follow_up_prompt(task, first), repeat)
+    events = {**second.events, **{k: v for k, v in first.events.items()
+                                  if k in ("first_progress", "first_token")},
+              "follow_up_sent": sent}
+    calls = ([*(first.tool_calls or []), *(second.tool_calls or [])]
+             if first.tool_calls is not None or second.tool_calls is not None else None)
+    usage = None
+    if first.usage is not None or second.usage is not None:
+        usage = {k: (first.usage or {}).get(k, 0) + (second.usage or {}).get(k, 0)
+                 for k in ("input_tokens", "output_tokens")}
+    interaction = {"follow_up": "protocol", "message": task.follow_up,
+                   "first_answer": first.response}
+    return Answer(response=second.response, events=events, tool_calls=calls, usage=usage,
+                  metadata={**second.metadata, "interaction": interaction})
+
+
 async def _attempt(responder: Responder, task: Task, repeat: int, setup: str, run_id: str,
                    attempt_of: str | None, timeout_s: float,
                    limit: _RateLimit) -> tuple[dict[str, Any], bool]:
@@ -113,7 +153,7 @@ async def _attempt(responder: Responder, task: Task, repeat: int, setup: str, ru
     submitted = now()
     record = _record(setup, task, repeat, run_id, attempt_of, submitted)
     try:
-        answer = await asyncio.wait_for(responder(task, build_prompt(task), repeat),
+        answer = await asyncio.wait_for(_interaction(responder, task, repeat),
                                         timeout=timeout_s)
     except TimeoutError:
         record.update(status="timeout", error=f"no answer within {timeout_s:g} s",

@@ -27,7 +27,8 @@ A run with a recorded grade record keeps it (a person's grade is never replaced)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import polars as pl
 
@@ -36,7 +37,7 @@ from grade_kit.schema import Grade, Run, Task
 from grade_kit.text import normalize, padded
 
 __all__ = ["ASKING_PHRASES", "RULE_GRADER", "RuleGrader", "asks_for_more_information",
-           "rule_grades"]
+           "only_asks", "rule_grades"]
 
 RULE_GRADER = "rules-grader@1"
 
@@ -49,6 +50,17 @@ ASKING_PHRASES: tuple[str, ...] = (
 """Phrases that ask the user for more information (rule 5), matched as token runs."""
 
 _ASKING = [padded(normalize(p)) for p in ASKING_PHRASES]
+
+
+def only_asks(response: Mapping[str, Any]) -> bool:
+    """Whether an answer (a response mapping) only asks the user for more information: no
+    non-empty key finding, and its text or a finding contains an asking phrase (rule 5).
+    The fetch layer sends a task's follow-up protocol message then."""
+    findings = [str(f) for f in response.get("key_findings") or []]
+    if any(normalize(f) for f in findings):
+        return False
+    texts = [*findings, str(response.get("text") or "")]
+    return any(p in padded(normalize(t)) for t in texts for p in _ASKING)
 
 
 def asks_for_more_information(norms: pl.Expr) -> pl.Expr:

@@ -182,6 +182,8 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
     - ``events``: every other event (first_progress, first_token, ...) as its own metric,
       event - submitted, with its own n; never substituted for E2E.
     - ``platform_e2e_s``: platform_sent - platform_created, labelled a proxy.
+    - ``interaction``: delivered runs labelled with a protocol follow-up, an ad hoc follow-up
+      or as resumed (their E2E covers the whole interaction).
     - ``channel_overhead_s``: agent-reported channel overhead (:data:`CHANNEL`), its own
       metric; subtracted from E2E only with ``exclude_channel_overhead`` (``e2e_definition``
       says which E2E this is).
@@ -222,6 +224,10 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
                   .with_columns(pl.col("clock").fill_null("unrecorded"))
                   .group_by("clock").len().sort("clock").iter_rows())
     out_of_order = pl.concat(violations).sort("run_id", "first", "then")
+    interaction = {
+        "protocol_follow_up": delivered.filter(pl.col("follow_up") == "protocol").height,
+        "ad_hoc_follow_up": delivered.filter(pl.col("follow_up") == "ad_hoc").height,
+        "resumed": delivered.filter(pl.col("resumed")).height}
     return Timing(
         e2e_s=summarize(e2e.get_column("seconds").to_list()),
         e2e_definition=E2E_WITHOUT_CHANNEL if exclude_channel_overhead else E2E_DEFINITION,
@@ -230,6 +236,7 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
         missing_timestamps=delivered.height - e2e_all.height,
         e2e_out_of_order=e2e_all.height - e2e.height,
         clocks={str(k): int(v) for k, v in clocks.items()},
+        interaction=interaction,
         out_of_order=[OrderViolation(**row) for row in out_of_order.iter_rows(named=True)],
         per_question_median_s=per_question,
         events=event_metrics,
