@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
@@ -63,7 +64,8 @@ COLUMNS: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
     "runs": {"run_id": pl.String, "setup": pl.String, "task_id": pl.String,
              "repeat": pl.Int64, "attempt_of": pl.String, "status": pl.String,
              "error": pl.String, "is_primary": pl.Boolean, "has_response": pl.Boolean,
-             "tools_exposed": pl.Boolean, "clock": pl.String, "input_tokens": pl.Int64,
+             "tools_exposed": pl.Boolean, "clock": pl.String,
+             "endpoint_offset_s": pl.Float64, "input_tokens": pl.Int64,
              "output_tokens": pl.Int64, "follow_up": pl.String, "resumed": pl.Boolean,
              "line": pl.Int64},
     # one row per answer item; field is finding, limitation, recommendation or text
@@ -254,6 +256,10 @@ def _flatten_runs(runs: Sequence[Run], line_list: Iterable[int | None],
         clock = run.metadata.get("clock")
         r["clock"].append(str(clock.get("source")) if isinstance(clock, dict)
                           and clock.get("source") else None)
+        offset = clock.get("endpoint_offset_s") if isinstance(clock, dict) else None
+        r["endpoint_offset_s"].append(float(offset) if isinstance(offset, int | float)
+                                      and not isinstance(offset, bool)
+                                      and math.isfinite(offset) else None)
         r["input_tokens"].append(None if run.usage is None else run.usage.input_tokens)
         r["output_tokens"].append(None if run.usage is None else run.usage.output_tokens)
         follow_up, resumed = interaction_labels(run.metadata.get("interaction"))

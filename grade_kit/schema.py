@@ -624,6 +624,10 @@ class Timing(_Out):
     (each its own count; their E2E covers the whole interaction)."""
     clocks: dict[str, int] = Field(default_factory=dict)
     """E2E samples per clock they were read from (``unrecorded`` where a run names none)."""
+    clock_offsets_s: dict[str, float | None] = Field(default_factory=dict)
+    """Per clock: the median offset of the endpoint's clock against it (the replies' ``Date``
+    headers, good to about 1 s), None where unmeasured. Two clocks' skew is the difference of
+    their offsets against a shared endpoint."""
     per_question_median_s: dict[str, float | None]
     events: dict[str, Summary]
     platform_e2e_s: LabelledSummary | None

@@ -433,3 +433,32 @@ def test_ad_hoc_follow_ups_and_resumed_runs_are_counted_apart() -> None:
             make_run("c", repeat=3, findings=["x"])]
     timing = gk.evaluate([make_task()], runs).results.setups["A"].timing
     assert timing.interaction == {"protocol_follow_up": 0, "ad_hoc_follow_up": 1, "resumed": 1}
+
+
+def test_each_fetch_records_its_clock_and_the_endpoints_offset(server: DemoServer,
+                                                               tmp_path: Path) -> None:
+    store = tmp_path / "runs.jsonl"
+    fetch(TASKS[:2], OpenAIChat(server.url, "careful"), store, setup="careful", repeats=1,
+          timeout_s=server.timeout_s, progress=False)
+    records = [json.loads(line) for line in store.read_text().splitlines()]
+    for record in records:
+        clock = record["metadata"]["clock"]
+        assert clock["precision"] == "1 us" and clock["source"].startswith("grade_kit fetch")
+        assert -2.0 <= clock["endpoint_offset_s"] <= 1.0  # same machine: within a second
+    # the same runs as if read on a second system whose clock runs 30 s ahead
+    other = [dict(r, run_id=r["run_id"] + "-b", setup="careful", metadata={
+        **r["metadata"], "clock": {"source": "other host", "precision": "1 ms",
+                                   "endpoint_offset_s": r["metadata"]["clock"][
+                                       "endpoint_offset_s"] - 30.0}}) for r in records]
+    for r in other:
+        r["repeat"] = 2
+    (tmp_path / "other.jsonl").write_text("".join(json.dumps(r) + "\n" for r in other))
+    ev = gk.evaluate(FIX / "tasks", [store, tmp_path / "other.jsonl"], packs=FIX / "packs")
+    timing = ev.results.setups["careful"].timing
+    assert set(timing.clocks) == {records[0]["metadata"]["clock"]["source"], "other host"}
+    offsets = timing.clock_offsets_s
+    assert offsets["other host"] is not None
+    mine = offsets[records[0]["metadata"]["clock"]["source"]]
+    assert mine is not None and abs((mine - offsets["other host"]) - 30.0) < 1e-6
+    card = (ev.write(tmp_path / "out")["scorecard"]).read_text()
+    assert "Endpoint clock offset against each clock" in card and "other host: " in card

@@ -252,6 +252,7 @@ class OpenAIChat:
         usage = {"input_tokens": 0, "output_tokens": 0}
         usage_seen = False
         text = ""
+        offset = None
         for _ in range(self.max_rounds):
             body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": True,
                                     "seed": repeat, "temperature": 0,
@@ -260,6 +261,7 @@ class OpenAIChat:
             if tools is not None:
                 body["tools"] = [SQL_TOOL]
             turn = await self._stream(client, body, events)
+            offset = turn["offset"] if offset is None else offset
             if turn["usage"]:
                 usage_seen = True
                 usage["input_tokens"] += int(turn["usage"].get("prompt_tokens", 0))
@@ -283,6 +285,8 @@ class OpenAIChat:
         metadata: dict[str, Any] = {"responder": self.name}
         if problem is not None:
             metadata["parse_problem"] = problem
+        if offset is not None:
+            metadata["endpoint_offset_s"] = offset
         events["runner_finished"] = now()
         return Answer(response=response, events=events,
                       tool_calls=calls if tools is not None else None,
@@ -294,9 +298,11 @@ class OpenAIChat:
         tool_calls: dict[int, dict[str, Any]] = {}
         usage: dict[str, Any] | None = None
         got_bytes = False
+        offset = None
         try:
             async with client.stream("POST", f"{self.base_url}/chat/completions",
                                      headers=self._headers(), json=body) as reply:
+                offset = endpoint_offset(reply)
                 if reply.status_code >= 400:
                     raw = (await reply.aread()).decode("utf-8", "replace")
                     raise AnswerFailed(
@@ -334,7 +340,7 @@ class OpenAIChat:
             raise AnswerFailed(f"malformed stream: {exc}", kept="".join(content)) from exc
         return {"content": "".join(content), "tool_calls": [tool_calls[i] for i in
                                                             sorted(tool_calls)],
-                "usage": usage}
+                "usage": usage, "offset": offset}
 
 
 def _agent_events(lines: list[str]) -> tuple[str, dict[str, Any]] | None:
@@ -417,10 +423,12 @@ class HTTPAgent:
         channel: list[tuple[datetime, datetime]] = []
         final: dict[str, Any] | None = None
         labels: dict[str, Any] = {}
+        offset: float | None = None
         got_bytes = False
         try:
             async with self._client_for_loop().stream("POST", self.url, headers=headers,
                                                       json=body) as reply:
+                offset = endpoint_offset(reply)
                 if reply.status_code >= 400:
                     raw = (await reply.aread()).decode("utf-8", "replace")
                     raise AnswerFailed(f"HTTP {reply.status_code} from the agent",
@@ -489,6 +497,8 @@ class HTTPAgent:
                 metadata["parse_problem"] = problem
         if labels:
             metadata["interaction"] = labels
+        if offset is not None:
+            metadata["endpoint_offset_s"] = offset
         if channel:
             events["channel_overhead_started"] = min(a for a, _ in channel)
             events["channel_overhead_ended"] = max(b for _, b in channel)
@@ -500,6 +510,23 @@ class HTTPAgent:
                               "output_tokens": int(usage.get("output_tokens", 0))}
                              if isinstance(usage, dict) else None),
                       metadata=metadata)
+
+
+def endpoint_offset(reply: httpx.Response) -> float | None:
+    """The endpoint's clock minus ours, in seconds, from the reply's ``Date`` header (whole
+    seconds, so the estimate is good to about 1 s); None without a readable header."""
+    from email.utils import parsedate_to_datetime
+
+    header = reply.headers.get("date")
+    if not header:
+        return None
+    try:
+        theirs = parsedate_to_datetime(header)
+    except (TypeError, ValueError):
+        return None
+    if theirs.tzinfo is None:
+        return None
+    return (theirs - now()).total_seconds()
 
 
 def _instant(value: object) -> datetime | None:

@@ -182,7 +182,11 @@ async def _attempt(responder: Responder, task: Task, repeat: int, setup: str, ru
                   tool_calls=answer.tool_calls)
     if answer.usage is not None:
         record["usage"] = answer.usage
-    record["metadata"].update(answer.metadata)
+    metadata = dict(answer.metadata)
+    offset = metadata.pop("endpoint_offset_s", None)
+    if isinstance(offset, float):
+        record["metadata"]["clock"] = {**CLOCK, "endpoint_offset_s": offset}
+    record["metadata"].update(metadata)
     return record, False
 
 

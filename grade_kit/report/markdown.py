@@ -130,8 +130,17 @@ def _timing_sections(results: Results) -> list[str]:
         lines += ["", "Clocks the E2E samples were read from: " + "; ".join(
             f"{md_cell(c)} ({sum(s.timing.clocks.get(c, 0) for s in results.setups.values())}"
             " samples)" for c in sources) + "."
-                  + (" Samples come from more than one clock: their skew is unknown, so "
-                     "compare E2E across them with care." if len(sources) > 1 else "")]
+                  + (" Samples come from more than one clock; compare E2E across them with "
+                     "care." if len(sources) > 1 else "")]
+        offsets = {c: o for s in results.setups.values()
+                   for c, o in s.timing.clock_offsets_s.items() if o is not None}
+        if len(sources) > 1:
+            lines += ["", "Endpoint clock offset against each clock (the replies' Date "
+                      "headers, good to about 1 s; two clocks' skew is the difference of "
+                      "their offsets against a shared endpoint): " + "; ".join(
+                          f"{md_cell(c)}: " + (f"{offsets[c]:+.1f} s" if c in offsets
+                                               else "unmeasured, skew unknown")
+                          for c in sources) + "."]
     disorder = [(name, v) for name, s in results.setups.items() for v in s.timing.out_of_order]
     if disorder:
         lines += ["", f"{len(disorder)} event pair(s) in an impossible order, left out of "

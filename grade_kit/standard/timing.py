@@ -220,9 +220,13 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
                            waiting_s=summarize(offsets(stopped, START, STOPPED)))
 
     timeouts, failures = waiting(["timeout"]), waiting(["failed", "cancelled"])
-    clocks = dict(e2e.join(mine.select("run_id", "clock"), on="run_id")
-                  .with_columns(pl.col("clock").fill_null("unrecorded"))
-                  .group_by("clock").len().sort("clock").iter_rows())
+    by_clock = (e2e.join(mine.select("run_id", "clock", "endpoint_offset_s"), on="run_id")
+                .with_columns(pl.col("clock").fill_null("unrecorded"))
+                .group_by("clock").agg(pl.len(), pl.col("endpoint_offset_s").drop_nulls())
+                .sort("clock"))
+    clocks = {c: n for c, n, _ in by_clock.iter_rows()}
+    clock_offsets = {str(c): summarize(list(offsets)).p50 for c, _, offsets
+                     in by_clock.iter_rows()}
     out_of_order = pl.concat(violations).sort("run_id", "first", "then")
     interaction = {
         "protocol_follow_up": delivered.filter(pl.col("follow_up") == "protocol").height,
@@ -236,6 +240,7 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
         missing_timestamps=delivered.height - e2e_all.height,
         e2e_out_of_order=e2e_all.height - e2e.height,
         clocks={str(k): int(v) for k, v in clocks.items()},
+        clock_offsets_s=clock_offsets,
         interaction=interaction,
         out_of_order=[OrderViolation(**row) for row in out_of_order.iter_rows(named=True)],
         per_question_median_s=per_question,
