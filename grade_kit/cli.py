@@ -296,7 +296,8 @@ def _demo_server(args: argparse.Namespace) -> int:
         raise InputError(f"{root}: no fixtures (run `grade-kit fixtures` or pass --fixtures)")
     tasks = load_tasks(root / "tasks", root / "packs").records
     server = DemoServer(tasks, root / "packs", port=args.port,
-                        latency_scale=args.latency_scale, fixed_latency_s=args.fixed_latency)
+                        latency_scale=args.latency_scale, fixed_latency_s=args.fixed_latency,
+                        faults=args.faults)
     print(f"demo-server: {server.url} (models: careful, hasty, erratic; agree on a timeout of "
           f"{server.timeout_s:g} s); Ctrl-C stops it", flush=True)
     with contextlib.suppress(KeyboardInterrupt):
@@ -545,6 +546,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="multiply the recorded latencies (default 1: real figures)")
     server.add_argument("--fixed-latency", type=float, default=None,
                         help="every answer takes this many seconds (benchmarks)")
+    server.add_argument("--no-faults", dest="faults", action="store_false",
+                        help="answer every slot: no recorded timeouts or failures (the "
+                             "throughput benchmark)")
     server.add_argument("--fixtures", type=Path, default=None,
                         help="fixtures folder (default ./fixtures)")
     server.set_defaults(func=_demo_server)

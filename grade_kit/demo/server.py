@@ -30,7 +30,7 @@ from typing import Any
 
 from grade_kit.demo.judge_model import DEMO_REPEATS, DemoJudgeModel
 from grade_kit.demo.record import START, TIMEOUT_S, simulate_run
-from grade_kit.demo.setups import SETUPS
+from grade_kit.demo.setups import SETUPS, answer_task
 from grade_kit.fetch.responders import RESPONSE_FORMAT_INSTRUCTION
 from grade_kit.schema import Task
 
@@ -118,16 +118,21 @@ class DemoServer:
         port: 0 picks a free port; see :attr:`url`.
         latency_scale: Multiplies every recorded latency; default 1.0 (the real figures).
         fixed_latency_s: When set, every answer takes this long (benchmarks).
+        faults: Serve the recorded timeouts and failures; default True. False answers every
+            slot (a faulted slot gets the answer its setup would have given), for the
+            throughput benchmark, which measures the client, not fault handling.
     """
 
     def __init__(self, tasks: list[Task], packs: Path | str, *, port: int = 0,
-                 latency_scale: float = 1.0, fixed_latency_s: float | None = None) -> None:
+                 latency_scale: float = 1.0, fixed_latency_s: float | None = None,
+                 faults: bool = True) -> None:
         self.tasks = {t.prompt.strip(): t for t in tasks if t.kind == "grade"}
         if len(self.tasks) != sum(1 for t in tasks if t.kind == "grade"):
             raise ValueError("two tasks share a prompt: the server could not tell them apart")
         self.packs = Path(packs)
         self.latency_scale = latency_scale
         self.fixed_latency_s = fixed_latency_s
+        self.faults = faults
         self._records: dict[tuple[str, str, int], dict[str, Any]] = {}
         self._lock = threading.Lock()
         self.judge_model = DemoJudgeModel(self.tasks, self._recorded_answers)
@@ -173,11 +178,21 @@ class DemoServer:
         return None
 
     def _record(self, task: Task, setup: str, repeat: int) -> dict[str, Any]:
-        """The recorded run of this slot (computed once: the answer is deterministic)."""
+        """The recorded run of this slot (computed once: the answer is deterministic); with
+        faults off, a faulted slot is answered as its setup answers (status delivered)."""
         key = (setup, task.task_id, repeat)
         with self._lock:
             if key not in self._records:
-                self._records[key] = simulate_run(task, self.packs, setup, repeat, START)
+                record = simulate_run(task, self.packs, setup, repeat, START)
+                if not self.faults and record["status"] != "delivered":
+                    response = answer_task(task, self.packs, setup, repeat)
+                    response.pop("_modes", None)
+                    record = {**record, "status": "delivered", "error": None,
+                              "response": response, "tool_calls": [],
+                              "events": {"submitted": record["events"]["submitted"],
+                                         "first_token": record["events"]["submitted"],
+                                         "received": record["events"]["submitted"]}}
+                self._records[key] = record
             return self._records[key]
 
     def _recorded_answers(self) -> list[dict[str, Any]]:
@@ -407,7 +422,7 @@ def demo_server(tasks: list[Task], packs: Path | str, **options: Any) -> Iterato
 
 @contextmanager
 def demo_server_process(fixtures: Path | str, *, latency_scale: float = 1.0,
-                        fixed_latency_s: float | None = None,
+                        fixed_latency_s: float | None = None, faults: bool = True,
                         startup_s: float = 30.0) -> Iterator[str]:
     """``grade-kit demo-server`` in its own process (so it never shares an interpreter with
     the client), on a free port; yields its base URL and stops it on exit."""
@@ -423,6 +438,8 @@ def demo_server_process(fixtures: Path | str, *, latency_scale: float = 1.0,
             "--latency-scale", str(latency_scale), "--fixtures", str(fixtures)]
     if fixed_latency_s is not None:
         args += ["--fixed-latency", str(fixed_latency_s)]
+    if not faults:
+        args.append("--no-faults")
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}/v1"
     try:

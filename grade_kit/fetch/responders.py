@@ -17,11 +17,14 @@ model text finished, runner finished); the fetch layer adds submitted, received 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import os
+import ssl
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -126,6 +129,32 @@ def request_headers(api_key_env: str | None) -> dict[str, str]:
     return headers
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One verifying TLS context for every client (loading the CA store costs ~30 ms)."""
+    return ssl.create_default_context()
+
+
+@asynccontextmanager
+async def _checked_out(idle: dict[int, list[httpx.AsyncClient]]
+                       ) -> AsyncIterator[httpx.AsyncClient]:
+    """A keep-alive client of this event loop's free list, returned to it afterwards.
+
+    One client (one connection) per attempt in flight: httpx's pool looks through every
+    connection it holds for each request, so one shared pool costs O(concurrency) per
+    request, while a free list of single-connection clients costs O(1).
+    """
+    free = idle.setdefault(id(asyncio.get_running_loop()), [])
+    client = free.pop() if free else None
+    if client is None or client.is_closed:
+        client = httpx.AsyncClient(timeout=None, verify=_tls_context(), limits=httpx.Limits(
+            max_connections=4, max_keepalive_connections=1))
+    try:
+        yield client
+    finally:
+        free.append(client)
+
+
 def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run the coroutine ``make()`` from synchronous code, also inside a running event loop
     (Jupyter's): it then runs on its own loop in a worker thread."""
@@ -211,7 +240,7 @@ class OpenAIChat:
         self.packs = None if packs is None else Path(packs)
         self.max_rounds = max_rounds
         self._client = client
-        self._clients: dict[int, httpx.AsyncClient] = {}
+        self._idle: dict[int, list[httpx.AsyncClient]] = {}
         self._tools: dict[str, PackTools] = {}
 
     def _headers(self) -> dict[str, str]:
@@ -229,19 +258,10 @@ class OpenAIChat:
         return self._tools.setdefault(task.pack, PackTools(folder))
 
     async def __call__(self, task: Task, prompt: str, repeat: int) -> Answer:
-        return await self._converse(self._client_for_loop(), task, prompt, repeat)
-
-    def _client_for_loop(self) -> httpx.AsyncClient:
-        """One pooled client per event loop (connections are reused across attempts)."""
         if self._client is not None:
-            return self._client
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(id(loop))
-        if client is None or client.is_closed:
-            client = self._clients[id(loop)] = httpx.AsyncClient(
-                timeout=None, limits=httpx.Limits(max_connections=None,
-                                                  max_keepalive_connections=64))
-        return client
+            return await self._converse(self._client, task, prompt, repeat)
+        async with _checked_out(self._idle) as client:
+            return await self._converse(client, task, prompt, repeat)
 
     async def _converse(self, client: httpx.AsyncClient, task: Task, prompt: str,
                         repeat: int) -> Answer:
@@ -398,20 +418,16 @@ class HTTPAgent:
         self.name = f"http-agent:{url}"
         self.api_key_env = api_key_env
         self._client = client
-        self._clients: dict[int, httpx.AsyncClient] = {}
-
-    def _client_for_loop(self) -> httpx.AsyncClient:
-        if self._client is not None:
-            return self._client
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(id(loop))
-        if client is None or client.is_closed:
-            client = self._clients[id(loop)] = httpx.AsyncClient(
-                timeout=None, limits=httpx.Limits(max_connections=None,
-                                                  max_keepalive_connections=64))
-        return client
+        self._idle: dict[int, list[httpx.AsyncClient]] = {}
 
     async def __call__(self, task: Task, prompt: str, repeat: int) -> Answer:
+        if self._client is not None:
+            return await self._ask(self._client, task, prompt, repeat)
+        async with _checked_out(self._idle) as client:
+            return await self._ask(client, task, prompt, repeat)
+
+    async def _ask(self, client: httpx.AsyncClient, task: Task, prompt: str,
+                   repeat: int) -> Answer:
         try:
             headers = request_headers(self.api_key_env)
         except MissingKeyError as exc:
@@ -426,8 +442,8 @@ class HTTPAgent:
         offset: float | None = None
         got_bytes = False
         try:
-            async with self._client_for_loop().stream("POST", self.url, headers=headers,
-                                                      json=body) as reply:
+            async with client.stream("POST", self.url, headers=headers,
+                                     json=body) as reply:
                 offset = endpoint_offset(reply)
                 if reply.status_code >= 400:
                     raw = (await reply.aread()).decode("utf-8", "replace")

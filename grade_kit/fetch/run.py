@@ -21,6 +21,7 @@ the run store, timed as the standard says (docs/methodology.md §4 "Timing").
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import socket
@@ -234,7 +235,7 @@ async def fetch_async(tasks: Sequence[Task], responder: Responder, store: Path |
                 report.skipped += 1
     limit = _RateLimit(rate_per_second)
     semaphore = asyncio.Semaphore(max(1, concurrency))
-    write_lock = asyncio.Lock()
+    committer = _GroupCommit(run_store)
     bar = _progress_bar(len(todo), setup) if progress else None
     running = [0]
 
@@ -244,8 +245,7 @@ async def fetch_async(tasks: Sequence[Task], responder: Responder, store: Path |
             for attempt in range(retries + 1):
                 record, retryable = await _attempt(responder, task, repeat, setup, run_id,
                                                    attempt_of, timeout_s, limit)
-                async with write_lock:
-                    await asyncio.to_thread(run_store.append, record)
+                await committer.commit(record)  # durable (fsynced) before going on
                 if not (retryable and attempt < retries):
                     break
                 report.retries += 1
@@ -267,9 +267,57 @@ async def fetch_async(tasks: Sequence[Task], responder: Responder, store: Path |
     try:
         await asyncio.gather(*(one(*item) for item in todo))
     finally:
+        await committer.close()
         if bar is not None:
             bar.close()
     return report
+
+
+class _GroupCommit:
+    """Durable appends without one fsync in the way of every attempt: records that arrive
+    while a write is under way are written together, with one fsync, by a single writer;
+    :meth:`commit` returns once its record is on disk (so a slot is never counted before its
+    line is durable)."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+        self.pending: list[tuple[dict[str, Any], asyncio.Future[None]]] = []
+        self.wake = asyncio.Event()
+        self.writer: asyncio.Task[None] | None = None
+
+    async def _write(self) -> None:
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            batch, self.pending = self.pending, []
+            if not batch:
+                continue
+            try:
+                await asyncio.to_thread(self.store.append_many, [r for r, _ in batch])
+            except BaseException as exc:
+                for _, done in batch:
+                    if not done.done():
+                        done.set_exception(exc)
+                raise
+            for _, done in batch:
+                if not done.done():
+                    done.set_result(None)
+
+    async def commit(self, record: dict[str, Any]) -> None:
+        if self.writer is None:
+            self.writer = asyncio.ensure_future(self._write())
+        if self.writer.done():
+            self.writer.result()  # the writer failed: raise its error here
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.pending.append((record, done))
+        self.wake.set()
+        await done
+
+    async def close(self) -> None:
+        if self.writer is not None and not self.writer.done():
+            self.writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.writer
 
 
 def _fresh_id(base: str, taken: set[str], primary: bool = False) -> str:

@@ -72,12 +72,21 @@ class RunStore:
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one record as one line, then flush and fsync (durable before returning)."""
-        line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+        self.append_many([record])
+
+    def append_many(self, records: list[dict[str, Any]]) -> None:
+        """Write each record as one line, then flush and fsync once (a group commit: every
+        record is durable before returning; a kill mid-write can tear only the last line,
+        which the next open sets aside)."""
+        if not records:
+            return
+        lines = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n"
+                        for r in records)
         with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(line)
+            handle.write(lines)
             handle.flush()
             os.fsync(handle.fileno())
-        self.records.append(record)
+        self.records.extend(records)
 
     def by_slot(self) -> dict[Slot, list[dict[str, Any]]]:
         """Every slot's attempts, in file order."""
