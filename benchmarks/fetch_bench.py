@@ -34,7 +34,8 @@ FIX = ROOT / "fixtures"
 def throughput(requests: int, concurrency: int, latency: float) -> None:
     tasks = load_tasks(FIX / "tasks", FIX / "packs").records
     repeats = max(1, -(-requests // len(tasks)))
-    with demo_server_process(FIX, fixed_latency_s=latency, faults=False) as url, \
+    with demo_server_process(FIX, fixed_latency_s=latency, faults=False,
+                             warm_repeats=repeats, startup_s=120) as url, \
             tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "runs.jsonl"
         started = time.perf_counter()

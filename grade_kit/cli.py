@@ -297,8 +297,9 @@ def _demo_server(args: argparse.Namespace) -> int:
     tasks = load_tasks(root / "tasks", root / "packs").records
     server = DemoServer(tasks, root / "packs", port=args.port,
                         latency_scale=args.latency_scale, fixed_latency_s=args.fixed_latency,
-                        faults=args.faults)
-    print(f"demo-server: {server.url} (models: careful, hasty, erratic; agree on a timeout of "
+                        faults=args.faults, warm_repeats=args.warm_repeats).start()
+    print(f"demo-server: {server.url} (models: careful, hasty, erratic, judge; agents at "
+          f"{server.url.removesuffix('/v1')}/agent/<setup>; agree on a timeout of "
           f"{server.timeout_s:g} s); Ctrl-C stops it", flush=True)
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
@@ -549,6 +550,8 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_argument("--no-faults", dest="faults", action="store_false",
                         help="answer every slot: no recorded timeouts or failures (the "
                              "throughput benchmark)")
+    server.add_argument("--warm-repeats", type=_bounded(0, 10_000), default=0,
+                        help="compute repeats 1..N of every answer before serving (default 0)")
     server.add_argument("--fixtures", type=Path, default=None,
                         help="fixtures folder (default ./fixtures)")
     server.set_defaults(func=_demo_server)

@@ -10,23 +10,33 @@ demo-server``).
   for one SQL call per recorded tool call, then answers once the results come back.
 - Faults as recorded: a timed-out run stalls past the client's timeout and then drops the
   connection; a failed one returns HTTP 502 or drops the connection before any byte.
-- Latencies are the recorded ones times ``latency_scale`` (the demo uses 0.01), or one fixed
-  latency for benchmarks.
+- ``POST /agent/<setup>`` is a generic HTTP agent: the same answers as server-sent events
+  (progress, tool calls, tokens, a channel event, final).
+- The ``judge`` model answers grade_kit's judge, grader, pairwise and claim prompts
+  (:mod:`grade_kit.demo.judge_model`).
+- Latencies are the recorded ones times ``latency_scale`` (the demo uses 0.02), or one fixed
+  latency for benchmarks (``faults=False`` then answers every slot).
+
+It is an aiohttp.web application on its own event loop (in a background thread, or the
+``grade-kit demo-server`` process): thousands of concurrent streams cost no threads.
 """
 
 from __future__ import annotations
 
+import asyncio
+import asyncio.base_events
 import json
 import random
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from aiohttp import web
 
 from grade_kit.demo.judge_model import DEMO_REPEATS, DemoJudgeModel
 from grade_kit.demo.record import START, TIMEOUT_S, simulate_run
@@ -57,56 +67,12 @@ SQL_BY_TABLE = ("SELECT COUNT(*) AS n FROM sessions", "SELECT * FROM tutors LIMI
                 "SELECT status, COUNT(*) AS n FROM sessions GROUP BY status")
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"  # keep-alive: a pooled client reuses its connections
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return  # quiet: the fetch records what matters
-
-    def _json(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _drop(self) -> None:
-        with suppress(OSError):
-            self.connection.shutdown(socket.SHUT_RDWR)
-        self.close_connection = True
-
-    def do_GET(self) -> None:
-        if self.path.rstrip("/") == "/v1/models":
-            self._json(200, {"object": "list", "data": [
-                {"id": name, "object": "model", "owned_by": "grade_kit-demo"}
-                for name in [*SETUPS, JUDGE_MODEL]]})
-        else:
-            self._json(404, {"error": {"message": f"no route {self.path}"}})
-
-    def do_POST(self) -> None:
-        path = self.path.rstrip("/")
-        agent = path.startswith("/agent/")
-        if path != "/v1/chat/completions" and not agent:
-            self._json(404, {"error": {"message": f"no route {self.path}"}})
-            return
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
-        except (ValueError, json.JSONDecodeError):
-            self._json(400, {"error": {"message": "the body is not JSON"}})
-            return
-        if agent:
-            self.server.owner.agent(self, path.removeprefix("/agent/"), body)
-        else:
-            self.server.owner.answer(self, body)
+class _Drop(Exception):
+    """Drop the connection without a reply (a recorded fault)."""
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 1024  # the default (5) refuses connections under a concurrent fetch
-    owner: DemoServer
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": {"message": message}}, status=status)
 
 
 class DemoServer:
@@ -121,11 +87,14 @@ class DemoServer:
         faults: Serve the recorded timeouts and failures; default True. False answers every
             slot (a faulted slot gets the answer its setup would have given), for the
             throughput benchmark, which measures the client, not fault handling.
+        warm_repeats: Compute the answers of repeats 1..N of every setup and task before
+            serving; default 0 (each on first use, about 1 ms). The throughput benchmark
+            warms them, so the fixed latency is all a request waits for.
     """
 
     def __init__(self, tasks: list[Task], packs: Path | str, *, port: int = 0,
                  latency_scale: float = 1.0, fixed_latency_s: float | None = None,
-                 faults: bool = True) -> None:
+                 faults: bool = True, warm_repeats: int = 0) -> None:
         self.tasks = {t.prompt.strip(): t for t in tasks if t.kind == "grade"}
         if len(self.tasks) != sum(1 for t in tasks if t.kind == "grade"):
             raise ValueError("two tasks share a prompt: the server could not tell them apart")
@@ -136,36 +105,90 @@ class DemoServer:
         self._records: dict[tuple[str, str, int], dict[str, Any]] = {}
         self._lock = threading.Lock()
         self.judge_model = DemoJudgeModel(self.tasks, self._recorded_answers)
-        self._server = _Server(("127.0.0.1", port), _Handler)
-        self._server.owner = self
+        for repeat in range(1, warm_repeats + 1):
+            for setup in SETUPS:
+                for task in self.tasks.values():
+                    self._record(task, setup, repeat)
+        self._port = port
+        self._bound: int | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
+        self._stopped = threading.Event()
 
     @property
     def url(self) -> str:
         """The base URL, ``http://127.0.0.1:<port>/v1``."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        if self._bound is None:
+            raise RuntimeError("the server is not started")
+        return f"http://127.0.0.1:{self._bound}/v1"
 
     @property
     def timeout_s(self) -> float:
         """The timeout a client should agree on (:func:`agreed_timeout`)."""
         return agreed_timeout(self.latency_scale)
 
+    def _app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/agent/{setup}", self._agent)
+        return app
+
+    async def _open(self) -> None:
+        self._runner = web.AppRunner(self._app(), access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self._port, backlog=1024)
+        await site.start()
+        server = site._server  # the bound port, when 0 was asked for
+        assert isinstance(server, asyncio.base_events.Server)
+        self._bound = server.sockets[0].getsockname()[1]
+
+    def _run(self, ready: threading.Event, failed: list[BaseException]) -> None:
+        loop = self._loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(self._open())
+        except BaseException as exc:  # reported to start()
+            failed.append(exc)
+            ready.set()
+            loop.close()
+            return
+        ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            if self._runner is not None:
+                loop.run_until_complete(self._runner.cleanup())
+            loop.close()
+            self._stopped.set()
+
     def start(self) -> DemoServer:
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
+        """Serve from a background thread (its own event loop); returns once listening."""
+        ready = threading.Event()
+        failed: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run, args=(ready, failed), daemon=True,
                                         name="grade-kit-demo-server")
         self._thread.start()
+        ready.wait()
+        if failed:
+            raise failed[0]
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        """Stop serving and close every connection."""
+        if self._loop is not None and self._thread is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
 
     def serve_forever(self) -> None:
-        """Serve in this thread until interrupted."""
+        """Serve until interrupted (Ctrl-C); starts the server first if needed."""
+        if self._thread is None:
+            self.start()
         try:
-            self._server.serve_forever()
+            while not self._stopped.wait(0.5):
+                pass
         finally:
-            self._server.server_close()
+            self.stop()
 
     # ------------------------------------------------------------------ answering
 
@@ -200,53 +223,80 @@ class DemoServer:
         return [self._record(task, setup, repeat) for setup in SETUPS
                 for task in self.tasks.values() for repeat in range(1, DEMO_REPEATS + 1)]
 
-    def _judge(self, handler: _Handler, body: dict[str, Any]) -> None:
+    async def _models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [
+            {"id": name, "object": "model", "owned_by": "grade_kit-demo"}
+            for name in [*SETUPS, JUDGE_MODEL]]})
+
+    @staticmethod
+    async def _body(request: web.Request) -> dict[str, Any] | None:
+        try:
+            body = json.loads(await request.read() or b"{}")
+        except (ValueError, UnicodeDecodeError):
+            return None
+        return body if isinstance(body, dict) else None
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body = await self._body(request)
+        if body is None:
+            return _error(400, "the body is not JSON")
+        try:
+            if body.get("model") == JUDGE_MODEL:
+                return await self._judge(body)
+            return await self.answer(request, body)
+        except _Drop:
+            _drop(request)
+            raise web.HTTPInternalServerError() from None  # never sent: the socket is gone
+
+    async def _agent(self, request: web.Request) -> web.StreamResponse:
+        body = await self._body(request)
+        if body is None:
+            return _error(400, "the body is not JSON")
+        try:
+            return await self.agent(request, request.match_info["setup"], body)
+        except _Drop:
+            _drop(request)
+            raise web.HTTPInternalServerError() from None
+
+    async def _judge(self, body: dict[str, Any]) -> web.Response:
         """The demo judge model (:mod:`grade_kit.demo.judge_model`): deterministic verdicts
         on judge, grader, pairwise and claim prompts, like a temperature-0 model."""
         content = str(((body.get("messages") or [{}])[-1] or {}).get("content") or "")
-        try:
-            verdict = self.judge_model.answer(content)
+        loop = asyncio.get_running_loop()
+        try:  # the first grader prompt grades every recorded answer: off the event loop
+            verdict = await loop.run_in_executor(None, self.judge_model.answer, content)
         except (ValueError, KeyError, IndexError) as exc:  # a prompt it cannot read
             verdict, why = None, f"unreadable prompt: {type(exc).__name__}: {exc}"
         else:
             why = "the judge model answers grade_kit's judge, grader and claim prompts"
         if verdict is None:
-            handler._json(400, {"error": {"message": why}})
-            return
-        handler._json(200, {"id": "chatcmpl-judge", "object": "chat.completion",
-                            "created": int(time.time()), "model": JUDGE_MODEL,
-                            "choices": [{"index": 0, "finish_reason": "stop",
-                                         "message": {"role": "assistant",
-                                                     "content": json.dumps(verdict)}}]})
+            return _error(400, why)
+        return web.json_response({"id": "chatcmpl-judge", "object": "chat.completion",
+                                  "created": int(time.time()), "model": JUDGE_MODEL,
+                                  "choices": [{"index": 0, "finish_reason": "stop",
+                                               "message": {"role": "assistant",
+                                                           "content": json.dumps(verdict)}}]})
 
-    def answer(self, handler: _Handler, body: dict[str, Any]) -> None:
+    async def answer(self, request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+        """A setup's answer to a chat-completions request (streamed or not)."""
         setup = body.get("model")
-        if setup == JUDGE_MODEL:
-            self._judge(handler, body)
-            return
         if setup not in SETUPS:
-            handler._json(404, {"error": {"message": f"unknown model {setup!r}; models: "
-                                                     f"{sorted(SETUPS)}"}})
-            return
+            return _error(404, f"unknown model {setup!r}; models: {sorted(SETUPS)}")
         task = self._task_of(body)
         if task is None:
-            handler._json(400, {"error": {"message": "not a fixture task's prompt"}})
-            return
+            return _error(400, "not a fixture task's prompt")
         seed = body.get("seed", 1)
         repeat = seed if isinstance(seed, int) and seed >= 1 else 1
         record = self._record(task, str(setup), repeat)
         scale = self.latency_scale
         if record["status"] == "timeout":
-            time.sleep(2 * self.timeout_s + 0.05)
-            handler._drop()
-            return
+            await asyncio.sleep(2 * self.timeout_s + 0.05)
+            raise _Drop
         if record["status"] == "failed":
-            time.sleep(_offset(record, "stopped") * scale)
+            await asyncio.sleep(_offset(record, "stopped") * scale)
             if random.Random(f"grade_kit-fault:{setup}:{task.task_id}:{repeat}").random() < 0.5:
-                handler._json(502, {"error": {"message": "upstream model unavailable"}})
-            else:
-                handler._drop()
-            return
+                return _error(502, "upstream model unavailable")
+            raise _Drop
         latency = (self.fixed_latency_s if self.fixed_latency_s is not None
                    else _offset(record, "received") * scale)
         first = (latency * 0.2 if self.fixed_latency_s is not None
@@ -258,145 +308,156 @@ class DemoServer:
         if tools_offered and calls and asked == 0:
             # the first token's wait is split between the tool turn and the answer turn, so
             # the whole exchange takes the recorded latency
-            self._send(handler, body, setup, tool_calls=[
+            return await self._send(request, body, str(setup), tool_calls=[
                 {"index": i, "id": c["id"], "type": "function",
                  "function": {"name": "sql", "arguments": json.dumps(
                      {"query": SQL_BY_TABLE[i % len(SQL_BY_TABLE)]})}}
                 for i, c in enumerate(calls)], delay=first / 2)
-            return
         content = json.dumps(record["response"], ensure_ascii=False)
-        self._send(handler, body, setup, content=content,
-                   delay=first / 2 if tools_offered and calls else first,
-                   rest=max(0.0, latency - first))
+        return await self._send(request, body, str(setup), content=content,
+                                delay=first / 2 if tools_offered and calls else first,
+                                rest=max(0.0, latency - first))
 
-    def agent(self, handler: _Handler, setup: str, body: dict[str, Any]) -> None:
+    async def agent(self, request: web.Request, setup: str,
+                    body: dict[str, Any]) -> web.StreamResponse:
         """The generic HTTP agent endpoint (``POST /agent/<setup>``): the same recorded answer
         streamed as server-sent events: ``progress``, one ``tool_call`` per recorded call,
         ``token`` pieces, a ``channel`` event (the reply card the agent posts, 5% of the
         latency) and ``final``; a recorded failure is HTTP 502, a timeout a stall then a
-        dropped connection (:mod:`grade_kit.fetch.responders` ``HTTPAgent`` reads it)."""
+        dropped connection (:class:`grade_kit.fetch.HTTPAgent` reads it)."""
         if setup not in SETUPS:
-            handler._json(404, {"error": {"message": f"unknown agent {setup!r}; agents: "
-                                                     f"{sorted(SETUPS)}"}})
-            return
+            return _error(404, f"unknown agent {setup!r}; agents: {sorted(SETUPS)}")
         task = self.tasks.get(str(body.get("prompt") or "").split(
             "\n\n" + RESPONSE_FORMAT_INSTRUCTION)[0].strip())
         if task is None:
-            handler._json(400, {"error": {"message": "not a fixture task's prompt"}})
-            return
+            return _error(400, "not a fixture task's prompt")
         repeat = body.get("repeat", 1)
         repeat = repeat if isinstance(repeat, int) and repeat >= 1 else 1
         record = self._record(task, setup, repeat)
         scale = self.latency_scale
         if record["status"] == "timeout":
-            time.sleep(2 * self.timeout_s + 0.05)
-            handler._drop()
-            return
+            await asyncio.sleep(2 * self.timeout_s + 0.05)
+            raise _Drop
         if record["status"] == "failed":
-            time.sleep(_offset(record, "stopped") * scale)
-            handler._json(502, {"error": {"message": "upstream agent unavailable"}})
-            return
+            await asyncio.sleep(_offset(record, "stopped") * scale)
+            return _error(502, "upstream agent unavailable")
         latency = (self.fixed_latency_s if self.fixed_latency_s is not None
                    else _offset(record, "received") * scale)
         first = (latency * 0.2 if self.fixed_latency_s is not None
                  else _offset(record, "first_token") * scale)
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/event-stream")
-        handler.send_header("Cache-Control", "no-cache")
-        handler.send_header("Transfer-Encoding", "chunked")
-        handler.end_headers()
+        reply = await _event_stream(request)
 
-        def send(event: str, data: dict[str, Any]) -> None:
-            raw = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
-            handler.wfile.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
-            handler.wfile.flush()
+        async def send(event: str, data: dict[str, Any]) -> None:
+            await reply.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
 
         def stamp() -> str:
             return datetime.now(UTC).isoformat()
 
         try:
-            send("progress", {"message": "reading the pack"})
+            await send("progress", {"message": "reading the pack"})
             calls = record.get("tool_calls") or []
             for call in calls:
                 started = stamp()
-                time.sleep(first / (2 * max(1, len(calls))))
-                send("tool_call", {"id": call["id"], "name": call["name"],
-                                   "started": started, "ended": stamp()})
-            time.sleep(first / 2 if calls else first)
+                await asyncio.sleep(first / (2 * max(1, len(calls))))
+                await send("tool_call", {"id": call["id"], "name": call["name"],
+                                         "started": started, "ended": stamp()})
+            await asyncio.sleep(first / 2 if calls else first)
             content = json.dumps(record["response"], ensure_ascii=False)
             pieces = _pieces(content, 8)
             rest = max(0.0, latency - first) * 0.95
             for piece in pieces:
-                send("token", {"text": piece})
-                time.sleep(rest / len(pieces))
+                await send("token", {"text": piece})
+                await asyncio.sleep(rest / len(pieces))
             started = stamp()
-            time.sleep(max(0.0, latency - first) * 0.05)
-            send("channel", {"kind": "reply_card", "started": started, "ended": stamp()})
-            send("final", {"answer": record["response"], "usage": record.get("usage")})
-            handler.wfile.write(b"0\r\n\r\n")
-            handler.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            return
+            await asyncio.sleep(max(0.0, latency - first) * 0.05)
+            await send("channel", {"kind": "reply_card", "started": started, "ended": stamp()})
+            await send("final", {"answer": record["response"], "usage": record.get("usage")})
+            await reply.write_eof()
+        except (ConnectionResetError, ConnectionError):
+            pass  # the client gave up (its timeout): nothing to do
+        return reply
 
-    def _send(self, handler: _Handler, body: dict[str, Any], model: str, *,
-              content: str = "", tool_calls: list[dict[str, Any]] | None = None,
-              delay: float = 0.0, rest: float = 0.0) -> None:
+    async def _send(self, request: web.Request, body: dict[str, Any], model: str, *,
+                    content: str = "", tool_calls: list[dict[str, Any]] | None = None,
+                    delay: float = 0.0, rest: float = 0.0) -> web.StreamResponse:
         created = int(time.time())
         usage = {"prompt_tokens": sum(len(str(m.get("content") or "")) // 4
                                       for m in body.get("messages") or []
                                       if isinstance(m, dict)),
                  "completion_tokens": max(1, len(content) // 4)}
         finish = "tool_calls" if tool_calls else "stop"
-        time.sleep(delay)
+        await asyncio.sleep(delay)
         if not body.get("stream"):
             message: dict[str, Any] = {"role": "assistant", "content": content or None}
             if tool_calls:
                 message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"}
                                          for c in tool_calls]
-            handler._json(200, {"id": "chatcmpl-demo", "object": "chat.completion",
-                                "created": created, "model": model, "usage": usage,
-                                "choices": [{"index": 0, "message": message,
-                                             "finish_reason": finish}]})
-            return
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/event-stream")
-        handler.send_header("Cache-Control", "no-cache")
-        handler.send_header("Transfer-Encoding", "chunked")
-        handler.end_headers()
+            return web.json_response({"id": "chatcmpl-demo", "object": "chat.completion",
+                                      "created": created, "model": model, "usage": usage,
+                                      "choices": [{"index": 0, "message": message,
+                                                   "finish_reason": finish}]})
+        reply = await _event_stream(request)
+        held: list[bytes] = []  # fixed latency: the rest goes out in one write
+        held_back = False
 
-        def send(text: str) -> None:  # one HTTP/1.1 chunk per server-sent event
-            data = text.encode()
-            handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-            handler.wfile.flush()
-
-        def chunk(delta: dict[str, Any], reason: str | None = None,
-                  extra: dict[str, Any] | None = None) -> None:
+        async def chunk(delta: dict[str, Any], reason: str | None = None) -> None:
             data = {"id": "chatcmpl-demo", "object": "chat.completion.chunk",
                     "created": created, "model": model,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": reason}],
-                    **(extra or {})}
-            send(f"data: {json.dumps(data)}\n\n")
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": reason}]}
+            await send(f"data: {json.dumps(data)}\n\n")
+
+        async def send(text: str) -> None:  # one HTTP/1.1 chunk per server-sent event
+            if held_back:
+                held.append(text.encode())
+            else:
+                await reply.write(text.encode())
 
         try:
-            chunk({"role": "assistant"})
+            await chunk({"role": "assistant"})
             if tool_calls:
-                chunk({"tool_calls": tool_calls})
+                await chunk({"tool_calls": tool_calls})
+            elif self.fixed_latency_s is not None:
+                # benchmarks: the first piece at the first token, then one wait and every
+                # other event in one write (the same events; fewer wake-ups on both sides)
+                pieces = _pieces(content, 8)
+                await chunk({"content": pieces[0]})
+                await asyncio.sleep(rest)
+                held_back = True
+                for piece in pieces[1:]:
+                    await chunk({"content": piece})
             else:
                 pieces = _pieces(content, 8)
                 for piece in pieces:
-                    chunk({"content": piece})
-                    time.sleep(rest / len(pieces))
-            chunk({}, finish)
+                    await chunk({"content": piece})
+                    await asyncio.sleep(rest / len(pieces))
+            await chunk({}, finish)
             if (body.get("stream_options") or {}).get("include_usage"):
-                send("data: " + json.dumps(
+                await send("data: " + json.dumps(
                     {"id": "chatcmpl-demo", "object": "chat.completion.chunk",
                      "created": created, "model": model, "choices": [],
                      "usage": usage}) + "\n\n")
-            send("data: [DONE]\n\n")
-            handler.wfile.write(b"0\r\n\r\n")
-            handler.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            return  # the client gave up (its timeout): nothing to do
+            await send("data: [DONE]\n\n")
+            if held:
+                await reply.write(b"".join(held))
+            await reply.write_eof()
+        except (ConnectionResetError, ConnectionError):
+            pass  # the client gave up (its timeout): nothing to do
+        return reply
+
+
+async def _event_stream(request: web.Request) -> web.StreamResponse:
+    reply = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream",
+                                                    "Cache-Control": "no-cache"})
+    reply.enable_chunked_encoding()
+    await reply.prepare(request)
+    return reply
+
+
+def _drop(request: web.Request) -> None:
+    """Close the connection at once, before any reply byte."""
+    transport = request.transport
+    if transport is not None:
+        transport.abort()
 
 
 def _offset(record: dict[str, Any], event: str) -> float:
@@ -423,13 +484,14 @@ def demo_server(tasks: list[Task], packs: Path | str, **options: Any) -> Iterato
 @contextmanager
 def demo_server_process(fixtures: Path | str, *, latency_scale: float = 1.0,
                         fixed_latency_s: float | None = None, faults: bool = True,
+                        warm_repeats: int = 0,
                         startup_s: float = 30.0) -> Iterator[str]:
     """``grade-kit demo-server`` in its own process (so it never shares an interpreter with
     the client), on a free port; yields its base URL and stops it on exit."""
     import subprocess
     import sys
-
-    import httpx
+    import urllib.error
+    import urllib.request
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -440,15 +502,17 @@ def demo_server_process(fixtures: Path | str, *, latency_scale: float = 1.0,
         args += ["--fixed-latency", str(fixed_latency_s)]
     if not faults:
         args.append("--no-faults")
+    if warm_repeats:
+        args += ["--warm-repeats", str(warm_repeats)]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + startup_s
         while True:
             try:
-                httpx.get(f"{url}/models", timeout=1.0).raise_for_status()
-                break
-            except httpx.HTTPError as exc:
+                with urllib.request.urlopen(f"{url}/models", timeout=1.0):
+                    break
+            except (urllib.error.URLError, OSError) as exc:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     err = proc.stderr.read().decode() if proc.stderr else ""
                     raise RuntimeError(f"the demo server did not start: {err[-500:]}") from exc

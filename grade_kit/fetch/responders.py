@@ -17,21 +17,17 @@ model text finished, runner finished); the fetch layer adds submitted, received 
 from __future__ import annotations
 
 import asyncio
-import functools
 import inspect
 import json
 import os
-import ssl
 import threading
-from collections.abc import AsyncIterator, Callable, Coroutine
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-import httpx
-
+from grade_kit.fetch.http import TRANSPORT_ERRORS, Sessions, endpoint_offset, post, receipt
 from grade_kit.fetch.tools import SQL_TOOL, PackTools
 from grade_kit.schema import Response, Task
 
@@ -129,32 +125,6 @@ def request_headers(api_key_env: str | None) -> dict[str, str]:
     return headers
 
 
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    """One verifying TLS context for every client (loading the CA store costs ~30 ms)."""
-    return ssl.create_default_context()
-
-
-@asynccontextmanager
-async def _checked_out(idle: dict[int, list[httpx.AsyncClient]]
-                       ) -> AsyncIterator[httpx.AsyncClient]:
-    """A keep-alive client of this event loop's free list, returned to it afterwards.
-
-    One client (one connection) per attempt in flight: httpx's pool looks through every
-    connection it holds for each request, so one shared pool costs O(concurrency) per
-    request, while a free list of single-connection clients costs O(1).
-    """
-    free = idle.setdefault(id(asyncio.get_running_loop()), [])
-    client = free.pop() if free else None
-    if client is None or client.is_closed:
-        client = httpx.AsyncClient(timeout=None, verify=_tls_context(), limits=httpx.Limits(
-            max_connections=4, max_keepalive_connections=1))
-    try:
-        yield client
-    finally:
-        free.append(client)
-
-
 def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run the coroutine ``make()`` from synchronous code, also inside a running event loop
     (Jupyter's): it then runs on its own loop in a worker thread."""
@@ -227,20 +197,20 @@ class OpenAIChat:
         packs: Folder of packs; when given, the pack's SQL tool is offered and every call is
             answered locally and recorded (an agent loop of at most ``max_rounds`` rounds).
         max_rounds: Model turns in the agent loop; default 8.
-        client: An ``httpx.AsyncClient`` to share; default one per responder.
+        sessions: Sessions to share with other responders; default its own (one keep-alive
+            session per event loop, closed by :meth:`aclose`, which a fetch calls).
     """
 
     def __init__(self, base_url: str, model: str, *, api_key_env: str | None = None,
                  packs: Path | str | None = None, max_rounds: int = 8,
-                 client: httpx.AsyncClient | None = None) -> None:
+                 sessions: Sessions | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.name = f"openai-chat:{model}@{self.base_url}"
         self.api_key_env = api_key_env
         self.packs = None if packs is None else Path(packs)
         self.max_rounds = max_rounds
-        self._client = client
-        self._idle: dict[int, list[httpx.AsyncClient]] = {}
+        self.sessions = sessions or Sessions()
         self._tools: dict[str, PackTools] = {}
 
     def _headers(self) -> dict[str, str]:
@@ -258,13 +228,13 @@ class OpenAIChat:
         return self._tools.setdefault(task.pack, PackTools(folder))
 
     async def __call__(self, task: Task, prompt: str, repeat: int) -> Answer:
-        if self._client is not None:
-            return await self._converse(self._client, task, prompt, repeat)
-        async with _checked_out(self._idle) as client:
-            return await self._converse(client, task, prompt, repeat)
+        return await self._converse(task, prompt, repeat)
 
-    async def _converse(self, client: httpx.AsyncClient, task: Task, prompt: str,
-                        repeat: int) -> Answer:
+    async def aclose(self) -> None:
+        """Close this event loop's keep-alive session."""
+        await self.sessions.aclose()
+
+    async def _converse(self, task: Task, prompt: str, repeat: int) -> Answer:
         tools = self._pack_tools(task)
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         events: dict[str, datetime] = {}
@@ -280,7 +250,7 @@ class OpenAIChat:
                                     "response_format": {"type": "json_object"}}
             if tools is not None:
                 body["tools"] = [SQL_TOOL]
-            turn = await self._stream(client, body, events)
+            turn = await self._stream(body, events)
             offset = turn["offset"] if offset is None else offset
             if turn["usage"]:
                 usage_seen = True
@@ -312,25 +282,25 @@ class OpenAIChat:
                       tool_calls=calls if tools is not None else None,
                       usage=usage if usage_seen else None, metadata=metadata)
 
-    async def _stream(self, client: httpx.AsyncClient, body: dict[str, Any],
+    async def _stream(self, body: dict[str, Any],
                       events: dict[str, datetime]) -> dict[str, Any]:
         content: list[str] = []
         tool_calls: dict[int, dict[str, Any]] = {}
         usage: dict[str, Any] | None = None
-        got_bytes = False
         offset = None
+        reply = None
         try:
-            async with client.stream("POST", f"{self.base_url}/chat/completions",
-                                     headers=self._headers(), json=body) as reply:
-                offset = endpoint_offset(reply)
-                if reply.status_code >= 400:
-                    raw = (await reply.aread()).decode("utf-8", "replace")
+            async with post(self.sessions.get(), f"{self.base_url}/chat/completions",
+                            headers=self._headers(), json=body) as reply:
+                offset = endpoint_offset(reply.headers)
+                if reply.status >= 400:
+                    raw = await reply.text()
                     raise AnswerFailed(
-                        f"HTTP {reply.status_code} from the endpoint", kept=raw[:10_000],
-                        receipt=_receipt(reply, raw))
-                async for line in reply.aiter_lines():
-                    got_bytes = True
-                    events.setdefault("first_progress", now())
+                        f"HTTP {reply.status} from the endpoint", kept=raw[:10_000],
+                        receipt=receipt(reply.status, reply.headers, raw))
+                async for line in reply.lines():
+                    if "first_progress" not in events:
+                        events["first_progress"] = now()
                     chunk = _sse_events(line)
                     if chunk is None or chunk.get("done"):
                         continue
@@ -339,7 +309,8 @@ class OpenAIChat:
                     for choice in chunk.get("choices") or []:
                         delta = choice.get("delta") or {}
                         if delta.get("content"):
-                            events.setdefault("first_token", now())
+                            if "first_token" not in events:
+                                events["first_token"] = now()
                             content.append(delta["content"])
                         for tc in delta.get("tool_calls") or []:
                             slot = tool_calls.setdefault(int(tc.get("index", 0)), {
@@ -353,8 +324,9 @@ class OpenAIChat:
                             events["model_text_finished"] = now()
         except AnswerFailed:
             raise
-        except httpx.TransportError as exc:
-            raise AnswerFailed(f"{type(exc).__name__}: {exc}", retryable=not got_bytes,
+        except TRANSPORT_ERRORS as exc:
+            retryable = reply is None or not reply.received_any
+            raise AnswerFailed(f"{type(exc).__name__}: {exc}", retryable=retryable,
                                kept="".join(content)) from exc
         except ValueError as exc:  # a malformed stream: failed, with what arrived kept
             raise AnswerFailed(f"malformed stream: {exc}", kept="".join(content)) from exc
@@ -409,25 +381,21 @@ class HTTPAgent:
     Args:
         url: The agent's endpoint.
         api_key_env: NAME of the environment variable holding the key; default None.
-        client: An ``httpx.AsyncClient`` to share; default one per event loop.
+        sessions: Sessions to share; default its own (see :class:`OpenAIChat`).
     """
 
     def __init__(self, url: str, *, api_key_env: str | None = None,
-                 client: httpx.AsyncClient | None = None) -> None:
+                 sessions: Sessions | None = None) -> None:
         self.url = url
         self.name = f"http-agent:{url}"
         self.api_key_env = api_key_env
-        self._client = client
-        self._idle: dict[int, list[httpx.AsyncClient]] = {}
+        self.sessions = sessions or Sessions()
+
+    async def aclose(self) -> None:
+        """Close this event loop's keep-alive session."""
+        await self.sessions.aclose()
 
     async def __call__(self, task: Task, prompt: str, repeat: int) -> Answer:
-        if self._client is not None:
-            return await self._ask(self._client, task, prompt, repeat)
-        async with _checked_out(self._idle) as client:
-            return await self._ask(client, task, prompt, repeat)
-
-    async def _ask(self, client: httpx.AsyncClient, task: Task, prompt: str,
-                   repeat: int) -> Answer:
         try:
             headers = request_headers(self.api_key_env)
         except MissingKeyError as exc:
@@ -440,18 +408,18 @@ class HTTPAgent:
         final: dict[str, Any] | None = None
         labels: dict[str, Any] = {}
         offset: float | None = None
-        got_bytes = False
+        reply = None
         try:
-            async with client.stream("POST", self.url, headers=headers,
-                                     json=body) as reply:
-                offset = endpoint_offset(reply)
-                if reply.status_code >= 400:
-                    raw = (await reply.aread()).decode("utf-8", "replace")
-                    raise AnswerFailed(f"HTTP {reply.status_code} from the agent",
-                                       kept=raw[:10_000], receipt=_receipt(reply, raw))
+            async with post(self.sessions.get(), self.url, headers=headers,
+                            json=body) as reply:
+                offset = endpoint_offset(reply.headers)
+                if reply.status >= 400:
+                    raw = await reply.text()
+                    raise AnswerFailed(f"HTTP {reply.status} from the agent",
+                                       kept=raw[:10_000],
+                                       receipt=receipt(reply.status, reply.headers, raw))
                 pending: list[str] = []
-                async for line in reply.aiter_lines():
-                    got_bytes = True
+                async for line in reply.lines():
                     if line.strip():
                         pending.append(line)
                         continue
@@ -489,8 +457,9 @@ class HTTPAgent:
                         final = data
         except AnswerFailed:
             raise
-        except httpx.TransportError as exc:
-            raise AnswerFailed(f"{type(exc).__name__}: {exc}", retryable=not got_bytes,
+        except TRANSPORT_ERRORS as exc:
+            retryable = reply is None or not reply.received_any
+            raise AnswerFailed(f"{type(exc).__name__}: {exc}", retryable=retryable,
                                kept="".join(tokens)) from exc
         except ValueError as exc:
             raise AnswerFailed(f"malformed stream: {exc}", kept="".join(tokens)) from exc
@@ -528,23 +497,6 @@ class HTTPAgent:
                       metadata=metadata)
 
 
-def endpoint_offset(reply: httpx.Response) -> float | None:
-    """The endpoint's clock minus ours, in seconds, from the reply's ``Date`` header (whole
-    seconds, so the estimate is good to about 1 s); None without a readable header."""
-    from email.utils import parsedate_to_datetime
-
-    header = reply.headers.get("date")
-    if not header:
-        return None
-    try:
-        theirs = parsedate_to_datetime(header)
-    except (TypeError, ValueError):
-        return None
-    if theirs.tzinfo is None:
-        return None
-    return (theirs - now()).total_seconds()
-
-
 def _instant(value: object) -> datetime | None:
     """A time-zone-aware instant from ISO text, or None."""
     if not isinstance(value, str):
@@ -554,20 +506,6 @@ def _instant(value: object) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo is not None else None
-
-
-def _receipt(reply: httpx.Response, raw: str) -> dict[str, Any]:
-    """The original receipt of a refusal or failure: status, the headers that matter, body."""
-    return {"status": reply.status_code, "body": raw[:10_000],
-            "headers": {k: v for k, v in reply.headers.items()
-                        if k.lower() in RECEIPT_HEADERS}}
-
-
-RECEIPT_HEADERS = ("retry-after", "x-request-id", "content-type", "date",
-                   "x-ratelimit-limit-requests", "x-ratelimit-remaining-requests",
-                   "x-ratelimit-reset-requests", "x-ratelimit-limit-tokens",
-                   "x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens")
-"""The headers a receipt keeps (rate-limit state, retry hints, request id, date)."""
 
 
 class PythonCallable:

@@ -154,8 +154,8 @@ async def _attempt(responder: Responder, task: Task, repeat: int, setup: str, ru
     submitted = now()
     record = _record(setup, task, repeat, run_id, attempt_of, submitted)
     try:
-        answer = await asyncio.wait_for(_interaction(responder, task, repeat),
-                                        timeout=timeout_s)
+        async with asyncio.timeout(timeout_s):  # agreed before the run
+            answer = await _interaction(responder, task, repeat)
     except TimeoutError:
         record.update(status="timeout", error=f"no answer within {timeout_s:g} s",
                       response=None, tool_calls=None)
@@ -268,6 +268,9 @@ async def fetch_async(tasks: Sequence[Task], responder: Responder, store: Path |
         await asyncio.gather(*(one(*item) for item in todo))
     finally:
         await committer.close()
+        close = getattr(responder, "aclose", None)
+        if close is not None:  # the responder's keep-alive session of this loop
+            await close()
         if bar is not None:
             bar.close()
     return report

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import aiohttp
 
+from grade_kit.fetch.http import TRANSPORT_ERRORS, Sessions, post
 from grade_kit.fetch.responders import request_headers, run_sync
 
 __all__ = ["MODEL_GRADER_PREFIXES", "PARAMETERS", "Asked", "ModelClient", "answer_alias",
@@ -89,6 +90,11 @@ class Asked:
         return {"model": model, "prompt_sha256": self.key, "cache_hit": self.cache_hit}
 
 
+ASK_ERRORS: tuple[type[BaseException], ...] = (
+    *TRANSPORT_ERRORS, TimeoutError, RuntimeError, KeyError, IndexError, TypeError, ValueError)
+"""What makes one verdict unusable (kept as its error) without stopping the others."""
+
+
 class ModelClient:
     """Asks one model at an OpenAI-compatible endpoint, with a verdict cache.
 
@@ -144,15 +150,17 @@ class ModelClient:
                     handle.flush()
                     os.fsync(handle.fileno())
 
-    async def _post(self, client: httpx.AsyncClient, prompt: str) -> str:
+    async def _post(self, session: aiohttp.ClientSession, prompt: str) -> str:
         body = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
                 "response_format": {"type": "json_object"}, **PARAMETERS}
-        reply = await client.post(f"{self.base_url}/chat/completions", json=body,
-                                  headers=request_headers(self.api_key_env),
-                                  timeout=self.timeout_s)
-        reply.raise_for_status()
+        async with asyncio.timeout(self.timeout_s), post(
+                session, f"{self.base_url}/chat/completions", json=body,
+                headers=request_headers(self.api_key_env)) as reply:
+            raw = await reply.text()
+        if reply.status >= 400:
+            raise ValueError(f"HTTP {reply.status}: {raw[:200]}")
         self.requests += 1
-        content = reply.json()["choices"][0]["message"]["content"]
+        content = json.loads(raw)["choices"][0]["message"]["content"]
         return str(content or "")
 
     async def _ask_all(self, prompts: Sequence[str], desc: str) -> list[Asked]:
@@ -164,13 +172,15 @@ class ModelClient:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(todo), desc=f"{desc} ({self.model})", unit="prompt")
-        async with httpx.AsyncClient() as client:
+        sessions = Sessions()
+        try:
+            session = sessions.get()
+
             async def one(key: str, prompt: str) -> Asked:
                 async with semaphore:
                     try:
-                        answer = await self._post(client, prompt)
-                    except (httpx.HTTPError, RuntimeError, KeyError, IndexError, TypeError,
-                            ValueError) as exc:
+                        answer = await self._post(session, prompt)
+                    except ASK_ERRORS as exc:
                         return Asked(key, None, f"{type(exc).__name__}: {exc}", False)
                     finally:
                         if bar is not None:
@@ -180,6 +190,8 @@ class ModelClient:
 
             asked = {a.key: a for a in await asyncio.gather(*(one(k, p)
                                                               for k, p in todo.items()))}
+        finally:
+            await sessions.aclose()
         if bar is not None:
             bar.close()
         out = []
