@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Any, TypeVar
@@ -23,7 +23,7 @@ import polars as pl
 
 from grade_kit._gc import gc_paused
 from grade_kit.schema import DIMENSIONS, Grade, Judgement, Run, Task, parse_timestamp
-from grade_kit.text import normalize, normalize_value, parse_number
+from grade_kit.text import normalize, normalize_column, normalize_value, parse_number
 
 __all__ = [
     "COLUMNS",
@@ -212,24 +212,18 @@ def run_frames(
     timed-out or failed run is kept in its record but never scored.
     """
     r: dict[str, list[Any]] = {k: [] for k in COLUMNS["runs"]}
-    it: dict[str, list[Any]] = {k: [] for k in COLUMNS["items"]}
+    it: dict[str, list[Any]] = {k: [] for k in COLUMNS["items"] if k != "norm"}
     m: dict[str, list[Any]] = {k: [] for k in COLUMNS["metrics"]}
     ev: dict[str, list[Any]] = {k: [] for k in COLUMNS["events"]}
     tc: dict[str, list[Any]] = {k: [] for k in COLUMNS["tool_calls"]}
-    norms: dict[str, str] = {}
-
-    def norm(text: str) -> str:
-        cached = norms.get(text)
-        if cached is None:
-            cached = norms[text] = normalize(text)
-        return cached
-
     line_list: Iterable[int | None] = lines if lines is not None else [None] * len(runs)
     with gc_paused():
-        _flatten_runs(runs, line_list, r, it, m, ev, tc, norm)
+        _flatten_runs(runs, line_list, r, it, m, ev, tc)
+    items = pl.DataFrame(it, schema={k: v for k, v in COLUMNS["items"].items() if k != "norm"})
+    items = items.with_columns(normalize_column(items.get_column("text")))
     return {
         "runs": _frame("runs", r),
-        "items": _frame("items", it),
+        "items": items.select(list(COLUMNS["items"])),
         "metrics": _frame("metrics", m),
         "events": _frame("events", ev),
         "tool_calls": _frame("tool_calls", tc),
@@ -239,7 +233,7 @@ def run_frames(
 def _flatten_runs(runs: Sequence[Run], line_list: Iterable[int | None],
                   r: dict[str, list[Any]], it: dict[str, list[Any]],
                   m: dict[str, list[Any]], ev: dict[str, list[Any]],
-                  tc: dict[str, list[Any]], norm: Callable[[str], str]) -> None:
+                  tc: dict[str, list[Any]]) -> None:
     for run, line in zip(runs, line_list, strict=True):
         rid = run.run_id
         r["run_id"].append(rid)
@@ -274,12 +268,10 @@ def _flatten_runs(runs: Sequence[Run], line_list: Iterable[int | None],
                     it["field"].append(field_name)
                     it["position"].append(position)
                     it["text"].append(text)
-                    it["norm"].append(norm(text))
             it["run_id"].append(rid)
             it["field"].append("text")
             it["position"].append(0)
             it["text"].append(resp.text)
-            it["norm"].append(norm(resp.text))
             for key, value in resp.structured_metrics.items():
                 m["run_id"].append(rid)
                 m["key"].append(key)

@@ -147,7 +147,9 @@ def loads_json(text: str) -> Any:
 def _check_text(text: str | None, data: Any) -> None:
     """Fail when parsed strings hold a lone surrogate (an unpaired ``\\ud800``-``\\udfff``):
     it is not text and could not be written out again."""
-    if text is None or _SURROGATE.search(text):
+    # an ASCII line can hold a surrogate only as a JSON escape, so an ASCII line without any
+    # backslash-u escape needs no search (str.isascii is a flag lookup in CPython)
+    if text is None or (("\\u" in text or not text.isascii()) and _SURROGATE.search(text)):
         try:
             json.dumps(data, ensure_ascii=False, default=str).encode("utf-8")
         except UnicodeEncodeError as exc:

@@ -16,10 +16,13 @@ import re
 import unicodedata
 from functools import lru_cache
 
+import polars as pl
+
 __all__ = [
     "TOKEN_PATTERN",
     "contains_run",
     "normalize",
+    "normalize_column",
     "normalize_value",
     "padded",
     "parse_number",
@@ -53,6 +56,39 @@ def tokenize(text: str) -> tuple[str, ...]:
 def normalize(text: str) -> str:
     """The normalised form of ``text``: its tokens joined by single spaces ("" when empty)."""
     return " ".join(tokenize(text))
+
+
+ASCII_TOKEN_PATTERN = r"[0-9]+(?:\.[0-9]+)?|[a-z]+"
+r""":data:`TOKEN_PATTERN` on casefolded ASCII text: NFKC leaves ASCII unchanged, casefold is
+ASCII lower-casing there, and ``[^\W\d_]`` is ``[a-z]``; so on ASCII strings this pattern
+gives exactly Python's tokens."""
+
+
+def normalize_column(texts: pl.Series) -> pl.Series:
+    """:func:`normalize` of every string of ``texts``, vectorised: ASCII strings (nearly all
+    of them) are lower-cased and tokenised by polars with :data:`ASCII_TOKEN_PATTERN`, which
+    is the same rule there; every other distinct string goes through :func:`normalize`
+    itself. The result equals ``[normalize(t) for t in texts]`` (a property test checks it).
+
+    Args:
+        texts: A string series (no nulls).
+
+    Returns:
+        The normalised forms, named ``norm``.
+    """
+    if texts.is_empty():
+        return pl.Series("norm", [], dtype=pl.String)
+    frame = pl.DataFrame({"text": texts.cast(pl.String)})
+    non_ascii = frame.get_column("text").str.contains(r"[^\x00-\x7f]")
+    others = frame.get_column("text").filter(non_ascii).unique()
+    mapped = pl.DataFrame({"text": others, "slow": [normalize(t) for t in others]},
+                          schema={"text": pl.String, "slow": pl.String})
+    fast = pl.col("text").str.to_lowercase().str.extract_all(ASCII_TOKEN_PATTERN).list.join(" ")
+    out = (frame.with_columns(non_ascii=non_ascii)
+           .join(mapped, on="text", how="left", maintain_order="left")
+           .select(pl.when(pl.col("non_ascii")).then(pl.col("slow")).otherwise(fast)
+                   .alias("norm")))
+    return out.get_column("norm")
 
 
 def padded(norm: str) -> str:

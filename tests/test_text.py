@@ -3,6 +3,8 @@
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grade_kit.text import contains_run, normalize, normalize_value, parse_number, tokenize
 
@@ -67,3 +69,17 @@ def test_parse_number(value: object, expected: float) -> None:
               "12 apples", [1], {"a": 1}, 10**400])
 def test_unparsable_numbers(value: object) -> None:
     assert parse_number(value) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.text(), st.text(alphabet=st.characters(max_codepoint=127)),
+                          st.sampled_from(["Straße", "ΣΊΣΥΦΟΣ ς", "ﬁne ½ ² ३", "İstanbul",
+                                           "x\u0301y", "T-07 18.4% 2.6x", "3. .5 1.2.3"])),
+                max_size=30))
+def test_the_vectorised_normaliser_equals_the_one_normaliser(texts: list[str]) -> None:
+    import polars as pl
+
+    from grade_kit.text import normalize_column
+
+    assert normalize_column(pl.Series(texts, dtype=pl.String)).to_list() == [
+        normalize(t) for t in texts]

@@ -1,0 +1,326 @@
+"""Speed at scale (``make bench-scale``): the full pipeline on seeded synthetic inputs as rich
+as real ones, stage by stage, and the standard's statistics on 10M runs read from Parquet.
+Prints figures and writes them to ``benchmarks/results/scale-<time>.json``; asserts nothing.
+
+Part 1, per size (default 100k, 300k and 1M primary runs: tasks x 10 setups x 5 repeats):
+runs with 3-6 findings of 10-25 words, 4-8 metrics (numbers and strings), limitations,
+recommendations, timestamps and tool calls, two judgements and a grade per run, one bad line
+per hundred. Stages: read and validate, flatten, GRADE per-run scoring, consistency, standard
+statistics, aggregation and typed results, writing; wall time, runs per second and peak RSS
+for each, and the scaling from the smallest to the largest size.
+
+Part 2: 10M primary runs as the tidy runs table ``gk.evaluate(...).write()`` produces
+(``runs.parquet``: setup, task, repeat, status, grade, e2e_s, tool calls), read from Parquet
+and summarised per setup by the standard's rules (grade counts and rates over N, E2E mean,
+P50 and nearest-rank P90, timeouts and failures, unique tool calls per run).
+
+Usage: ``python -m benchmarks.scale [--sizes 100000 300000 1000000] [--stats 10000000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import psutil
+
+from benchmarks.bench import RESULTS, PeakRSS, _commit
+from grade_kit.frames import EvalData
+from grade_kit.grade import (
+    _aggregate,
+    _claim_matches,
+    _consistency_scores,
+    _grade_runs,
+    _run_scores,
+    _task_scores,
+)
+from grade_kit.inputs import read_inputs
+
+SETUPS = 10
+REPEATS = 5
+_VOCABULARY = ("the cancellation rate rose sharply in october across every group while attendance "
+         "stayed flat for most tutors but the weakest tutor completed fewer sessions than "
+         "others and the subgroup of english learners was too small to report reliably so "
+         "results are suppressed where fewer than ten students remain in the data for this "
+         "quarter only")
+WORDS = _VOCABULARY.split()
+INSIGHTS = ("October cancellations spiked well above September",
+            "Tutor T-07 has the lowest completion rate of all tutors",
+            "The ELL subgroup is too small to report",
+            "Results for groups under 10 students are suppressed")
+LIMITS = ("The data cover a single quarter only", "Attendance is recorded for completed "
+          "sessions only", "No causal claim can be made from this correlation")
+
+
+def _task(i: int) -> dict[str, Any]:
+    return {
+        "task_id": f"t{i:06d}", "track": 1 + i % 5, "pack": f"pack{i % 7}",
+        "prompt": f"Question {i}: what changed in the autumn term, and why?",
+        "weights": {"grounding_accuracy": 0.35, "insight_quality": 0.2,
+                    "evidence_linkage": 0.15, "calibration_limitation_handling": 0.15,
+                    "consistency": 0.1, "structure_usability": 0.05},
+        "gold_facts": [{"id": "f1", "metric": "oct_cancel_rate", "value": 0.184,
+                        "abs_tol": 0.005},
+                       {"id": "f2", "metric": "weakest_tutor", "value": "T-07"},
+                       {"id": "f3", "metric": "ell_n", "value": 7}],
+        "gold_insights": [{"id": "i1", "text": "october cancellations spiked",
+                           "patterns": [["october|oct", "spike|spiked|rose"]]},
+                          {"id": "i2", "text": "t 07 lowest completion"}],
+        "required_limitations": [{"id": "l1", "text": "single quarter",
+                                  "patterns": [["single|one", "quarter"]]}],
+        "forbidden_claims": [{"id": "x1", "text": "year over year"}],
+        "evidence": {"sources": ["sessions.csv"], "entity_ids": "T-"},
+    }
+
+
+def _sentence(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(10, 25))).capitalize() + "."
+
+
+def write_inputs(folder: Path, n_runs: int, seed: int = 42) -> dict[str, Path]:
+    """Tasks, runs (1% bad lines), judgements (2 per run) and grades (1 per run)."""
+    rng = random.Random(seed)
+    n_tasks = max(1, n_runs // (SETUPS * REPEATS))
+    paths = {k: folder / f"{k}.jsonl" for k in ("tasks", "runs", "judgements", "grades")}
+    with paths["tasks"].open("w") as f:
+        for i in range(n_tasks):
+            f.write(json.dumps(_task(i)) + "\n")
+    start = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+    line = 0
+    with paths["runs"].open("w") as runs, paths["judgements"].open("w") as judged, \
+            paths["grades"].open("w") as graded:
+        for i in range(n_tasks):
+            for s in range(SETUPS):
+                for repeat in range(1, REPEATS + 1):
+                    line += 1
+                    run_id = f"s{s}-t{i:06d}-r{repeat}"
+                    if line % 100 == 0:
+                        runs.write('{"run_id": "' + run_id + '", "setup": \n')
+                        continue
+                    roll = rng.random()
+                    status = ("delivered" if roll > 0.04 else
+                              "timeout" if roll > 0.02 else "failed")
+                    submitted = start + timedelta(seconds=line)
+                    e2e = rng.lognormvariate(2.0, 0.5)
+                    record: dict[str, Any] = {
+                        "run_id": run_id, "setup": f"setup-{s}", "task_id": f"t{i:06d}",
+                        "repeat": repeat, "status": status,
+                        "events": {"submitted": submitted.isoformat()}}
+                    if status != "delivered":
+                        record["events"]["stopped"] = (submitted + timedelta(
+                            seconds=60)).isoformat()
+                        record["error"] = "no answer within 60 s"
+                        runs.write(json.dumps(record) + "\n")
+                        continue
+                    findings = [_sentence(rng) for _ in range(rng.randint(3, 6))]
+                    if rng.random() < 0.6:
+                        findings[0] = rng.choice(INSIGHTS) + ". " + findings[0]
+                    metrics: dict[str, Any] = {
+                        "oct_cancel_rate": rng.choice([0.184, "18.4%", 0.2, 0.1841]),
+                        "weakest_tutor": rng.choice(["T-07", "T-08", "t-07"]),
+                        "ell_n": rng.choice([7, 8, "7"])}
+                    for k in range(rng.randint(1, 5)):
+                        metrics[f"m{k}"] = round(rng.random(), 4)
+                    record["events"].update({
+                        "first_token": (submitted + timedelta(seconds=e2e / 4)).isoformat(),
+                        "received": (submitted + timedelta(seconds=e2e)).isoformat()})
+                    record["response"] = {
+                        "key_findings": findings,
+                        "limitations": rng.sample(LIMITS, rng.randint(0, 2)),
+                        "recommendations": [_sentence(rng) for _ in range(rng.randint(0, 2))],
+                        "structured_metrics": metrics, "text": " ".join(findings)}
+                    record["tool_calls"] = [
+                        {"id": f"c{k}", "name": rng.choice(["sql", "python"]),
+                         "started": (submitted + timedelta(seconds=k)).isoformat(),
+                         "ended": (submitted + timedelta(seconds=k + 0.5)).isoformat()}
+                        for k in range(rng.randint(0, 4))]
+                    runs.write(json.dumps(record) + "\n")
+                    for dimension in ("evidence_linkage", "structure_usability"):
+                        judged.write(json.dumps({
+                            "run_id": run_id, "dimension": dimension,
+                            "score": round(rng.random(), 2), "judge": "bench"}) + "\n")
+                    core = rng.choice(["correct", "correct", "material_error"])
+                    graded.write(json.dumps({
+                        "run_id": run_id, "core_conclusion": core,
+                        "request_fulfilment": rng.choice(["full", "partial"]),
+                        "material_error": "yes" if core == "material_error" else "no",
+                        "grader": "bench"}) + "\n")
+    return paths
+
+
+def _stage(name: str, n: int, fn: Callable[[], Any], stages: list[dict[str, Any]]) -> Any:
+    with PeakRSS() as rss:
+        started = time.perf_counter()
+        result = fn()
+        seconds = time.perf_counter() - started
+    stages.append({"stage": name, "seconds": round(seconds, 3),
+                   "runs_per_s": round(n / seconds) if seconds else None,
+                   "peak_rss_mb": round(rss.peak / 2**20)})
+    print(f"    {name:<40} {seconds:8.2f} s  {round(n / seconds) if seconds else 0:>10,} "
+          f"runs/s  peak RSS {rss.peak / 2**20:>8,.0f} MB", flush=True)
+    return result
+
+
+def pipeline(n_runs: int) -> dict[str, Any]:
+    """Every stage of ``gk.evaluate`` and ``write`` on ``n_runs`` synthetic runs."""
+    from grade_kit.evaluate import Evaluation, _version
+    from grade_kit.grade import GradeScores
+    from grade_kit.report.results import build_results
+    from grade_kit.schema import Provenance
+    from grade_kit.standard import standard_results
+
+    stages: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        paths = write_inputs(Path(tmp), n_runs)
+        size = paths["runs"].stat().st_size
+        print(f"{n_runs:>11,} runs: {size / 2**20:,.0f} MB of runs JSONL (generated in "
+              f"{time.perf_counter() - started:.0f} s)", flush=True)
+        inputs = _stage("read and validate", n_runs, lambda: read_inputs(
+            paths["tasks"], paths["runs"], judgements=paths["judgements"],
+            grades=paths["grades"]), stages)
+        data = _stage("flatten", n_runs, lambda: EvalData.from_records(
+            inputs.tasks, inputs.runs, inputs.judgements, inputs.grades, inputs.run_lines),
+            stages)
+
+        def per_run() -> tuple[Any, Any, Any]:
+            grade_runs = _grade_runs(data)
+            matches = _claim_matches(data.claims, data.claim_terms, grade_runs, data.items,
+                                     None)
+            return grade_runs, matches, _run_scores(data, grade_runs, matches)
+
+        grade_runs, matches, runs_scored = _stage("GRADE per-run scoring", n_runs, per_run,
+                                                  stages)
+        consistency = _stage("consistency", n_runs, lambda: _consistency_scores(
+            grade_runs, data.items, data.metrics), stages)
+
+        def aggregate() -> GradeScores:
+            per_task = _task_scores(runs_scored, consistency, data.tasks, data.weights)
+            return GradeScores(runs=runs_scored, consistency=consistency, tasks=per_task,
+                               tracks=_aggregate(per_task, "track"),
+                               packs=_aggregate(per_task, "pack"),
+                               overall=_aggregate(per_task, "overall"), matches=matches)
+
+        scores = _stage("aggregation", n_runs, aggregate, stages)
+        standard = _stage("standard statistics", n_runs,
+                          lambda: standard_results(data, None, scores.tasks), stages)
+        provenance = Provenance(grade_kit_version=_version(),
+                                created_at=datetime.now(UTC).isoformat(), inputs=inputs.files,
+                                arguments={}, seeds={}, judges=[], graders=[])
+        results = _stage("typed results", n_runs, lambda: build_results(
+            scores, standard, inputs.rejected, inputs.warnings, provenance), stages)
+        evaluation = Evaluation(inputs, data, scores, standard, results, "polars")
+        _stage("write", n_runs, lambda: evaluation.write(Path(tmp) / "out"), stages)
+    total = sum(s["seconds"] for s in stages)
+    print(f"    {'end to end':<40} {total:8.2f} s  {round(n_runs / total):>10,} runs/s  "
+          f"peak RSS {max(s['peak_rss_mb'] for s in stages):>8,} MB", flush=True)
+    return {"runs": n_runs, "runs_jsonl_mb": round(size / 2**20), "stages": stages,
+            "end_to_end_s": round(total, 3), "rejected": len(inputs.rejected),
+            "peak_rss_mb": max(s["peak_rss_mb"] for s in stages)}
+
+
+def write_runs_table(path: Path, n_runs: int, seed: int = 7) -> None:
+    """``n_runs`` primary runs as the tidy runs table (the columns the statistics need)."""
+    rng = np.random.default_rng(seed)
+    per_setup = n_runs // SETUPS
+    index = np.arange(n_runs)
+    setup = index // per_setup
+    within = index % per_setup
+    status = rng.choice(np.array(["delivered", "timeout", "failed"]), n_runs,
+                        p=[0.96, 0.02, 0.02])
+    delivered = status == "delivered"
+    grade = np.where(delivered, rng.choice(np.array(
+        ["resolved", "partially_resolved", "material_error", "unresolved",
+         "pending_verification"]), n_runs, p=[0.5, 0.2, 0.15, 0.1, 0.05]), "unresolved")
+    e2e = np.where(delivered, np.round(rng.lognormal(2.0, 0.5, n_runs), 6), np.nan)
+    frame = pl.DataFrame({
+        "setup": pl.Series(setup).cast(pl.String),
+        "task_id": pl.Series(within // REPEATS),
+        "repeat": pl.Series(within % REPEATS + 1),
+        "is_primary": pl.Series(np.ones(n_runs, dtype=bool)),
+        "status": pl.Series(status), "grade": pl.Series(grade),
+        "e2e_s": pl.Series(e2e).fill_nan(None),
+        "tool_calls": pl.Series(np.where(delivered, rng.integers(0, 5, n_runs), -1))
+        .replace(-1, None),
+    })
+    frame = frame.with_columns(setup=pl.lit("setup-") + pl.col("setup"),
+                               task_id=pl.lit("t") + pl.col("task_id").cast(pl.String))
+    frame.write_parquet(path, row_group_size=1_000_000)
+
+
+def statistics_from_parquet(path: Path, repeats: int = REPEATS) -> pl.DataFrame:
+    """Per setup, from the runs table: the grade counts and rates over N = questions x R,
+    E2E n, mean, P50 (median) and nearest-rank P90 of delivered runs, timeouts and failures
+    over attempted runs, mean unique tool calls per delivered run."""
+    runs = pl.scan_parquet(path).filter(pl.col("is_primary") & (pl.col("repeat") <= repeats))
+    states = ["resolved", "partially_resolved", "material_error", "unresolved",
+              "pending_verification"]
+    e2e = pl.col("e2e_s").filter(pl.col("status") == "delivered")
+    n = pl.col("task_id").n_unique() * repeats
+    out = runs.group_by("setup").agg(
+        questions=pl.col("task_id").n_unique(),
+        N=n,
+        **{state: (pl.col("grade") == state).sum() for state in states},
+        not_run=n - pl.len(),
+        e2e_n=e2e.count(), e2e_mean=e2e.mean(), e2e_p50=e2e.median(),
+        e2e_p90=e2e.sort().get((e2e.count() * 9 + 9) // 10 - 1),
+        timeouts=(pl.col("status") == "timeout").sum(),
+        failures=(pl.col("status") == "failed").sum(), attempted=pl.len(),
+        tool_calls_per_run=pl.col("tool_calls").mean(),
+    ).with_columns(**{f"{state}_rate": pl.col(state) / pl.col("N") for state in states})
+    return out.sort("setup").collect()
+
+
+def stats_part(n_runs: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "runs.parquet"
+        started = time.perf_counter()
+        write_runs_table(path, n_runs)
+        made = time.perf_counter() - started
+        with PeakRSS() as rss:
+            started = time.perf_counter()
+            table = statistics_from_parquet(path)
+            seconds = time.perf_counter() - started
+    print(f"{n_runs:>11,} runs from Parquet ({made:.1f} s to write): the standard's "
+          f"statistics per setup in {seconds:.2f} s, peak RSS {rss.peak / 2**20:,.0f} MB "
+          f"({table.height} setups)", flush=True)
+    return {"runs": n_runs, "seconds": round(seconds, 3),
+            "peak_rss_mb": round(rss.peak / 2**20)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="*", default=[100_000, 300_000, 1_000_000])
+    parser.add_argument("--stats", type=int, default=10_000_000)
+    args = parser.parse_args()
+    figures: dict[str, Any] = {
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"), "commit": _commit(),
+        "python": platform.python_version(),
+        "machine": f"{platform.machine()}, {psutil.cpu_count()} cores",
+        "sizes": [pipeline(size) for size in args.sizes]}
+    if len(figures["sizes"]) > 1:
+        small, large = figures["sizes"][0], figures["sizes"][-1]
+        ratio = large["end_to_end_s"] / small["end_to_end_s"]
+        print(f"scaling {small['runs']:,} -> {large['runs']:,} runs "
+              f"(x{large['runs'] / small['runs']:g}): time x{ratio:.2f}")
+        figures["scaling"] = round(ratio, 3)
+    if args.stats:
+        figures["statistics"] = stats_part(args.stats)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"scale-{figures['created_at'].replace(':', '-')}.json"
+    path.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    print(f"figures -> {path}")
+
+
+if __name__ == "__main__":
+    main()
