@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck chromium bench bench-compare bench-fetch fixtures schemas clean
+.PHONY: demo test lint typecheck chromium bench bench-scale bench-compare bench-fetch fixtures schemas clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ typecheck: $(STAMP)
 
 bench: $(STAMP)           ## speed figures (not assertions)
 	$(BIN)/python -m benchmarks.bench
+
+bench-scale: $(STAMP)     ## rich inputs at 100k/300k/1M runs, stage by stage; 10M-run statistics
+	$(BIN)/python -m benchmarks.scale
 
 bench-compare: $(STAMP)   ## the two newest benchmarks/results/*.json side by side
 	$(BIN)/python -m benchmarks.compare
