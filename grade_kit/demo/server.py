@@ -277,6 +277,30 @@ class DemoServer:
                                                "message": {"role": "assistant",
                                                            "content": json.dumps(verdict)}}]})
 
+    async def _slot(self, task: Task, setup: str, repeat: object, *, may_drop: bool,
+                    what: str) -> tuple[dict[str, Any], float, float] | web.Response:
+        """The recorded slot (repeat 1 unless a positive integer is asked for) with its
+        latency and first-token wait, or its fault: a timeout stalls past the agreed timeout
+        and drops the connection; a failure answers HTTP 502 after the recorded wait (or, when
+        ``may_drop``, drops the connection half the time, seeded per slot)."""
+        slot = repeat if isinstance(repeat, int) and repeat >= 1 else 1
+        record = self._record(task, setup, slot)
+        scale = self.latency_scale
+        if record["status"] == "timeout":
+            await asyncio.sleep(2 * self.timeout_s + 0.05)
+            raise _Drop
+        if record["status"] == "failed":
+            await asyncio.sleep(_offset(record, "stopped") * scale)
+            fault = random.Random(f"grade_kit-fault:{setup}:{task.task_id}:{slot}")
+            if not may_drop or fault.random() < 0.5:
+                return _error(502, f"upstream {what} unavailable")
+            raise _Drop
+        latency = (self.fixed_latency_s if self.fixed_latency_s is not None
+                   else _offset(record, "received") * scale)
+        first = (latency * 0.2 if self.fixed_latency_s is not None
+                 else _offset(record, "first_token") * scale)
+        return record, latency, first
+
     async def answer(self, request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
         """A setup's answer to a chat-completions request (streamed or not)."""
         setup = body.get("model")
@@ -286,21 +310,10 @@ class DemoServer:
         if task is None:
             return _error(400, "not a fixture task's prompt")
         seed = body.get("seed", 1)
-        repeat = seed if isinstance(seed, int) and seed >= 1 else 1
-        record = self._record(task, str(setup), repeat)
-        scale = self.latency_scale
-        if record["status"] == "timeout":
-            await asyncio.sleep(2 * self.timeout_s + 0.05)
-            raise _Drop
-        if record["status"] == "failed":
-            await asyncio.sleep(_offset(record, "stopped") * scale)
-            if random.Random(f"grade_kit-fault:{setup}:{task.task_id}:{repeat}").random() < 0.5:
-                return _error(502, "upstream model unavailable")
-            raise _Drop
-        latency = (self.fixed_latency_s if self.fixed_latency_s is not None
-                   else _offset(record, "received") * scale)
-        first = (latency * 0.2 if self.fixed_latency_s is not None
-                 else _offset(record, "first_token") * scale)
+        slot = await self._slot(task, str(setup), seed, may_drop=True, what="model")
+        if isinstance(slot, web.Response):
+            return slot
+        record, latency, first = slot
         tools_offered = bool(body.get("tools"))
         asked = sum(1 for m in body.get("messages") or []
                     if isinstance(m, dict) and m.get("role") == "tool")
@@ -331,20 +344,11 @@ class DemoServer:
             "\n\n" + RESPONSE_FORMAT_INSTRUCTION)[0].strip())
         if task is None:
             return _error(400, "not a fixture task's prompt")
-        repeat = body.get("repeat", 1)
-        repeat = repeat if isinstance(repeat, int) and repeat >= 1 else 1
-        record = self._record(task, setup, repeat)
-        scale = self.latency_scale
-        if record["status"] == "timeout":
-            await asyncio.sleep(2 * self.timeout_s + 0.05)
-            raise _Drop
-        if record["status"] == "failed":
-            await asyncio.sleep(_offset(record, "stopped") * scale)
-            return _error(502, "upstream agent unavailable")
-        latency = (self.fixed_latency_s if self.fixed_latency_s is not None
-                   else _offset(record, "received") * scale)
-        first = (latency * 0.2 if self.fixed_latency_s is not None
-                 else _offset(record, "first_token") * scale)
+        slot = await self._slot(task, setup, body.get("repeat", 1), may_drop=False,
+                                what="agent")
+        if isinstance(slot, web.Response):
+            return slot
+        record, latency, first = slot
         reply = await _event_stream(request)
 
         async def send(event: str, data: dict[str, Any]) -> None:

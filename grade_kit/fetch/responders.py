@@ -27,7 +27,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from grade_kit.fetch.http import TRANSPORT_ERRORS, Sessions, endpoint_offset, post, receipt
+from grade_kit.fetch.http import (
+    TRANSPORT_ERRORS,
+    Reply,
+    Sessions,
+    endpoint_offset,
+    post,
+    receipt,
+)
 from grade_kit.fetch.tools import SQL_TOOL, PackTools
 from grade_kit.schema import Response, Task
 
@@ -324,15 +331,24 @@ class OpenAIChat:
                             events["model_text_finished"] = now()
         except AnswerFailed:
             raise
-        except TRANSPORT_ERRORS as exc:
-            retryable = reply is None or not reply.received_any
-            raise AnswerFailed(f"{type(exc).__name__}: {exc}", retryable=retryable,
-                               kept="".join(content)) from exc
-        except ValueError as exc:  # a malformed stream: failed, with what arrived kept
-            raise AnswerFailed(f"malformed stream: {exc}", kept="".join(content)) from exc
+        except STREAM_ERRORS as exc:
+            raise _stream_failure(exc, reply, "".join(content)) from exc
         return {"content": "".join(content), "tool_calls": [tool_calls[i] for i in
                                                             sorted(tool_calls)],
                 "usage": usage, "offset": offset}
+
+
+STREAM_ERRORS: tuple[type[BaseException], ...] = (*TRANSPORT_ERRORS, ValueError)
+"""A stream's transport or framing errors, and a malformed event (ValueError)."""
+
+
+def _stream_failure(exc: BaseException, reply: Reply | None, kept: str) -> AnswerFailed:
+    """The failed attempt a stream error makes, with what arrived kept: a transport error
+    is retryable only before any answer byte; a malformed stream never is."""
+    if isinstance(exc, TRANSPORT_ERRORS):
+        return AnswerFailed(f"{type(exc).__name__}: {exc}", kept=kept,
+                            retryable=reply is None or not reply.received_any)
+    return AnswerFailed(f"malformed stream: {exc}", kept=kept)
 
 
 def _agent_events(lines: list[str]) -> tuple[str, dict[str, Any]] | None:
@@ -457,12 +473,8 @@ class HTTPAgent:
                         final = data
         except AnswerFailed:
             raise
-        except TRANSPORT_ERRORS as exc:
-            retryable = reply is None or not reply.received_any
-            raise AnswerFailed(f"{type(exc).__name__}: {exc}", retryable=retryable,
-                               kept="".join(tokens)) from exc
-        except ValueError as exc:
-            raise AnswerFailed(f"malformed stream: {exc}", kept="".join(tokens)) from exc
+        except STREAM_ERRORS as exc:
+            raise _stream_failure(exc, reply, "".join(tokens)) from exc
         if final is None:
             raise AnswerFailed("the stream ended before the final answer",
                                kept="".join(tokens))

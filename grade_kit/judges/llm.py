@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from grade_kit.judges.model import ModelClient, answer_alias, parse_json_object
+from grade_kit.judges.model import ModelClient, ModelVerdicts, answer_alias, parse_json_object
 from grade_kit.schema import JUDGED_DIMENSIONS, Judgement, Run, Task
 
 __all__ = ["CLAIM_PROMPT_MARK", "JUDGE_PROMPT_MARK", "LLMClaimJudge", "LLMJudge", "answer_json",
@@ -60,7 +60,7 @@ def judge_prompt(task: Task, run: Run, alias: str = "A-000000") -> str:
     ])
 
 
-class LLMJudge:
+class LLMJudge(ModelVerdicts):
     """The judged dimensions by a model at an OpenAI-compatible endpoint.
 
     Args:
@@ -75,23 +75,7 @@ class LLMJudge:
         progress: Show a progress bar while asking; default True.
     """
 
-    def __init__(self, base_url: str, model: str, *, api_key_env: str | None = None,
-                 cache: Path | str | None = None, concurrency: int = 8,
-                 timeout_s: float = 120.0, seed: int = 0, progress: bool = True) -> None:
-        self.client = ModelClient(base_url, model, api_key_env=api_key_env, cache=cache,
-                                  concurrency=concurrency, timeout_s=timeout_s,
-                                  progress=progress)
-        self.model = model
-        self.name = f"llm:{model}"
-        self.seed = seed
-
-    @property
-    def requests(self) -> int:
-        """Requests actually sent (cache hits send none)."""
-        return self.client.requests
-
-    def __repr__(self) -> str:
-        return f"LLMJudge({self.client.base_url!r}, {self.model!r})"
+    prefix = "llm:"
 
     def __call__(self, tasks: Sequence[Task], runs: Sequence[Run]) -> list[Judgement]:
         by_id = {t.task_id: t for t in tasks if t.kind == "grade"}

@@ -25,11 +25,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from grade_kit.judges.llm import answer_json
-from grade_kit.judges.model import ModelClient, answer_alias, parse_json_object
+from grade_kit.judges.model import ModelVerdicts, answer_alias, parse_json_object
 from grade_kit.schema import Grade, Run, Task
 
 __all__ = ["CONCLUSION_STEP", "FULFILMENT_STEP", "GRADER_PROMPT_MARK", "PAIRWISE_STEP",
@@ -144,7 +143,7 @@ class PairwiseVerdict:
         return None if self.flagged else self.ab
 
 
-class LLMGrader:
+class LLMGrader(ModelVerdicts):
     """The standard's grades by a model at an OpenAI-compatible endpoint (two judgements per
     run; see the module docs).
 
@@ -159,23 +158,7 @@ class LLMGrader:
         progress: Show a progress bar while asking; default True.
     """
 
-    def __init__(self, base_url: str, model: str, *, api_key_env: str | None = None,
-                 cache: Path | str | None = None, concurrency: int = 8,
-                 timeout_s: float = 120.0, seed: int = 0, progress: bool = True) -> None:
-        self.client = ModelClient(base_url, model, api_key_env=api_key_env, cache=cache,
-                                  concurrency=concurrency, timeout_s=timeout_s,
-                                  progress=progress)
-        self.model = model
-        self.name = f"llm-grader:{model}"
-        self.seed = seed
-
-    @property
-    def requests(self) -> int:
-        """Requests actually sent (cache hits send none)."""
-        return self.client.requests
-
-    def __repr__(self) -> str:
-        return f"LLMGrader({self.client.base_url!r}, {self.model!r})"
+    prefix = "llm-grader:"
 
     def __call__(self, tasks: Sequence[Task], runs: Sequence[Run]) -> list[Grade]:
         """A grade record for every delivered run of a GRADE or plain task with a response."""

@@ -26,8 +26,8 @@ import aiohttp
 from grade_kit.fetch.http import TRANSPORT_ERRORS, Sessions, post
 from grade_kit.fetch.responders import request_headers, run_sync
 
-__all__ = ["MODEL_GRADER_PREFIXES", "PARAMETERS", "Asked", "ModelClient", "answer_alias",
-           "grading_label", "parse_json_object"]
+__all__ = ["MODEL_GRADER_PREFIXES", "PARAMETERS", "Asked", "ModelClient", "ModelVerdicts",
+           "answer_alias", "grading_label", "parse_json_object"]
 
 PARAMETERS: dict[str, Any] = {"temperature": 0}
 """Sampling parameters of every judge and grader request (part of each cache key)."""
@@ -215,3 +215,40 @@ class ModelClient:
         if not prompts:
             return []
         return run_sync(lambda: self._ask_all(prompts, desc))
+
+
+class ModelVerdicts:
+    """What a model judge and a model grader share: one :class:`ModelClient`, the model's
+    name recorded as ``<prefix><model>``, and the seed of the answers' aliases.
+
+    Args:
+        base_url: For example ``http://127.0.0.1:8000/v1``.
+        model: The model's name.
+        api_key_env: NAME of the environment variable holding the key; default None.
+        cache: JSONL file of cached verdicts (read, then appended to); default None (no
+            cache).
+        concurrency: Requests in flight; default 8.
+        timeout_s: Per request; default 120 s.
+        seed: Seed of the answers' aliases (recorded on every verdict); default 0.
+        progress: Show a progress bar while asking; default True.
+    """
+
+    prefix = "model:"
+
+    def __init__(self, base_url: str, model: str, *, api_key_env: str | None = None,
+                 cache: Path | str | None = None, concurrency: int = 8,
+                 timeout_s: float = 120.0, seed: int = 0, progress: bool = True) -> None:
+        self.client = ModelClient(base_url, model, api_key_env=api_key_env, cache=cache,
+                                  concurrency=concurrency, timeout_s=timeout_s,
+                                  progress=progress)
+        self.model = model
+        self.name = f"{self.prefix}{model}"
+        self.seed = seed
+
+    @property
+    def requests(self) -> int:
+        """Requests actually sent (cache hits send none)."""
+        return self.client.requests
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.client.base_url!r}, {self.model!r})"
