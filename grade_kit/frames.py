@@ -95,6 +95,27 @@ COLUMNS: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
 """The column contract of every frame, by frame name."""
 
 
+_ENCODE_STRING = json.encoder.encode_basestring  # what json.dumps(str, ensure_ascii=False) uses
+
+
+def json_text(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False)``, with the scalars written directly (the
+    same text: strings through json's own encoder, numbers by ``repr`` as json does)."""
+    if isinstance(value, str):
+        return _ENCODE_STRING(value)
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if value is None:
+        return "null"
+    if type(value) is int:
+        return int.__repr__(value)
+    if type(value) is float and math.isfinite(value):
+        return float.__repr__(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
 FOLLOW_UP_KINDS = ("protocol", "ad_hoc")
 
 
@@ -275,7 +296,7 @@ def _flatten_runs(runs: Sequence[Run], line_list: Iterable[int | None],
             for key, value in resp.structured_metrics.items():
                 m["run_id"].append(rid)
                 m["key"].append(key)
-                m["raw"].append(json.dumps(value, ensure_ascii=False))
+                m["raw"].append(json_text(value))
                 m["num"].append(parse_number(value))
                 m["str"].append(value if isinstance(value, str) else None)
                 m["str_key"].append(normalize_value(value) if isinstance(value, str) else None)

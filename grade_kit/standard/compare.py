@@ -12,6 +12,7 @@ on all questions (paired over the questions both setups ran) and on the common s
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Literal
@@ -33,6 +34,16 @@ METRICS = {
 }
 
 
+@functools.lru_cache(maxsize=2)
+def _resample_indices(seed: int, n: int, resamples: int) -> np.ndarray:
+    """The resampled question indices: ``default_rng(seed).integers(0, n, (resamples, n))``,
+    drawn once per (seed, n, resamples) and reused (read-only) by every comparison of that
+    size, so each gets exactly the draws it would have made itself."""
+    indices = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    indices.flags.writeable = False
+    return indices
+
+
 def bootstrap_mean_ci(diffs: np.ndarray, seed: int = DEFAULT_SEED,
                       resamples: int = DEFAULT_RESAMPLES,
                       level: float = 0.95) -> tuple[float, float] | None:
@@ -41,8 +52,7 @@ def bootstrap_mean_ci(diffs: np.ndarray, seed: int = DEFAULT_SEED,
     n = len(diffs)
     if n < 2:
         return None
-    rng = np.random.default_rng(seed)
-    means = diffs[rng.integers(0, n, size=(resamples, n))].mean(axis=1)
+    means = diffs[_resample_indices(seed, n, resamples)].mean(axis=1)
     alpha = (1 - level) / 2
     lo, hi = np.quantile(means, [alpha, 1 - alpha])
     return float(lo), float(hi)

@@ -226,7 +226,9 @@ def grade_summary(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame,
         needs_more_information=asking,
         stable_resolution=StableResolution(count=stable_count, questions=questions,
                                            repeats=repeats),
-        material_errors=[MaterialError(**row) for row in errors.iter_rows(named=True)],
+        # typed from our own frame's columns already: constructed without re-validation
+        material_errors=[MaterialError.model_construct(**row)
+                         for row in errors.iter_rows(named=True)],
     )
 
 
