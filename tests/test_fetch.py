@@ -463,3 +463,24 @@ def test_each_fetch_records_its_clock_and_the_endpoints_offset(server: DemoServe
     assert mine is not None and abs((mine - offsets["other host"]) - 30.0) < 1e-6
     card = (ev.write(tmp_path / "out")["scorecard"]).read_text()
     assert "Endpoint clock offset against each clock" in card and "other host: " in card
+
+
+def test_a_follow_up_that_fails_keeps_the_first_answer(tmp_path: Path) -> None:
+    from tests.conftest import make_task
+
+    task = make_task("t1", follow_up="The autumn term.")
+
+    def answer(t: Task, prompt: str, repeat: int) -> dict[str, Any]:
+        if "FOLLOW-UP:" in prompt:
+            raise RuntimeError("the setup crashed on the follow-up")
+        return {"key_findings": [], "text": "Which term do you mean? Please clarify."}
+
+    report = fetch([task], PythonCallable(answer), tmp_path / "r.jsonl", setup="s",
+                   repeats=1, timeout_s=10, progress=False)
+    record = json.loads((tmp_path / "r.jsonl").read_text())
+    assert report.failed == 1 and record["status"] == "failed"
+    assert "crashed on the follow-up" in record["error"]
+    interaction = record["metadata"]["interaction"]
+    assert interaction["follow_up"] == "protocol"
+    assert interaction["first_answer"]["text"] == "Which term do you mean? Please clarify."
+    assert record["events"]["follow_up_sent"] <= record["events"]["stopped"]

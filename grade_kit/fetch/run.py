@@ -121,15 +121,20 @@ def follow_up_prompt(task: Task, first: Answer) -> str:
             f"FOLLOW-UP: {task.follow_up}")
 
 
-async def _interaction(responder: Responder, task: Task, repeat: int) -> Answer:
+async def _interaction(responder: Responder, task: Task, repeat: int,
+                       seen: dict[str, Any]) -> Answer:
     """The responder's answer, with the task's follow-up protocol applied: when the answer
     only asks for more information (:func:`~grade_kit.judges.grader.only_asks`) and the task
     defines ``follow_up``, that message is sent once and the second answer is the run's; the
-    first is kept in ``metadata.interaction``."""
+    first is kept in ``metadata.interaction`` (and in ``seen``, so a follow-up that fails or
+    times out still keeps it)."""
     first = await responder(task, build_prompt(task), repeat)
     if task.follow_up is None or not only_asks(first.response):
         return first
     sent = now()
+    seen["interaction"] = {"follow_up": "protocol", "message": task.follow_up,
+                           "first_answer": first.response}
+    seen["follow_up_sent"] = sent
     second = await responder(task, follow_up_prompt(task, first), repeat)
     events = {**second.events, **{k: v for k, v in first.events.items()
                                   if k in ("first_progress", "first_token")},
@@ -146,22 +151,21 @@ async def _interaction(responder: Responder, task: Task, repeat: int) -> Answer:
                   metadata={**second.metadata, "interaction": interaction})
 
 
-async def _attempt(responder: Responder, task: Task, repeat: int, setup: str, run_id: str,
-                   attempt_of: str | None, timeout_s: float,
-                   limit: _RateLimit) -> tuple[dict[str, Any], bool]:
-    """One attempt as a run record, and whether it may be retried (transport, no byte)."""
-    await limit.wait()
-    submitted = now()
-    record = _record(setup, task, repeat, run_id, attempt_of, submitted)
-    try:
-        async with asyncio.timeout(timeout_s):  # agreed before the run
-            answer = await _interaction(responder, task, repeat)
-    except TimeoutError:
+def _stopped(record: dict[str, Any], exc: Exception, timeout_s: float,
+             seen: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The run record of an attempt that did not deliver, and whether it may be retried (a
+    transport error before any answer byte): a timeout stops it at the agreed time; a failure
+    keeps its reason, receipt and whatever arrived; a responder's own error fails this
+    attempt, not the fetch. A follow-up's first answer is kept either way."""
+    if "interaction" in seen:
+        record["metadata"]["interaction"] = seen["interaction"]
+        record["events"]["follow_up_sent"] = _iso(seen["follow_up_sent"])
+    if isinstance(exc, TimeoutError):
         record.update(status="timeout", error=f"no answer within {timeout_s:g} s",
                       response=None, tool_calls=None)
         record["events"]["stopped"] = _iso(now())
         return record, False
-    except AnswerFailed as exc:
+    if isinstance(exc, AnswerFailed):
         stopped = now()
         record.update(status="failed", error=str(exc), response=None, tool_calls=None)
         record["events"].update({k: _iso(v) for k, v in exc.events.items()})
@@ -171,11 +175,25 @@ async def _attempt(responder: Responder, task: Task, repeat: int, setup: str, ru
         if exc.receipt:
             record["metadata"]["receipt"] = exc.receipt
         return record, exc.retryable
-    except Exception as exc:  # a responder's own error fails this attempt, not the fetch
-        record.update(status="failed", error=f"{type(exc).__name__}: {exc}", response=None,
-                      tool_calls=None)
-        record["events"]["stopped"] = _iso(now())
-        return record, False
+    record.update(status="failed", error=f"{type(exc).__name__}: {exc}", response=None,
+                  tool_calls=None)
+    record["events"]["stopped"] = _iso(now())
+    return record, False
+
+
+async def _attempt(responder: Responder, task: Task, repeat: int, setup: str, run_id: str,
+                   attempt_of: str | None, timeout_s: float,
+                   limit: _RateLimit) -> tuple[dict[str, Any], bool]:
+    """One attempt as a run record, and whether it may be retried (transport, no byte)."""
+    await limit.wait()
+    submitted = now()
+    record = _record(setup, task, repeat, run_id, attempt_of, submitted)
+    seen: dict[str, Any] = {}
+    try:
+        async with asyncio.timeout(timeout_s):  # agreed before the run
+            answer = await _interaction(responder, task, repeat, seen)
+    except Exception as exc:  # a timeout, a failure, or a responder's own error
+        return _stopped(record, exc, timeout_s, seen)
     received = now()
     record["events"].update({k: _iso(v) for k, v in answer.events.items()})
     record["events"]["received"] = _iso(received)
