@@ -125,6 +125,10 @@ def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+_STRICT_DECODER = json.JSONDecoder(object_pairs_hook=_no_repeated_keys)
+"""One decoder for every line (``json.loads`` with a hook builds a new one per call)."""
+
+
 def loads_json(text: str) -> Any:
     """Parse JSON, refusing deep nesting and repeated keys.
 
@@ -135,7 +139,10 @@ def loads_json(text: str) -> Any:
         raise ParseError(text.error)
     _check_depth(text)
     try:
-        data = json.loads(text, object_pairs_hook=_no_repeated_keys)
+        if text.startswith("\ufeff"):  # as json.loads says it
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)",
+                                       text, 0)
+        data = _STRICT_DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise ParseError(f"malformed JSON: {exc.msg} (column {exc.colno})") from exc
     except RecursionError as exc:  # pragma: no cover - _check_depth stops this first

@@ -217,3 +217,29 @@ def test_ranking_stability_of_many_identical_repeats_is_fast_and_exact() -> None
 
     expected = float((Fraction(same) + Fraction(2 / 3) * mixed) / (same + mixed))
     assert ranking_stability(runs) == expected
+
+
+def _clusters_by_definition(runs: list[list[frozenset[str]]]) -> list[list[int]]:
+    """The greedy clustering exactly as docs/methodology.md §3 words it."""
+    heads: list[frozenset[str]] = []
+    out = []
+    for findings in runs:
+        assigned = []
+        for tokens in findings:
+            for index, head in enumerate(heads):
+                if 2 * len(tokens & head) >= len(tokens | head):
+                    assigned.append(index)
+                    break
+            else:
+                heads.append(tokens)
+                assigned.append(len(heads) - 1)
+        out.append(assigned)
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(st.frozensets(st.sampled_from("abcdefgh"), max_size=8), max_size=3),
+                max_size=6))
+def test_clustering_skips_only_pairs_that_cannot_match(
+        runs: list[list[frozenset[str]]]) -> None:
+    assert cluster_findings(runs) == _clusters_by_definition(runs)
