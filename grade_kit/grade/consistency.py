@@ -81,24 +81,17 @@ def cluster_findings(runs: Sequence[Sequence[frozenset[str]]]) -> list[list[int]
         Per run, the cluster index of each of its findings.
     """
     heads: list[frozenset[str]] = []
-    sizes: list[int] = []
     out: list[list[int]] = []
     for findings in runs:
         assigned = []
         for tokens in findings:
-            size = len(tokens)
             for index, head in enumerate(heads):
-                # Jaccard >= 0.5  <=>  2 |a ∩ b| >= |a ∪ b|, exact in integers; it needs
-                # 2 min(|a|, |b|) >= max(|a|, |b|), so sizes further apart never match
-                other = sizes[index]
-                if 2 * min(size, other) < max(size, other):
-                    continue
+                # Jaccard >= 0.5  <=>  2 |a ∩ b| >= |a ∪ b|, exact in integers.
                 if 2 * len(tokens & head) >= len(tokens | head):
                     assigned.append(index)
                     break
             else:
                 heads.append(tokens)
-                sizes.append(size)
                 assigned.append(len(heads) - 1)
         out.append(assigned)
     return out
