@@ -136,10 +136,11 @@ class DemoServer:
         return app
 
     async def _open(self) -> None:
-        self._runner = web.AppRunner(self._app(), access_log=None, handle_signals=False)
+        # a stalled "timeout" answer is not waited for when stopping
+        self._runner = web.AppRunner(self._app(), access_log=None, handle_signals=False,
+                                     shutdown_timeout=1.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", self._port, backlog=1024,
-                           shutdown_timeout=1.0)  # a stalled "timeout" answer is not waited for
+        site = web.TCPSite(self._runner, "127.0.0.1", self._port, backlog=1024)
         await site.start()
         server = site._server  # the bound port, when 0 was asked for
         assert isinstance(server, asyncio.base_events.Server)
