@@ -55,23 +55,6 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_records(path: Path, records: Sequence[Any]) -> None:
-    """Write pydantic records as JSONL, atomically (a reader never sees half a file)."""
-    import json
-
-    from grade_kit.report.files import atomic_write
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-
-    def write(tmp: Path) -> None:
-        with tmp.open("w", encoding="utf-8") as handle:
-            for record in records:
-                handle.write(json.dumps(record.model_dump(mode="json", exclude_none=True),
-                                        ensure_ascii=False) + "\n")
-
-    atomic_write(path, write)
-
-
 def _model_inputs(args: argparse.Namespace) -> Any:
     inputs = read_inputs(args.tasks, args.runs, judgements=getattr(args, "judgements", None),
                          grades=getattr(args, "grades", None), packs=args.packs)
@@ -90,6 +73,7 @@ def _cache(args: argparse.Namespace) -> Path:
 
 def _judge(args: argparse.Namespace) -> int:
     from grade_kit.judges.llm import LLMJudge
+    from grade_kit.report.files import write_records
 
     inputs = _model_inputs(args)
     judge: Any = JUDGES["rules"] if args.rules else LLMJudge(
@@ -97,7 +81,7 @@ def _judge(args: argparse.Namespace) -> int:
         concurrency=args.concurrency, seed=args.seed, progress=not args.quiet)
     recorded = {(j.run_id, j.dimension) for j in inputs.judgements}
     out = [j for j in judge(inputs.tasks, inputs.runs) if (j.run_id, j.dimension) not in recorded]
-    _write_records(args.out, out)
+    write_records(args.out, out)
     unusable = sum(1 for j in out if j.score is None)
     print(f"judged {len({j.run_id for j in out})} runs with {judge.name}: {len(out)} "
           f"judgements ({unusable} null, each with its reason) -> {args.out}")
@@ -108,6 +92,7 @@ def _grade(args: argparse.Namespace) -> int:
     from grade_kit.judges.calibration import calibration_review
     from grade_kit.judges.grader import RuleGrader
     from grade_kit.judges.llm_grader import LLMGrader
+    from grade_kit.report.files import write_records
 
     inputs = _model_inputs(args)
     grader: Any = RuleGrader() if args.rules else LLMGrader(
@@ -115,7 +100,7 @@ def _grade(args: argparse.Namespace) -> int:
         concurrency=args.concurrency, seed=args.seed, progress=not args.quiet)
     recorded = {g.run_id for g in inputs.grades}
     out = grader(inputs.tasks, [r for r in inputs.runs if r.run_id not in recorded])
-    _write_records(args.out, out)
+    write_records(args.out, out)
     pending = sum(1 for g in out if "pending" in (g.core_conclusion, g.request_fulfilment))
     print(f"graded {len(out)} runs with {grader.name} ({pending} pending) -> {args.out}")
     if args.calibration:

@@ -22,6 +22,7 @@ import polars as pl
 from grade_kit.evaluate import Evaluation, _html_table
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.judges.model import answer_alias
+from grade_kit.report.files import record_line
 from grade_kit.schema import Grade, Run, Task
 from grade_kit.standard.blind.sheet import answer_text
 
@@ -146,9 +147,8 @@ def record_grade(path: Path | str, grade: Grade) -> None:
     so closing the kernel right after loses nothing."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(grade.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
     with target.open("a", encoding="utf-8") as handle:
-        handle.write(line + "\n")
+        handle.write(record_line(grade))
         handle.flush()
         os.fsync(handle.fileno())
 

@@ -12,7 +12,8 @@ from pathlib import Path
 from grade_kit.judges.calibration import CalibrationReview, calibration_review
 from grade_kit.judges.llm import LLMJudge
 from grade_kit.judges.llm_grader import LLMGrader, PairwiseVerdict
-from grade_kit.schema import Grade, Judgement, Run, Task
+from grade_kit.report.files import write_records
+from grade_kit.schema import Run, Task
 
 __all__ = ["DemoVerdicts", "model_verdicts", "setup_pairs"]
 
@@ -48,12 +49,6 @@ def setup_pairs(runs: Sequence[Run], repeat: int = 1) -> list[tuple[str, str]]:
     return pairs
 
 
-def _write_jsonl(path: Path, rows: Sequence[Judgement | Grade]) -> None:
-    path.write_text("".join(json.dumps(r.model_dump(mode="json", exclude_none=True),
-                                       ensure_ascii=False) + "\n" for r in rows),
-                    encoding="utf-8")
-
-
 def model_verdicts(url: str, model: str, tasks: Sequence[Task], runs: Sequence[Run],
                    out: Path, *, seed: int = 0, concurrency: int = 16) -> DemoVerdicts:
     """Judge and grade ``runs`` by ``model`` at ``url`` and run the bias controls.
@@ -71,8 +66,8 @@ def model_verdicts(url: str, model: str, tasks: Sequence[Task], runs: Sequence[R
                        seed=seed)
     paths = {name: out / name for name in ("judgements.jsonl", "grades.jsonl",
                                            "pairwise.jsonl", "calibration.md")}
-    _write_jsonl(paths["judgements.jsonl"], judge(tasks, runs))
-    _write_jsonl(paths["grades.jsonl"], grader(tasks, runs))
+    write_records(paths["judgements.jsonl"], judge(tasks, runs))
+    write_records(paths["grades.jsonl"], grader(tasks, runs))
     verdicts: list[PairwiseVerdict] = grader.compare(tasks, runs, setup_pairs(runs))
     paths["pairwise.jsonl"].write_text("".join(
         json.dumps({"task_id": v.task_id, "run_a": v.run_a, "run_b": v.run_b,

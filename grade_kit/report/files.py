@@ -7,11 +7,12 @@ import fcntl
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import polars as pl
+from pydantic import BaseModel
 
 from grade_kit.grade import long_scores
 from grade_kit.io import InputError, Rejected, write_rejects
@@ -20,7 +21,7 @@ from grade_kit.report.markdown import scorecard_markdown
 if TYPE_CHECKING:
     from grade_kit.evaluate import Evaluation
 
-__all__ = ["OUTPUT_FILES", "atomic_write", "write_outputs"]
+__all__ = ["OUTPUT_FILES", "atomic_write", "record_line", "write_outputs", "write_records"]
 
 LOCK_FILE = ".grade-kit.lock"
 """Held while a run writes its files into a folder."""
@@ -57,6 +58,19 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def record_line(record: BaseModel) -> str:
+    """One record as a JSONL line (nulls left out), the form every records file uses."""
+    return json.dumps(record.model_dump(mode="json", exclude_none=True),
+                      ensure_ascii=False) + "\n"
+
+
+def write_records(path: Path, records: Sequence[BaseModel]) -> Path:
+    """Write records (judgements, grades) as JSONL, atomically (a reader never sees half a
+    file); the folder is made when missing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return atomic_write(path, _text("".join(record_line(r) for r in records)))
 
 
 def _text(text: str) -> Callable[[Path], None]:
