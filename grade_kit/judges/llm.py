@@ -61,18 +61,9 @@ def judge_prompt(task: Task, run: Run, alias: str = "A-000000") -> str:
 
 
 class LLMJudge(ModelVerdicts):
-    """The judged dimensions by a model at an OpenAI-compatible endpoint.
-
-    Args:
-        base_url: For example ``http://127.0.0.1:8000/v1``.
-        model: The judge model's name.
-        api_key_env: NAME of the environment variable holding the key; default None.
-        cache: JSONL file of cached verdicts (read, then appended to); default None (no
-            cache).
-        concurrency: Requests in flight; default 8.
-        timeout_s: Per request; default 120 s.
-        seed: Seed of the answers' aliases (recorded on every judgement); default 0.
-        progress: Show a progress bar while asking; default True.
+    """The judged dimensions by a model at an OpenAI-compatible endpoint; judgements are
+    written by ``llm:<model>``. Arguments as :class:`~grade_kit.judges.model.ModelVerdicts`
+    (base URL, model, key variable name, cache, concurrency, timeout, alias seed, progress).
     """
 
     prefix = "llm:"

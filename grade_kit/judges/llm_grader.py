@@ -145,17 +145,9 @@ class PairwiseVerdict:
 
 class LLMGrader(ModelVerdicts):
     """The standard's grades by a model at an OpenAI-compatible endpoint (two judgements per
-    run; see the module docs).
-
-    Args:
-        base_url: For example ``http://127.0.0.1:8000/v1``.
-        model: The grader model's name; records are written by ``llm-grader:<model>``.
-        api_key_env: NAME of the environment variable holding the key; default None.
-        cache: JSONL file of cached verdicts; default None (no cache).
-        concurrency: Requests in flight; default 8.
-        timeout_s: Per request; default 120 s.
-        seed: Seed of the answers' aliases (recorded on every grade); default 0.
-        progress: Show a progress bar while asking; default True.
+    run; see the module docs); records are written by ``llm-grader:<model>``. Arguments as
+    :class:`~grade_kit.judges.model.ModelVerdicts` (base URL, model, key variable name, cache,
+    concurrency, timeout, alias seed, progress).
     """
 
     prefix = "llm-grader:"
