@@ -115,7 +115,10 @@ class PeakRSS:
         self._thread.join()
 
 
-def _stage(name: str, n: int, fn: Callable[[], Any], stages: list[dict[str, Any]]) -> Any:
+def stage(name: str, n: int, fn: Callable[[], Any], stages: list[dict[str, Any]],
+          echo: bool = False) -> Any:
+    """Run ``fn`` and append its wall time, runs per second and peak RSS to ``stages``
+    (printed at once with ``echo``)."""
     with PeakRSS() as rss:
         started = time.perf_counter()
         result = fn()
@@ -123,7 +126,26 @@ def _stage(name: str, n: int, fn: Callable[[], Any], stages: list[dict[str, Any]
     stages.append({"stage": name, "seconds": round(seconds, 4),
                    "runs_per_s": round(n / seconds) if seconds else None,
                    "peak_rss_mb": round(rss.peak / 2**20, 1)})
+    if echo:
+        print(f"    {name:<40} {seconds:8.2f} s  {round(n / seconds) if seconds else 0:>10,} "
+              f"runs/s  peak RSS {rss.peak / 2**20:>8,.0f} MB", flush=True)
     return result
+
+
+def figures_header() -> dict[str, Any]:
+    """When, at which commit and on what machine the figures were taken."""
+    return {"created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "commit": _commit(), "python": platform.python_version(),
+            "machine": f"{platform.machine()}, {psutil.cpu_count()} cores"}
+
+
+def save_figures(figures: dict[str, Any], prefix: str = "") -> Path:
+    """Write ``figures`` to ``benchmarks/results/<prefix><time>.json`` and say where."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{prefix}{figures['created_at'].replace(':', '-')}.json"
+    path.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    print(f"figures -> {path}")
+    return path
 
 
 def bench(n: int) -> dict[str, Any]:
@@ -132,15 +154,15 @@ def bench(n: int) -> dict[str, Any]:
         runs = Path(tmp) / "runs.jsonl"
         tasks = Path(tmp) / "tasks.jsonl"
         n = write_runs(runs, write_tasks(tasks, max(1, n // (SETUPS * REPEATS))))
-        inputs = _stage("read and validate", n, lambda: read_inputs(tasks, runs), stages)
-        data = _stage("flatten", n, lambda: EvalData.from_records(
+        inputs = stage("read and validate", n, lambda: read_inputs(tasks, runs), stages)
+        data = stage("flatten", n, lambda: EvalData.from_records(
             inputs.tasks, inputs.runs, inputs.judgements, inputs.grades, inputs.run_lines),
             stages)
-        scores = _stage("GRADE scoring", n, lambda: grade_scores(data), stages)
-        _stage("standard", n, lambda: standard_results(data, None, scores.tasks), stages)
-        ev = _stage("evaluate (all of the above but reading, and results)", n,
+        scores = stage("GRADE scoring", n, lambda: grade_scores(data), stages)
+        stage("standard", n, lambda: standard_results(data, None, scores.tasks), stages)
+        ev = stage("evaluate (all of the above but reading, and results)", n,
                     lambda: evaluate(inputs), stages)
-        _stage("write", n, lambda: ev.write(Path(tmp) / "out"), stages)
+        stage("write", n, lambda: ev.write(Path(tmp) / "out"), stages)
     total = sum(s["seconds"] for s in stages if s["stage"] in (
         "read and validate", "evaluate (all of the above but reading, and results)", "write"))
     print(f"{n:>9,} runs:")
@@ -162,14 +184,7 @@ def _commit() -> str:
 
 def main() -> None:
     sizes = [int(a) for a in sys.argv[1:]] or [10_000, 100_000]
-    figures = {"created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-               "commit": _commit(), "python": platform.python_version(),
-               "machine": f"{platform.machine()}, {psutil.cpu_count()} cores",
-               "sizes": [bench(size) for size in sizes]}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{figures['created_at'].replace(':', '-')}.json"
-    path.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    print(f"figures -> {path}")
+    save_figures({**figures_header(), "sizes": [bench(size) for size in sizes]})
 
 
 if __name__ == "__main__":

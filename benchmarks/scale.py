@@ -22,20 +22,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
 import random
 import tempfile
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
-import psutil
 
-from benchmarks.bench import RESULTS, PeakRSS, _commit
+from benchmarks.bench import PeakRSS, figures_header, save_figures, stage
 from grade_kit.frames import EvalData
 from grade_kit.grade import (
     _aggregate,
@@ -159,19 +156,6 @@ def write_inputs(folder: Path, n_runs: int, seed: int = 42) -> dict[str, Path]:
     return paths
 
 
-def _stage(name: str, n: int, fn: Callable[[], Any], stages: list[dict[str, Any]]) -> Any:
-    with PeakRSS() as rss:
-        started = time.perf_counter()
-        result = fn()
-        seconds = time.perf_counter() - started
-    stages.append({"stage": name, "seconds": round(seconds, 3),
-                   "runs_per_s": round(n / seconds) if seconds else None,
-                   "peak_rss_mb": round(rss.peak / 2**20)})
-    print(f"    {name:<40} {seconds:8.2f} s  {round(n / seconds) if seconds else 0:>10,} "
-          f"runs/s  peak RSS {rss.peak / 2**20:>8,.0f} MB", flush=True)
-    return result
-
-
 def pipeline(n_runs: int) -> dict[str, Any]:
     """Every stage of ``gk.evaluate`` and ``write`` on ``n_runs`` synthetic runs."""
     from grade_kit.evaluate import Evaluation, _version
@@ -187,12 +171,12 @@ def pipeline(n_runs: int) -> dict[str, Any]:
         size = paths["runs"].stat().st_size
         print(f"{n_runs:>11,} runs: {size / 2**20:,.0f} MB of runs JSONL (generated in "
               f"{time.perf_counter() - started:.0f} s)", flush=True)
-        inputs = _stage("read and validate", n_runs, lambda: read_inputs(
+        inputs = stage("read and validate", n_runs, lambda: read_inputs(
             paths["tasks"], paths["runs"], judgements=paths["judgements"],
-            grades=paths["grades"]), stages)
-        data = _stage("flatten", n_runs, lambda: EvalData.from_records(
+            grades=paths["grades"]), stages, echo=True)
+        data = stage("flatten", n_runs, lambda: EvalData.from_records(
             inputs.tasks, inputs.runs, inputs.judgements, inputs.grades, inputs.run_lines),
-            stages)
+            stages, echo=True)
 
         def per_run() -> tuple[Any, Any, Any]:
             grade_runs = _grade_runs(data)
@@ -200,10 +184,10 @@ def pipeline(n_runs: int) -> dict[str, Any]:
                                      None)
             return grade_runs, matches, _run_scores(data, grade_runs, matches)
 
-        grade_runs, matches, runs_scored = _stage("GRADE per-run scoring", n_runs, per_run,
-                                                  stages)
-        consistency = _stage("consistency", n_runs, lambda: _consistency_scores(
-            grade_runs, data.items, data.metrics), stages)
+        grade_runs, matches, runs_scored = stage("GRADE per-run scoring", n_runs, per_run,
+                                                 stages, echo=True)
+        consistency = stage("consistency", n_runs, lambda: _consistency_scores(
+            grade_runs, data.items, data.metrics), stages, echo=True)
 
         def aggregate() -> GradeScores:
             per_task = _task_scores(runs_scored, consistency, data.tasks, data.weights)
@@ -212,16 +196,16 @@ def pipeline(n_runs: int) -> dict[str, Any]:
                                packs=_aggregate(per_task, "pack"),
                                overall=_aggregate(per_task, "overall"), matches=matches)
 
-        scores = _stage("aggregation", n_runs, aggregate, stages)
-        standard = _stage("standard statistics", n_runs,
-                          lambda: standard_results(data, None, scores.tasks), stages)
+        scores = stage("aggregation", n_runs, aggregate, stages, echo=True)
+        standard = stage("standard statistics", n_runs,
+                          lambda: standard_results(data, None, scores.tasks), stages, echo=True)
         provenance = Provenance(grade_kit_version=_version(),
                                 created_at=datetime.now(UTC).isoformat(), inputs=inputs.files,
                                 arguments={}, seeds={}, judges=[], graders=[])
-        results = _stage("typed results", n_runs, lambda: build_results(
-            scores, standard, inputs.rejected, inputs.warnings, provenance), stages)
+        results = stage("typed results", n_runs, lambda: build_results(
+            scores, standard, inputs.rejected, inputs.warnings, provenance), stages, echo=True)
         evaluation = Evaluation(inputs, data, scores, standard, results, "polars")
-        _stage("write", n_runs, lambda: evaluation.write(Path(tmp) / "out"), stages)
+        stage("write", n_runs, lambda: evaluation.write(Path(tmp) / "out"), stages, echo=True)
     total = sum(s["seconds"] for s in stages)
     print(f"    {'end to end':<40} {total:8.2f} s  {round(n_runs / total):>10,} runs/s  "
           f"peak RSS {max(s['peak_rss_mb'] for s in stages):>8,} MB", flush=True)
@@ -318,11 +302,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[100_000, 300_000, 1_000_000])
     parser.add_argument("--stats", type=int, default=10_000_000)
     args = parser.parse_args()
-    figures: dict[str, Any] = {
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"), "commit": _commit(),
-        "python": platform.python_version(),
-        "machine": f"{platform.machine()}, {psutil.cpu_count()} cores",
-        "sizes": [pipeline(size) for size in args.sizes]}
+    figures: dict[str, Any] = {**figures_header(),
+                               "sizes": [pipeline(size) for size in args.sizes]}
     if len(figures["sizes"]) > 1:
         small, large = figures["sizes"][0], figures["sizes"][-1]
         ratio = large["end_to_end_s"] / small["end_to_end_s"]
@@ -331,10 +312,7 @@ def main() -> None:
         figures["scaling"] = round(ratio, 3)
     if args.stats:
         figures["statistics"] = stats_part(args.stats)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"scale-{figures['created_at'].replace(':', '-')}.json"
-    path.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    print(f"figures -> {path}")
+    save_figures(figures, "scale-")
 
 
 if __name__ == "__main__":
