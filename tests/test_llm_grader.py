@@ -161,7 +161,14 @@ def _two_answers() -> tuple[str, str]:
 
 def test_calibration_samples_are_kept_apart_and_reported(biased: str, server: DemoServer,
                                                          tmp_path: Path) -> None:
-    swayed = calibration_review(TASKS, RUNS, grader=LLMGrader(biased, "m", progress=False))
+    runs = list(RUNS)
+    before = [r.model_dump() for r in runs]
+    swayed = calibration_review(TASKS, runs, grader=LLMGrader(biased, "m", progress=False))
+    # kept apart: samples are their own runs, and the real ones are left as they were
+    assert [r.model_dump() for r in runs] == before and len(runs) == len(RUNS)
+    assert all(i.startswith("calibration:") for i in swayed.frame.get_column("run_id"))
+    real_ids = {r.run_id for r in runs}
+    assert not real_ids & set(swayed.frame.get_column("run_id"))
     assert swayed.samples == len(SOME) and swayed.frame.height == len(SOME) * 4
     assert set(swayed.frame.get_column("form")) == set(CALIBRATION_FORMS)
     # the biased model grades the short form (no text) partial and the rest full
@@ -176,10 +183,6 @@ def test_calibration_samples_are_kept_apart_and_reported(biased: str, server: De
     assert fair.label == "internal consistency review"
     rules = calibration_review(TASKS, RUNS, grader=RuleGrader())
     assert rules.label == "grader calibration check"
-    # kept apart: the real runs and their evaluation never see a calibration sample
-    ev = gk.evaluate(TASKS, RUNS, grader="rules")
-    assert "calibration" not in ev.results.setups
-    assert not [r for r in RUNS if r.run_id.startswith("calibration:")]
 
 
 def test_an_unusable_grader_leaves_the_run_pending_with_the_reason() -> None:
