@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from grade_kit.judges.calibration import CALIBRATION_FORMS, _restated
+from grade_kit.judges.calibration import CALIBRATION_FORMS, restated
 from grade_kit.judges.grader import RuleGrader
 from grade_kit.judges.llm import CLAIM_PROMPT_MARK, JUDGE_PROMPT_MARK, answer_json
 from grade_kit.judges.llm_grader import (
@@ -88,13 +88,12 @@ class DemoJudgeModel:
                 for record in (self._recorded() if self._recorded else []):
                     if record.get("status") != "delivered" or record.get("response") is None:
                         continue
-                    response = record["response"]
-                    findings = list(response.get("key_findings") or [])
+                    answered = Run.model_validate(record)
                     for form in CALIBRATION_FORMS:
                         runs.append(Run.model_validate({
                             "run_id": f"{record['run_id']}:{form}", "setup": "-",
                             "task_id": record["task_id"], "repeat": 1, "status": "delivered",
-                            "response": _restated(response, findings, form)}))
+                            "response": restated(answered, form)}))
                 self._grades = self._grade(runs)
             return self._grades
 

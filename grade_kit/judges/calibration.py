@@ -22,6 +22,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
@@ -29,25 +30,28 @@ from grade_kit.frames import run_frames, verdict_frames
 from grade_kit.judges import Grader, Judge
 from grade_kit.judges.model import MODEL_GRADER_PREFIXES
 from grade_kit.schema import Run, Task
+from grade_kit.standard.blind.sheet import answer_text
 from grade_kit.standard.grades import run_grades
 
 __all__ = ["CALIBRATION_FORMS", "CALIBRATION_SETUP", "CalibrationReview",
-           "calibration_review", "calibration_samples"]
+           "calibration_review", "calibration_samples", "restated"]
 
 CALIBRATION_FORMS = ("long", "short", "paragraph", "table")
 CALIBRATION_SETUP = "calibration"
 
 
-def _restated(response: dict[str, object], findings: list[str], form: str
-              ) -> dict[str, object]:
+def restated(run: Run, form: str) -> dict[str, Any]:
+    """The response of ``run`` (delivered) restated in ``form`` of :data:`CALIBRATION_FORMS`,
+    the facts unchanged: ``short`` drops limitations, recommendations and text; ``paragraph``
+    and ``table`` put the findings in one finding, rendered as the blind sheet renders them
+    (:func:`~grade_kit.standard.blind.sheet.answer_text`); ``long`` is the response itself."""
+    assert run.response is not None
+    response = run.response.model_dump(mode="json")
     if form == "short":
         return {**response, "limitations": [], "recommendations": [], "text": ""}
-    if form == "paragraph":
-        return {**response, "key_findings": [" ".join(findings)]}
-    if form == "table":
-        rows = "\n".join(f"| {i} | {f.replace('|', '/')} |" for i, f in enumerate(findings, 1))
-        return {**response, "key_findings": [f"| # | finding |\n|---|---|\n{rows}"]}
-    return dict(response)
+    if form in ("paragraph", "table"):
+        return {**response, "key_findings": [answer_text(run, form)]}
+    return response
 
 
 def calibration_samples(tasks: Sequence[Task], runs: Sequence[Run], *, seed: int = 0
@@ -72,14 +76,11 @@ def calibration_samples(tasks: Sequence[Task], runs: Sequence[Run], *, seed: int
         if task.kind != "grade" or not candidates:
             continue
         pick = random.Random(f"{seed}:{task.task_id}").choice(candidates)
-        assert pick.response is not None
-        response = pick.response.model_dump(mode="json")
-        findings = list(pick.response.key_findings)
         for form in CALIBRATION_FORMS:
             out.append(Run.model_validate({
                 "run_id": f"calibration:{task.task_id}:{form}", "setup": CALIBRATION_SETUP,
                 "task_id": task.task_id, "repeat": 1, "status": "delivered",
-                "response": _restated(response, findings, form),
+                "response": restated(pick, form),
                 "metadata": {"calibration_form": form}}))
     return out
 
