@@ -17,6 +17,7 @@ from typing import Any, Literal
 import pandas as pd
 import polars as pl
 
+from grade_kit._fastread import concat_records, raw_records, select_records
 from grade_kit._gc import gc_paused
 from grade_kit.frames import EvalData
 from grade_kit.grade import ClaimJudge, GradeScores, fact_checks, grade_scores, run_composites
@@ -31,6 +32,8 @@ from grade_kit.schema import (
     DIMENSIONS,
     GRADE_STATES,
     SHORT_LABELS,
+    Grade,
+    Judgement,
     Provenance,
     Results,
 )
@@ -428,11 +431,12 @@ def _inputs(tasks: Records | Inputs, runs: Records | None, judgements: Records |
         out = tasks
         if judgements is not None:
             loaded_j = load_judgements(judgements, out.runs)
-            out = replace(out, judgements=[*out.judgements, *loaded_j.records],
+            out = replace(out, judgements=concat_records(Judgement, out.judgements,
+                                                         loaded_j.records),
                           rejected=[*out.rejected, *loaded_j.rejected])
         if grades is not None:
             loaded_g = load_grades(grades, out.runs)
-            out = replace(out, grades=[*out.grades, *loaded_g.records],
+            out = replace(out, grades=concat_records(Grade, out.grades, loaded_g.records),
                           rejected=[*out.rejected, *loaded_g.rejected])
         return out
     if runs is None:
@@ -513,21 +517,23 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
     judges_used: list[str] = []
     if judge is not None:
         chosen = resolve_judge(judge)
-        recorded = {(j.run_id, j.dimension) for j in inputs.judgements}
+        recorded = {(j.run_id, j.dimension) for j in raw_records(inputs.judgements)}
         added = [j for j in chosen(inputs.tasks, inputs.runs)
                  if (j.run_id, j.dimension) not in recorded]
-        inputs = replace(inputs, judgements=[*inputs.judgements, *added])
+        inputs = replace(inputs, judgements=concat_records(Judgement, inputs.judgements, added))
         judges_used.append(chosen.name)
     graders_used: list[str] = []
     if grader is not None and not isinstance(grader, str):
-        graded = {g.run_id for g in inputs.grades}
-        added_grades = grader(inputs.tasks, [r for r in inputs.runs if r.run_id not in graded])
-        inputs = replace(inputs, grades=[*inputs.grades, *added_grades])
+        graded = {g.run_id for g in raw_records(inputs.grades)}
+        added_grades = grader(inputs.tasks,
+                              select_records(inputs.runs, lambda r: r.run_id not in graded))
+        inputs = replace(inputs, grades=concat_records(Grade, inputs.grades, added_grades))
         graders_used.append(grader.name)
     data = EvalData.from_records(inputs.tasks, inputs.runs, inputs.judgements, inputs.grades,
                                  inputs.run_lines)
     scores = grade_scores(data, claim_judge)
-    graders = [*graders_used, *sorted({g.grader for g in inputs.grades} - set(graders_used))]
+    recorded_graders = {g.grader for g in raw_records(inputs.grades)}
+    graders = [*graders_used, *sorted(recorded_graders - set(graders_used))]
     if grader == "rules":
         grade_runs = data.runs.join(scores.runs.select("run_id"), on="run_id", how="semi")
         checks = fact_checks(data.facts, grade_runs, data.metrics)
@@ -538,7 +544,7 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
         graders.append(RULE_GRADER)
     standard = standard_results(data, repeats, scores.tasks, seed=seed,
                                 exclude_channel_overhead=exclude_channel_overhead)
-    recorded_judges = sorted({j.judge for j in inputs.judgements} - set(judges_used))
+    recorded_judges = sorted({j.judge for j in raw_records(inputs.judgements)} - set(judges_used))
     provenance = Provenance(
         grade_kit_version=_version(), created_at=datetime.now(UTC).isoformat(),
         inputs=inputs.files,

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import pandas as pd
 import polars as pl
 
+from grade_kit._fastread import raw_records
 from grade_kit._gc import gc_paused
 from grade_kit.schema import DIMENSIONS, Grade, Judgement, Run, Task, parse_timestamp
 from grade_kit.text import normalize, normalize_column, normalize_value, parse_number
@@ -232,6 +233,7 @@ def run_frames(
     Only a delivered run's response is flattened (``has_response``): a response carried by a
     timed-out or failed run is kept in its record but never scored.
     """
+    runs = raw_records(runs)  # field reads only: no model is built for a loaded run
     r: dict[str, list[Any]] = {k: [] for k in COLUMNS["runs"]}
     it: dict[str, list[Any]] = {k: [] for k in COLUMNS["items"] if k != "norm"}
     m: dict[str, list[Any]] = {k: [] for k in COLUMNS["metrics"]}
@@ -321,6 +323,7 @@ def verdict_frames(
     judgements: Sequence[Judgement] = (), grades: Sequence[Grade] = ()
 ) -> dict[str, pl.DataFrame]:
     """The ``judgements`` and ``grades`` frames (see :data:`COLUMNS`)."""
+    judgements, grades = raw_records(judgements), raw_records(grades)
     j = _frame("judgements", {
         "run_id": [x.run_id for x in judgements],
         "dimension": [x.dimension for x in judgements],

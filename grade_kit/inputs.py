@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grade_kit._fastread import raw_records
 from grade_kit.io import (
     Loaded,
     Records,
@@ -37,10 +39,10 @@ class Inputs:
     read (path, SHA-256, records, rejected) for the results' provenance.
     """
 
-    tasks: list[Task]
-    runs: list[Run]
-    judgements: list[Judgement] = field(default_factory=list)
-    grades: list[Grade] = field(default_factory=list)
+    tasks: Sequence[Task]
+    runs: Sequence[Run]
+    judgements: Sequence[Judgement] = field(default_factory=list)
+    grades: Sequence[Grade] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
     warnings: list[WarningItem] = field(default_factory=list)
     run_lines: list[int | None] = field(default_factory=list)
@@ -49,8 +51,9 @@ class Inputs:
     """What an importer assumed (see docs/adapters.md); empty for native inputs."""
 
     def _counts(self) -> str:
-        reruns = sum(1 for r in self.runs if r.attempt_of is not None)
-        setups = len({r.setup for r in self.runs})
+        runs = raw_records(self.runs)
+        reruns = sum(1 for r in runs if r.attempt_of is not None)
+        setups = len({r.setup for r in runs})
         return (f"{len(self.tasks)} tasks, {len(self.runs)} runs ({reruns} re-runs) of "
                 f"{setups} setups, {len(self.judgements)} judgements, {len(self.grades)} grade "
                 f"records, {len(self.rejected)} rejected, {len(self.warnings)} warnings")
@@ -119,8 +122,8 @@ def read_inputs(
     task_load = load_tasks(tasks, packs)
     run_load = load_runs(runs, task_load.records)
     parts: list[tuple[str, Loaded[Any]]] = [("tasks", task_load), ("runs", run_load)]
-    j_records: list[Judgement] = []
-    g_records: list[Grade] = []
+    j_records: Sequence[Judgement] = []
+    g_records: Sequence[Grade] = []
     if judgements is not None:
         j_load = load_judgements(judgements, run_load.records)
         j_records = j_load.records

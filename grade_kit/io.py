@@ -16,9 +16,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
+import msgspec
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from grade_kit._fastread import (
+    FastGrade,
+    FastJudgement,
+    FastRun,
+    LazyRecords,
+    decode_fast,
+    raw_records,
+)
 from grade_kit._gc import gc_paused
 from grade_kit.parse import (
     ParseError,
@@ -103,7 +112,9 @@ class Rejected:
 class Loaded(Generic[T]):
     """Records that loaded, with their source lines, and those that were rejected."""
 
-    records: list[T] = field(default_factory=list)
+    records: Sequence[T] = field(default_factory=list)
+    """The records: a list, or for runs, judgements and grades a
+    :class:`~grade_kit._fastread.LazyRecords` (models built on first access)."""
     lines: list[int | None] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     """The file (or ``<runs>``-style name) each record came from."""
@@ -158,16 +169,25 @@ def _iter_lines(path: Path) -> Iterator[tuple[int, str]]:
         raise InputError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
 
 
+Check = Callable[[Any, int, str], tuple[str | None, str] | None]
+"""A loader's own check of a record that passed its model (a model or its fast struct, read
+by field names only): None, or the (field, reason) of a reject."""
+
+
 def _read_jsonl(
     source: str,
     lines: Iterator[Line],
     model: type[Model],
-    check: Callable[[Model, int, str], tuple[str | None, str] | None] | None = None,
-) -> Loaded[Model]:
-    """Validate each line as ``model``; ``check`` may reject more."""
-    out: Loaded[Model] = Loaded()
+    check: Check | None = None,
+    fast: type[msgspec.Struct] | None = None,
+) -> Loaded[Any]:
+    """Validate each line as ``model``; ``check`` may reject more. With ``fast``, a line is
+    first tried as that struct (:func:`~grade_kit._fastread.decode_fast`); the records are
+    then structs where that succeeded, models elsewhere."""
+    records: list[Any] = []
+    out: Loaded[Any] = Loaded(records=records)
     with gc_paused():
-        _validate_lines(lines, source, model, check, out)
+        _validate_lines(lines, source, model, check, out, records, fast)
     return out
 
 
@@ -185,33 +205,47 @@ def _validate_lines(
     lines: Iterator[Line],
     source: str,
     model: type[Model],
-    check: Callable[[Model, int, str], tuple[str | None, str] | None] | None,
-    out: Loaded[Model],
+    check: Check | None,
+    out: Loaded[Any],
+    records: list[Any],
+    fast: type[msgspec.Struct] | None = None,
 ) -> None:
     for number, text in lines:
-        try:
-            data = loads_json(text)
-        except ParseError as exc:
-            out.rejected.append(Rejected(source, number, None, str(exc), text))
-            continue
-        if not isinstance(data, dict):
-            out.rejected.append(
-                Rejected(source, number, None, "a record must be a JSON object", text)
-            )
-            continue
-        try:
-            record = model.model_validate(data)
-        except ValidationError as exc:
-            out.rejected.append(_validation_reject(source, number, text, exc))
-            continue
+        record: Any = None
+        if fast is not None and not isinstance(text, Undecodable):
+            record = decode_fast(text, fast)
+        if record is None:
+            record = _reference_record(source, number, text, model, out)
+            if record is None:
+                continue
         if check is not None:
             problem = check(record, number, text)
             if problem is not None:
                 out.rejected.append(Rejected(source, number, problem[0], problem[1], text))
                 continue
-        out.records.append(record)
+        records.append(record)
         out.lines.append(number)
         out.sources.append(source)
+
+
+def _reference_record(source: str, number: int, text: str, model: type[Model],
+                      out: Loaded[Any]) -> Model | None:
+    """The reference path: strict JSON, then the pydantic model; a reject is recorded in
+    ``out`` (and None returned)."""
+    try:
+        data = loads_json(text)
+    except ParseError as exc:
+        out.rejected.append(Rejected(source, number, None, str(exc), text))
+        return None
+    if not isinstance(data, dict):
+        out.rejected.append(Rejected(source, number, None, "a record must be a JSON object",
+                                     text))
+        return None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        out.rejected.append(_validation_reject(source, number, text, exc))
+        return None
 
 
 def write_rejects(path: Path, rejected: Sequence[Rejected]) -> Path:
@@ -389,7 +423,8 @@ def load_tasks(path: Records, packs: Path | str | None = None) -> Loaded[Task]:
     packs_dir = (Path(packs) if packs is not None
                  else None if in_memory else find_packs_dir(Path(path)))  # type: ignore[arg-type]
     truth_cache: dict[str, Any] = {}
-    out: Loaded[Task] = Loaded()
+    tasks: list[Task] = []
+    out: Loaded[Task] = Loaded(records=tasks)
     seen: dict[str, str] = {}
     known = set(Task.model_fields) | {"reference_answer"}
     for source, line, text, fmt in _task_sources(path, out):
@@ -427,7 +462,7 @@ def load_tasks(path: Records, packs: Path | str | None = None) -> Loaded[Task]:
             out.warnings.append(WarningItem(
                 source=source, line=line,
                 message=f"unknown task field(s) kept but unused: {unknown}"))
-        out.records.append(task)
+        tasks.append(task)
         out.lines.append(line)
         out.sources.append(source)
     return out
@@ -526,13 +561,14 @@ def load_runs(paths: Records, tasks: Sequence[Task] | None = None) -> Loaded[Run
     task_ids = None if tasks is None else {t.task_id for t in tasks}
     seen_ids: dict[str, str] = {}
     slots: dict[tuple[str, str, int], tuple[str, str]] = {}
-    loaded: Loaded[Run] = Loaded()
+    accepted: list[Any] = []  # FastRun structs and Run models, read by field names only
+    loaded: Loaded[Any] = Loaded(records=accepted)
     sources: list[str] = []
     rerun_texts: dict[tuple[str, int], str] = {}
     for source, lines in sources_:
         where = Path(source).name if len(sources_) > 1 else "line"
 
-        def check(run: Run, line: int, text: str, where: str = where,
+        def check(run: Any, line: int, text: str, where: str = where,
                   source: str = source) -> tuple[str | None, str] | None:
             at = f"{where} {line}" if where == "line" else f"{where}:{line}"
             if task_ids is not None and run.task_id not in task_ids:
@@ -555,15 +591,16 @@ def load_runs(paths: Records, tasks: Sequence[Task] | None = None) -> Loaded[Run
             seen_ids[run.run_id] = at
             return None
 
-        part = _read_jsonl(source, lines, Run, check)
-        loaded.records.extend(part.records)
+        part = _read_jsonl(source, lines, Run, check, FastRun)
+        accepted.extend(part.records)
         loaded.lines.extend(part.lines)
         loaded.rejected.extend(part.rejected)
         sources.extend(part.sources)
     # Second pass: a re-run must name an accepted run of the same slot.
-    by_id = {run.run_id: run for run in loaded.records}
-    out: Loaded[Run] = Loaded(rejected=loaded.rejected)
-    for run, line, source in zip(loaded.records, loaded.lines, sources, strict=True):
+    by_id = {run.run_id: run for run in accepted}
+    kept: list[Any] = []
+    out: Loaded[Run] = Loaded(records=LazyRecords(Run, kept), rejected=loaded.rejected)
+    for run, line, source in zip(accepted, loaded.lines, sources, strict=True):
         target = by_id.get(run.attempt_of) if run.attempt_of is not None else None
         if run.attempt_of is not None and (
             target is None
@@ -577,20 +614,20 @@ def load_runs(paths: Records, tasks: Sequence[Task] | None = None) -> Loaded[Run
                 source, line, "attempt_of", f"attempt_of {run.attempt_of!r} {why}",
                 rerun_texts.get((source, line or 0), "")))
             continue
-        out.records.append(run)
+        kept.append(run)
         out.lines.append(line)
         out.sources.append(source)
     out.rejected.sort(key=lambda r: (r.source, r.line or 0))
     return out
 
 
-def _load_verdicts(given: Records, name: str, model: type[Model],
-                   check: Callable[[Model, int, str], tuple[str | None, str] | None]
-                   ) -> Loaded[Model]:
-    out: Loaded[Model] = Loaded()
+def _load_verdicts(given: Records, name: str, model: type[Model], check: Check,
+                   fast: type[msgspec.Struct]) -> Loaded[Model]:
+    kept: list[Any] = []
+    out: Loaded[Model] = Loaded(records=LazyRecords(model, kept))
     for source, lines in _sources(given, name):
-        part = _read_jsonl(source, lines, model, check)
-        out.records.extend(part.records)
+        part = _read_jsonl(source, lines, model, check, fast)
+        kept.extend(part.records)
         out.lines.extend(part.lines)
         out.sources.extend(part.sources)
         out.rejected.extend(part.rejected)
@@ -600,10 +637,10 @@ def _load_verdicts(given: Records, name: str, model: type[Model],
 def load_judgements(path: Records, runs: Sequence[Run] | None = None) -> Loaded[Judgement]:
     """Load recorded judgements (files, folders or in-memory records); an unknown run_id or a
     repeated (run_id, dimension) is rejected."""
-    run_ids = None if runs is None else {r.run_id for r in runs}
+    run_ids = None if runs is None else {r.run_id for r in raw_records(runs)}
     seen: dict[tuple[str, str], int] = {}
 
-    def check(j: Judgement, line: int, _text: str) -> tuple[str | None, str] | None:
+    def check(j: Any, line: int, _text: str) -> tuple[str | None, str] | None:
         if run_ids is not None and j.run_id not in run_ids:
             return "run_id", f"unknown run {j.run_id!r}"
         key = (j.run_id, j.dimension)
@@ -613,17 +650,17 @@ def load_judgements(path: Records, runs: Sequence[Run] | None = None) -> Loaded[
         seen[key] = line
         return None
 
-    return _load_verdicts(path, "judgements", Judgement, check)
+    return _load_verdicts(path, "judgements", Judgement, check, FastJudgement)
 
 
 def load_grades(path: Records, runs: Sequence[Run] | None = None) -> Loaded[Grade]:
     """Load grade records (files, folders or in-memory records); an unknown run_id is rejected,
     and a second grade record for a run is an error that names both lines (the first
     stands)."""
-    run_ids = None if runs is None else {r.run_id for r in runs}
+    run_ids = None if runs is None else {r.run_id for r in raw_records(runs)}
     seen: dict[str, int] = {}
 
-    def check(g: Grade, line: int, _text: str) -> tuple[str | None, str] | None:
+    def check(g: Any, line: int, _text: str) -> tuple[str | None, str] | None:
         if run_ids is not None and g.run_id not in run_ids:
             return "run_id", f"unknown run {g.run_id!r}"
         if g.run_id in seen:
@@ -632,4 +669,4 @@ def load_grades(path: Records, runs: Sequence[Run] | None = None) -> Loaded[Grad
         seen[g.run_id] = line
         return None
 
-    return _load_verdicts(path, "grades", Grade, check)
+    return _load_verdicts(path, "grades", Grade, check, FastGrade)

@@ -117,6 +117,10 @@ MAX_REPEAT = 1_000_000
 """The highest repeat a run may carry (and R may be): a contract bound, so no count can
 overflow and no work depends on how large a repeat is written."""
 
+MAX_TOKENS = 10**15
+"""The most tokens a run's usage may report: a contract bound that keeps every count a
+64-bit integer (a larger figure is a reject naming the field, not a crash later)."""
+
 WEIGHT_TOLERANCE = 1e-6
 """A task's weights must sum to 1 within this (docs/methodology.md §2)."""
 
@@ -352,8 +356,8 @@ RunStatus = Literal["delivered", "timeout", "failed", "cancelled"]
 class Usage(_In):
     """Token usage of a run, where the server or log reports it."""
 
-    input_tokens: int | None = Field(default=None, ge=0)
-    output_tokens: int | None = Field(default=None, ge=0)
+    input_tokens: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
+    output_tokens: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
 
 
 class Run(_In):

@@ -30,7 +30,7 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -92,7 +92,7 @@ class DemoServer:
             warms them, so the fixed latency is all a request waits for.
     """
 
-    def __init__(self, tasks: list[Task], packs: Path | str, *, port: int = 0,
+    def __init__(self, tasks: Sequence[Task], packs: Path | str, *, port: int = 0,
                  latency_scale: float = 1.0, fixed_latency_s: float | None = None,
                  faults: bool = True, warm_repeats: int = 0) -> None:
         self.tasks = {t.prompt.strip(): t for t in tasks if t.kind == "grade"}
