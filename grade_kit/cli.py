@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from grade_kit._fastread import raw_records, select_records
 from grade_kit.evaluate import Evaluation, evaluate
 from grade_kit.inputs import read_inputs
 from grade_kit.io import InputError, find_packs_dir, load_tasks
@@ -79,7 +80,7 @@ def _judge(args: argparse.Namespace) -> int:
     judge: Any = JUDGES["rules"] if args.rules else LLMJudge(
         args.endpoint, args.model, api_key_env=args.api_key_env, cache=_cache(args),
         concurrency=args.concurrency, seed=args.seed, progress=not args.quiet)
-    recorded = {(j.run_id, j.dimension) for j in inputs.judgements}
+    recorded = {(j.run_id, j.dimension) for j in raw_records(inputs.judgements)}
     out = [j for j in judge(inputs.tasks, inputs.runs) if (j.run_id, j.dimension) not in recorded]
     write_records(args.out, out)
     unusable = sum(1 for j in out if j.score is None)
@@ -98,8 +99,8 @@ def _grade(args: argparse.Namespace) -> int:
     grader: Any = RuleGrader() if args.rules else LLMGrader(
         args.endpoint, args.model, api_key_env=args.api_key_env, cache=_cache(args),
         concurrency=args.concurrency, seed=args.seed, progress=not args.quiet)
-    recorded = {g.run_id for g in inputs.grades}
-    out = grader(inputs.tasks, [r for r in inputs.runs if r.run_id not in recorded])
+    recorded = {g.run_id for g in raw_records(inputs.grades)}
+    out = grader(inputs.tasks, select_records(inputs.runs, lambda r: r.run_id not in recorded))
     write_records(args.out, out)
     pending = sum(1 for g in out if "pending" in (g.core_conclusion, g.request_fulfilment))
     print(f"graded {len(out)} runs with {grader.name} ({pending} pending) -> {args.out}")

@@ -19,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from grade_kit._fastread import raw_records
 from grade_kit.evaluate import Evaluation, _html_table
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.judges.model import answer_alias
@@ -74,7 +75,9 @@ class Explorer:
         self.evaluation = evaluation
         self.rows = rows
         self._runs = to_polars(evaluation.runs)
-        self._records = {r.run_id: r for r in evaluation.inputs.runs}
+        records = evaluation.inputs.runs
+        self._records = records
+        self._index = {r.run_id: i for i, r in enumerate(raw_records(records))}
         self.filters = {c: w.Dropdown(options=_options(self._runs, c), value=ALL,
                                       description=c.replace("_id", ""))
                         for c in FILTERS}
@@ -111,7 +114,8 @@ class Explorer:
 
     def run_html(self, run_id: str) -> str:
         """One run as HTML: its answer (escaped), then :meth:`Evaluation.explain`."""
-        run = self._records.get(run_id)
+        at = self._index.get(run_id)
+        run = None if at is None else self._records[at]  # the one model built, on demand
         answer = (answer_text(run) if run is not None and run.response is not None
                   else "(no answer delivered)")
         return (f"<h4>Answer</h4><pre style='white-space:pre-wrap'>{html.escape(answer)}</pre>"

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 if TYPE_CHECKING:
-    from grade_kit.evaluate import Evaluation
+    from grade_kit._fastread import select_records
+from grade_kit.evaluate import Evaluation
 
 __all__ = ["REASONS", "review_queue", "write_review_sheet"]
 
@@ -89,7 +90,7 @@ def write_review_sheet(ev: Evaluation, sheet: Path | str, *, key: Path | str | N
 
     queue = review_queue(ev, spot_check=spot_check, seed=seed)
     wanted = set(queue.get_column("run_id").to_list())
-    runs = [r for r in ev.inputs.runs if r.run_id in wanted]
+    runs = select_records(ev.inputs.runs, lambda r: r.run_id in wanted)
     rows, sheet_key = grading_sheet(ev.inputs.tasks, runs, seed=seed)
     sheet_path = Path(sheet)
     key_path = Path(key) if key is not None else sheet_path.with_suffix(".key.json")
