@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from grade_kit._fastread import select_records
+
 if TYPE_CHECKING:
-    from grade_kit._fastread import select_records
-from grade_kit.evaluate import Evaluation
+    from grade_kit.evaluate import Evaluation
 
 __all__ = ["REASONS", "review_queue", "write_review_sheet"]
 
