@@ -15,7 +15,7 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -23,7 +23,7 @@ import polars as pl
 
 from grade_kit._fastread import raw_records
 from grade_kit._gc import gc_paused
-from grade_kit.schema import DIMENSIONS, Grade, Judgement, Run, Task, parse_timestamp
+from grade_kit.schema import DIMENSIONS, Grade, Judgement, Run, Task
 from grade_kit.text import normalize, normalize_column, normalize_value, parse_number
 
 __all__ = [
@@ -131,7 +131,14 @@ def interaction_labels(interaction: object) -> tuple[str | None, bool]:
 
 
 def _frame(name: str, rows: dict[str, list[Any]]) -> pl.DataFrame:
-    return pl.DataFrame(rows, schema=COLUMNS[name])
+    """The frame ``name`` from column lists; timestamp columns may hold epoch microseconds
+    (:func:`instant_us`), which is how polars stores them."""
+    schema = COLUMNS[name]
+    if not any(dtype == _TS for dtype in schema.values()):
+        return pl.DataFrame(rows, schema=schema)
+    staged = {k: (pl.Int64 if v == _TS else v) for k, v in schema.items()}
+    return pl.DataFrame(rows, schema=staged).cast({k: _TS for k, v in schema.items()
+                                                   if v == _TS})
 
 
 def to_polars(frame: pl.DataFrame | pd.DataFrame) -> pl.DataFrame:
@@ -253,10 +260,29 @@ def run_frames(
     }
 
 
-def _flatten_runs(runs: Sequence[Run], line_list: Iterable[int | None],
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def instant_us(raw: str) -> int:
+    """A validated timestamp (:data:`grade_kit.schema.Timestamp`) as microseconds since the
+    Unix epoch in UTC: the value polars stores for it as ``Datetime("us", "UTC")``."""
+    return (datetime.fromisoformat(raw) - _EPOCH) // _MICROSECOND
+
+
+def _metric_columns(value: Any) -> tuple[str, float | None, str | None, str | None]:
+    """(raw JSON, number, string, string key) of a reported metric value."""
+    is_str = isinstance(value, str)
+    return (json_text(value), parse_number(value), value if is_str else None,
+            normalize_value(value) if is_str else None)
+
+
+def _flatten_runs(runs: Sequence[Any], line_list: Iterable[int | None],
                   r: dict[str, list[Any]], it: dict[str, list[Any]],
                   m: dict[str, list[Any]], ev: dict[str, list[Any]],
                   tc: dict[str, list[Any]]) -> None:
+    """Append every run's rows to the column lists (timestamps as epoch microseconds)."""
+    string_metrics: dict[str, tuple[str, float | None, str | None, str | None]] = {}
     for run, line in zip(runs, line_list, strict=True):
         rid = run.run_id
         r["run_id"].append(rid)
@@ -270,53 +296,66 @@ def _flatten_runs(runs: Sequence[Run], line_list: Iterable[int | None],
         answered = run.status == "delivered" and run.response is not None
         r["has_response"].append(answered)
         r["tools_exposed"].append(run.tool_calls is not None)
-        clock = run.metadata.get("clock")
-        r["clock"].append(str(clock.get("source")) if isinstance(clock, dict)
-                          and clock.get("source") else None)
-        offset = clock.get("endpoint_offset_s") if isinstance(clock, dict) else None
-        r["endpoint_offset_s"].append(float(offset) if isinstance(offset, int | float)
-                                      and not isinstance(offset, bool)
-                                      and math.isfinite(offset) else None)
-        r["input_tokens"].append(None if run.usage is None else run.usage.input_tokens)
-        r["output_tokens"].append(None if run.usage is None else run.usage.output_tokens)
-        follow_up, resumed = interaction_labels(run.metadata.get("interaction"))
+        metadata = run.metadata
+        clock = metadata.get("clock") if metadata else None
+        if isinstance(clock, dict):
+            source = clock.get("source")
+            offset = clock.get("endpoint_offset_s")
+            r["clock"].append(str(source) if source else None)
+            r["endpoint_offset_s"].append(
+                float(offset) if isinstance(offset, int | float)
+                and not isinstance(offset, bool) and math.isfinite(offset) else None)
+        else:
+            r["clock"].append(None)
+            r["endpoint_offset_s"].append(None)
+        usage = run.usage
+        r["input_tokens"].append(None if usage is None else usage.input_tokens)
+        r["output_tokens"].append(None if usage is None else usage.output_tokens)
+        follow_up, resumed = (interaction_labels(metadata.get("interaction")) if metadata
+                              else (None, False))
         r["follow_up"].append(follow_up)
         r["resumed"].append(resumed)
         r["line"].append(line)
-        if answered and run.response is not None:
+        if answered:
             resp = run.response
             for field_name, attr in _FIELDS:
-                for position, text in enumerate(getattr(resp, attr)):
-                    it["run_id"].append(rid)
-                    it["field"].append(field_name)
-                    it["position"].append(position)
-                    it["text"].append(text)
+                texts = getattr(resp, attr)
+                if texts:
+                    n = len(texts)
+                    it["run_id"].extend([rid] * n)
+                    it["field"].extend([field_name] * n)
+                    it["position"].extend(range(n))
+                    it["text"].extend(texts)
             it["run_id"].append(rid)
             it["field"].append("text")
             it["position"].append(0)
             it["text"].append(resp.text)
             for key, value in resp.structured_metrics.items():
+                if isinstance(value, str):  # strings repeat: each is parsed once
+                    columns = string_metrics.get(value)
+                    if columns is None:
+                        columns = string_metrics[value] = _metric_columns(value)
+                else:
+                    columns = _metric_columns(value)
                 m["run_id"].append(rid)
                 m["key"].append(key)
-                m["raw"].append(json_text(value))
-                m["num"].append(parse_number(value))
-                m["str"].append(value if isinstance(value, str) else None)
-                m["str_key"].append(normalize_value(value) if isinstance(value, str) else None)
+                m["raw"].append(columns[0])
+                m["num"].append(columns[1])
+                m["str"].append(columns[2])
+                m["str_key"].append(columns[3])
         for event, raw in run.events.items():
             if raw is None:
                 continue
             ev["run_id"].append(rid)
             ev["event"].append(event)
-            ev["at"].append(parse_timestamp(raw).astimezone(UTC))
+            ev["at"].append(instant_us(raw))
             ev["raw"].append(raw)
-        for call in run.tool_calls or []:
+        for call in run.tool_calls or ():
             tc["run_id"].append(rid)
             tc["call_id"].append(call.id)
             tc["name"].append(call.name)
-            tc["started"].append(None if call.started is None
-                                 else parse_timestamp(call.started).astimezone(UTC))
-            tc["ended"].append(None if call.ended is None
-                               else parse_timestamp(call.ended).astimezone(UTC))
+            tc["started"].append(None if call.started is None else instant_us(call.started))
+            tc["ended"].append(None if call.ended is None else instant_us(call.ended))
 
 
 def verdict_frames(
