@@ -6,9 +6,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grade_kit.frames import EvalData
 from grade_kit.grade import claim_matches
+from grade_kit.text import contains_run, normalize
 
 from .conftest import make_run, make_task, run_row, score, task_row
 
@@ -145,3 +148,34 @@ def test_fallback_judge_only_asked_about_misses_and_recorded() -> None:
     assert rows["a"]["method"] == "deterministic" and rows["a"]["found"]
     assert rows["b"]["method"] == "judge:stub-llm" and rows["b"]["found"]
     assert judge.asked == [("beta", ["alpha", "b-e-t-a"])]
+
+
+_TOKENS = ["a", "b", "ab", "oct", "october", "2.6", "12.6", "rose", "a b"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    claims=st.lists(st.lists(st.lists(st.lists(st.sampled_from(_TOKENS), min_size=1,
+                                               max_size=3), min_size=1, max_size=3),
+                             min_size=1, max_size=2), min_size=1, max_size=3),
+    findings=st.lists(st.lists(st.sampled_from(_TOKENS), max_size=6), max_size=4),
+)
+def test_set_wise_match_equals_the_one_text_at_a_time_rule(
+        claims: list[list[list[list[str]]]], findings: list[list[str]]) -> None:
+    """The Aho-Corasick match against the rule read literally: a claim is found when some
+    alternative has every term present in one finding, a term when one of its synonyms is a
+    contiguous token run of it (overlapping and nested synonyms included)."""
+    patterns = [[["|".join(synonyms) for synonyms in alternative] for alternative in claim]
+                for claim in claims]
+    task = make_task(gold_insights=[{"id": f"c{i}", "text": "x", "patterns": p}
+                                    for i, p in enumerate(patterns)])
+    texts = [" ".join(tokens) for tokens in findings]
+    data = EvalData.from_records([task], [make_run("r", findings=texts)])
+    got = dict(claim_matches(data.claims, data.claim_terms, data.runs, data.items)
+               .select("claim_id", "found").iter_rows())
+    for i, claim in enumerate(patterns):
+        expected = any(
+            all(any(contains_run(normalize(text), normalize(synonym))
+                    for synonym in term.split("|")) for term in alternative)
+            for text in texts for alternative in claim)
+        assert got[f"c{i}"] is expected

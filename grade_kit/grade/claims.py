@@ -1,9 +1,10 @@
 """Claim validation and insight quality (docs/methodology.md §3 "Claim match", "Insight
 quality").
 
-The deterministic match is vectorised: each distinct (task, field, normalised text) is tested
-once against every synonym of the task's claims with a substring test on space-padded ``norm``
-strings, then reduced synonym -> term (any) -> alternative (all) -> claim (any) -> run (any).
+The deterministic match is vectorised and set-wise: each distinct (task, field, normalised
+text) is scanned once for every synonym at the same time (a substring test on space-padded
+``norm`` strings, by Aho-Corasick), then reduced synonym -> term (any) -> alternative (all) ->
+claim (any) -> run (any).
 """
 
 from __future__ import annotations
@@ -55,22 +56,37 @@ class ClaimJudge(Protocol):
 
 def _matched_texts(claim_terms: pl.DataFrame, claims: pl.DataFrame,
                    items: pl.DataFrame) -> pl.DataFrame:
-    """(task_id, field, norm, claim_id) for every distinct target text that states a claim."""
+    """(task_id, field, norm, claim_id) for every distinct target text that states a claim.
+
+    Set-wise: every distinct space-padded synonym is searched in every distinct padded text
+    in one Aho-Corasick pass (``str.extract_many``, overlapping), so each text is scanned once
+    however many claims its task has. A synonym found in a text marks its term present; an
+    alternative matches when all its terms are present; a claim when any alternative does
+    (docs/methodology.md §3 "Claim match").
+    """
+    keys = ["task_id", "field", "norm", "claim_id"]
     terms = claim_terms.join(claims.select("task_id", "claim_id", "role"),
                              on=["task_id", "claim_id"]).join(ROLE_FIELDS, on="role")
     texts = items.select("task_id", "field", "norm").unique()
-    keys = ["task_id", "field", "norm", "claim_id"]
-    hits = texts.join(terms, on=["task_id", "field"], how="inner").with_columns(
-        hit=(pl.lit(" ") + pl.col("norm") + pl.lit(" ")).str.contains(
-            pl.lit(" ") + pl.col("synonym") + pl.lit(" "), literal=True
-        )
+    if terms.is_empty() or texts.is_empty():
+        return texts.head(0).with_columns(claim_id=pl.lit(None, pl.String)).select(keys)
+    needles = terms.select("synonym").unique().with_columns(
+        needle=pl.lit(" ") + pl.col("synonym") + pl.lit(" "))
+    found = (
+        texts.with_columns(needle=(pl.lit(" ") + pl.col("norm") + pl.lit(" "))
+                           .str.extract_many(needles.get_column("needle").to_list(),
+                                             overlapping=True))
+        .explode("needle").drop_nulls("needle").unique()
+        .join(needles, on="needle").drop("needle")
     )
+    alternative = ["task_id", "field", "claim_id", "alternative"]
+    sizes = terms.group_by(alternative).agg(terms=pl.col("term").n_unique())
     return (
-        hits.group_by([*keys, "alternative", "term"]).agg(pl.col("hit").any())
-        .group_by([*keys, "alternative"]).agg(pl.col("hit").all())
-        .group_by(keys).agg(pl.col("hit").any())
-        .filter(pl.col("hit"))
-        .select(keys)
+        found.join(terms, on=["task_id", "field", "synonym"])
+        .group_by([*keys, "alternative"]).agg(present=pl.col("term").n_unique())
+        .join(sizes, on=alternative)
+        .filter(pl.col("present") == pl.col("terms"))
+        .select(keys).unique()
     )
 
 
