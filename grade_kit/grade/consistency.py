@@ -80,18 +80,22 @@ def cluster_findings(runs: Sequence[Sequence[frozenset[str]]]) -> list[list[int]
     Returns:
         Per run, the cluster index of each of its findings.
     """
-    heads: list[frozenset[str]] = []
+    heads: list[tuple[frozenset[str], int]] = []
     out: list[list[int]] = []
     for findings in runs:
         assigned = []
         for tokens in findings:
-            for index, head in enumerate(heads):
-                # Jaccard >= 0.5  <=>  2 |a ∩ b| >= |a ∪ b|, exact in integers.
-                if 2 * len(tokens & head) >= len(tokens | head):
+            size = len(tokens)
+            for index, (head, head_size) in enumerate(heads):
+                # Jaccard >= 0.5  <=>  2 |a ∩ b| >= |a ∪ b| = |a| + |b| - |a ∩ b|
+                #                 <=>  3 |a ∩ b| >= |a| + |b|, exact in integers; and as
+                # |a ∩ b| <= min(|a|, |b|), that needs 2 min(|a|, |b|) >= max(|a|, |b|).
+                if (size <= 2 * head_size and head_size <= 2 * size
+                        and 3 * len(tokens & head) >= size + head_size):
                     assigned.append(index)
                     break
             else:
-                heads.append(tokens)
+                heads.append((tokens, size))
                 assigned.append(len(heads) - 1)
         out.append(assigned)
     return out
