@@ -11,7 +11,7 @@ import json
 import math
 import os
 import stat
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
@@ -539,6 +539,70 @@ def run_files(paths: Path | str | Sequence[Path | str]) -> list[Path]:
     return out
 
 
+class RunChecks:
+    """The checks a run line meets beyond its model, with their state across lines and files
+    (docs/methodology.md §2): a known task, a first run_id, one primary attempt per slot, and
+    (in a second pass, :meth:`rerun_problem`) a re-run naming an accepted run of its slot.
+
+    :func:`load_runs` uses one for a whole input; ``grade-kit pack`` feeds it chunk by chunk.
+    Its state is one entry per accepted run (its id and where it was seen).
+    """
+
+    def __init__(self, tasks: Sequence[Task] | None, n_sources: int) -> None:
+        self.task_ids = None if tasks is None else {t.task_id for t in tasks}
+        self.n_sources = n_sources
+        self.seen_ids: dict[str, str] = {}
+        self.slots: dict[tuple[str, str, int], tuple[str, str]] = {}
+        self.rerun_texts: dict[tuple[str, int], str] = {}
+
+    def checker(self, source: str) -> Check:
+        """The first-pass check of lines from ``source``."""
+        where = Path(source).name if self.n_sources > 1 else "line"
+
+        def check(run: Any, line: int, text: str) -> tuple[str | None, str] | None:
+            at = f"{where} {line}" if where == "line" else f"{where}:{line}"
+            if self.task_ids is not None and run.task_id not in self.task_ids:
+                return "task_id", f"unknown task {run.task_id!r}"
+            if run.run_id in self.seen_ids:
+                return "run_id", (f"duplicate run_id {run.run_id!r} "
+                                  f"(first on {self.seen_ids[run.run_id]})")
+            if run.attempt_of is None:
+                slot = (run.setup, run.task_id, run.repeat)
+                if slot in self.slots:
+                    first_id, first_at = self.slots[slot]
+                    return "attempt_of", (
+                        f"second primary attempt for setup {run.setup!r}, task "
+                        f"{run.task_id!r}, repeat {run.repeat} (run {first_id!r} on {first_at} "
+                        "fills it; a re-run must name it in attempt_of)"
+                    )
+                self.slots[slot] = (run.run_id, at)
+            else:
+                self.rerun_texts[(source, line)] = text
+            self.seen_ids[run.run_id] = at
+            return None
+
+        return check
+
+    @staticmethod
+    def rerun_problem(run: Any, slot_of: Mapping[str, tuple[str, str, int]]) -> str | None:
+        """Why re-run ``run`` is rejected in the second pass (None when it is not a re-run or
+        names an accepted run of its own slot); ``slot_of`` maps every run accepted in the
+        first pass to its (setup, task_id, repeat)."""
+        if run.attempt_of is None:
+            return None
+        target = slot_of.get(run.attempt_of)
+        if target is None or run.attempt_of == run.run_id:
+            return f"attempt_of {run.attempt_of!r} names no accepted run"
+        if target != (run.setup, run.task_id, run.repeat):
+            return f"attempt_of {run.attempt_of!r} names a run of another setup, task or repeat"
+        return None
+
+    def reject_rerun(self, source: str, line: int | None, why: str) -> Rejected:
+        """The second-pass reject of the re-run on ``source``'s ``line``."""
+        return Rejected(source, line, "attempt_of", why,
+                        self.rerun_texts.get((source, line or 0), ""))
+
+
 def load_runs(paths: Records, tasks: Sequence[Task] | None = None) -> Loaded[Run]:
     """Load run records (one attempt per JSONL line, docs/methodology.md §2) from one or more
     files, or from in-memory records.
@@ -558,61 +622,25 @@ def load_runs(paths: Records, tasks: Sequence[Task] | None = None) -> Loaded[Run
         Accepted runs in file order, their lines, and the rejects.
     """
     sources_ = _sources(paths, "runs")
-    task_ids = None if tasks is None else {t.task_id for t in tasks}
-    seen_ids: dict[str, str] = {}
-    slots: dict[tuple[str, str, int], tuple[str, str]] = {}
+    checks = RunChecks(tasks, len(sources_))
     accepted: list[Any] = []  # FastRun structs and Run models, read by field names only
-    loaded: Loaded[Any] = Loaded(records=accepted)
+    lines: list[int | None] = []
     sources: list[str] = []
-    rerun_texts: dict[tuple[str, int], str] = {}
-    for source, lines in sources_:
-        where = Path(source).name if len(sources_) > 1 else "line"
-
-        def check(run: Any, line: int, text: str, where: str = where,
-                  source: str = source) -> tuple[str | None, str] | None:
-            at = f"{where} {line}" if where == "line" else f"{where}:{line}"
-            if task_ids is not None and run.task_id not in task_ids:
-                return "task_id", f"unknown task {run.task_id!r}"
-            if run.run_id in seen_ids:
-                return "run_id", (f"duplicate run_id {run.run_id!r} "
-                                  f"(first on {seen_ids[run.run_id]})")
-            if run.attempt_of is None:
-                slot = (run.setup, run.task_id, run.repeat)
-                if slot in slots:
-                    first_id, first_at = slots[slot]
-                    return "attempt_of", (
-                        f"second primary attempt for setup {run.setup!r}, task "
-                        f"{run.task_id!r}, repeat {run.repeat} (run {first_id!r} on {first_at} "
-                        "fills it; a re-run must name it in attempt_of)"
-                    )
-                slots[slot] = (run.run_id, at)
-            else:
-                rerun_texts[(source, line)] = text
-            seen_ids[run.run_id] = at
-            return None
-
-        part = _read_jsonl(source, lines, Run, check, FastRun)
+    rejected: list[Rejected] = []
+    for source, source_lines in sources_:
+        part = _read_jsonl(source, source_lines, Run, checks.checker(source), FastRun)
         accepted.extend(part.records)
-        loaded.lines.extend(part.lines)
-        loaded.rejected.extend(part.rejected)
+        lines.extend(part.lines)
+        rejected.extend(part.rejected)
         sources.extend(part.sources)
     # Second pass: a re-run must name an accepted run of the same slot.
-    by_id = {run.run_id: run for run in accepted}
+    slot_of = {run.run_id: (run.setup, run.task_id, run.repeat) for run in accepted}
     kept: list[Any] = []
-    out: Loaded[Run] = Loaded(records=LazyRecords(Run, kept), rejected=loaded.rejected)
-    for run, line, source in zip(accepted, loaded.lines, sources, strict=True):
-        target = by_id.get(run.attempt_of) if run.attempt_of is not None else None
-        if run.attempt_of is not None and (
-            target is None
-            or (target.setup, target.task_id, target.repeat)
-            != (run.setup, run.task_id, run.repeat)
-            or target.run_id == run.run_id
-        ):
-            why = ("names no accepted run" if target is None or target.run_id == run.run_id
-                   else "names a run of another setup, task or repeat")
-            out.rejected.append(Rejected(
-                source, line, "attempt_of", f"attempt_of {run.attempt_of!r} {why}",
-                rerun_texts.get((source, line or 0), "")))
+    out: Loaded[Run] = Loaded(records=LazyRecords(Run, kept), rejected=rejected)
+    for run, line, source in zip(accepted, lines, sources, strict=True):
+        why = checks.rerun_problem(run, slot_of)
+        if why is not None:
+            out.rejected.append(checks.reject_rerun(source, line, why))
             continue
         kept.append(run)
         out.lines.append(line)
@@ -634,10 +662,9 @@ def _load_verdicts(given: Records, name: str, model: type[Model], check: Check,
     return out
 
 
-def load_judgements(path: Records, runs: Sequence[Run] | None = None) -> Loaded[Judgement]:
-    """Load recorded judgements (files, folders or in-memory records); an unknown run_id or a
-    repeated (run_id, dimension) is rejected."""
-    run_ids = None if runs is None else {r.run_id for r in raw_records(runs)}
+def judgement_check(run_ids: Container[str] | None) -> Check:
+    """The check of judgement lines beyond their model: a known run (when ``run_ids`` is
+    given) and one judgement per (run, dimension), the first standing."""
     seen: dict[tuple[str, str], int] = {}
 
     def check(j: Any, line: int, _text: str) -> tuple[str | None, str] | None:
@@ -650,14 +677,12 @@ def load_judgements(path: Records, runs: Sequence[Run] | None = None) -> Loaded[
         seen[key] = line
         return None
 
-    return _load_verdicts(path, "judgements", Judgement, check, FastJudgement)
+    return check
 
 
-def load_grades(path: Records, runs: Sequence[Run] | None = None) -> Loaded[Grade]:
-    """Load grade records (files, folders or in-memory records); an unknown run_id is rejected,
-    and a second grade record for a run is an error that names both lines (the first
-    stands)."""
-    run_ids = None if runs is None else {r.run_id for r in raw_records(runs)}
+def grade_check(run_ids: Container[str] | None) -> Check:
+    """The check of grade lines beyond their model: a known run (when ``run_ids`` is given)
+    and one grade per run, the first standing."""
     seen: dict[str, int] = {}
 
     def check(g: Any, line: int, _text: str) -> tuple[str | None, str] | None:
@@ -669,4 +694,20 @@ def load_grades(path: Records, runs: Sequence[Run] | None = None) -> Loaded[Grad
         seen[g.run_id] = line
         return None
 
-    return _load_verdicts(path, "grades", Grade, check, FastGrade)
+    return check
+
+
+def load_judgements(path: Records, runs: Sequence[Run] | None = None) -> Loaded[Judgement]:
+    """Load recorded judgements (files, folders or in-memory records); an unknown run_id or a
+    repeated (run_id, dimension) is rejected."""
+    run_ids = None if runs is None else {r.run_id for r in raw_records(runs)}
+    return _load_verdicts(path, "judgements", Judgement, judgement_check(run_ids),
+                          FastJudgement)
+
+
+def load_grades(path: Records, runs: Sequence[Run] | None = None) -> Loaded[Grade]:
+    """Load grade records (files, folders or in-memory records); an unknown run_id is rejected,
+    and a second grade record for a run is an error that names both lines (the first
+    stands)."""
+    run_ids = None if runs is None else {r.run_id for r in raw_records(runs)}
+    return _load_verdicts(path, "grades", Grade, grade_check(run_ids), FastGrade)
