@@ -233,12 +233,15 @@ def concat_records(model: type[Model], *parts: Sequence[Model]) -> LazyRecords[M
 def select_records(records: Sequence[Model], keep: Callable[[Any], bool]) -> list[Model]:
     """The records for which ``keep`` (reading fields only) is true, as models; only those
     are built."""
-    if not isinstance(records, LazyRecords):
+    raw = getattr(records, "raw", None)
+    if raw is None:
         return [record for record in records if keep(record)]
-    return [records[i] for i, item in enumerate(records.raw) if keep(item)]
+    return [records[i] for i, item in enumerate(raw) if keep(item)]
 
 
 def raw_records(records: Sequence[Any]) -> Sequence[Any]:
     """The values behind ``records`` with the models' field names, for code that only reads
-    fields: a :class:`LazyRecords`' stored structs and models, else ``records`` itself."""
-    return records.raw if isinstance(records, LazyRecords) else records
+    fields: the ``raw`` values of a :class:`LazyRecords` (or of a packed store's runs), else
+    ``records`` itself."""
+    raw = getattr(records, "raw", None)
+    return raw if raw is not None else records

@@ -15,6 +15,7 @@ from grade_kit.evaluate import Evaluation, evaluate
 from grade_kit.inputs import read_inputs
 from grade_kit.io import InputError, find_packs_dir, load_tasks
 from grade_kit.judges import JUDGES
+from grade_kit.packed import DEFAULT_CHUNK_LINES, DEFAULT_PARTITIONS, is_store, pack
 from grade_kit.schema import MAX_REPEAT
 
 __all__ = ["main"]
@@ -41,9 +42,29 @@ def _report(evaluation: Evaluation, paths: dict[str, Path], what: str) -> None:
         print(f"  {name:<10} {path}")
 
 
+def _runs_argument(args: argparse.Namespace) -> list[Path] | None:
+    """RUNS, or None for a packed store (which must come alone)."""
+    if is_store(args.tasks):
+        if args.runs:
+            raise InputError(f"{args.tasks}: a packed store holds its runs; give no RUNS")
+        return None
+    if not args.runs:
+        raise InputError("RUNS is required (run JSONL files or folders), unless TASKS is a "
+                         "packed store")
+    return list(args.runs)
+
+
+def _pack(args: argparse.Namespace) -> int:
+    report = pack(args.tasks, list(args.runs), args.out, judgements=args.judgements,
+                  grades=args.grades, packs=args.packs, partitions=args.partitions,
+                  chunk_lines=args.chunk_lines, progress=not args.quiet)
+    print(f"packed {report}")
+    return 0
+
+
 def _score(args: argparse.Namespace) -> int:
     evaluation = evaluate(
-        args.tasks, args.runs, judgements=args.judgements, grades=args.grades,
+        args.tasks, _runs_argument(args), judgements=args.judgements, grades=args.grades,
         judge=args.judge, grader=args.grader, repeats=args.repeats, packs=args.packs,
         arguments={k: (str(v) if isinstance(v, Path) else
                        [str(x) for x in v] if isinstance(v, list) else v)
@@ -234,8 +255,8 @@ def _report_cmd(args: argparse.Namespace) -> int:
 
     parameters: dict[str, object] = {
         "tasks": absolute(args.tasks),
-        "runs": [absolute(r) for r in args.runs] if len(args.runs) > 1 else absolute(
-            args.runs[0]),
+        "runs": (None if (runs := _runs_argument(args)) is None
+                 else [absolute(r) for r in runs] if len(runs) > 1 else absolute(runs[0])),
         "judgements": absolute(args.judgements), "grades": absolute(args.grades),
         "judge": args.judge, "grader": args.grader, "repeats": args.repeats,
         "packs": absolute(args.packs)}
@@ -295,7 +316,7 @@ def _demo_server(args: argparse.Namespace) -> int:
 def _review_sheet(args: argparse.Namespace) -> int:
     from grade_kit.standard.review import write_review_sheet
 
-    evaluation = evaluate(args.tasks, args.runs, judgements=args.judgements,
+    evaluation = evaluate(args.tasks, _runs_argument(args), judgements=args.judgements,
                           grades=args.grades, judge=args.judge, grader=args.grader,
                           repeats=args.repeats, packs=args.packs)
     _print_rejects([r.message() for r in evaluation.inputs.rejected])
@@ -379,8 +400,10 @@ def _bounded(low: int, high: int) -> Callable[[str], int]:
 def _evaluation_arguments(parser: argparse.ArgumentParser) -> None:
     """The inputs and options of :func:`grade_kit.evaluate`, the same for every command that
     evaluates (score, report, review-sheet)."""
-    parser.add_argument("tasks", type=Path, help="folder of task files, or a tasks JSONL file")
-    parser.add_argument("runs", type=Path, nargs="+",
+    parser.add_argument("tasks", type=Path,
+                        help="folder of task files, a tasks JSONL file, or a packed store "
+                             "(grade-kit pack; then give no RUNS)")
+    parser.add_argument("runs", type=Path, nargs="*",
                         help="run records (JSONL, one attempt per line), or folders of them")
     parser.add_argument("--judgements", type=Path, help="recorded judgements (JSONL)")
     parser.add_argument("--grades", type=Path, help="grade records (JSONL)")
@@ -411,6 +434,24 @@ def build_parser() -> argparse.ArgumentParser:
                        help="exit non-zero when any input record is rejected")
     score.add_argument("--out", type=Path, required=True, help="output folder")
     score.set_defaults(func=_score)
+
+    packer = sub.add_parser("pack", help="validate inputs chunk by chunk into a partitioned "
+                                         "Parquet store (for inputs bigger than memory)")
+    packer.add_argument("tasks", type=Path, help="folder of task files, or a tasks JSONL file")
+    packer.add_argument("runs", type=Path, nargs="+",
+                        help="run records (JSONL), or folders of them (a fetch store)")
+    packer.add_argument("--judgements", type=Path, help="recorded judgements (JSONL)")
+    packer.add_argument("--grades", type=Path, help="grade records (JSONL)")
+    packer.add_argument("--packs", type=Path,
+                        help="folder of packs for ground_truth keys (default: next to TASKS)")
+    packer.add_argument("--partitions", type=_bounded(1, 4096), default=DEFAULT_PARTITIONS,
+                        help=f"partitions by task (default {DEFAULT_PARTITIONS})")
+    packer.add_argument("--chunk-lines", type=_bounded(1, 10**8), default=DEFAULT_CHUNK_LINES,
+                        help=f"lines read at a time (default {DEFAULT_CHUNK_LINES:,})")
+    packer.add_argument("--quiet", action="store_true", help="no progress lines")
+    packer.add_argument("--out", type=Path, required=True,
+                        help="the store folder to create (new or empty)")
+    packer.set_defaults(func=_pack)
 
     for name, help_text, what, rule in (
             ("judge", "judge the judged dimensions (rule judge or a model) -> judgements JSONL",

@@ -12,20 +12,41 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import pandas as pd
 import polars as pl
 
 from grade_kit._fastread import concat_records, raw_records, select_records
 from grade_kit._gc import gc_paused
-from grade_kit.frames import EvalData
-from grade_kit.grade import ClaimJudge, GradeScores, fact_checks, grade_scores, run_composites
+from grade_kit.frames import COLUMNS, EvalData, task_frames
+from grade_kit.grade import (
+    ClaimJudge,
+    GradeScores,
+    PartitionScores,
+    combine_scores,
+    fact_checks,
+    grade_scores,
+    partition_scores,
+    run_composites,
+)
 from grade_kit.inputs import Inputs, read_inputs
 from grade_kit.io import Records, load_grades, load_judgements
 from grade_kit.judges import Grader, Judge, resolve_grader, resolve_judge
 from grade_kit.judges.grader import RULE_GRADER, rule_grades
 from grade_kit.judges.model import grading_label
+from grade_kit.packed import (
+    StoreRuns,
+    is_store,
+    partition_of,
+    read_manifest,
+    read_partition,
+    read_store_frame,
+    store_files,
+    store_rejected,
+    store_tasks,
+    store_warnings,
+)
 from grade_kit.report.files import write_outputs
 from grade_kit.report.results import build_results
 from grade_kit.schema import (
@@ -357,6 +378,26 @@ class Evaluation:
                  .group_by("setup", maintain_order=True).head(n))
         return _as_kind(frame, self.kind)
 
+    def _answer_frames(self, one: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The metrics and claim matches of the one run in ``one``: from memory, or for an
+        evaluation of a packed store, read back from the run's partition and matched again
+        (the same deterministic rule, so the same decisions, with the matched text)."""
+        d = self.data
+        run_id = one.get_column("run_id").item()
+        store = d.extra.get("store")
+        if store is None:
+            return (d.metrics.filter(pl.col("run_id") == run_id),
+                    self.scores.matches.filter(pl.col("run_id") == run_id))
+        partition = partition_of(one.get_column("task_id").item(),
+                                 int(read_manifest(store)["partitions"]))
+        frames = {name: read_store_frame(store, name, partition)
+                  .filter(pl.col("run_id") == run_id) for name in
+                  ("items", "metrics", "events", "tool_calls", "judgements", "grades")}
+        mini = EvalData.from_frames({**{k: getattr(d, k) for k in
+                                        ("tasks", "weights", "facts", "claims", "claim_terms")},
+                                     **frames, "runs": one})
+        return frames["metrics"], partition_scores(mini).matches
+
     def explain(self, run_id: str) -> RunExplanation:
         """Why run ``run_id`` scored what it did: its gold facts, claims, judgements and grade.
 
@@ -368,9 +409,10 @@ class Evaluation:
             raise KeyError(f"no run {run_id!r} in this evaluation")
         d = self.data
         one = d.runs.filter(pl.col("run_id") == run_id)
-        facts = fact_checks(d.facts, one, d.metrics)
+        metrics, matches = self._answer_frames(one)
+        facts = fact_checks(d.facts, one, metrics)
         assert isinstance(facts, pl.DataFrame)
-        claims = (self.scores.matches.filter(pl.col("run_id") == run_id)
+        claims = (matches
                   .join(d.claims.select("task_id", "claim_id", "text"),
                         on=["task_id", "claim_id"], how="left")
                   .select("run_id", "task_id", "claim_id", "role", "calibration", "text",
@@ -501,9 +543,83 @@ def evaluate(
     if frames not in ("polars", "pandas"):
         raise ValueError(f"frames must be 'polars' or 'pandas', not {frames!r}")
     resolve_grader(grader)
+    if is_store(runs):
+        raise ValueError("a packed store holds its tasks: pass it alone, gk.evaluate(store)")
+    if is_store(tasks):
+        if runs is not None or judgements is not None or grades is not None:
+            raise ValueError("a packed store holds its runs, judgements and grades: pass it "
+                             "alone, gk.evaluate(store)")
+        if judge is not None or claim_judge is not None or not (
+                grader is None or grader == "rules"):
+            raise ValueError(
+                "a packed store is scored from the judgements and grades packed into it (and "
+                "grader='rules'): judge or grade the runs first (grade-kit judge / grade), "
+                "then pack their output with the runs")
+        with gc_paused():
+            return _evaluate_store(Path(cast(Path | str, tasks)), grader, repeats, frames,
+                                   seed, arguments, exclude_channel_overhead)
     with gc_paused():  # the pipeline builds many small objects; see grade_kit._gc
         return _evaluate(tasks, runs, judgements, grades, judge, grader, claim_judge, repeats,
                          packs, frames, seed, arguments, exclude_channel_overhead)
+
+
+def _rule_grade_records(data: EvalData, per_run: pl.DataFrame,
+                        matches: pl.DataFrame) -> pl.DataFrame:
+    """The rule grader's records for every scored run of ``data`` that has none recorded."""
+    grade_runs = data.runs.join(per_run.select("run_id"), on="run_id", how="semi")
+    checks = fact_checks(data.facts, grade_runs, data.metrics)
+    assert isinstance(checks, pl.DataFrame)
+    return rule_grades(grade_runs, data.items, data.metrics, matches, checks, data.grades)
+
+
+def _evaluate_store(store: Path, grader: str | None, repeats: int | None, frames: FrameKind,
+                    seed: int, arguments: dict[str, Any] | None,
+                    exclude_channel_overhead: bool) -> Evaluation:
+    """:func:`evaluate` on a packed store (docs/scaling.md): GRADE scores one partition at a
+    time (a task's runs never span two), then the reduce over tasks, tracks, packs and setups
+    and the standard's statistics over the per-run frames, which are read whole."""
+    manifest = read_manifest(store)
+    tasks = store_tasks(store)
+    tf = task_frames(tasks)
+    whole = {name: read_store_frame(store, name)
+             for name in ("runs", "events", "tool_calls", "judgements", "grades")}
+    parts: list[PartitionScores] = []
+    rule_records: list[pl.DataFrame] = []
+    for partition in range(int(manifest["partitions"])):
+        part = EvalData.from_frames({**tf, **read_partition(store, partition)})
+        if part.runs.is_empty() and parts:
+            continue
+        scored = partition_scores(part)
+        if grader == "rules":
+            rule_records.append(_rule_grade_records(part, scored.runs, scored.matches))
+        # the matched answer text stays on disk (explain() reads it back for one run)
+        parts.append(PartitionScores(
+            runs=scored.runs, consistency=scored.consistency,
+            matches=scored.matches.with_columns(matched_text=pl.lit(None, pl.String))))
+    scores = combine_scores(parts, tf["tasks"], tf["weights"])
+    graders = sorted(set(whole["grades"].get_column("grader").unique().to_list()))
+    if grader == "rules":
+        whole["grades"] = pl.concat([whole["grades"], *rule_records], how="vertical")
+        graders.append(RULE_GRADER)
+    data = EvalData.from_frames({**tf, **whole, "items": pl.DataFrame(schema=COLUMNS["items"]),
+                                 "metrics": pl.DataFrame(schema=COLUMNS["metrics"])},
+                                extra={"store": str(store)})
+    standard = standard_results(data, repeats, scores.tasks, seed=seed,
+                                exclude_channel_overhead=exclude_channel_overhead)
+    inputs = Inputs(tasks=tasks, runs=StoreRuns(store, manifest),
+                    rejected=store_rejected(store), warnings=store_warnings(manifest),
+                    files=store_files(manifest))
+    provenance = Provenance(
+        grade_kit_version=_version(), created_at=datetime.now(UTC).isoformat(),
+        inputs=inputs.files,
+        arguments=dict(arguments) if arguments is not None else {
+            "store": str(store), "grader": grader, "repeats": repeats, "frames": frames,
+            "seed": seed, "exclude_channel_overhead": exclude_channel_overhead},
+        seeds={"comparison_bootstrap": seed},
+        judges=sorted(set(whole["judgements"].get_column("judge").unique().to_list())),
+        graders=graders)
+    results = build_results(scores, standard, inputs.rejected, inputs.warnings, provenance)
+    return Evaluation(inputs, data, scores, standard, results, frames)
 
 
 def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records | None,
@@ -535,11 +651,7 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
     recorded_graders = {g.grader for g in raw_records(inputs.grades)}
     graders = [*graders_used, *sorted(recorded_graders - set(graders_used))]
     if grader == "rules":
-        grade_runs = data.runs.join(scores.runs.select("run_id"), on="run_id", how="semi")
-        checks = fact_checks(data.facts, grade_runs, data.metrics)
-        assert isinstance(checks, pl.DataFrame)
-        rule_records = rule_grades(grade_runs, data.items, data.metrics, scores.matches, checks,
-                                   data.grades)
+        rule_records = _rule_grade_records(data, scores.runs, scores.matches)
         data = replace(data, grades=pl.concat([data.grades, rule_records], how="vertical"))
         graders.append(RULE_GRADER)
     standard = standard_results(data, repeats, scores.tasks, seed=seed,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -418,6 +418,16 @@ class EvalData:
 
     def _repr_html_(self) -> str:
         return frames_repr_html("EvalData", vars(self))
+
+    @classmethod
+    def from_frames(cls, frames: Mapping[str, pl.DataFrame],
+                    extra: dict[str, Any] | None = None) -> EvalData:
+        """From one frame per name of :data:`COLUMNS` (each frame as given)."""
+        missing = sorted(set(COLUMNS) - {"scores"} - set(frames))
+        if missing:
+            raise ValueError(f"frames missing: {missing}")
+        return cls(**{name: frames[name] for name in COLUMNS if name != "scores"},
+                   extra=dict(extra or {}))
 
     @classmethod
     def from_records(

@@ -25,6 +25,7 @@ from grade_kit.io import (
     load_runs,
     load_tasks,
 )
+from grade_kit.packed import StoreRuns
 from grade_kit.schema import Grade, InputFile, Judgement, Run, Task, WarningItem
 
 __all__ = ["Inputs", "read_inputs"]
@@ -51,12 +52,18 @@ class Inputs:
     """What an importer assumed (see docs/adapters.md); empty for native inputs."""
 
     def _counts(self) -> str:
-        runs = raw_records(self.runs)
-        reruns = sum(1 for r in runs if r.attempt_of is not None)
-        setups = len({r.setup for r in runs})
+        if isinstance(self.runs, StoreRuns):  # counted when packed, not read again
+            reruns, setups = self.runs.reruns, self.runs.setups
+            verdicts = (f"{self.runs.judgements} judgements, {self.runs.grades} grade records "
+                        f"(in the store)")
+        else:
+            runs = raw_records(self.runs)
+            reruns = sum(1 for r in runs if r.attempt_of is not None)
+            setups = len({r.setup for r in runs})
+            verdicts = f"{len(self.judgements)} judgements, {len(self.grades)} grade records"
         return (f"{len(self.tasks)} tasks, {len(self.runs)} runs ({reruns} re-runs) of "
-                f"{setups} setups, {len(self.judgements)} judgements, {len(self.grades)} grade "
-                f"records, {len(self.rejected)} rejected, {len(self.warnings)} warnings")
+                f"{setups} setups, {verdicts}, {len(self.rejected)} rejected, "
+                f"{len(self.warnings)} warnings")
 
     def __repr__(self) -> str:
         return f"Inputs({self._counts()})"

@@ -6,6 +6,7 @@ per-run, per-task and aggregated frames; each scorer is also public on its own.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -45,10 +46,12 @@ from grade_kit.schema import PER_RUN_DIMENSIONS
 __all__ = [
     "ClaimJudge",
     "GradeScores",
+    "PartitionScores",
     "aggregate_scores",
     "calibration_scores",
     "claim_matches",
     "cluster_findings",
+    "combine_scores",
     "consistency_scores",
     "defined_dimensions",
     "fact_checks",
@@ -61,6 +64,7 @@ __all__ = [
     "long_scores",
     "metric_variance",
     "no_response_zeros",
+    "partition_scores",
     "ranking_stability",
     "run_composites",
     "run_scores",
@@ -151,15 +155,54 @@ class GradeScores:
         return frames_repr_html("GradeScores", vars(self))
 
 
-def grade_scores(data: EvalData, claim_judge: ClaimJudge | None = None) -> GradeScores:
-    """Score every GRADE task of ``data`` per run, per task, per track, per pack and overall
-    (docs/methodology.md §3). A claim judge, when given, is asked once per missed claim."""
+@dataclass(frozen=True, repr=False)
+class PartitionScores:
+    """The GRADE frames of one partition of runs (every run of a task in the same one):
+    what :func:`partition_scores` maps and :func:`combine_scores` reduces.
+
+    Attributes:
+        runs: :func:`run_scores` of the partition.
+        consistency: Per (setup, task) of the partition.
+        matches: Every (run, claim) decision of the partition.
+    """
+
+    runs: pl.DataFrame
+    consistency: pl.DataFrame
+    matches: pl.DataFrame
+
+    def __repr__(self) -> str:
+        return frames_repr("PartitionScores", vars(self))
+
+
+def partition_scores(data: EvalData, claim_judge: ClaimJudge | None = None) -> PartitionScores:
+    """The per-run scores, consistency and claim matches of ``data`` (docs/methodology.md §3):
+    the map step. Every figure depends only on the runs of one task, so any split of the runs
+    that keeps each task's runs together gives the same rows (docs/scaling.md)."""
     grade_runs = _grade_runs(data)
     matches = _claim_matches(data.claims, data.claim_terms, grade_runs, data.items,
                              claim_judge)
-    per_run = _run_scores(data, grade_runs, matches)
-    consistency = _consistency_scores(grade_runs, data.items, data.metrics)
-    per_task = _task_scores(per_run, consistency, data.tasks, data.weights)
+    return PartitionScores(runs=_run_scores(data, grade_runs, matches),
+                           consistency=_consistency_scores(grade_runs, data.items,
+                                                           data.metrics),
+                           matches=matches)
+
+
+def combine_scores(parts: Sequence[PartitionScores], tasks: pl.DataFrame,
+                   weights: pl.DataFrame) -> GradeScores:
+    """The reduce step: the partitions' frames stacked, then scored per task, track, pack and
+    overall (docs/methodology.md §3 "Aggregation").
+
+    Args:
+        parts: At least one :class:`PartitionScores` (their tasks disjoint).
+        tasks: The ``tasks`` frame of every task.
+        weights: The ``weights`` frame of every task.
+    """
+    if not parts:
+        raise ValueError("combine_scores needs at least one partition")
+    per_run = pl.concat([p.runs for p in parts]).sort(
+        "setup", "task_id", "repeat", "is_primary", descending=[False, False, False, True])
+    consistency = pl.concat([p.consistency for p in parts])
+    per_task = _task_scores(per_run, consistency, tasks, weights)
     return GradeScores(
         runs=per_run,
         consistency=consistency,
@@ -167,5 +210,14 @@ def grade_scores(data: EvalData, claim_judge: ClaimJudge | None = None) -> Grade
         tracks=_aggregate(per_task, "track"),
         packs=_aggregate(per_task, "pack"),
         overall=_aggregate(per_task, "overall"),
-        matches=matches,
+        matches=pl.concat([p.matches for p in parts]),
     )
+
+
+def grade_scores(data: EvalData, claim_judge: ClaimJudge | None = None) -> GradeScores:
+    """Score every GRADE task of ``data`` per run, per task, per track, per pack and overall
+    (docs/methodology.md §3). A claim judge, when given, is asked once per missed claim.
+
+    The same as :func:`combine_scores` over :func:`partition_scores` of any split of ``data``
+    by task (this is the one-partition case)."""
+    return combine_scores([partition_scores(data, claim_judge)], data.tasks, data.weights)

@@ -1,0 +1,474 @@
+"""Packed run stores: validated inputs as Parquet, partitioned by task, for evaluations
+bigger than memory (docs/scaling.md).
+
+``grade-kit pack`` (:func:`pack`) reads tasks, runs, judgements and grades chunk by chunk
+with exactly the loaders' checks (docs/methodology.md §2 and §6: every reject names its file,
+line and field and is kept in ``rejected.jsonl``), flattens each chunk into the tidy frames
+(:data:`grade_kit.frames.COLUMNS`) and writes them under ``<store>/<frame>/p=<k>/``, where
+``k = crc32(task_id) mod partitions``. A task's runs, and so its every GRADE score, live in
+one partition; :func:`grade_kit.evaluate` on a store scores one partition at a time and
+reduces (docs/scaling.md states the memory bound).
+
+Layout::
+
+    <store>/manifest.json       format, partitions, counts, inputs (path, SHA-256), warnings
+    <store>/tasks.jsonl         the validated tasks (ground truth resolved)
+    <store>/rejected.jsonl      every rejected record: source, line, field, error, raw
+    <store>/<frame>/p=<k>/chunk-<n>.parquet   runs (with each run's record as JSON), items,
+                                              metrics, events, tool_calls, judgements, grades
+
+The manifest is written last: a folder without one is not a store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from itertools import islice
+from pathlib import Path
+from typing import Any, overload
+
+import msgspec
+import polars as pl
+from pydantic import BaseModel
+
+from grade_kit._fastread import FastGrade, FastJudgement, FastRun, LazyRecords
+from grade_kit.frames import COLUMNS, run_frames, verdict_frames
+from grade_kit.io import (
+    InputError,
+    Line,
+    Records,
+    Rejected,
+    RunChecks,
+    _read_jsonl,
+    _sources,
+    _task_as_data,
+    grade_check,
+    judgement_check,
+    load_tasks,
+    write_rejects,
+)
+from grade_kit.schema import Grade, InputFile, Judgement, Run, Task, WarningItem
+
+__all__ = [
+    "DEFAULT_CHUNK_LINES",
+    "DEFAULT_PARTITIONS",
+    "HEAVY_FRAMES",
+    "STORE_FORMAT",
+    "PackReport",
+    "StoreRuns",
+    "is_store",
+    "pack",
+    "partition_of",
+    "read_manifest",
+    "read_partition",
+    "read_store_frame",
+]
+
+STORE_FORMAT = "grade-kit-store/1"
+MANIFEST = "manifest.json"
+DEFAULT_PARTITIONS = 16
+"""Partitions of a new store: each holds about 1/16 of the tasks (and their runs)."""
+DEFAULT_CHUNK_LINES = 100_000
+"""Lines read, checked and written at a time by :func:`pack` (its working set)."""
+RUN_FRAMES = ("runs", "items", "metrics", "events", "tool_calls")
+VERDICT_FRAMES = ("judgements", "grades")
+HEAVY_FRAMES = ("items", "metrics")
+"""The frames an evaluation of a store reads one partition at a time (the answers' text);
+the others (one or a few small rows per run) are read whole."""
+
+
+def partition_of(task_id: str, partitions: int) -> int:
+    """The partition of a task: CRC-32 of its UTF-8 id, modulo ``partitions`` (stable across
+    machines and versions)."""
+    return zlib.crc32(task_id.encode("utf-8")) % partitions
+
+
+def is_store(path: object) -> bool:
+    """Whether ``path`` is a folder written by :func:`pack` (it holds a manifest)."""
+    return isinstance(path, str | Path) and (Path(path) / MANIFEST).is_file()
+
+
+def read_manifest(store: Path | str) -> dict[str, Any]:
+    """The store's manifest.
+
+    Raises:
+        InputError: when ``store`` is not a store of this format.
+    """
+    path = Path(store) / MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not a readable store manifest ({exc})") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != STORE_FORMAT:
+        raise InputError(f"{path}: not a {STORE_FORMAT} store")
+    return manifest
+
+
+def _schema(name: str) -> dict[str, Any]:
+    schema = dict(COLUMNS[name])
+    if name == "runs":
+        schema["record"] = pl.String
+    return schema
+
+
+def read_store_frame(store: Path | str, name: str,
+                     partition: int | None = None) -> pl.DataFrame:
+    """Frame ``name`` of the store, whole or one ``partition`` (the columns of
+    :data:`grade_kit.frames.COLUMNS`; ``runs`` without the record column)."""
+    folder = Path(store) / name
+    pattern = f"p={partition:03d}/*.parquet" if partition is not None else "p=*/*.parquet"
+    columns = list(COLUMNS[name])
+    files = sorted(folder.glob(pattern))
+    if not files:
+        return pl.DataFrame(schema=COLUMNS[name])
+    return pl.read_parquet(files, columns=columns).cast(pl.Schema(COLUMNS[name]))
+
+
+def read_partition(store: Path | str, partition: int) -> dict[str, pl.DataFrame]:
+    """Every run and verdict frame of one partition."""
+    return {name: read_store_frame(store, name, partition)
+            for name in (*RUN_FRAMES, *VERDICT_FRAMES)}
+
+
+@dataclass(frozen=True)
+class PackReport:
+    """What :func:`pack` wrote."""
+
+    store: Path
+    partitions: int
+    tasks: int
+    runs: int
+    judgements: int
+    grades: int
+    rejected: int
+
+    def __str__(self) -> str:
+        return (f"{self.store}: {self.tasks} tasks, {self.runs} runs, {self.judgements} "
+                f"judgements, {self.grades} grades in {self.partitions} partitions; "
+                f"{self.rejected} rejected (see rejected.jsonl)")
+
+
+class _Writer:
+    """Writes frames chunk by chunk into the store's partition folders."""
+
+    def __init__(self, root: Path, partitions: int) -> None:
+        self.root = root
+        self.partitions = partitions
+        self.chunks: Counter[str] = Counter()
+        self.task_partition: dict[str, int] = {}
+        self.run_partition: list[pl.DataFrame] = []
+        self.rows: Counter[str] = Counter()
+        self.partition_rows: dict[int, int] = {}
+
+    def partitions_of_tasks(self, task_ids: pl.Series) -> pl.Series:
+        for task_id in task_ids.unique().to_list():
+            if task_id not in self.task_partition:
+                self.task_partition[task_id] = partition_of(task_id, self.partitions)
+        return task_ids.replace_strict(self.task_partition, return_dtype=pl.Int64)
+
+    def write(self, name: str, frame: pl.DataFrame) -> None:
+        """Write ``frame`` (with a ``partition`` column) as one chunk file per partition."""
+        if frame.is_empty():
+            return
+        chunk = self.chunks[name]
+        self.chunks[name] += 1
+        self.rows[name] += frame.height
+        for (partition,), part in frame.partition_by("partition", as_dict=True).items():
+            folder = self.root / name / f"p={partition:03d}"
+            folder.mkdir(parents=True, exist_ok=True)
+            part.drop("partition").write_parquet(folder / f"chunk-{chunk:05d}.parquet")
+            if name == "runs":
+                key = int(partition)
+                self.partition_rows[key] = self.partition_rows.get(key, 0) + part.height
+
+    def write_runs(self, records: Sequence[Any], lines: Sequence[int | None]) -> None:
+        if not records:
+            return
+        frames = run_frames(LazyRecords(Run, list(records)), lines)
+        texts = [item.model_dump_json() if isinstance(item, BaseModel)
+                 else msgspec.json.encode(msgspec.to_builtins(item)).decode("utf-8")
+                 for item in records]
+        runs = frames["runs"].with_columns(
+            record=pl.Series(texts, dtype=pl.String),
+            partition=self.partitions_of_tasks(frames["runs"].get_column("task_id")))
+        self.write("runs", runs)
+        keys = runs.select("run_id", "partition")
+        self.run_partition.append(keys)
+        for name in ("items", "metrics", "events", "tool_calls"):
+            self.write(name, frames[name].join(keys, on="run_id", how="left"))
+
+    def write_verdicts(self, name: str, frame: pl.DataFrame, keys: pl.DataFrame) -> None:
+        self.write(name, frame.join(keys, on="run_id", how="inner"))
+
+
+def _chunks(lines: Iterator[Line], size: int) -> Iterator[list[Line]]:
+    while chunk := list(islice(lines, size)):
+        yield chunk
+
+
+def _sha256(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class _Accepted:
+    """Run ids accepted in the first pass, less the re-runs the second pass rejected."""
+
+    def __init__(self, slot_of: dict[str, tuple[str, str, int]], dropped: set[str]) -> None:
+        self.slot_of = slot_of
+        self.dropped = dropped
+
+    def __contains__(self, run_id: object) -> bool:
+        return run_id in self.slot_of and run_id not in self.dropped
+
+
+def pack(
+    tasks: Records,
+    runs: Records,
+    out: Path | str,
+    *,
+    judgements: Records | None = None,
+    grades: Records | None = None,
+    packs: Path | str | None = None,
+    partitions: int = DEFAULT_PARTITIONS,
+    chunk_lines: int = DEFAULT_CHUNK_LINES,
+    progress: bool = True,
+) -> PackReport:
+    """Validate inputs chunk by chunk and write them as a partitioned Parquet store.
+
+    Every line meets exactly the checks of :func:`grade_kit.read_inputs` (the same rejects,
+    with file, line and field, kept in ``rejected.jsonl``); memory holds one chunk of lines,
+    one small entry per accepted run (its id, slot and partition) and the re-runs until every
+    run is read (a re-run may name a run later in the input).
+
+    Args:
+        tasks: Tasks, as :func:`grade_kit.read_inputs` takes them.
+        runs: Run JSONL file(s) or folder(s), or run records.
+        out: The store folder to create (it must not exist, or be empty).
+        judgements: Recorded judgements; default None.
+        grades: Grade records; default None.
+        packs: Folder of packs for ``ground_truth`` keys; default found next to ``tasks``.
+        partitions: How many partitions (by task); default 16.
+        chunk_lines: Lines read and written at a time; default 100,000.
+        progress: Print a line per chunk; default True.
+
+    Returns:
+        What was written.
+
+    Raises:
+        InputError: when ``out`` exists and is not an empty folder, or an input is missing.
+    """
+    if partitions < 1 or chunk_lines < 1:
+        raise ValueError("partitions and chunk_lines must be at least 1")
+    root = Path(out)
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise InputError(f"{root}: exists and is not an empty folder (a store is written "
+                         "into a new folder)")
+    root.mkdir(parents=True, exist_ok=True)
+    task_load = load_tasks(tasks, packs)
+    with (root / "tasks.jsonl").open("w", encoding="utf-8") as handle:
+        for task in task_load.records:
+            handle.write(json.dumps(_task_as_data(task), ensure_ascii=False) + "\n")
+    writer = _Writer(root, partitions)
+    run_sources = _sources(runs, "runs")
+    checks = RunChecks(task_load.records, len(run_sources))
+    slot_of: dict[str, tuple[str, str, int]] = {}
+    held: list[tuple[Any, int | None, str]] = []
+    run_rejects: list[Rejected] = []
+    accepted_by_source: Counter[str] = Counter()
+    read = 0
+    for source, lines in run_sources:
+        check = checks.checker(source)
+        for chunk in _chunks(lines, chunk_lines):
+            part = _read_jsonl(source, iter(chunk), Run, check, FastRun)
+            run_rejects.extend(part.rejected)
+            primaries, primary_lines = [], []
+            for record, line in zip(part.records, part.lines, strict=True):
+                slot_of[record.run_id] = (record.setup, record.task_id, record.repeat)
+                if record.attempt_of is None:
+                    primaries.append(record)
+                    primary_lines.append(line)
+                    accepted_by_source[source] += 1
+                else:
+                    held.append((record, line, source))
+            writer.write_runs(primaries, primary_lines)
+            read += len(chunk)
+            if progress:
+                print(f"pack: {read:,} run lines read, {writer.rows['runs']:,} runs written",
+                      flush=True)
+    dropped: set[str] = set()
+    reruns, rerun_lines = [], []
+    for record, line, source in held:
+        why = checks.rerun_problem(record, slot_of)
+        if why is not None:
+            run_rejects.append(checks.reject_rerun(source, line, why))
+            dropped.add(record.run_id)
+            continue
+        reruns.append(record)
+        rerun_lines.append(line)
+        accepted_by_source[source] += 1
+    writer.write_runs(reruns, rerun_lines)
+    run_rejects.sort(key=lambda r: (r.source, r.line or 0))
+    keys = (pl.concat(writer.run_partition) if writer.run_partition
+            else pl.DataFrame(schema={"run_id": pl.String, "partition": pl.Int64}))
+    accepted = _Accepted(slot_of, dropped)
+    rejected = [*task_load.rejected, *run_rejects]
+    files = _input_files("tasks", task_load.sources, task_load.rejected)
+    files += _input_files("runs", [s for s, n in accepted_by_source.items() for _ in range(n)],
+                          run_rejects)
+    verdict_counts = {}
+    for name, given, model, fast, check_ in (
+            ("judgements", judgements, Judgement, FastJudgement, judgement_check(accepted)),
+            ("grades", grades, Grade, FastGrade, grade_check(accepted))):
+        if given is None:
+            continue
+        sources: list[str] = []
+        rejects: list[Rejected] = []
+        for source, lines in _sources(given, name):
+            for chunk in _chunks(lines, chunk_lines):
+                part = _read_jsonl(source, iter(chunk), model, check_, fast)
+                rejects.extend(part.rejected)
+                sources.extend(part.sources)
+                records: Any = LazyRecords(model, list(part.records))
+                frame = (verdict_frames(judgements=records) if name == "judgements"
+                         else verdict_frames(grades=records))[name]
+                writer.write_verdicts(name, frame, keys)
+        verdict_counts[name] = len(sources)
+        rejected.extend(rejects)
+        files += _input_files(name, sources, rejects)
+    write_rejects(root / "rejected.jsonl", rejected)
+    report = PackReport(store=root, partitions=partitions, tasks=len(task_load.records),
+                        runs=writer.rows["runs"], judgements=verdict_counts.get("judgements", 0),
+                        grades=verdict_counts.get("grades", 0), rejected=len(rejected))
+    manifest = {
+        "format": STORE_FORMAT, "partitions": partitions,
+        "created_at": datetime.now(UTC).isoformat(),
+        "counts": {"tasks": report.tasks, "runs": report.runs, "judgements": report.judgements,
+                   "grades": report.grades, "rejected": report.rejected,
+                   "reruns": len(reruns),
+                   "setups": sorted({slot[0] for rid, slot in slot_of.items()
+                                     if rid not in dropped})},
+        "partition_runs": {str(k): v for k, v in sorted(writer.partition_rows.items())},
+        "inputs": [f.model_dump(mode="json") for f in files],
+        "warnings": [w.model_dump(mode="json") for w in task_load.warnings],
+    }
+    (root / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
+                                 encoding="utf-8")
+    return report
+
+
+def _input_files(kind: str, sources: Sequence[str],
+                 rejected: Sequence[Rejected]) -> list[InputFile]:
+    """One provenance entry per source, in first-seen order (as :func:`read_inputs`)."""
+    order = list(dict.fromkeys([*sources, *(r.source for r in rejected)]))
+    counts = Counter(sources)
+    bad = Counter(r.source for r in rejected)
+    return [InputFile(kind=kind, path=source,
+                      sha256=None if source.startswith("<") else _sha256(Path(source)),
+                      records=counts[source], rejected=bad[source]) for source in order]
+
+
+def store_tasks(store: Path | str) -> list[Task]:
+    """The validated tasks of a store."""
+    loaded = load_tasks(Path(store) / "tasks.jsonl")
+    if loaded.rejected:  # pragma: no cover - written by pack from validated tasks
+        raise InputError(loaded.rejected[0].message())
+    return list(loaded.records)
+
+
+def store_rejected(store: Path | str) -> list[Rejected]:
+    """The rejects :func:`pack` recorded."""
+    out = []
+    path = Path(store) / "rejected.jsonl"
+    if path.is_file():
+        with path.open(encoding="utf-8") as handle:
+            for text in handle:
+                item = json.loads(text)
+                out.append(Rejected(item["source"], item["line"], item["field"],
+                                    item["error"], item["raw"]))
+    return out
+
+
+def store_warnings(manifest: dict[str, Any]) -> list[WarningItem]:
+    """The task warnings recorded in a store's manifest."""
+    return [WarningItem.model_validate(w) for w in manifest.get("warnings", [])]
+
+
+def store_files(manifest: dict[str, Any]) -> list[InputFile]:
+    """The inputs a store was packed from (path, SHA-256, records, rejected)."""
+    return [InputFile.model_validate(f) for f in manifest.get("inputs", [])]
+
+
+class StoreRuns(Sequence[Run]):
+    """The runs of a store as :class:`~grade_kit.schema.Run` models, read one partition at a
+    time when asked for (the last partition read is kept)."""
+
+    def __init__(self, store: Path | str, manifest: dict[str, Any]) -> None:
+        self.store = Path(store)
+        counts = manifest.get("partition_runs", {})
+        self._sizes = [int(counts.get(str(k), 0)) for k in range(int(manifest["partitions"]))]
+        self.reruns = int(manifest["counts"].get("reruns", 0))
+        self.setups = len(manifest["counts"].get("setups", []))
+        self.judgements = int(manifest["counts"].get("judgements", 0))
+        self.grades = int(manifest["counts"].get("grades", 0))
+        self._cached: tuple[int, LazyRecords[Run]] | None = None
+
+    def __len__(self) -> int:
+        return sum(self._sizes)
+
+    def _partition(self, partition: int) -> LazyRecords[Run]:
+        if self._cached is None or self._cached[0] != partition:
+            files = sorted((self.store / "runs" / f"p={partition:03d}").glob("*.parquet"))
+            texts = (pl.read_parquet(files, columns=["record"]).get_column("record").to_list()
+                     if files else [])
+            self._cached = (partition, LazyRecords(Run, [msgspec.json.decode(t, type=FastRun)
+                                                         for t in texts]))
+        return self._cached[1]
+
+    @overload
+    def __getitem__(self, index: int) -> Run: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Run]: ...
+
+    def __getitem__(self, index: int | slice) -> Run | list[Run]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        for partition, size in enumerate(self._sizes):
+            if index < size:
+                return self._partition(partition)[index]
+            index -= size
+        raise IndexError("run index out of range")
+
+    def __iter__(self) -> Iterator[Run]:
+        for partition, size in enumerate(self._sizes):
+            if size:
+                yield from self._partition(partition)
+
+    @property
+    def raw(self) -> list[Any]:
+        """Every run as a decoded struct (fields only, no model built), in index order: all
+        partitions are read, so this holds every run in memory."""
+        return [item for partition, size in enumerate(self._sizes) if size
+                for item in self._partition(partition).raw]
+
+    def __repr__(self) -> str:
+        return f"StoreRuns({self.store}, {len(self)} runs)"
+
+
+def empty_frames() -> dict[str, pl.DataFrame]:
+    """The heavy frames, empty (an evaluation of a store keeps them on disk)."""
+    return {name: pl.DataFrame(schema=COLUMNS[name]) for name in HEAVY_FRAMES}
