@@ -1,0 +1,200 @@
+"""Packed run stores (grade_kit/packed.py, docs/scaling.md): ``grade-kit pack`` keeps every
+check and reject of the loaders, and ``gk.evaluate(store)``, one partition at a time, gives
+the results of ``gk.evaluate`` on the same inputs in memory."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+import grade_kit as gk
+from grade_kit.grade import combine_scores, grade_scores, partition_scores
+from grade_kit.io import InputError
+from grade_kit.packed import StoreRuns, is_store, pack, partition_of, read_manifest
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+TASKS = FIXTURES / "tasks"
+RUN_FILES = sorted((FIXTURES / "runs").glob("*.jsonl"))
+
+
+def _extra_runs(path: Path) -> Path:
+    """Hostile and awkward lines beside the fixtures: malformed JSON, an unknown task, a
+    repeated run_id, a second primary, a re-run naming a run that comes later in the file (it
+    stands), one naming another slot and one naming nobody (both rejected)."""
+    first = json.loads(RUN_FILES[0].read_text(encoding="utf-8").splitlines()[0])
+    base = {**first, "setup": "extra"}
+
+    def run(run_id: str, repeat: int, **fields: Any) -> str:
+        return json.dumps({**base, "run_id": run_id, "repeat": repeat, **fields})
+
+    lines = [
+        run("x-rerun", 1, attempt_of="x-1", status="delivered"),  # names a later run
+        '{"run_id": "broken", ',
+        run("x-unknown", 1, task_id="no-such-task"),
+        run("x-1", 1),
+        run("x-1", 2),  # repeated run_id
+        run("x-second", 1),  # a second primary for slot (extra, task, 1)
+        run("x-2", 2),
+        run("x-wrong-slot", 1, attempt_of="x-2"),
+        run("x-nobody", 2, attempt_of="missing"),
+        run("x-3", 3, events={"submitted": "2026-11-02T10:01:01"}),  # naive timestamp
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("packed")
+    runs = [*RUN_FILES, _extra_runs(folder / "extra.jsonl")]
+    loaded = gk.read_inputs(TASKS, runs)
+    judged = gk.judges.JUDGES["rules"](loaded.tasks, loaded.runs)
+    judgements = folder / "judgements.jsonl"
+    with judgements.open("w", encoding="utf-8") as handle:
+        for j in judged[: len(judged) // 2]:  # half recorded: the rest stay unjudged
+            handle.write(j.model_dump_json() + "\n")
+        handle.write('{"run_id": "nobody", "dimension": "evidence_linkage", "score": 1, '
+                     '"judge": "x"}\n')
+    store = folder / "store"
+    report = pack(TASKS, runs, store, judgements=judgements, partitions=3, chunk_lines=37,
+                  progress=False)
+    return {"runs": runs, "judgements": judgements, "store": store, "report": report}
+
+
+def _results(ev: gk.Evaluation) -> dict[str, Any]:
+    data = ev.results.model_dump(mode="json")
+    data["provenance"].pop("created_at")
+    data["provenance"].pop("arguments")
+    return data
+
+
+@pytest.mark.parametrize("grader", [None, "rules"])
+def test_a_store_scores_exactly_as_the_inputs_in_memory(inputs: dict[str, Any],
+                                                        grader: str | None) -> None:
+    memory = gk.evaluate(TASKS, inputs["runs"], judgements=inputs["judgements"],
+                         grader=grader)
+    packed = gk.evaluate(inputs["store"], grader=grader)
+    assert _results(packed) == _results(memory)
+    assert packed.runs_frame.equals(memory.runs_frame)
+    keys = ["setup", "task_id"]
+    for name in ("runs", "tasks", "tracks", "packs", "overall"):
+        assert getattr(packed.scores, name).equals(getattr(memory.scores, name)), name
+    assert packed.scores.consistency.sort(keys).equals(memory.scores.consistency.sort(keys))
+    assert packed.standard.graded.sort("run_id").equals(memory.standard.graded.sort("run_id"))
+
+
+def test_every_reject_is_kept_with_file_line_and_field(inputs: dict[str, Any]) -> None:
+    memory = gk.read_inputs(TASKS, inputs["runs"], judgements=inputs["judgements"])
+    packed = gk.evaluate(inputs["store"])
+    assert ([r.message() for r in packed.inputs.rejected]
+            == [r.message() for r in memory.rejected])
+    assert [r.raw for r in packed.inputs.rejected] == [r.raw for r in memory.rejected]
+    messages = "\n".join(r.message() for r in packed.inputs.rejected)
+    for expected in ("extra.jsonl:2: malformed JSON",
+                     "extra.jsonl:3: field 'task_id': unknown task 'no-such-task'",
+                     "extra.jsonl:5: field 'run_id': duplicate run_id 'x-1'",
+                     "extra.jsonl:6: field 'attempt_of': second primary attempt",
+                     "extra.jsonl:8: field 'attempt_of': attempt_of 'x-2' names a run of "
+                     "another setup",
+                     "extra.jsonl:9: field 'attempt_of': attempt_of 'missing' names no "
+                     "accepted run",
+                     "extra.jsonl:10: field 'events.submitted'",
+                     "field 'run_id': unknown run 'nobody'"):
+        assert expected in messages
+    assert inputs["report"].rejected == len(memory.rejected) == 8
+    assert packed.inputs.files == memory.files  # the same paths, SHA-256 and counts
+
+
+def test_explain_reads_one_run_back_from_its_partition(inputs: dict[str, Any]) -> None:
+    memory = gk.evaluate(TASKS, inputs["runs"], judgements=inputs["judgements"])
+    packed = gk.evaluate(inputs["store"])
+    for run_id in ("x-rerun", memory.runs_frame.get_column("run_id")[5]):
+        a, b = packed.explain(run_id), memory.explain(run_id)
+        assert a.facts.equals(b.facts) and a.claims.equals(b.claims)
+        assert a.judgements.equals(b.judgements)
+    assert packed.scores.matches.get_column("matched_text").null_count() == \
+        packed.scores.matches.height  # the answers' text stays on disk
+
+
+def test_the_store_gives_back_every_run_record(inputs: dict[str, Any]) -> None:
+    memory = gk.read_inputs(TASKS, inputs["runs"])
+    packed = gk.evaluate(inputs["store"]).inputs.runs
+    assert isinstance(packed, StoreRuns) and len(packed) == len(memory.runs) == 603
+    assert sorted((r.model_dump() for r in packed), key=lambda r: r["run_id"]) == sorted(
+        (r.model_dump() for r in memory.runs), key=lambda r: r["run_id"])
+    assert packed[-1] == list(packed)[-1]
+    assert "603 runs (1 re-runs) of 4 setups" in repr(gk.evaluate(inputs["store"]).inputs)
+
+
+def test_partitions_hold_whole_tasks(inputs: dict[str, Any]) -> None:
+    manifest = read_manifest(inputs["store"])
+    assert manifest["partitions"] == 3 and sum(manifest["partition_runs"].values()) == 603
+    for folder in sorted((inputs["store"] / "runs").iterdir()):
+        k = int(folder.name.removeprefix("p="))
+        tasks = pl.read_parquet(list(folder.glob("*.parquet"))).get_column("task_id").unique()
+        assert all(partition_of(t, 3) == k for t in tasks.to_list())
+    # CRC-32's published check value: crc32("123456789") = 0xCBF43926 = 3421780262
+    assert partition_of("123456789", 16) == 0x6 and partition_of("123456789", 1000) == 262
+
+
+def test_map_and_reduce_equal_one_pass() -> None:
+    """combine_scores over partition_scores of any split by task = grade_scores."""
+    loaded = gk.read_inputs(TASKS, RUN_FILES)
+    data = gk.EvalData.from_records(loaded.tasks, loaded.runs)
+    whole = grade_scores(data)
+    task_ids = data.tasks.get_column("task_id").to_list()
+    parts = []
+    for half in (task_ids[::2], task_ids[1::2]):
+        keep = pl.col("task_id").is_in(half)
+        runs = data.runs.filter(keep)
+        ids = pl.col("run_id").is_in(runs.get_column("run_id").implode())
+        parts.append(partition_scores(gk.EvalData.from_frames({
+            **{k: getattr(data, k) for k in ("tasks", "weights", "facts", "claims",
+                                             "claim_terms")},
+            "runs": runs, **{k: getattr(data, k).filter(ids) for k in
+                             ("items", "metrics", "events", "tool_calls", "judgements",
+                              "grades")}})))
+    split = combine_scores(parts, data.tasks, data.weights)
+    for name in ("runs", "tasks", "tracks", "packs", "overall"):
+        assert getattr(split, name).equals(getattr(whole, name)), name
+
+
+def test_pack_never_writes_into_a_folder_with_files(tmp_path: Path) -> None:
+    (tmp_path / "keep.txt").write_text("mine")
+    with pytest.raises(InputError, match="not an empty folder"):
+        pack(TASKS, RUN_FILES, tmp_path, progress=False)
+    assert (tmp_path / "keep.txt").read_text() == "mine" and not is_store(tmp_path)
+
+
+def test_a_store_is_passed_alone(inputs: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="pass it alone"):
+        gk.evaluate(inputs["store"], RUN_FILES)
+    with pytest.raises(ValueError, match="pass it alone"):
+        gk.evaluate(TASKS, inputs["store"])
+    with pytest.raises(ValueError, match="judge or grade the runs first"):
+        gk.evaluate(inputs["store"], judge="rules")
+
+
+def test_cli_pack_then_score(tmp_path: Path) -> None:
+    store, out = tmp_path / "store", tmp_path / "out"
+    cli = [sys.executable, "-m", "grade_kit.cli"]
+    packed = subprocess.run([*cli, "pack", str(TASKS), *map(str, RUN_FILES), "--partitions",
+                             "4", "--out", str(store)], capture_output=True, text=True,
+                            check=False)
+    assert packed.returncode == 0, packed.stderr
+    assert "600 runs" in packed.stdout and "4 partitions" in packed.stdout
+    scored = subprocess.run([*cli, "score", str(store), "--out", str(out)],
+                            capture_output=True, text=True, check=False)
+    assert scored.returncode == 0, scored.stderr
+    memory = gk.evaluate(TASKS, RUN_FILES)
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert results["setups"] == memory.results.model_dump(mode="json")["setups"]
+    twice = subprocess.run([*cli, "score", str(store), str(RUN_FILES[0]), "--out", str(out)],
+                           capture_output=True, text=True, check=False)
+    assert twice.returncode != 0 and "give no RUNS" in twice.stderr
