@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck chromium bench bench-scale bench-compare bench-fetch fixtures schemas clean
+.PHONY: demo test lint typecheck chromium bench bench-scale bench-store bench-compare bench-fetch fixtures schemas clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,9 @@ bench: $(STAMP)           ## speed figures (not assertions)
 
 bench-scale: $(STAMP)     ## rich inputs at 100k/300k/1M runs, stage by stage; 10M-run statistics
 	$(BIN)/python -m benchmarks.scale
+
+bench-store: $(STAMP)     ## pack and evaluate a store vs in memory: time, peak RSS, same results
+	$(BIN)/python -m benchmarks.store_bench
 
 bench-compare: $(STAMP)   ## the two newest benchmarks/results/*.json side by side
 	$(BIN)/python -m benchmarks.compare

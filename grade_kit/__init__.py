@@ -7,16 +7,18 @@ Public functions accept pandas or polars frames and return the same kind.
 """
 
 from grade_kit.adapters import read_inspect, read_tau_bench
-from grade_kit.evaluate import Evaluation, RunExplanation, evaluate
+from grade_kit.evaluate import Evaluation, RunExplanation, evaluate, score_partition
 from grade_kit.fetch import HTTPAgent, OpenAIChat, PythonCallable, Replay, fetch, fetch_setups
 from grade_kit.frames import COLUMNS, EvalData
 from grade_kit.grade import (
     ClaimJudge,
     GradeScores,
+    PartitionScores,
     aggregate_scores,
     calibration_scores,
     claim_matches,
     cluster_findings,
+    combine_scores,
     consistency_scores,
     fact_checks,
     finding_stability,
@@ -26,6 +28,7 @@ from grade_kit.grade import (
     judged_scores,
     kendall_tau_b,
     metric_variance,
+    partition_scores,
     ranking_stability,
     run_composites,
     run_scores,
@@ -38,6 +41,7 @@ from grade_kit.judges.calibration import CalibrationReview, calibration_review
 from grade_kit.judges.grader import RuleGrader
 from grade_kit.judges.llm import LLMClaimJudge, LLMJudge
 from grade_kit.judges.llm_grader import LLMGrader, PairwiseVerdict
+from grade_kit.packed import pack, partition_data
 from grade_kit.schema import (
     DIMENSIONS,
     GRADE_STATES,
@@ -86,6 +90,7 @@ __all__ = [
     "LLMJudge",
     "OpenAIChat",
     "PairwiseVerdict",
+    "PartitionScores",
     "PythonCallable",
     "Rejected",
     "Replay",
@@ -101,6 +106,7 @@ __all__ = [
     "calibration_scores",
     "claim_matches",
     "cluster_findings",
+    "combine_scores",
     "consistency_scores",
     "evaluate",
     "fact_checks",
@@ -114,7 +120,10 @@ __all__ = [
     "kendall_tau_b",
     "metric_variance",
     "normalize",
+    "pack",
     "parse_number",
+    "partition_data",
+    "partition_scores",
     "questions_needed",
     "rank_intervals",
     "ranking_stability",
@@ -124,6 +133,7 @@ __all__ = [
     "run_composites",
     "run_grades",
     "run_scores",
+    "score_partition",
     "summarize",
     "task_scores",
     "tokenize",

@@ -8,18 +8,19 @@ scores -> the standard -> typed results).
 from __future__ import annotations
 
 import html
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeAlias, cast
 
 import pandas as pd
 import polars as pl
 
 from grade_kit._fastread import concat_records, raw_records, select_records
 from grade_kit._gc import gc_paused
-from grade_kit.frames import COLUMNS, EvalData, task_frames
+from grade_kit.frames import COLUMNS, EvalData
 from grade_kit.grade import (
     ClaimJudge,
     GradeScores,
@@ -38,10 +39,11 @@ from grade_kit.judges.model import grading_label
 from grade_kit.packed import (
     StoreRuns,
     is_store,
+    partition_data,
     partition_of,
     read_manifest,
-    read_partition,
     read_store_frame,
+    read_task_frames,
     store_files,
     store_rejected,
     store_tasks,
@@ -60,7 +62,10 @@ from grade_kit.schema import (
 )
 from grade_kit.standard import DEFAULT_SEED, StandardResults, standard_results, unique_tool_calls
 
-__all__ = ["Evaluation", "RunExplanation", "evaluate"]
+__all__ = ["Evaluation", "MapPartitions", "RunExplanation", "evaluate", "score_partition"]
+
+MapPartitions: TypeAlias = Callable[[Callable[[Any], Any], Iterable[Any]], Iterable[Any]]
+"""A ``map(function, jobs)``: the built-in one, an executor's, or a distributed engine's."""
 
 FrameKind = Literal["polars", "pandas"]
 Frame = pl.DataFrame | pd.DataFrame
@@ -501,6 +506,7 @@ def evaluate(
     seed: int = DEFAULT_SEED,
     arguments: dict[str, Any] | None = None,
     exclude_channel_overhead: bool = False,
+    map_partitions: MapPartitions | None = None,
 ) -> Evaluation:
     """Read, judge and score an evaluation: GRADE scores, grades, timing, tool calls,
     comparisons, with every reject and warning (docs/methodology.md).
@@ -531,6 +537,10 @@ def evaluate(
         exclude_channel_overhead: Subtract the channel overhead an agent reports (reply
             cards, link resolution) from E2E; default False (E2E = received - submitted).
             Every timing summary says which E2E it is (``e2e_definition``).
+        map_partitions: For a packed store only: how the partitions are scored, a
+            ``map(function, jobs)`` such as ``ProcessPoolExecutor().map`` or a distributed
+            engine's (docs/scaling.md); default None (the built-in ``map``, one partition
+            after another in this process).
 
     Returns:
         The :class:`Evaluation`.
@@ -557,7 +567,7 @@ def evaluate(
                 "then pack their output with the runs")
         with gc_paused():
             return _evaluate_store(Path(cast(Path | str, tasks)), grader, repeats, frames,
-                                   seed, arguments, exclude_channel_overhead)
+                                   seed, arguments, exclude_channel_overhead, map_partitions)
     with gc_paused():  # the pipeline builds many small objects; see grade_kit._gc
         return _evaluate(tasks, runs, judgements, grades, judge, grader, claim_judge, repeats,
                          packs, frames, seed, arguments, exclude_channel_overhead)
@@ -572,30 +582,43 @@ def _rule_grade_records(data: EvalData, per_run: pl.DataFrame,
     return rule_grades(grade_runs, data.items, data.metrics, matches, checks, data.grades)
 
 
+def score_partition(job: tuple[str, int, bool]) -> tuple[PartitionScores, pl.DataFrame | None]:
+    """The map step of :func:`evaluate` on a packed store, for one partition: its
+    :func:`~grade_kit.grade.partition_scores` (the matched answer text left on disk, which
+    :meth:`Evaluation.explain` reads back for one run) and, when asked, the rule grader's
+    records. A module-level function of plain arguments, so any executor can run it.
+
+    Args:
+        job: (store folder, partition, whether to run the rule grader).
+    """
+    store, partition, rules = job
+    data = partition_data(store, partition)
+    scored = partition_scores(data)
+    graded = _rule_grade_records(data, scored.runs, scored.matches) if rules else None
+    return PartitionScores(
+        runs=scored.runs, consistency=scored.consistency,
+        matches=scored.matches.with_columns(matched_text=pl.lit(None, pl.String))), graded
+
+
 def _evaluate_store(store: Path, grader: str | None, repeats: int | None, frames: FrameKind,
                     seed: int, arguments: dict[str, Any] | None,
-                    exclude_channel_overhead: bool) -> Evaluation:
+                    exclude_channel_overhead: bool,
+                    map_partitions: MapPartitions | None = None) -> Evaluation:
     """:func:`evaluate` on a packed store (docs/scaling.md): GRADE scores one partition at a
     time (a task's runs never span two), then the reduce over tasks, tracks, packs and setups
     and the standard's statistics over the per-run frames, which are read whole."""
     manifest = read_manifest(store)
     tasks = store_tasks(store)
-    tf = task_frames(tasks)
+    tf = read_task_frames(store)
     whole = {name: read_store_frame(store, name)
              for name in ("runs", "events", "tool_calls", "judgements", "grades")}
+    jobs = [(str(store), k, grader == "rules") for k in range(int(manifest["partitions"]))]
     parts: list[PartitionScores] = []
     rule_records: list[pl.DataFrame] = []
-    for partition in range(int(manifest["partitions"])):
-        part = EvalData.from_frames({**tf, **read_partition(store, partition)})
-        if part.runs.is_empty() and parts:
-            continue
-        scored = partition_scores(part)
-        if grader == "rules":
-            rule_records.append(_rule_grade_records(part, scored.runs, scored.matches))
-        # the matched answer text stays on disk (explain() reads it back for one run)
-        parts.append(PartitionScores(
-            runs=scored.runs, consistency=scored.consistency,
-            matches=scored.matches.with_columns(matched_text=pl.lit(None, pl.String))))
+    for scored, rules in (map_partitions or map)(score_partition, jobs):
+        parts.append(scored)
+        if rules is not None:
+            rule_records.append(rules)
     scores = combine_scores(parts, tf["tasks"], tf["weights"])
     graders = sorted(set(whole["grades"].get_column("grader").unique().to_list()))
     if grader == "rules":

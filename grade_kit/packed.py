@@ -13,6 +13,7 @@ Layout::
 
     <store>/manifest.json       format, partitions, counts, inputs (path, SHA-256), warnings
     <store>/tasks.jsonl         the validated tasks (ground truth resolved)
+    <store>/task_frames/*.parquet   their frames (tasks, weights, facts, claims, claim_terms)
     <store>/rejected.jsonl      every rejected record: source, line, field, error, raw
     <store>/<frame>/p=<k>/chunk-<n>.parquet   runs (with each run's record as JSON), items,
                                               metrics, events, tool_calls, judgements, grades
@@ -38,7 +39,7 @@ import polars as pl
 from pydantic import BaseModel
 
 from grade_kit._fastread import FastGrade, FastJudgement, FastRun, LazyRecords
-from grade_kit.frames import COLUMNS, run_frames, verdict_frames
+from grade_kit.frames import COLUMNS, EvalData, run_frames, task_frames, verdict_frames
 from grade_kit.io import (
     InputError,
     Line,
@@ -64,10 +65,12 @@ __all__ = [
     "StoreRuns",
     "is_store",
     "pack",
+    "partition_data",
     "partition_of",
     "read_manifest",
     "read_partition",
     "read_store_frame",
+    "read_task_frames",
 ]
 
 STORE_FORMAT = "grade-kit-store/1"
@@ -134,6 +137,22 @@ def read_partition(store: Path | str, partition: int) -> dict[str, pl.DataFrame]
     """Every run and verdict frame of one partition."""
     return {name: read_store_frame(store, name, partition)
             for name in (*RUN_FRAMES, *VERDICT_FRAMES)}
+
+
+TASK_FRAMES = ("tasks", "weights", "facts", "claims", "claim_terms")
+
+
+def read_task_frames(store: Path | str) -> dict[str, pl.DataFrame]:
+    """The task frames of the store's tasks (:func:`grade_kit.frames.task_frames`, written
+    by :func:`pack`, so a worker need not validate the tasks again)."""
+    return {name: pl.read_parquet(Path(store) / "task_frames" / f"{name}.parquet")
+            .cast(pl.Schema(COLUMNS[name])) for name in TASK_FRAMES}
+
+
+def partition_data(store: Path | str, partition: int) -> EvalData:
+    """The frames of one partition, with every task frame: the input of
+    :func:`grade_kit.grade.partition_scores` (docs/scaling.md)."""
+    return EvalData.from_frames({**read_task_frames(store), **read_partition(store, partition)})
 
 
 @dataclass(frozen=True)
@@ -280,6 +299,9 @@ def pack(
     with (root / "tasks.jsonl").open("w", encoding="utf-8") as handle:
         for task in task_load.records:
             handle.write(json.dumps(_task_as_data(task), ensure_ascii=False) + "\n")
+    (root / "task_frames").mkdir()
+    for name, frame in task_frames(task_load.records).items():
+        frame.write_parquet(root / "task_frames" / f"{name}.parquet")
     writer = _Writer(root, partitions)
     run_sources = _sources(runs, "runs")
     checks = RunChecks(task_load.records, len(run_sources))

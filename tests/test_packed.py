@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +200,13 @@ def test_cli_pack_then_score(tmp_path: Path) -> None:
     twice = subprocess.run([*cli, "score", str(store), str(RUN_FILES[0]), "--out", str(out)],
                            capture_output=True, text=True, check=False)
     assert twice.returncode != 0 and "give no RUNS" in twice.stderr
+
+
+def test_partitions_scored_in_worker_processes_give_the_same_results(
+        inputs: dict[str, Any]) -> None:
+    """The map step on an executor (spawned workers: each reads its own partition)."""
+    one_by_one = gk.evaluate(inputs["store"], grader="rules")
+    with ProcessPoolExecutor(max_workers=2, mp_context=get_context("spawn")) as pool:
+        parallel = gk.evaluate(inputs["store"], grader="rules", map_partitions=pool.map)
+    assert _results(parallel) == _results(one_by_one)
+    assert parallel.runs_frame.equals(one_by_one.runs_frame)
