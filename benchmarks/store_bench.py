@@ -1,5 +1,6 @@
 """Packed stores (``make bench-store``): memory and time of ``grade-kit pack`` and of
-``gk.evaluate(store)`` against ``gk.evaluate`` on the same JSONL in memory, on the seeded rich
+``gk.evaluate(store)`` (one partition after another, and on two worker processes) against
+``gk.evaluate`` on the same JSONL in memory, on the seeded rich
 inputs of ``benchmarks/scale.py``. Each measurement runs in a fresh process, so its peak RSS
 is its own. Prints figures and writes them to ``benchmarks/results/store-<time>.json``;
 asserts nothing.
@@ -35,12 +36,19 @@ if kind == "pack":
          grades=paths["grades"], partitions=int(sys.argv[3]), progress=False)
 elif kind == "store":
     gk.evaluate(folder / "store").write(folder / "out-store")
+elif kind == "store-2-workers":
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+    with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
+        gk.evaluate(folder / "store", map_partitions=pool.map).write(folder / "out-workers")
 else:
     gk.evaluate(paths["tasks"], paths["runs"], judgements=paths["judgements"],
                 grades=paths["grades"]).write(folder / "out-memory")
 seconds = time.perf_counter() - started
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({"seconds": round(seconds, 2), "peak_rss_mb": round(peak)}))
+workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(json.dumps({"seconds": round(seconds, 2), "peak_rss_mb": round(peak),
+                  "worker_peak_rss_mb": round(workers)}))
 """
 
 
@@ -75,11 +83,15 @@ def main() -> None:
             print(f"{n:>11,} runs: {mb:,.0f} MB of runs JSONL (generated in "
                   f"{time.perf_counter() - started:.0f} s)", flush=True)
             row: dict[str, Any] = {"runs": n, "runs_jsonl_mb": round(mb)}
-            kinds = ["pack", "store"] + ([] if args.no_memory else ["memory"])
+            kinds = ["pack", "store", "store-2-workers"] + ([] if args.no_memory
+                                                            else ["memory"])
             for kind in kinds:
                 row[kind] = _measure(kind, folder, args.partitions)
-                print(f"    {kind:<8} {row[kind]['seconds']:8.2f} s  peak RSS "
-                      f"{row[kind]['peak_rss_mb']:>7,} MB", flush=True)
+                workers = row[kind]["worker_peak_rss_mb"]
+                print(f"    {kind:<16} {row[kind]['seconds']:8.2f} s  peak RSS "
+                      f"{row[kind]['peak_rss_mb']:>7,} MB"
+                      + (f" (each worker at most {workers:,} MB)" if workers else ""),
+                      flush=True)
             if not args.no_memory:
                 row["identical_results"] = _same_results(folder)
                 print(f"    results.json identical: {row['identical_results']}")

@@ -7,6 +7,8 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -63,12 +65,22 @@ def _pack(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    evaluation = evaluate(
-        args.tasks, _runs_argument(args), judgements=args.judgements, grades=args.grades,
-        judge=args.judge, grader=args.grader, repeats=args.repeats, packs=args.packs,
-        arguments={k: (str(v) if isinstance(v, Path) else
-                       [str(x) for x in v] if isinstance(v, list) else v)
-                   for k, v in vars(args).items() if k != "func"})
+    runs = _runs_argument(args)
+    if args.workers > 1 and runs is not None:
+        raise InputError("--workers scores the partitions of a packed store (grade-kit pack)")
+    pool = (ProcessPoolExecutor(args.workers, mp_context=get_context("spawn"))
+            if args.workers > 1 else None)
+    try:
+        evaluation = evaluate(
+            args.tasks, runs, judgements=args.judgements, grades=args.grades,
+            judge=args.judge, grader=args.grader, repeats=args.repeats, packs=args.packs,
+            arguments={k: (str(v) if isinstance(v, Path) else
+                           [str(x) for x in v] if isinstance(v, list) else v)
+                       for k, v in vars(args).items() if k != "func"},
+            map_partitions=None if pool is None else pool.map)
+    finally:
+        if pool is not None:
+            pool.shutdown()
     _report(evaluation, evaluation.write(args.out), "scored")
     if args.strict and evaluation.inputs.rejected:
         print(f"--strict: {len(evaluation.inputs.rejected)} input records rejected",
@@ -433,6 +445,9 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--strict", action="store_true",
                        help="exit non-zero when any input record is rejected")
     score.add_argument("--out", type=Path, required=True, help="output folder")
+    score.add_argument("--workers", type=_bounded(1, 256), default=1,
+                       help="for a packed store: score its partitions in this many processes "
+                            "(default 1: one after another)")
     score.set_defaults(func=_score)
 
     packer = sub.add_parser("pack", help="validate inputs chunk by chunk into a partitioned "

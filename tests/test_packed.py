@@ -210,3 +210,18 @@ def test_partitions_scored_in_worker_processes_give_the_same_results(
         parallel = gk.evaluate(inputs["store"], grader="rules", map_partitions=pool.map)
     assert _results(parallel) == _results(one_by_one)
     assert parallel.runs_frame.equals(one_by_one.runs_frame)
+
+
+def test_cli_scores_a_store_with_worker_processes(inputs: dict[str, Any],
+                                                  tmp_path: Path) -> None:
+    cli = [sys.executable, "-m", "grade_kit.cli", "score"]
+    done = subprocess.run([*cli, str(inputs["store"]), "--workers", "2", "--out",
+                           str(tmp_path / "out")], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    memory = gk.evaluate(TASKS, inputs["runs"], judgements=inputs["judgements"])
+    results = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    assert results["setups"] == memory.results.model_dump(mode="json")["setups"]
+    refused = subprocess.run([*cli, str(TASKS), *map(str, RUN_FILES), "--workers", "2",
+                              "--out", str(tmp_path / "x")], capture_output=True, text=True,
+                             check=False)
+    assert refused.returncode != 0 and "packed store" in refused.stderr
