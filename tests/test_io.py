@@ -281,3 +281,17 @@ def test_task_validators_reject_with_their_reason(change: dict[str, Any], field:
     assert message in reject.error, reject.error
     if field is not None:
         assert reject.field == field
+
+
+def test_token_counts_are_bounded_so_frames_cannot_overflow(tmp_path: Path) -> None:
+    """usage counts up to 10^15 load; a larger one (or a negative one) is a reject naming
+    the field, never a crash when the 64-bit frames are built."""
+    lines = [run_line("r1", usage={"input_tokens": 10**15, "output_tokens": 0}),
+             run_line("r2", repeat=2, usage={"input_tokens": 10**15 + 1}),
+             run_line("r3", repeat=3, usage={"output_tokens": 10**20}),
+             run_line("r4", repeat=4, usage={"output_tokens": -1})]
+    loaded = load_runs(write(tmp_path / "runs.jsonl", lines), [make_task()])
+    assert [r.run_id for r in loaded.records] == ["r1"]
+    assert [(r.line, r.field) for r in loaded.rejected] == [
+        (2, "usage.input_tokens"), (3, "usage.output_tokens"), (4, "usage.output_tokens")]
+    assert "less than or equal to 1000000000000000" in loaded.rejected[0].error

@@ -225,3 +225,13 @@ def test_cli_scores_a_store_with_worker_processes(inputs: dict[str, Any],
                               "--out", str(tmp_path / "x")], capture_output=True, text=True,
                              check=False)
     assert refused.returncode != 0 and "packed store" in refused.stderr
+
+
+def test_the_map_reduce_example_of_the_docs_runs() -> None:
+    """docs/examples/map_reduce.py: the map and the reduce by hand and through gk.evaluate on
+    two spawned processes, each checked against the in-memory evaluation."""
+    example = FIXTURES.parent / "docs" / "examples" / "map_reduce.py"
+    done = subprocess.run([sys.executable, str(example)], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert "gives the in-memory results" in done.stdout
