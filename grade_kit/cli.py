@@ -409,18 +409,24 @@ def _bounded(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
-def _evaluation_arguments(parser: argparse.ArgumentParser) -> None:
-    """The inputs and options of :func:`grade_kit.evaluate`, the same for every command that
-    evaluates (score, report, review-sheet)."""
-    parser.add_argument("tasks", type=Path,
-                        help="folder of task files, a tasks JSONL file, or a packed store "
-                             "(grade-kit pack; then give no RUNS)")
-    parser.add_argument("runs", type=Path, nargs="*",
+def _input_arguments(parser: argparse.ArgumentParser, *, store: bool) -> None:
+    """TASKS, RUNS, --judgements, --grades and --packs; with ``store``, TASKS may be a packed
+    store and RUNS is then left out."""
+    parser.add_argument("tasks", type=Path, help=(
+        "folder of task files, a tasks JSONL file, or a packed store (grade-kit pack; then "
+        "give no RUNS)" if store else "folder of task files, or a tasks JSONL file"))
+    parser.add_argument("runs", type=Path, nargs="*" if store else "+",
                         help="run records (JSONL, one attempt per line), or folders of them")
     parser.add_argument("--judgements", type=Path, help="recorded judgements (JSONL)")
     parser.add_argument("--grades", type=Path, help="grade records (JSONL)")
     parser.add_argument("--packs", type=Path,
                         help="folder of packs for ground_truth keys (default: next to TASKS)")
+
+
+def _evaluation_arguments(parser: argparse.ArgumentParser) -> None:
+    """The inputs and options of :func:`grade_kit.evaluate`, the same for every command that
+    evaluates (score, report, review-sheet)."""
+    _input_arguments(parser, store=True)
     parser.add_argument("--judge", choices=sorted(JUDGES),
                         help="judge the judged dimensions where no judgement is recorded "
                              "(rules: the offline rule judge)")
@@ -452,13 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     packer = sub.add_parser("pack", help="validate inputs chunk by chunk into a partitioned "
                                          "Parquet store (for inputs bigger than memory)")
-    packer.add_argument("tasks", type=Path, help="folder of task files, or a tasks JSONL file")
-    packer.add_argument("runs", type=Path, nargs="+",
-                        help="run records (JSONL), or folders of them (a fetch store)")
-    packer.add_argument("--judgements", type=Path, help="recorded judgements (JSONL)")
-    packer.add_argument("--grades", type=Path, help="grade records (JSONL)")
-    packer.add_argument("--packs", type=Path,
-                        help="folder of packs for ground_truth keys (default: next to TASKS)")
+    _input_arguments(packer, store=False)
     packer.add_argument("--partitions", type=_bounded(1, 4096), default=DEFAULT_PARTITIONS,
                         help=f"partitions by task (default {DEFAULT_PARTITIONS})")
     packer.add_argument("--chunk-lines", type=_bounded(1, 10**8), default=DEFAULT_CHUNK_LINES,
