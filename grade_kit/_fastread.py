@@ -161,8 +161,8 @@ def decode_fast(text: str, struct: type[Struct]) -> Struct | None:
         if type(data) is not dict or text.count(":") != _ENCODE(data).count(b":"):
             return None  # not an object, or a key was repeated (see the module's docstring)
         return msgspec.convert(data, struct)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return None
+    except (msgspec.MsgspecError, RecursionError, ValueError, OverflowError, TypeError):
+        return None  # any doubt: the reference path decides, and names the problem
 
 
 Model = TypeVar("Model", bound=BaseModel)

@@ -302,9 +302,9 @@ def _flatten_runs(runs: Sequence[Any], line_list: Iterable[int | None],
             source = clock.get("source")
             offset = clock.get("endpoint_offset_s")
             r["clock"].append(str(source) if source else None)
+            # a JSON number only (no bool, no string); None when it has no finite float
             r["endpoint_offset_s"].append(
-                float(offset) if isinstance(offset, int | float)
-                and not isinstance(offset, bool) and math.isfinite(offset) else None)
+                parse_number(offset) if isinstance(offset, int | float) else None)
         else:
             r["clock"].append(None)
             r["endpoint_offset_s"].append(None)

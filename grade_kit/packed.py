@@ -347,8 +347,10 @@ def pack(
     accepted = _Accepted(slot_of, dropped)
     rejected = [*task_load.rejected, *run_rejects]
     files = _input_files("tasks", task_load.sources, task_load.rejected)
-    files += _input_files("runs", [s for s, n in accepted_by_source.items() for _ in range(n)],
-                          run_rejects)
+    # sources in reading order, as read_inputs lists them (a file whose runs were all
+    # re-runs is still listed where it was read)
+    files += _input_files("runs", [source for source, _ in run_sources
+                                   for _ in range(accepted_by_source[source])], run_rejects)
     verdict_counts = {}
     for name, given, model, fast, check_ in (
             ("judgements", judgements, Judgement, FastJudgement, judgement_check(accepted)),

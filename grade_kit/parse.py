@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -145,10 +146,19 @@ def loads_json(text: str) -> Any:
         data = _STRICT_DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise ParseError(f"malformed JSON: {exc.msg} (column {exc.colno})") from exc
+    except ValueError as exc:  # Python's guard on integers of more than 4,300 digits
+        raise ParseError(_too_long_number(exc)) from exc
     except RecursionError as exc:  # pragma: no cover - _check_depth stops this first
         raise ParseError(f"nesting deeper than {MAX_DEPTH} levels") from exc
     _check_text(text, data)
     return data
+
+
+def _too_long_number(exc: ValueError) -> str:
+    """The reject of a number Python will not read (an integer of more than
+    ``sys.get_int_max_str_digits()`` digits, 4,300 by default)."""
+    return (f"a number too long to read (more than {sys.get_int_max_str_digits():,} digits)"
+            if "digits" in str(exc) else f"unreadable value: {exc}")
 
 
 def _check_text(text: str | None, data: Any) -> None:
@@ -241,6 +251,8 @@ def loads_yaml(text: str) -> Any:
         return data
     except yaml.YAMLError as exc:
         raise ParseError(f"malformed YAML: {exc}") from exc
+    except ValueError as exc:  # Python's guard on integers of more than 4,300 digits
+        raise ParseError(_too_long_number(exc)) from exc
     except RecursionError as exc:
         raise ParseError(f"nesting deeper than {MAX_DEPTH} levels") from exc
     finally:

@@ -295,3 +295,37 @@ def test_token_counts_are_bounded_so_frames_cannot_overflow(tmp_path: Path) -> N
     assert [(r.line, r.field) for r in loaded.rejected] == [
         (2, "usage.input_tokens"), (3, "usage.output_tokens"), (4, "usage.output_tokens")]
     assert "less than or equal to 1000000000000000" in loaded.rejected[0].error
+
+
+def test_a_clock_offset_too_large_for_a_float_is_unknown_not_a_crash() -> None:
+    """metadata is free-form: an offset of 10^400 (a JSON integer) or a boolean reads as
+    unknown, a finite number as itself."""
+    from grade_kit.frames import run_frames
+
+    runs = [{"run_id": f"r{i}", "setup": "A", "task_id": "t1", "repeat": i + 1,
+             "status": "failed", "metadata": {"clock": {"source": "x",
+                                                        "endpoint_offset_s": offset}}}
+            for i, offset in enumerate([10**400, True, -0.25, 3, "2"])]
+    loaded = load_runs(runs)
+    assert not loaded.rejected
+    offsets = run_frames(loaded.records)["runs"].get_column("endpoint_offset_s").to_list()
+    assert offsets == [None, None, -0.25, 3.0, None]
+
+
+def test_a_number_too_long_for_python_is_a_reject_not_a_crash(tmp_path: Path) -> None:
+    """Python refuses integers of more than 4,300 digits; in JSON or YAML that is a reject
+    naming the file and line, and the other records go on."""
+    huge = "9" * 5000
+    runs = write(tmp_path / "runs.jsonl", [
+        run_line("r1"), run_line("r2", repeat=2).replace('{"m": 1}', '{"m": ' + huge + "}")])
+    loaded = load_runs(runs, [make_task()])
+    assert [r.run_id for r in loaded.records] == ["r1"]
+    assert [r.message() for r in loaded.rejected] == [
+        f"{runs}:2: a number too long to read (more than 4,300 digits)"]
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    (folder / "a.yaml").write_text(f"task_id: a\nprompt: q\ntrack: {huge}\n")
+    (folder / "b.yaml").write_text("task_id: b\nprompt: q\n")
+    tasks = load_tasks(folder)
+    assert [t.task_id for t in tasks.records] == ["b"]
+    assert "a number too long to read" in tasks.rejected[0].message()
