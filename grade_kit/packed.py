@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import zlib
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -286,7 +287,8 @@ def pack(
         What was written.
 
     Raises:
-        InputError: when ``out`` exists and is not an empty folder, or an input is missing.
+        InputError: when ``out`` exists and is not an empty folder, or an input is missing
+            (then nothing is left in ``out``).
     """
     if partitions < 1 or chunk_lines < 1:
         raise ValueError("partitions and chunk_lines must be at least 1")
@@ -294,7 +296,24 @@ def pack(
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise InputError(f"{root}: exists and is not an empty folder (a store is written "
                          "into a new folder)")
+    existed = root.is_dir()
     root.mkdir(parents=True, exist_ok=True)
+    try:
+        return _pack(root, tasks, runs, judgements, grades, packs, partitions, chunk_lines,
+                     progress)
+    except BaseException:
+        # remove only what this call wrote (the folder was new or empty)
+        for child in list(root.iterdir()) if existed else [root]:
+            if child.is_dir():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                child.unlink(missing_ok=True)
+        raise
+
+
+def _pack(root: Path, tasks: Records, runs: Records, judgements: Records | None,
+          grades: Records | None, packs: Path | str | None, partitions: int,
+          chunk_lines: int, progress: bool) -> PackReport:
     task_load = load_tasks(tasks, packs)
     with (root / "tasks.jsonl").open("w", encoding="utf-8") as handle:
         for task in task_load.records:

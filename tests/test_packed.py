@@ -235,3 +235,12 @@ def test_the_map_reduce_example_of_the_docs_runs() -> None:
                           check=False)
     assert done.returncode == 0, done.stderr
     assert "gives the in-memory results" in done.stdout
+
+
+def test_a_pack_that_fails_leaves_no_half_store(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    with pytest.raises(InputError, match="no such file"):
+        pack(TASKS, [RUN_FILES[0], tmp_path / "missing.jsonl"], store, progress=False)
+    assert not store.exists() and not is_store(store)
+    pack(TASKS, RUN_FILES[:1], store, progress=False)  # the same folder, once the input is right
+    assert is_store(store)
