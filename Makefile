@@ -24,7 +24,7 @@ chromium:                 ## Debian's Chromium for the browser tests (skipped wh
 	  || echo "warning: chromium could not be installed; the browser tests will be skipped"
 
 lint: $(STAMP)
-	$(BIN)/ruff check grade_kit tests benchmarks
+	$(BIN)/ruff check grade_kit tests benchmarks docs/examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy grade_kit
