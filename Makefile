@@ -2,17 +2,24 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+RUNTIME := $(VENV)/.installed-runtime
 STAMP  := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck chromium bench bench-scale bench-store bench-compare bench-fetch fixtures schemas clean
 
-$(STAMP): pyproject.toml
+# The package and what it needs to run (enough for the demo) ...
+$(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUNTIME)
+
+# ... and the development tools on top (tests, linters, type checker).
+$(STAMP): $(RUNTIME)
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-demo: $(STAMP)            ## the embedded default, end to end -> reports/demo
+demo: $(RUNTIME)          ## the embedded default, end to end -> reports/demo
 	$(BIN)/grade-kit demo --out reports/demo
 
 test: $(STAMP) lint typecheck chromium   ## the test suite, plus ruff and mypy
