@@ -8,7 +8,6 @@ line and field.
 
 from __future__ import annotations
 
-import hashlib
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from grade_kit.io import (
     Loaded,
     Records,
     Rejected,
+    input_files,
     load_grades,
     load_judgements,
     load_runs,
@@ -78,28 +78,6 @@ class Inputs:
         return "".join(lines)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _files(kind: str, loaded: Loaded[Any]) -> list[InputFile]:
-    """One entry per source of ``loaded``, in first-seen order."""
-    order = list(dict.fromkeys([*loaded.sources, *(r.source for r in loaded.rejected)]))
-    out = []
-    for source in order:
-        path = Path(source)
-        out.append(InputFile(
-            kind=kind, path=source,
-            sha256=_sha256(path) if not source.startswith("<") and path.is_file() else None,
-            records=loaded.sources.count(source),
-            rejected=sum(1 for r in loaded.rejected if r.source == source)))
-    return out
-
-
 def read_inputs(
     tasks: Records,
     runs: Records,
@@ -140,7 +118,8 @@ def read_inputs(
         g_records = g_load.records
         parts.append(("grades", g_load))
     rejected = [r for _, loaded in parts for r in loaded.rejected]
-    files = [f for kind, loaded in parts for f in _files(kind, loaded)]
+    files = [f for kind, loaded in parts
+             for f in input_files(kind, loaded.sources, loaded.rejected)]
     return Inputs(tasks=task_load.records, runs=run_load.records, judgements=j_records,
                   grades=g_records, rejected=rejected, warnings=list(task_load.warnings),
                   run_lines=run_load.lines, files=files)

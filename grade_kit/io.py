@@ -7,10 +7,12 @@ Nothing is dropped silently.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 import stat
+from collections import Counter
 from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +39,7 @@ from grade_kit.parse import (
     read_lines,
     read_text,
 )
-from grade_kit.schema import Grade, Judgement, Reject, Run, Task, WarningItem
+from grade_kit.schema import Grade, InputFile, Judgement, Reject, Run, Task, WarningItem
 
 __all__ = [
     "InputError",
@@ -46,6 +48,7 @@ __all__ = [
     "Rejected",
     "describe_validation_error",
     "find_packs_dir",
+    "input_files",
     "is_in_memory",
     "load_grades",
     "load_judgements",
@@ -246,6 +249,38 @@ def _reference_record(source: str, number: int, text: str, model: type[Model],
     except ValidationError as exc:
         out.rejected.append(_validation_reject(source, number, text, exc))
         return None
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def input_files(kind: str, sources: Sequence[str],
+                rejected: Sequence[Rejected]) -> list[InputFile]:
+    """The provenance of what was read (results.json ``provenance.inputs``): one entry per
+    source, in first-seen order (sources of accepted records, then of rejects only), with
+    its SHA-256 (files only), records and rejects.
+
+    Args:
+        kind: ``tasks``, ``runs``, ``judgements`` or ``grades``.
+        sources: The source of every accepted record, in reading order.
+        rejected: The rejects.
+    """
+    order = list(dict.fromkeys([*sources, *(r.source for r in rejected)]))
+    counts = Counter(sources)
+    bad = Counter(r.source for r in rejected)
+    out = []
+    for source in order:
+        path = Path(source)
+        out.append(InputFile(
+            kind=kind, path=source,
+            sha256=_sha256(path) if not source.startswith("<") and path.is_file() else None,
+            records=counts[source], rejected=bad[source]))
+    return out
 
 
 def write_rejects(path: Path, rejected: Sequence[Rejected]) -> Path:

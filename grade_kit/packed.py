@@ -23,7 +23,6 @@ The manifest is written last: a folder without one is not a store.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import zlib
@@ -51,6 +50,7 @@ from grade_kit.io import (
     _sources,
     _task_as_data,
     grade_check,
+    input_files,
     judgement_check,
     load_tasks,
     write_rejects,
@@ -232,16 +232,6 @@ def _chunks(lines: Iterator[Line], size: int) -> Iterator[list[Line]]:
         yield chunk
 
 
-def _sha256(path: Path) -> str | None:
-    if not path.is_file():
-        return None
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 class _Accepted:
     """Run ids accepted in the first pass, less the re-runs the second pass rejected."""
 
@@ -365,10 +355,10 @@ def _pack(root: Path, tasks: Records, runs: Records, judgements: Records | None,
             else pl.DataFrame(schema={"run_id": pl.String, "partition": pl.Int64}))
     accepted = _Accepted(slot_of, dropped)
     rejected = [*task_load.rejected, *run_rejects]
-    files = _input_files("tasks", task_load.sources, task_load.rejected)
+    files = input_files("tasks", task_load.sources, task_load.rejected)
     # sources in reading order, as read_inputs lists them (a file whose runs were all
     # re-runs is still listed where it was read)
-    files += _input_files("runs", [source for source, _ in run_sources
+    files += input_files("runs", [source for source, _ in run_sources
                                    for _ in range(accepted_by_source[source])], run_rejects)
     verdict_counts = {}
     for name, given, model, fast, check_ in (
@@ -389,7 +379,7 @@ def _pack(root: Path, tasks: Records, runs: Records, judgements: Records | None,
                 writer.write_verdicts(name, frame, keys)
         verdict_counts[name] = len(sources)
         rejected.extend(rejects)
-        files += _input_files(name, sources, rejects)
+        files += input_files(name, sources, rejects)
     write_rejects(root / "rejected.jsonl", rejected)
     report = PackReport(store=root, partitions=partitions, tasks=len(task_load.records),
                         runs=writer.rows["runs"], judgements=verdict_counts.get("judgements", 0),
@@ -409,17 +399,6 @@ def _pack(root: Path, tasks: Records, runs: Records, judgements: Records | None,
     (root / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
                                  encoding="utf-8")
     return report
-
-
-def _input_files(kind: str, sources: Sequence[str],
-                 rejected: Sequence[Rejected]) -> list[InputFile]:
-    """One provenance entry per source, in first-seen order (as :func:`read_inputs`)."""
-    order = list(dict.fromkeys([*sources, *(r.source for r in rejected)]))
-    counts = Counter(sources)
-    bad = Counter(r.source for r in rejected)
-    return [InputFile(kind=kind, path=source,
-                      sha256=None if source.startswith("<") else _sha256(Path(source)),
-                      records=counts[source], rejected=bad[source]) for source in order]
 
 
 def store_tasks(store: Path | str) -> list[Task]:
