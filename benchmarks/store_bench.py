@@ -1,6 +1,6 @@
 """Packed stores (``make bench-store``): memory and time of ``grade-kit pack`` and of
 ``gk.evaluate(store)`` (one partition after another, and on two worker processes) against
-``gk.evaluate`` on the same JSONL in memory, on the seeded rich
+``gk.evaluate`` on the same JSONL in memory (in one pass, and split by task on two workers), on the seeded rich
 inputs of ``benchmarks/scale.py``. Each measurement runs in a fresh process, so its peak RSS
 is its own. Prints figures and writes them to ``benchmarks/results/store-<time>.json``;
 asserts nothing.
@@ -41,6 +41,13 @@ elif kind == "store-2-workers":
     from multiprocessing import get_context
     with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
         gk.evaluate(folder / "store", map_partitions=pool.map).write(folder / "out-workers")
+elif kind == "memory-2-workers":
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+    with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
+        gk.evaluate(paths["tasks"], paths["runs"], judgements=paths["judgements"],
+                    grades=paths["grades"], map_partitions=pool.map).write(
+                        folder / "out-memory-workers")
 else:
     gk.evaluate(paths["tasks"], paths["runs"], judgements=paths["judgements"],
                 grades=paths["grades"]).write(folder / "out-memory")
@@ -64,7 +71,9 @@ def _same_results(folder: Path) -> bool:
         data["provenance"].pop("created_at")
         data["provenance"].pop("arguments")
         return dict(data)
-    return load("out-store") == load("out-memory")
+    memory = load("out-memory")
+    return all(load(name) == memory
+               for name in ("out-store", "out-workers", "out-memory-workers"))
 
 
 def main() -> None:
@@ -83,8 +92,8 @@ def main() -> None:
             print(f"{n:>11,} runs: {mb:,.0f} MB of runs JSONL (generated in "
                   f"{time.perf_counter() - started:.0f} s)", flush=True)
             row: dict[str, Any] = {"runs": n, "runs_jsonl_mb": round(mb)}
-            kinds = ["pack", "store", "store-2-workers"] + ([] if args.no_memory
-                                                            else ["memory"])
+            kinds = ["pack", "store", "store-2-workers"] + (
+                [] if args.no_memory else ["memory", "memory-2-workers"])
             for kind in kinds:
                 row[kind] = _measure(kind, folder, args.partitions)
                 workers = row[kind]["worker_peak_rss_mb"]
@@ -94,7 +103,8 @@ def main() -> None:
                       flush=True)
             if not args.no_memory:
                 row["identical_results"] = _same_results(folder)
-                print(f"    results.json identical: {row['identical_results']}")
+                print("    results.json identical (store, store on 2 workers, memory on 2 "
+                      f"workers vs memory): {row['identical_results']}")
             figures["sizes"].append(row)
     save_figures(figures, prefix="store-")
 

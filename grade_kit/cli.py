@@ -66,8 +66,6 @@ def _pack(args: argparse.Namespace) -> int:
 
 def _score(args: argparse.Namespace) -> int:
     runs = _runs_argument(args)
-    if args.workers > 1 and runs is not None:
-        raise InputError("--workers scores the partitions of a packed store (grade-kit pack)")
     pool = (ProcessPoolExecutor(args.workers, mp_context=get_context("spawn"))
             if args.workers > 1 else None)
     try:
@@ -452,8 +450,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="exit non-zero when any input record is rejected")
     score.add_argument("--out", type=Path, required=True, help="output folder")
     score.add_argument("--workers", type=_bounded(1, 256), default=1,
-                       help="for a packed store: score its partitions in this many processes "
-                            "(default 1: one after another)")
+                       help="score GRADE's map step in this many processes: a packed "
+                            "store's partitions, or the inputs split by task (default 1)")
     score.set_defaults(func=_score)
 
     packer = sub.add_parser("pack", help="validate inputs chunk by chunk into a partitioned "

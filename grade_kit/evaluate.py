@@ -11,7 +11,7 @@ import html
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, cast
 
@@ -44,6 +44,7 @@ from grade_kit.packed import (
     read_manifest,
     read_store_frame,
     read_task_frames,
+    split_by_task,
     store_files,
     store_rejected,
     store_tasks,
@@ -537,10 +538,11 @@ def evaluate(
         exclude_channel_overhead: Subtract the channel overhead an agent reports (reply
             cards, link resolution) from E2E; default False (E2E = received - submitted).
             Every timing summary says which E2E it is (``e2e_definition``).
-        map_partitions: For a packed store only: how the partitions are scored, a
-            ``map(function, jobs)`` such as ``ProcessPoolExecutor().map`` or a distributed
-            engine's (docs/scaling.md); default None (the built-in ``map``, one partition
-            after another in this process).
+        map_partitions: How the GRADE map step runs: a ``map(function, jobs)`` such as
+            ``ProcessPoolExecutor().map`` or a distributed engine's (docs/scaling.md). A
+            store's partitions, or in-memory inputs split the same way by task (16 parts),
+            are scored by it, then combined; the results are the same. Default None (a
+            store: one partition after another; in memory: one pass).
 
     Returns:
         The :class:`Evaluation`.
@@ -570,7 +572,8 @@ def evaluate(
                                    seed, arguments, exclude_channel_overhead, map_partitions)
     with gc_paused():  # the pipeline builds many small objects; see grade_kit._gc
         return _evaluate(tasks, runs, judgements, grades, judge, grader, claim_judge, repeats,
-                         packs, frames, seed, arguments, exclude_channel_overhead)
+                         packs, frames, seed, arguments, exclude_channel_overhead,
+                         map_partitions)
 
 
 def _rule_grade_records(data: EvalData, per_run: pl.DataFrame,
@@ -651,7 +654,8 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
               claim_judge: ClaimJudge | None, repeats: int | None,
               packs: Path | str | None, frames: FrameKind, seed: int,
               arguments: dict[str, Any] | None,
-              exclude_channel_overhead: bool = False) -> Evaluation:
+              exclude_channel_overhead: bool = False,
+              map_partitions: MapPartitions | None = None) -> Evaluation:
     inputs = _inputs(tasks, runs, judgements, grades, packs)
     judges_used: list[str] = []
     if judge is not None:
@@ -670,7 +674,12 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
         graders_used.append(grader.name)
     data = EvalData.from_records(inputs.tasks, inputs.runs, inputs.judgements, inputs.grades,
                                  inputs.run_lines)
-    scores = grade_scores(data, claim_judge)
+    if map_partitions is None:
+        scores = grade_scores(data, claim_judge)
+    else:  # the same map and reduce as a store's, over parts split by task in memory
+        scores = combine_scores(
+            list(map_partitions(partial(partition_scores, claim_judge=claim_judge),
+                                split_by_task(data))), data.tasks, data.weights)
     recorded_graders = {g.grader for g in raw_records(inputs.grades)}
     graders = [*graders_used, *sorted(recorded_graders - set(graders_used))]
     if grader == "rules":

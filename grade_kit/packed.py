@@ -72,6 +72,7 @@ __all__ = [
     "read_partition",
     "read_store_frame",
     "read_task_frames",
+    "split_by_task",
 ]
 
 STORE_FORMAT = "grade-kit-store/1"
@@ -154,6 +155,28 @@ def partition_data(store: Path | str, partition: int) -> EvalData:
     """The frames of one partition, with every task frame: the input of
     :func:`grade_kit.grade.partition_scores` (docs/scaling.md)."""
     return EvalData.from_frames({**read_task_frames(store), **read_partition(store, partition)})
+
+
+def split_by_task(data: EvalData, partitions: int = DEFAULT_PARTITIONS) -> list[EvalData]:
+    """``data`` split as a store is (:func:`partition_of` its task): every run of a task, with
+    its answer frames and verdicts, in one part, and every task frame in each part. Empty
+    parts are left out (one part is kept when all are empty)."""
+    task_ids = data.runs.get_column("task_id").unique().to_list()
+    mapping = {task_id: partition_of(task_id, partitions) for task_id in task_ids}
+    keys = data.runs.select(
+        "run_id", part=pl.col("task_id").replace_strict(mapping, return_dtype=pl.Int64))
+    tasks = {name: getattr(data, name) for name in TASK_FRAMES}
+    split: dict[int, dict[str, pl.DataFrame]] = {}
+    for name in (*RUN_FRAMES, *VERDICT_FRAMES):
+        frame = getattr(data, name)
+        tagged = frame.join(keys, on="run_id", how="inner", maintain_order="left")
+        for (part,), rows in tagged.partition_by("part", as_dict=True).items():
+            split.setdefault(int(part), {})[name] = rows.drop("part")
+    if not split:
+        return [data]
+    return [EvalData.from_frames({**tasks, **{name: frames.get(
+        name, getattr(data, name).head(0)) for name in (*RUN_FRAMES, *VERDICT_FRAMES)}})
+        for _, frames in sorted(split.items())]
 
 
 @dataclass(frozen=True)

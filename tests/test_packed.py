@@ -18,7 +18,14 @@ import pytest
 import grade_kit as gk
 from grade_kit.grade import combine_scores, grade_scores, partition_scores
 from grade_kit.io import InputError
-from grade_kit.packed import StoreRuns, is_store, pack, partition_of, read_manifest
+from grade_kit.packed import (
+    StoreRuns,
+    is_store,
+    pack,
+    partition_of,
+    read_manifest,
+    split_by_task,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TASKS = FIXTURES / "tasks"
@@ -212,7 +219,7 @@ def test_partitions_scored_in_worker_processes_give_the_same_results(
     assert parallel.runs_frame.equals(one_by_one.runs_frame)
 
 
-def test_cli_scores_a_store_with_worker_processes(inputs: dict[str, Any],
+def test_cli_scores_with_worker_processes(inputs: dict[str, Any],
                                                   tmp_path: Path) -> None:
     cli = [sys.executable, "-m", "grade_kit.cli", "score"]
     done = subprocess.run([*cli, str(inputs["store"]), "--workers", "2", "--out",
@@ -221,10 +228,13 @@ def test_cli_scores_a_store_with_worker_processes(inputs: dict[str, Any],
     memory = gk.evaluate(TASKS, inputs["runs"], judgements=inputs["judgements"])
     results = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
     assert results["setups"] == memory.results.model_dump(mode="json")["setups"]
-    refused = subprocess.run([*cli, str(TASKS), *map(str, RUN_FILES), "--workers", "2",
-                              "--out", str(tmp_path / "x")], capture_output=True, text=True,
-                             check=False)
-    assert refused.returncode != 0 and "packed store" in refused.stderr
+    in_memory = subprocess.run([*cli, str(TASKS), *map(str, inputs["runs"]), "--judgements",
+                                str(inputs["judgements"]), "--workers", "2", "--out",
+                                str(tmp_path / "memory")], capture_output=True, text=True,
+                               check=False)
+    assert in_memory.returncode == 0, in_memory.stderr
+    again = json.loads((tmp_path / "memory" / "results.json").read_text(encoding="utf-8"))
+    assert again["setups"] == results["setups"]
 
 
 def test_the_map_reduce_example_of_the_docs_runs() -> None:
@@ -244,3 +254,27 @@ def test_a_pack_that_fails_leaves_no_half_store(tmp_path: Path) -> None:
     assert not store.exists() and not is_store(store)
     pack(TASKS, RUN_FILES[:1], store, progress=False)  # the same folder, once the input is right
     assert is_store(store)
+
+
+def test_in_memory_inputs_split_by_task_and_mapped_give_the_same_results(
+        inputs: dict[str, Any]) -> None:
+    """gk.evaluate(tasks, runs, map_partitions=...) splits the frames by task as a store is
+    split, maps partition_scores, combines: the results of one pass, bit for bit."""
+    one_pass = gk.evaluate(TASKS, inputs["runs"], judgements=inputs["judgements"],
+                           grader="rules")
+    with ProcessPoolExecutor(max_workers=2, mp_context=get_context("spawn")) as pool:
+        mapped = gk.evaluate(TASKS, inputs["runs"], judgements=inputs["judgements"],
+                             grader="rules", map_partitions=pool.map)
+    assert _results(mapped) == _results(one_pass)
+    assert mapped.runs_frame.equals(one_pass.runs_frame)
+    for name in ("runs", "tasks", "tracks", "packs", "overall"):
+        assert getattr(mapped.scores, name).equals(getattr(one_pass.scores, name)), name
+    keys = ["run_id", "claim_id"]
+    assert mapped.scores.matches.sort(keys).equals(one_pass.scores.matches.sort(keys))
+    assert mapped.standard.graded.sort("run_id").equals(one_pass.standard.graded.sort("run_id"))
+    parts = split_by_task(mapped.data)
+    assert 1 < len(parts) <= 16 and sum(p.runs.height for p in parts) == mapped.data.runs.height
+    for part in parts:  # whole tasks in each part
+        assert part.runs.get_column("task_id").unique().is_in(
+            pl.concat([q.runs for q in parts if q is not part]).get_column("task_id")
+            .implode()).sum() == 0
