@@ -2,8 +2,8 @@
 ``gk.evaluate(store)`` (one partition after another, and on two worker processes) against
 ``gk.evaluate`` on the same JSONL in memory (in one pass, and split by task on two
 workers), on the seeded rich inputs of ``benchmarks/scale.py``. Each measurement runs in
-a fresh process, so its peak RSS is its own. Prints figures and writes them to ``benchmarks/results/store-<time>.json``;
-asserts nothing.
+a fresh process, so its peak RSS is its own. Prints figures and writes them to
+``benchmarks/results/store-<time>.json``; asserts nothing.
 
 Usage: ``python -m benchmarks.store_bench [--sizes 100000 300000] [--partitions 16]
 [--no-memory]`` (``--no-memory`` skips the in-memory evaluation, for sizes that do not fit).
