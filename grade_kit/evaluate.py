@@ -20,7 +20,7 @@ import polars as pl
 
 from grade_kit._fastread import concat_records, raw_records, select_records
 from grade_kit._gc import gc_paused
-from grade_kit.frames import COLUMNS, EvalData
+from grade_kit.frames import EvalData
 from grade_kit.grade import (
     ClaimJudge,
     GradeScores,
@@ -41,6 +41,7 @@ from grade_kit.packed import (
     is_store,
     partition_data,
     partition_of,
+    read_light_frames,
     read_manifest,
     read_store_frame,
     read_task_frames,
@@ -613,8 +614,7 @@ def _evaluate_store(store: Path, grader: str | None, repeats: int | None, frames
     manifest = read_manifest(store)
     tasks = store_tasks(store)
     tf = read_task_frames(store)
-    whole = {name: read_store_frame(store, name)
-             for name in ("runs", "events", "tool_calls", "judgements", "grades")}
+    whole = read_light_frames(store)
     jobs = [(str(store), k, grader == "rules") for k in range(int(manifest["partitions"]))]
     parts: list[PartitionScores] = []
     rule_records: list[pl.DataFrame] = []
@@ -627,9 +627,7 @@ def _evaluate_store(store: Path, grader: str | None, repeats: int | None, frames
     if grader == "rules":
         whole["grades"] = pl.concat([whole["grades"], *rule_records], how="vertical")
         graders.append(RULE_GRADER)
-    data = EvalData.from_frames({**tf, **whole, "items": pl.DataFrame(schema=COLUMNS["items"]),
-                                 "metrics": pl.DataFrame(schema=COLUMNS["metrics"])},
-                                extra={"store": str(store)})
+    data = EvalData.from_frames({**tf, **whole}, extra={"store": str(store)})
     standard = standard_results(data, repeats, scores.tasks, seed=seed,
                                 exclude_channel_overhead=exclude_channel_overhead)
     inputs = Inputs(tasks=tasks, runs=StoreRuns(store, manifest),

@@ -68,6 +68,7 @@ __all__ = [
     "pack",
     "partition_data",
     "partition_of",
+    "read_light_frames",
     "read_manifest",
     "read_partition",
     "read_store_frame",
@@ -113,13 +114,6 @@ def read_manifest(store: Path | str) -> dict[str, Any]:
     if not isinstance(manifest, dict) or manifest.get("format") != STORE_FORMAT:
         raise InputError(f"{path}: not a {STORE_FORMAT} store")
     return manifest
-
-
-def _schema(name: str) -> dict[str, Any]:
-    schema = dict(COLUMNS[name])
-    if name == "runs":
-        schema["record"] = pl.String
-    return schema
 
 
 def read_store_frame(store: Path | str, name: str,
@@ -514,6 +508,9 @@ class StoreRuns(Sequence[Run]):
         return f"StoreRuns({self.store}, {len(self)} runs)"
 
 
-def empty_frames() -> dict[str, pl.DataFrame]:
-    """The heavy frames, empty (an evaluation of a store keeps them on disk)."""
-    return {name: pl.DataFrame(schema=COLUMNS[name]) for name in HEAVY_FRAMES}
+def read_light_frames(store: Path | str) -> dict[str, pl.DataFrame]:
+    """Every run and verdict frame of the whole store but the heavy ones, which come empty
+    (an evaluation of a store reads those one partition at a time)."""
+    return {name: (pl.DataFrame(schema=COLUMNS[name]) if name in HEAVY_FRAMES
+                   else read_store_frame(store, name))
+            for name in (*RUN_FRAMES, *VERDICT_FRAMES)}
