@@ -36,8 +36,8 @@ from pydantic import BaseModel
 from grade_kit.parse import MAX_DEPTH
 from grade_kit.schema import MAX_REPEAT, MAX_TOKENS, parse_timestamp
 
-__all__ = ["FastGrade", "FastJudgement", "FastRun", "LazyRecords", "concat_records",
-           "decode_fast", "raw_records", "select_records"]
+__all__ = ["FastGrade", "FastJudgement", "FastRun", "LazyRecords", "ModelSequence",
+           "concat_records", "decode_fast", "raw_records", "select_records"]
 
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_TOKENS)]
@@ -168,7 +168,35 @@ def decode_fast(text: str, struct: type[Struct]) -> Struct | None:
 Model = TypeVar("Model", bound=BaseModel)
 
 
-class LazyRecords(Sequence[Model], Generic[Model]):
+class ModelSequence(Sequence[Model], Generic[Model]):
+    """A sequence of pydantic models built on demand: a subclass gives ``__len__`` and
+    ``_model_at`` (an index already checked to be in range); indexing, slicing and iteration
+    are done here once for all."""
+
+    def _model_at(self, index: int) -> Model:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, index: int) -> Model: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Model]: ...
+
+    def __getitem__(self, index: int | slice) -> Model | list[Model]:
+        if isinstance(index, slice):
+            return [self._model_at(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("record index out of range")
+        return self._model_at(index)
+
+    def __iter__(self) -> Iterator[Model]:
+        for index in range(len(self)):
+            yield self._model_at(index)
+
+
+class LazyRecords(ModelSequence[Model]):
     """Validated records, each built as its pydantic model only when first asked for.
 
     Holds decoded structs (see :func:`decode_fast`) and models side by side; indexing or
@@ -189,25 +217,6 @@ class LazyRecords(Sequence[Model], Generic[Model]):
             item = self._model.model_validate(msgspec.to_builtins(item))
             self._items[index] = item
         return cast(Model, item)
-
-    @overload
-    def __getitem__(self, index: int) -> Model: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Model]: ...
-
-    def __getitem__(self, index: int | slice) -> Model | list[Model]:
-        if isinstance(index, slice):
-            return [self._model_at(i) for i in range(*index.indices(len(self._items)))]
-        if index < 0:
-            index += len(self._items)
-        if not 0 <= index < len(self._items):
-            raise IndexError("record index out of range")
-        return self._model_at(index)
-
-    def __iter__(self) -> Iterator[Model]:
-        for index in range(len(self._items)):
-            yield self._model_at(index)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Sequence) and not isinstance(other, str):

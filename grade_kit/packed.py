@@ -32,13 +32,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 import msgspec
 import polars as pl
 from pydantic import BaseModel
 
-from grade_kit._fastread import FastGrade, FastJudgement, FastRun, LazyRecords
+from grade_kit._fastread import FastGrade, FastJudgement, FastRun, LazyRecords, ModelSequence
 from grade_kit.frames import COLUMNS, EvalData, run_frames, task_frames, verdict_frames
 from grade_kit.io import (
     InputError,
@@ -449,7 +449,7 @@ def store_files(manifest: dict[str, Any]) -> list[InputFile]:
     return [InputFile.model_validate(f) for f in manifest.get("inputs", [])]
 
 
-class StoreRuns(Sequence[Run]):
+class StoreRuns(ModelSequence[Run]):
     """The runs of a store as :class:`~grade_kit.schema.Run` models, read one partition at a
     time when asked for (the last partition read is kept)."""
 
@@ -475,22 +475,12 @@ class StoreRuns(Sequence[Run]):
                                                          for t in texts]))
         return self._cached[1]
 
-    @overload
-    def __getitem__(self, index: int) -> Run: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Run]: ...
-
-    def __getitem__(self, index: int | slice) -> Run | list[Run]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
+    def _model_at(self, index: int) -> Run:
         for partition, size in enumerate(self._sizes):
             if index < size:
                 return self._partition(partition)[index]
             index -= size
-        raise IndexError("run index out of range")
+        raise IndexError("run index out of range")  # pragma: no cover - checked before
 
     def __iter__(self) -> Iterator[Run]:
         for partition, size in enumerate(self._sizes):

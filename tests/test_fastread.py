@@ -12,12 +12,23 @@ from typing import Any
 
 import msgspec
 import pytest
+from pydantic import BaseModel
 
 from grade_kit import io as gk_io
-from grade_kit._fastread import FastRun, LazyRecords, decode_fast, raw_records
+from grade_kit._fastread import (
+    FastGrade,
+    FastJudgement,
+    FastResponse,
+    FastRun,
+    FastToolCall,
+    FastUsage,
+    LazyRecords,
+    decode_fast,
+    raw_records,
+)
 from grade_kit.frames import run_frames, verdict_frames
 from grade_kit.io import Loaded, load_grades, load_judgements, load_runs
-from grade_kit.schema import Run, Task
+from grade_kit.schema import Grade, Judgement, Response, Run, Task, ToolCall, Usage
 
 TASKS = [f"t{i}" for i in range(6)]
 WORDS = ("rate", "rose", "October", "tutor", "T-07", "élève", "データ", "a:b", 'say "hi"',
@@ -273,3 +284,16 @@ def test_lazy_records_build_each_model_once() -> None:
     assert lazy == [first] and len(lazy) == 1 and lazy[:1] == [first]
     with pytest.raises(IndexError):
         lazy[1]
+
+
+@pytest.mark.parametrize(("struct", "model"), [
+    (FastRun, Run), (FastResponse, Response), (FastToolCall, ToolCall), (FastUsage, Usage),
+    (FastJudgement, Judgement), (FastGrade, Grade)])
+def test_each_struct_mirrors_its_model(struct: type[msgspec.Struct],
+                                       model: type[BaseModel]) -> None:
+    """A field added to a model and not to its struct would be dropped by the fast path:
+    the same field names, the same required fields."""
+    fields = {f.name: f for f in msgspec.structs.fields(struct)}
+    assert set(fields) == set(model.model_fields)
+    required = {name for name, f in fields.items() if f.required}
+    assert required == {n for n, f in model.model_fields.items() if f.is_required()}

@@ -137,7 +137,11 @@ def test_the_store_gives_back_every_run_record(inputs: dict[str, Any]) -> None:
     assert isinstance(packed, StoreRuns) and len(packed) == len(memory.runs) == 603
     assert sorted((r.model_dump() for r in packed), key=lambda r: r["run_id"]) == sorted(
         (r.model_dump() for r in memory.runs), key=lambda r: r["run_id"])
-    assert packed[-1] == list(packed)[-1]
+    everything = list(packed)
+    assert packed[-1] == everything[-1] and packed[-603] == everything[0]
+    with pytest.raises(IndexError):
+        packed[-604]  # one before the first: not wrapped into a partition
+    assert packed[600:] == everything[600:]
     assert "603 runs (1 re-runs) of 4 setups" in repr(gk.evaluate(inputs["store"]).inputs)
 
 
