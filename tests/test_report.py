@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import grade_kit as gk
 from grade_kit.report import md_cell
+from grade_kit.report.files import indented_json
 from tests.conftest import make_run, make_task
 
 HOSTILE = "evil | x\n# Heading <script>alert(1)</script> `code` \\"
@@ -51,3 +56,22 @@ def test_no_input_can_add_a_row_a_heading_or_a_tag() -> None:
         widths = {len(re.split(r"(?<!\\)\|", row)) for row in table}
         assert len(widths) == 1, table
     assert "evil \\| x # Heading &lt;script&gt;" in card
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**30, 10**30)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=30)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_JSON_VALUES)
+def test_indented_json_is_json_dumps_with_an_indent(value: object) -> None:
+    assert indented_json(value) == json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def test_indented_json_edge_values() -> None:
+    for value in ({}, [], {"a": [[]], "b": {}}, 1e-05, -0.0, 1e300, "é\u2028\"\\", {"\ud800": 1},
+                  [0.1, 10**40, None, True]):
+        assert indented_json(value) == json.dumps(value, indent=2, ensure_ascii=False)
