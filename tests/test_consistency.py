@@ -243,3 +243,68 @@ def _clusters_by_definition(runs: list[list[frozenset[str]]]) -> list[list[int]]
 def test_clustering_skips_only_pairs_that_cannot_match(
         runs: list[list[frozenset[str]]]) -> None:
     assert cluster_findings(runs) == _clusters_by_definition(runs)
+
+
+_WORDS = ("rate", "rose", "fell", "october", "tutor", "t-07", "18.4", "small", "ell", "group")
+_FINDINGS = st.lists(st.lists(st.sampled_from(_WORDS), max_size=6).map(" ".join), max_size=5)
+_METRIC_VALUES = st.one_of(st.sampled_from([0, 0.0, -0.0, 1, 2.5, "3.5", "12%", "n/a", 1e300,
+                                            -1e300, 1e-300, True, None]),
+                           st.floats(-1e6, 1e6), st.integers(-10**6, 10**6))
+_RUN = st.tuples(st.sampled_from(["A", "B"]), st.sampled_from(["t1", "t2", "t3"]),
+                 st.integers(1, 4), _FINDINGS,
+                 st.dictionaries(st.sampled_from(["m", "n", "k"]), _METRIC_VALUES, max_size=3),
+                 st.sampled_from(["delivered", "delivered", "delivered", "failed"]))
+
+
+def _plain_consistency(runs: list[Any]) -> dict[tuple[str, str], tuple[Any, ...]]:
+    """The rule read one (setup, task) at a time over the records, with string token sets:
+    the plain form the frame path must equal bit for bit."""
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for run in sorted((r for r in runs if r.attempt_of is None),
+                      key=lambda r: (r.setup, r.task_id, r.repeat)):
+        groups.setdefault((run.setup, run.task_id), []).append(run)
+    out = {}
+    for key, members in groups.items():
+        if len(members) < 2:
+            out[key] = (len(members), None, None, None, None)
+            continue
+        answered = [r.response if r.status == "delivered" else None for r in members]
+        top3 = [[frozenset(tokenize(f)) for f in (resp.key_findings if resp else [])
+                 if tokenize(f)][:3] for resp in answered]
+        assignments = cluster_findings(top3)
+        by_key: dict[str, list[float]] = {}
+        for resp in answered:
+            for name, value in (resp.structured_metrics if resp else {}).items():
+                number = parse_number(value)
+                if number is not None:
+                    by_key.setdefault(name, []).append(number)
+        parts = {"finding_stability": finding_stability(assignments),
+                 "ranking_stability": ranking_stability(assignments),
+                 "metric_variance": metric_variance(by_key)}
+        present = {k: v for k, v in parts.items() if v is not None}
+        weights = {"finding_stability": 0.5, "ranking_stability": 0.3, "metric_variance": 0.2}
+        total = math.fsum(weights[k] for k in present)
+        combined = (math.fsum(weights[k] * v for k, v in present.items()) / total
+                    if present else None)
+        out[key] = (len(members), *parts.values(), combined)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_RUN, max_size=30))
+def test_consistency_frame_equals_the_plain_rule(rows: list[tuple[Any, ...]]) -> None:
+    runs, slots = [], set()
+    for i, (setup, task_id, repeat, findings, metrics, status) in enumerate(rows):
+        slot = (setup, task_id, repeat)
+        runs.append(make_run(f"r{i}", task_id, repeat, setup, findings=findings,
+                             metrics=metrics, status=status,
+                             attempt_of=next((r.run_id for r in runs if slot == (
+                                 r.setup, r.task_id, r.repeat)), None) if slot in slots
+                             else None))
+        slots.add(slot)
+    tasks = [make_task(t) for t in ("t1", "t2", "t3")]
+    got = {(c["setup"], c["task_id"]): (c["runs"], c["finding_stability"],
+                                        c["ranking_stability"], c["metric_variance"],
+                                        c["consistency"])
+           for c in score(tasks, runs).consistency.to_dicts()}
+    assert got == _plain_consistency(runs)

@@ -7,8 +7,8 @@ with no findings and no metrics; with fewer than 2 runs every sub-metric is null
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Hashable, Mapping, Sequence
 from fractions import Fraction
 from itertools import combinations
 
@@ -68,19 +68,20 @@ def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float | None:
     return (concordant - discordant) / denominator
 
 
-def cluster_findings(runs: Sequence[Sequence[frozenset[str]]]) -> list[list[int]]:
+def cluster_findings(runs: Sequence[Sequence[frozenset[Hashable]]]) -> list[list[int]]:
     """Greedy clustering of top-3 findings in run order (docs/methodology.md §3).
 
     A finding joins the first cluster whose *first* finding has token-set Jaccard >= 0.50 with
     it, else it opens a new cluster.
 
     Args:
-        runs: Per run (in repeat order), the token sets of its top-3 findings.
+        runs: Per run (in repeat order), the token sets of its top-3 findings (tokens as
+            strings, or as ids that are equal exactly when the tokens are).
 
     Returns:
         Per run, the cluster index of each of its findings.
     """
-    heads: list[tuple[frozenset[str], int]] = []
+    heads: list[tuple[frozenset[Hashable], int]] = []
     out: list[list[int]] = []
     for findings in runs:
         assigned = []
@@ -171,24 +172,24 @@ def metric_variance(values_by_key: Mapping[str, Sequence[float]]) -> float | Non
     Returns:
         The score, or None when no key is numeric in 2 or more runs.
     """
-    scores = []
-    for values in values_by_key.values():
-        n = len(values)
-        if n < 2:
-            continue
-        if all(v == values[0] for v in values):
-            mean, std = values[0], 0.0  # identical values: exactly no spread
-        else:
-            # CV is scale-free: rescale extreme magnitudes so squares cannot overflow.
-            scale = max(abs(v) for v in values)
-            xs = [v / scale for v in values] if not 1e-150 < scale < 1e150 else list(values)
-            mean = math.fsum(xs) / n
-            std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / n)
-        if mean == 0:
-            scores.append(1.0 if std == 0 else 0.0)
-        else:
-            scores.append(1.0 / (1.0 + std / abs(mean)))
+    scores = [_key_stability(values) for values in values_by_key.values() if len(values) >= 2]
     return math.fsum(scores) / len(scores) if scores else None
+
+
+def _key_stability(values: Sequence[float]) -> float:
+    """1 / (1 + CV) of one metric key's values (at least two; docs/methodology.md §3)."""
+    n = len(values)
+    if all(v == values[0] for v in values):
+        mean, std = values[0], 0.0  # identical values: exactly no spread
+    else:
+        # CV is scale-free: rescale extreme magnitudes so squares cannot overflow.
+        scale = max(abs(v) for v in values)
+        xs = [v / scale for v in values] if not 1e-150 < scale < 1e150 else list(values)
+        mean = math.fsum(xs) / n
+        std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / n)
+    if mean == 0:
+        return 1.0 if std == 0 else 0.0
+    return 1.0 / (1.0 + std / abs(mean))
 
 
 def weighted_consistency(parts: dict[str, float | None]) -> float | None:
@@ -208,45 +209,73 @@ def _consistency_scores(runs: pl.DataFrame, items: pl.DataFrame,
 
 def _consistency_frame(runs: pl.DataFrame, items: pl.DataFrame,
                        metrics: pl.DataFrame) -> pl.DataFrame:
+    # Groups and runs get dense ordinals in (setup, task_id, repeat) order, and the findings
+    # and metric values are joined to them and sorted by polars, so the loops below walk flat
+    # columns group after group, with no lookup by run_id.
     primary = (runs.filter(pl.col("is_primary")).select("run_id", "setup", "task_id", "repeat")
-               .sort("setup", "task_id", "repeat"))
+               .sort("setup", "task_id", "repeat")
+               .with_columns(group=pl.struct("setup", "task_id").rle_id())
+               .with_columns(slot=pl.int_range(pl.len()).over("group")))
+    ordinals = primary.select("run_id", "group", "slot")
     top = (items.filter((pl.col("field") == "finding") & (pl.col("norm") != ""))
-           .sort("run_id", "position").group_by("run_id", maintain_order=True).head(TOP_K))
-    top3: dict[str, list[frozenset[str]]] = defaultdict(list)
-    for run_id, norm in zip(top.get_column("run_id").to_list(),
-                            top.get_column("norm").to_list(), strict=True):
-        top3[run_id].append(frozenset(norm.split(" ")))
-    numeric = metrics.filter(pl.col("num").is_not_null())
-    numbers: dict[str, list[tuple[str, float]]] = defaultdict(list)
-    for run_id, key, num in zip(*(numeric.get_column(c).to_list()
-                                  for c in ("run_id", "key", "num")), strict=True):
-        numbers[run_id].append((key, num))
-    groups: dict[tuple[str, str], list[str]] = {}
-    for run_id, setup, task_id in zip(*(primary.get_column(c).to_list()
-                                        for c in ("run_id", "setup", "task_id")), strict=True):
-        groups.setdefault((setup, task_id), []).append(run_id)
-    rows = []
-    for (setup, task_id), run_ids in groups.items():
-        n_runs = len(run_ids)
+           .join(ordinals, on="run_id").sort("group", "slot", "position")
+           .filter(pl.int_range(pl.len()).over("group", "slot") < TOP_K))
+    groups = primary.group_by("group", maintain_order=True).agg(
+        pl.col("setup").first(), pl.col("task_id").first(), runs=pl.len())
+    key_scores = _key_scores(metrics, ordinals)
+    finding_group = top.get_column("group").to_list()
+    finding_slot = top.get_column("slot").to_list()
+    # A text's tokens as ids (one categorical cast maps equal tokens to equal ids): sets of
+    # small ints are built and intersected faster than sets of strings.
+    finding_tokens = top.select(pl.col("norm").str.split(" ").cast(pl.List(pl.Categorical))
+                                .list.eval(pl.element().to_physical())).to_series().to_list()
+    n_findings = len(finding_tokens)
+    at = 0
+    fs_col: list[float | None] = []
+    rs_col: list[float | None] = []
+    for group, n_runs in enumerate(groups.get_column("runs").to_list()):
+        per_run: list[list[frozenset[int]]] = [[] for _ in range(n_runs)]
+        while at < n_findings and finding_group[at] == group:
+            per_run[finding_slot[at]].append(frozenset(finding_tokens[at]))
+            at += 1
         if n_runs < 2:
-            fs = rs = mv = None
-        else:
-            assignments = cluster_findings([top3.get(r, []) for r in run_ids])
-            fs = finding_stability(assignments)
-            rs = ranking_stability(assignments)
-            by_key: dict[str, list[float]] = {}
-            for r in run_ids:
-                for key, value in numbers.get(r, []):
-                    by_key.setdefault(key, []).append(value)
-            mv = metric_variance(by_key)
-        parts = {"finding_stability": fs, "ranking_stability": rs, "metric_variance": mv}
-        rows.append((setup, task_id, n_runs, fs, rs, mv, weighted_consistency(parts)))
-    return pl.DataFrame(
-        rows, orient="row",
-        schema={"setup": pl.String, "task_id": pl.String, "runs": pl.Int64,
-                "finding_stability": pl.Float64, "ranking_stability": pl.Float64,
-                "metric_variance": pl.Float64, "consistency": pl.Float64},
-    )
+            fs_col.append(None)
+            rs_col.append(None)
+            continue
+        assignments = cluster_findings(per_run)
+        fs_col.append(finding_stability(assignments))
+        rs_col.append(ranking_stability(assignments))
+    parts = (groups.with_columns(finding_stability=pl.Series(fs_col, dtype=pl.Float64),
+                                 ranking_stability=pl.Series(rs_col, dtype=pl.Float64))
+             .join(key_scores, on="group", how="left"))
+    consistency = [weighted_consistency(dict(zip(CONSISTENCY_WEIGHTS, row, strict=True)))
+                   for row in parts.select(list(CONSISTENCY_WEIGHTS)).iter_rows()]
+    return parts.select(
+        "setup", "task_id", pl.col("runs").cast(pl.Int64), "finding_stability",
+        "ranking_stability", "metric_variance",
+        consistency=pl.Series(consistency, dtype=pl.Float64))
+
+
+def _key_scores(metrics: pl.DataFrame, ordinals: pl.DataFrame) -> pl.DataFrame:
+    """Metric variance per group of ``ordinals`` that has a key numeric in >= 2 of its runs
+    (:func:`metric_variance`, group by group; groups with fewer than 2 runs have none)."""
+    values = (metrics.filter(pl.col("num").is_not_null()).join(ordinals, on="run_id")
+              .group_by("group", "key").agg(pl.col("num"))
+              .join(ordinals.group_by("group").agg(size=pl.len()), on="group")
+              .filter((pl.col("size") >= 2) & (pl.col("num").list.len() >= 2))
+              .sort("group"))
+    groups = values.get_column("group").to_list()
+    scores = [_key_stability(v) for v in values.get_column("num").to_list()]
+    out_group: list[int] = []
+    out_score: list[float] = []
+    start = 0
+    for end in range(1, len(groups) + 1):
+        if end == len(groups) or groups[end] != groups[start]:
+            out_group.append(groups[start])
+            out_score.append(math.fsum(scores[start:end]) / (end - start))
+            start = end
+    return pl.DataFrame({"group": out_group, "metric_variance": out_score},
+                        schema={"group": pl.UInt32, "metric_variance": pl.Float64})
 
 
 def consistency_scores(runs: Frame, items: Frame, metrics: Frame) -> Frame:
