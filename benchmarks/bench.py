@@ -12,6 +12,7 @@ Usage: ``python -m benchmarks.bench [N ...]`` (default 10000 100000).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
 import random
@@ -94,17 +95,25 @@ def write_runs(path: Path, task_ids: list[str], seed: int = 42) -> int:
 
 
 class PeakRSS:
-    """The process's peak resident set size, sampled every 10 ms while running."""
+    """The peak resident set size of the process and its child processes together (the
+    reading workers), sampled every 10 ms while running."""
 
     def __init__(self) -> None:
         self.process = psutil.Process()
-        self.peak = self.process.memory_info().rss
+        self.peak = self._rss()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
+    def _rss(self) -> int:
+        total = self.process.memory_info().rss
+        with contextlib.suppress(psutil.Error):  # a child exited while being read
+            for child in self.process.children(recursive=True):
+                total += child.memory_info().rss
+        return total
+
     def _sample(self) -> None:
         while not self._stop.wait(0.01):
-            self.peak = max(self.peak, self.process.memory_info().rss)
+            self.peak = max(self.peak, self._rss())
 
     def __enter__(self) -> PeakRSS:
         self._thread.start()

@@ -28,16 +28,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from typing import Annotated, Any, Generic, Literal, TypeVar, cast, overload
+from typing import Annotated, Any, Generic, Literal, NamedTuple, TypeVar, cast, overload
 
 import msgspec
 from pydantic import BaseModel
 
-from grade_kit.parse import MAX_DEPTH
-from grade_kit.schema import MAX_REPEAT, MAX_TOKENS, parse_timestamp
+from grade_kit.parse import MAX_DEPTH, loads_json
+from grade_kit.schema import MAX_REPEAT, MAX_TOKENS, Run, parse_timestamp
 
-__all__ = ["FastGrade", "FastJudgement", "FastRun", "LazyRecords", "ModelSequence",
-           "concat_records", "decode_fast", "raw_records", "select_records"]
+__all__ = ["FastGrade", "FastJudgement", "FastRun", "FlatRuns", "LazyRecords", "ModelSequence",
+           "RunKey", "concat_records", "decode_fast", "raw_records", "select_records"]
 
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_TOKENS)]
@@ -232,6 +232,61 @@ class LazyRecords(ModelSequence[Model]):
     def raw(self) -> list[Any]:
         """The stored values: structs not yet asked for, models already built."""
         return self._items
+
+
+class RunKey(NamedTuple):
+    """The fields of a loaded run that the checks across lines and the field-only readers
+    of a :class:`FlatRuns` use."""
+
+    run_id: str
+    setup: str
+    task_id: str
+    repeat: int
+    attempt_of: str | None
+    status: str
+
+
+class FlatRuns(ModelSequence[Run]):
+    """Runs read in parallel (``grade_kit._parallel``): already flattened into the run
+    frames, each kept as where its validated line is (file, line, byte offset, length) and
+    built as a :class:`~grade_kit.schema.Run` (strict JSON and the model, the reference path)
+    only when asked for. :func:`raw_records` gives :class:`RunKey` values (run_id, setup,
+    task_id, repeat, attempt_of, status); code that needs other fields asks for the models.
+    """
+
+    def __init__(self, keys: list[RunKey], locations: list[tuple[str, int, int, int]],
+                 frames: dict[str, Any], read: Callable[[str, int, int, int], str]) -> None:
+        self._keys = keys
+        self._locations = locations
+        self._read = read
+        self.frames = frames
+        self._built: dict[int, Run] = {}
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def _model_at(self, index: int) -> Run:
+        model = self._built.get(index)
+        if model is None:
+            path, line = self._locations[index][:2]
+            try:
+                model = Run.model_validate(loads_json(self._read(*self._locations[index])))
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"{path}:{line}: the run read there cannot be read again "
+                                 f"(the file changed since it was read?): {exc}") from exc
+            if model.run_id != self._keys[index].run_id:
+                raise ValueError(f"{path}:{line}: the file changed since it was read "
+                                 f"(run {self._keys[index].run_id!r} is no longer there)")
+            self._built[index] = model
+        return model
+
+    @property
+    def raw(self) -> list[RunKey]:
+        """Each run's :class:`RunKey`, in order."""
+        return self._keys
+
+    def __repr__(self) -> str:
+        return f"FlatRuns({len(self)} runs)"
 
 
 def concat_records(model: type[Model], *parts: Sequence[Model]) -> LazyRecords[Model]:

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import pandas as pd
 import polars as pl
 
-from grade_kit._fastread import raw_records
+from grade_kit._fastread import FlatRuns, raw_records
 from grade_kit._gc import gc_paused
 from grade_kit.schema import DIMENSIONS, Grade, Judgement, Run, Task
 from grade_kit.text import normalize, normalize_column, normalize_value, parse_number
@@ -240,6 +240,8 @@ def run_frames(
     Only a delivered run's response is flattened (``has_response``): a response carried by a
     timed-out or failed run is kept in its record but never scored.
     """
+    if isinstance(runs, FlatRuns):  # read in parallel: flattened as they were read
+        return dict(runs.frames)
     runs = raw_records(runs)  # field reads only: no model is built for a loaded run
     r: dict[str, list[Any]] = {k: [] for k in COLUMNS["runs"]}
     it: dict[str, list[Any]] = {k: [] for k in COLUMNS["items"] if k != "norm"}

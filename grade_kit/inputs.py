@@ -85,6 +85,7 @@ def read_inputs(
     judgements: Records | None = None,
     grades: Records | None = None,
     packs: Path | str | None = None,
+    workers: int | None = None,
 ) -> Inputs:
     """Read and validate an evaluation's inputs, keeping every reject.
 
@@ -100,12 +101,15 @@ def read_inputs(
             dimensions stay null unless a judge fills them).
         grades: Grade records, as files or records; default None (every run ungraded).
         packs: Folder of packs for ``ground_truth`` keys; default found next to ``tasks``.
+        workers: Processes that read run files of 64 MB or more (decoded and flattened
+            there, the same records and rejects; docs/scaling.md); default 2 on a machine
+            with 2 or more cores; 1 reads everything in this process.
 
     Returns:
         The :class:`Inputs`; rejects are listed in file order, tasks first.
     """
     task_load = load_tasks(tasks, packs)
-    run_load = load_runs(runs, task_load.records)
+    run_load = load_runs(runs, task_load.records, workers=workers)
     parts: list[tuple[str, Loaded[Any]]] = [("tasks", task_load), ("runs", run_load)]
     j_records: Sequence[Judgement] = []
     g_records: Sequence[Grade] = []

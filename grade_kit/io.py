@@ -638,7 +638,8 @@ class RunChecks:
                         self.rerun_texts.get((source, line or 0), ""))
 
 
-def load_runs(paths: Records, tasks: Sequence[Task] | None = None) -> Loaded[Run]:
+def load_runs(paths: Records, tasks: Sequence[Task] | None = None, *,
+              workers: int | None = None) -> Loaded[Run]:
     """Load run records (one attempt per JSONL line, docs/methodology.md §2) from one or more
     files, or from in-memory records.
 
@@ -653,11 +654,25 @@ def load_runs(paths: Records, tasks: Sequence[Task] | None = None) -> Loaded[Run
             (mappings or :class:`~grade_kit.schema.Run`; named ``<runs>`` in rejects).
         tasks: The loaded tasks; when None, task ids are not checked.
 
+        workers: Processes that read run files of :data:`~grade_kit._parallel.PARALLEL_BYTES`
+            or more in all (same records, lines and rejects; docs/scaling.md); default
+            :func:`~grade_kit._parallel.read_workers` (2 where there are 2 cores); 1 reads
+            in this process.
+
     Returns:
         Accepted runs in file order, their lines, and the rejects.
     """
     sources_ = _sources(paths, "runs")
     checks = RunChecks(tasks, len(sources_))
+    if not is_in_memory(paths):
+        # Imported here: the parallel reader is built on this module's loaders.
+        from grade_kit import _parallel
+
+        files = run_files(cast(Path | str | Sequence[Path | str], paths))
+        n_workers = _parallel.read_workers() if workers is None else workers
+        if (n_workers > 1 and all(f.is_file() for f in files)
+                and sum(f.stat().st_size for f in files) >= _parallel.PARALLEL_BYTES):
+            return _parallel.load_runs_parallel(files, checks, n_workers)
     accepted: list[Any] = []  # FastRun structs and Run models, read by field names only
     lines: list[int | None] = []
     sources: list[str] = []

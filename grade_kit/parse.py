@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ __all__ = [
     "Undecodable",
     "loads_json",
     "loads_yaml",
+    "numbered_lines",
     "read_lines",
     "read_text",
 ]
@@ -70,12 +71,18 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
     byte-order mark at the start of the file is dropped.
     """
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            raw = raw.rstrip(b"\n").rstrip(b"\r")
-            if raw.strip():
-                yield number, _decode_line(raw)
+        yield from numbered_lines(handle)
+
+
+def numbered_lines(raw_lines: Iterable[bytes], first: int = 1) -> Iterator[tuple[int, str]]:
+    """:func:`read_lines` of a file's lines given as bytes (each with or without its
+    ``\\n``), the first numbered ``first``: a byte-order mark is dropped from line 1 only."""
+    for number, raw in enumerate(raw_lines, start=first):
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        raw = raw.rstrip(b"\n").rstrip(b"\r")
+        if raw.strip():
+            yield number, _decode_line(raw)
 
 
 def read_text(path: Path) -> str:

@@ -21,7 +21,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
-from scipy.stats import norm
 
 from grade_kit.standard.compare import DEFAULT_RESAMPLES, DEFAULT_SEED
 
@@ -108,6 +107,9 @@ def questions_needed(per_question: pl.DataFrame, metric: str = "composite", *,
         (null when the observed difference is 0 or there are fewer than 2 questions),
         label (``conditional estimate``), formula, assumptions, repeats_note.
     """
+    # Imported here: scipy.stats takes about a second to import, and only this needs it.
+    from scipy.stats import norm
+
     z = float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
     setups = sorted(set(per_question.get_column("setup").to_list()))
     wanted = pairs or [(a, b) for i, a in enumerate(setups) for b in setups[i + 1:]]

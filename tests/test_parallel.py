@@ -1,0 +1,135 @@
+"""Reading run files in several processes (grade_kit._parallel, docs/scaling.md): the same
+records, lines, rejects and frames as the sequential loader, on random and hostile lines."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import grade_kit as gk
+from grade_kit import _parallel
+from grade_kit._fastread import FlatRuns
+from grade_kit.frames import run_frames
+from grade_kit.io import Loaded, load_runs
+from grade_kit.schema import Run, Task
+
+from .test_fastread import TASKS, _run_lines
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _hostile_files(folder: Path) -> list[Path]:
+    """Two run files of random and hostile lines (test_fastread's), with what only a byte
+    reader meets: a byte-order mark, blank lines, CRLF endings, bytes that are not UTF-8,
+    no final newline, and run ids repeated across the files."""
+    first = _run_lines(11, 1200)
+    second = _run_lines(12, 800)  # its run ids r0... repeat the first file's
+    one = folder / "a.jsonl"
+    one.write_bytes(b"\xef\xbb\xbf" + "\n".join(first[:600]).encode() + b"\n\n  \n"
+                    + "\r\n".join(first[600:]).encode() + b"\n\xff\xfe{}\n")
+    two = folder / "b.jsonl"
+    two.write_bytes("\n".join(second).encode())  # no final newline
+    return [one, two]
+
+
+def _same(parallel: Loaded[Run], sequential: Loaded[Run]) -> None:
+    assert isinstance(parallel.records, FlatRuns)
+    assert [r.message() for r in parallel.rejected] == [r.message() for r in
+                                                        sequential.rejected]
+    assert [r.raw for r in parallel.rejected] == [r.raw for r in sequential.rejected]
+    assert parallel.lines == sequential.lines and parallel.sources == sequential.sources
+    assert [m.model_dump() for m in parallel.records] == [m.model_dump() for m in
+                                                          sequential.records]
+    expected = run_frames(sequential.records, sequential.lines)
+    got = run_frames(parallel.records, parallel.lines)
+    for name, frame in expected.items():
+        assert got[name].equals(frame, null_equal=True), name
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_parallel_read_equals_sequential_read(tmp_path: Path, workers: int,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    files = _hostile_files(tmp_path)
+    tasks = [Task(task_id=t, prompt="q") for t in TASKS[:-1]]  # one task id is unknown
+    sequential = load_runs(files, tasks, workers=1)
+    assert not isinstance(sequential.records, FlatRuns)
+    monkeypatch.setattr(_parallel, "PARALLEL_BYTES", 0)
+    parallel = load_runs(files, tasks, workers=workers)
+    # hostile enough to matter: every kind of reject, re-runs kept and refused
+    reasons = {r.field for r in sequential.rejected}
+    assert {"run_id", "attempt_of", "task_id", None} <= reasons
+    assert len(sequential.records) > 300 and len(sequential.rejected) > 300
+    _same(parallel, sequential)
+    keys = [(k.run_id, k.setup, k.attempt_of) for k in parallel.records.raw]
+    assert keys == [(r.run_id, r.setup, r.attempt_of) for r in sequential.records]
+
+
+def test_small_inputs_are_read_in_this_process(tmp_path: Path) -> None:
+    files = _hostile_files(tmp_path)
+    assert not isinstance(load_runs(files, workers=2).records, FlatRuns)  # under 64 MB
+
+
+def test_evaluation_is_the_same_read_either_way(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    fixtures = ROOT / "fixtures"
+    sequential = gk.evaluate(fixtures / "tasks", fixtures / "runs")
+    monkeypatch.setattr(_parallel, "PARALLEL_BYTES", 0)
+    parallel = gk.evaluate(fixtures / "tasks", fixtures / "runs")
+    assert isinstance(parallel.inputs.runs, FlatRuns)
+    got, expected = parallel.results.model_dump(), sequential.results.model_dump()
+    for results in (got, expected):
+        del results["provenance"]["created_at"]
+    assert got == expected
+
+
+@pytest.mark.parametrize("size, pieces", [(0, 2), (1, 2), (5, 4), (200, 3), (1000, 7)])
+def test_byte_ranges_cut_at_newlines_and_number_lines(tmp_path: Path, size: int,
+                                                      pieces: int) -> None:
+    path = tmp_path / "runs.jsonl"
+    lines = [("x" * (i % 13)).encode() for i in range(size)]
+    path.write_bytes(b"\n".join(lines) + (b"\n" if size % 2 else b""))
+    ranges = _parallel.byte_ranges([path], pieces)
+    data = path.read_bytes()
+    assert ranges[0].start == 0 and ranges[-1].end == len(data)
+    assert len(ranges) <= pieces
+    for a, b in itertools.pairwise(ranges):
+        assert a.end == b.start and data[b.start - 1:b.start] == b"\n"
+    for part in ranges:
+        assert part.first_line == data[:part.start].count(b"\n") + 1
+
+
+def test_a_model_is_read_back_from_its_line_and_a_changed_file_is_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(
+        f'{{"run_id": "r{i}", "setup": "A", "task_id": "t", "repeat": {i + 1}, '
+        f'"status": "failed"}}\n' for i in range(4)), encoding="utf-8")
+    monkeypatch.setattr(_parallel, "PARALLEL_BYTES", 0)
+    runs = load_runs(path, workers=2).records
+    assert [r.run_id for r in runs] == ["r0", "r1", "r2", "r3"]
+    assert runs[-1].repeat == 4
+    fresh = load_runs(path, workers=2).records
+    path.write_text(path.read_text().replace('"r2"', '"zz"'), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"runs.jsonl:3: the file changed since it was read"):
+        fresh[2]
+
+
+def test_a_script_without_a_main_guard_can_read_in_parallel(tmp_path: Path) -> None:
+    files = _hostile_files(tmp_path)
+    script = tmp_path / "script.py"  # no `if __name__ == "__main__":`, as scripts often are
+    script.write_text(textwrap.dedent(f"""
+        from grade_kit import _parallel
+        from grade_kit.io import load_runs
+        _parallel.PARALLEL_BYTES = 0
+        loaded = load_runs({[str(f) for f in files]!r}, workers=2)
+        print(type(loaded.records).__name__, len(loaded.records))
+    """), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("FlatRuns ")
