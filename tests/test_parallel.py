@@ -18,7 +18,7 @@ from grade_kit.frames import run_frames
 from grade_kit.io import Loaded, load_runs
 from grade_kit.schema import Run, Task
 
-from .test_fastread import TASKS, _run_lines
+from .test_fastread import TASKS, _run_lines, _verdict_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,6 +67,33 @@ def test_parallel_read_equals_sequential_read(tmp_path: Path, workers: int,
     _same(parallel, sequential)
     keys = [(k.run_id, k.setup, k.attempt_of) for k in parallel.records.raw]
     assert keys == [(r.run_id, r.setup, r.attempt_of) for r in sequential.records]
+
+
+def test_inputs_read_with_verdicts_decoded_meanwhile_are_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = _hostile_files(tmp_path)
+    judged, graded = _verdict_lines(13, 1200)
+    (tmp_path / "judgements.jsonl").write_text("\n".join(judged) + "\n", encoding="utf-8")
+    (tmp_path / "grades.jsonl").write_text("\n".join(graded) + "\n", encoding="utf-8")
+    tasks = [Task(task_id=t, prompt="q") for t in TASKS[:-1]]
+
+    def read(workers: int) -> gk.Inputs:
+        return gk.read_inputs(tasks, files, judgements=tmp_path / "judgements.jsonl",
+                              grades=tmp_path / "grades.jsonl", workers=workers)
+
+    sequential = read(1)
+    monkeypatch.setattr(_parallel, "PARALLEL_BYTES", 0)
+    parallel = read(2)
+    assert isinstance(parallel.runs, FlatRuns)
+    assert [r.message() for r in parallel.rejected] == [r.message() for r in
+                                                        sequential.rejected]
+    assert [r.raw for r in parallel.rejected] == [r.raw for r in sequential.rejected]
+    assert {r.source for r in sequential.rejected} >= {str(tmp_path / "judgements.jsonl"),
+                                                       str(tmp_path / "grades.jsonl")}
+    assert parallel.run_lines == sequential.run_lines and parallel.files == sequential.files
+    for name in ("runs", "judgements", "grades"):
+        got, expected = getattr(parallel, name), getattr(sequential, name)
+        assert [m.model_dump() for m in got] == [m.model_dump() for m in expected], name
 
 
 def test_small_inputs_are_read_in_this_process(tmp_path: Path) -> None:
