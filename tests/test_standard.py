@@ -223,6 +223,21 @@ def test_bootstrap_is_seeded_and_brackets_the_mean() -> None:
     assert first is not None and first[0] <= diffs.mean() <= first[1] < 0
 
 
+@pytest.mark.parametrize("n, resamples", [(2, 1), (7, 63), (50, 65), (3000, 2000)])
+def test_bootstrap_is_the_plain_percentile_bootstrap(n: int, resamples: int) -> None:
+    import numpy as np
+
+    from grade_kit.standard import bootstrap_mean_ci
+
+    rng = np.random.default_rng(n)
+    diffs = rng.normal(size=n) * rng.choice([1e-3, 1.0, 1e6], size=n)
+    plain_means = diffs[np.random.default_rng(11).integers(0, n, size=(resamples, n))].mean(
+        axis=1)
+    alpha = (1 - 0.95) / 2  # as computed from the level (0.025000000000000022)
+    low, high = np.quantile(plain_means, [alpha, 1 - alpha])
+    assert bootstrap_mean_ci(diffs, seed=11, resamples=resamples) == (float(low), float(high))
+
+
 def test_slots_frame_lists_the_filled_slots_and_counts_the_rest() -> None:
     s = standard_results(EvalData.from_records([plain("q")], [make_run("r", "q", repeat=2)]))
     assert s.slots.select("repeat", "state").to_dicts() == [

@@ -4,7 +4,9 @@ it; and the comparisons of every pair of setups on all questions and on the comm
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Literal
 
 import polars as pl
 
@@ -157,14 +159,17 @@ def standard_results(data: EvalData, repeats: int | None = None,
     per_question = per_question_figures(data, slots, e2e, task_composites)
     ran = {s: set(per_question.filter(pl.col("setup") == s).get_column("task_id").to_list())
            for s in setups}
-    comparisons = []
+    jobs: list[tuple[str, str, list[str], Literal["all", "common"]]] = []
     for i, a in enumerate(setups):
         for b in setups[i + 1:]:
-            both = sorted(ran[a] & ran[b])
-            comparisons.append(compare_setups(per_question, a, b, both, len(task_ids), "all",
-                                              seed=seed))
-            comparisons.append(compare_setups(per_question, a, b, subset, len(task_ids),
-                                              "common", seed=seed))
+            jobs.append((a, b, sorted(ran[a] & ran[b]), "all"))
+            jobs.append((a, b, subset, "common"))
+    # Each comparison is independent, and its bootstrap spends its time in numpy, which
+    # releases the GIL: two threads share the work (the same figures, in the same order).
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        comparisons = list(pool.map(
+            lambda job: compare_setups(per_question, job[0], job[1], job[2], len(task_ids),
+                                       job[3], seed=seed), jobs))
     return StandardResults(
         graded=graded, plan_frame=plan_frame, slots=slots, e2e=e2e, plan=plan,
         setups=per_setup,
