@@ -136,21 +136,21 @@ class _Decoded(NamedTuple):
 def _decode(part: ByteRange) -> tuple[_Decoded, list[Any]]:
     """Step 1 in a worker: the range's lines through the loader's per-line checks."""
     raw_lines, offsets = _range_lines(part)
-    rerun_texts: dict[int, str] = {}
-    n = 0
+    rerun_texts: dict[int, str] = {}  # index among the accepted records -> text
+    accepted = 0
 
     def note(record: Any, _line: int, text: str) -> None:
-        nonlocal n
+        nonlocal accepted
         if record.attempt_of is not None:
-            rerun_texts[n] = text
-        n += 1
+            rerun_texts[accepted] = text
+        accepted += 1
 
     loaded = _read_jsonl(part.source, numbered_lines(raw_lines, part.first_line), Run, note,
                          FastRun)
     records = list(loaded.records)  # structs and models (a plain list here)
     keys = [RunKey(r.run_id, r.setup, r.task_id, r.repeat, r.attempt_of, r.status)
             for r in records]
-    lines = [int(n) for n in loaded.lines if n is not None]
+    lines = [int(number) for number in loaded.lines if number is not None]
     index = [line - part.first_line for line in lines]
     return _Decoded(keys, lines, [offsets[i] for i in index],
                     [len(raw_lines[i]) for i in index], rerun_texts, loaded.rejected), records
