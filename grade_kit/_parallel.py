@@ -38,7 +38,7 @@ import polars as pl
 
 from grade_kit._fastread import FastRun, FlatRuns, RunKey
 from grade_kit.frames import run_frames
-from grade_kit.io import Loaded, Rejected, RunChecks, _read_jsonl
+from grade_kit.io import InputError, Loaded, Rejected, RunChecks, _read_jsonl
 from grade_kit.parse import numbered_lines
 from grade_kit.schema import Run
 
@@ -218,6 +218,8 @@ class _Worker:
         except EOFError:
             raise RuntimeError(f"a reading process stopped (exit code "
                                f"{self.process.wait()}); see its messages above") from None
+        if isinstance(got, OSError):  # a file that went away or became unreadable
+            raise InputError(f"{got.filename}: cannot be read: {got.strerror or got}") from got
         if isinstance(got, Exception):
             raise got
         return got

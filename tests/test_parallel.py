@@ -15,7 +15,7 @@ import grade_kit as gk
 from grade_kit import _parallel
 from grade_kit._fastread import FlatRuns
 from grade_kit.frames import run_frames
-from grade_kit.io import Loaded, load_runs
+from grade_kit.io import InputError, Loaded, RunChecks, load_runs
 from grade_kit.schema import Run, Task
 
 from .test_fastread import TASKS, _run_lines, _verdict_lines
@@ -144,6 +144,15 @@ def test_a_model_is_read_back_from_its_line_and_a_changed_file_is_named(
     path.write_text(path.read_text().replace('"r2"', '"zz"'), encoding="utf-8")
     with pytest.raises(ValueError, match=r"runs.jsonl:3: the file changed since it was read"):
         fresh[2]
+
+
+def test_a_file_gone_before_a_reader_opens_it_is_named(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    gone = tmp_path / "gone.jsonl"
+    monkeypatch.setattr(_parallel, "byte_ranges", lambda paths, pieces: [
+        _parallel.ByteRange(str(gone), str(gone), 0, 10, 1)])
+    with pytest.raises(InputError, match=r"gone.jsonl: cannot be read: No such file"):
+        _parallel.load_runs_parallel([gone], RunChecks(None, 1), 2)
 
 
 def test_a_script_without_a_main_guard_can_read_in_parallel(tmp_path: Path) -> None:
