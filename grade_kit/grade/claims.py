@@ -181,8 +181,15 @@ def claim_matches(
 
 def role_share(matches: pl.DataFrame, predicate: pl.Expr, name: str,
                 invert: bool = False) -> pl.DataFrame:
+    """Per run: the share of its claims selected by ``predicate`` that were found (not found
+    with ``invert``), and the methods that decided them ("+"-joined, sorted)."""
     found = ~pl.col("found") if invert else pl.col("found")
-    return matches.filter(predicate).group_by("run_id").agg(
+    selected = matches.filter(predicate)
+    methods = selected.get_column("method").unique()
+    if methods.len() == 1:  # one method decided everything (no claim judge): no per-run join
+        return selected.group_by("run_id").agg(found.cast(pl.Float64).mean().alias(name)) \
+            .with_columns(pl.lit(methods[0], pl.String).alias(f"{name}_method"))
+    return selected.group_by("run_id").agg(
         found.cast(pl.Float64).mean().alias(name),
         pl.col("method").unique().sort().str.join("+").alias(f"{name}_method"),
     )
