@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grade_kit.frames import EvalData
-from grade_kit.grade import claim_matches
+from grade_kit.grade import claim_matches, insight_scores
 from grade_kit.text import contains_run, normalize
 
 from .conftest import make_run, make_task, run_row, score, task_row
@@ -179,3 +179,20 @@ def test_set_wise_match_equals_the_one_text_at_a_time_rule(
                     for synonym in term.split("|")) for term in alternative)
             for text in texts for alternative in claim)
         assert got[f"c{i}"] is expected
+
+
+def test_a_share_names_every_method_that_decided_it() -> None:
+    task = make_task(gold_insights=[{"id": "a", "text": "alpha"}, {"id": "b", "text": "beta"}])
+    runs = [make_run("r1", findings=["alpha", "b-e-t-a"]),
+            make_run("r2", repeat=2, findings=["alpha", "beta"])]
+    data = EvalData.from_records([task], runs)
+    judged = claim_matches(data.claims, data.claim_terms, data.runs, data.items,
+                           claim_judge=RecordingJudge(True))
+    shares = {r["run_id"]: r for r in insight_scores(judged, data.runs, data.tasks).to_dicts()}
+    assert shares["r1"]["insight_quality_method"] == "deterministic+judge:stub-llm"
+    assert shares["r2"]["insight_quality_method"] == "deterministic"
+    plain = claim_matches(data.claims, data.claim_terms, data.runs, data.items)
+    shares = {r["run_id"]: r for r in insight_scores(plain, data.runs, data.tasks).to_dicts()}
+    assert shares["r1"] == {"run_id": "r1", "insight_quality": 0.5,
+                            "insight_quality_method": "deterministic"}
+    assert shares["r2"]["insight_quality"] == 1.0
