@@ -653,7 +653,6 @@ def load_runs(paths: Records, tasks: Sequence[Task] | None = None, *,
         paths: A JSONL file, a folder of them, a list of either, or in-memory run records
             (mappings or :class:`~grade_kit.schema.Run`; named ``<runs>`` in rejects).
         tasks: The loaded tasks; when None, task ids are not checked.
-
         workers: Processes that read run files of :data:`~grade_kit._parallel.PARALLEL_BYTES`
             or more in all (same records, lines and rejects; docs/scaling.md); default
             :func:`~grade_kit._parallel.read_workers` (2 where there are 2 cores); 1 reads
