@@ -14,6 +14,7 @@ import pytest
 import grade_kit as gk
 from grade_kit import _parallel
 from grade_kit._fastread import FlatRuns
+from grade_kit.explorer import Explorer
 from grade_kit.frames import run_frames
 from grade_kit.io import InputError, Loaded, RunChecks, load_runs
 from grade_kit.schema import Run, Task
@@ -112,6 +113,9 @@ def test_evaluation_is_the_same_read_either_way(tmp_path: Path,
     for results in (got, expected):
         del results["provenance"]["created_at"]
     assert got == expected
+    run_id = sequential.runs.get_column("run_id")[7]
+    assert str(parallel.explain(run_id)) == str(sequential.explain(run_id))
+    assert Explorer(parallel).run_html(run_id) == Explorer(sequential).run_html(run_id)
 
 
 @pytest.mark.parametrize("size, pieces", [(0, 2), (1, 2), (5, 4), (200, 3), (1000, 7)])
