@@ -332,3 +332,22 @@ def test_weakest_tasks_are_the_lowest_composites_per_setup() -> None:
     weakest = ev.weakest_tasks(1).select("setup", "task_id").rows()
     assert weakest == [("A", "t2"), ("B", "t1")]  # B: t1 and t2 tie at 0, t1 first by id
     assert ev.weakest_tasks(2).height == 4
+
+
+def test_per_run_rows_have_one_order_whatever_the_split() -> None:
+    """Each slot's primary first, then its re-runs by run_id: the order is total, so scoring
+    in one pass or split by task (the map-reduce path) gives the same rows."""
+    from grade_kit.frames import EvalData
+    from grade_kit.grade import combine_scores, grade_scores, partition_scores
+    from grade_kit.packed import split_by_task
+
+    from .conftest import make_run, make_task
+
+    runs = [make_run("p", "t1", 1), make_run("z", "t1", 1, attempt_of="p"),
+            make_run("b", "t1", 1, attempt_of="p"), make_run("m", "t1", 1, attempt_of="p"),
+            make_run("q", "t2", 1), make_run("a", "t2", 1, attempt_of="q")]
+    data = EvalData.from_records([make_task("t1"), make_task("t2")], runs)
+    whole = grade_scores(data).runs
+    assert whole.get_column("run_id").to_list() == ["p", "b", "m", "z", "q", "a"]
+    parts = [partition_scores(part) for part in split_by_task(data, partitions=2)]
+    assert combine_scores(parts, data.tasks, data.weights).runs.equals(whole)
