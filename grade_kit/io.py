@@ -577,7 +577,7 @@ def run_files(paths: Path | str | Sequence[Path | str]) -> list[Path]:
 class RunChecks:
     """The checks a run line meets beyond its model, with their state across lines and files
     (docs/methodology.md §2): a known task, a first run_id, one primary attempt per slot, and
-    (in a second pass, :meth:`rerun_problem`) a re-run naming an accepted run of its slot.
+    (in a second pass, :meth:`rerun_pass`) a re-run naming an accepted run of its slot.
 
     :func:`load_runs` uses one for a whole input; ``grade-kit pack`` feeds it chunk by chunk.
     Its state is one entry per accepted run (its id and where it was seen).
@@ -632,10 +632,26 @@ class RunChecks:
             return f"attempt_of {run.attempt_of!r} names a run of another setup, task or repeat"
         return None
 
-    def reject_rerun(self, source: str, line: int | None, why: str) -> Rejected:
-        """The second-pass reject of the re-run on ``source``'s ``line``."""
-        return Rejected(source, line, "attempt_of", why,
-                        self.rerun_texts.get((source, line or 0), ""))
+    def rerun_pass(self, runs: Sequence[Any], lines: Sequence[int | None],
+                   sources: Sequence[str],
+                   slot_of: Mapping[str, tuple[str, str, int]] | None = None,
+                   ) -> tuple[list[int], list[Rejected]]:
+        """The second pass over first-pass-accepted ``runs`` (with their lines and sources):
+        the indices of those that stand, and the rejects of re-runs naming no accepted run
+        of their slot. ``slot_of`` maps every run accepted in the first pass to its slot;
+        default: built from ``runs`` (when they are all of them)."""
+        if slot_of is None:
+            slot_of = {run.run_id: (run.setup, run.task_id, run.repeat) for run in runs}
+        kept: list[int] = []
+        rejected: list[Rejected] = []
+        for index, (run, line, source) in enumerate(zip(runs, lines, sources, strict=True)):
+            why = self.rerun_problem(run, slot_of)
+            if why is None:
+                kept.append(index)
+            else:
+                rejected.append(Rejected(source, line, "attempt_of", why,
+                                         self.rerun_texts.get((source, line or 0), "")))
+        return kept, rejected
 
 
 def load_runs(paths: Records, tasks: Sequence[Task] | None = None, *,
@@ -683,17 +699,11 @@ def load_runs(paths: Records, tasks: Sequence[Task] | None = None, *,
         rejected.extend(part.rejected)
         sources.extend(part.sources)
     # Second pass: a re-run must name an accepted run of the same slot.
-    slot_of = {run.run_id: (run.setup, run.task_id, run.repeat) for run in accepted}
-    kept: list[Any] = []
-    out: Loaded[Run] = Loaded(records=LazyRecords(Run, kept), rejected=rejected)
-    for run, line, source in zip(accepted, lines, sources, strict=True):
-        why = checks.rerun_problem(run, slot_of)
-        if why is not None:
-            out.rejected.append(checks.reject_rerun(source, line, why))
-            continue
-        kept.append(run)
-        out.lines.append(line)
-        out.sources.append(source)
+    keep, rerun_rejects = checks.rerun_pass(accepted, lines, sources)
+    out: Loaded[Run] = Loaded(records=LazyRecords(Run, [accepted[i] for i in keep]),
+                              rejected=[*rejected, *rerun_rejects])
+    out.lines.extend(lines[i] for i in keep)
+    out.sources.extend(sources[i] for i in keep)
     out.rejected.sort(key=lambda r: (r.source, r.line or 0))
     return out
 

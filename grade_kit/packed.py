@@ -74,6 +74,7 @@ __all__ = [
     "read_store_frame",
     "read_task_frames",
     "split_by_task",
+    "task_partitions",
 ]
 
 STORE_FORMAT = "grade-kit-store/1"
@@ -93,6 +94,12 @@ def partition_of(task_id: str, partitions: int) -> int:
     """The partition of a task: CRC-32 of its UTF-8 id, modulo ``partitions`` (stable across
     machines and versions)."""
     return zlib.crc32(task_id.encode("utf-8")) % partitions
+
+
+def task_partitions(task_ids: pl.Series, partitions: int) -> pl.Series:
+    """:func:`partition_of` each task id of ``task_ids`` (computed once per distinct id)."""
+    mapping = {t: partition_of(t, partitions) for t in task_ids.unique().to_list()}
+    return task_ids.replace_strict(mapping, return_dtype=pl.Int64)
 
 
 def is_store(path: object) -> bool:
@@ -155,10 +162,8 @@ def split_by_task(data: EvalData, partitions: int = DEFAULT_PARTITIONS) -> list[
     """``data`` split as a store is (:func:`partition_of` its task): every run of a task, with
     its answer frames and verdicts, in one part, and every task frame in each part. Empty
     parts are left out (one part is kept when all are empty)."""
-    task_ids = data.runs.get_column("task_id").unique().to_list()
-    mapping = {task_id: partition_of(task_id, partitions) for task_id in task_ids}
     keys = data.runs.select(
-        "run_id", part=pl.col("task_id").replace_strict(mapping, return_dtype=pl.Int64))
+        "run_id", part=task_partitions(data.runs.get_column("task_id"), partitions))
     tasks = {name: getattr(data, name) for name in TASK_FRAMES}
     split: dict[int, dict[str, pl.DataFrame]] = {}
     for name in (*RUN_FRAMES, *VERDICT_FRAMES):
@@ -198,16 +203,9 @@ class _Writer:
         self.root = root
         self.partitions = partitions
         self.chunks: Counter[str] = Counter()
-        self.task_partition: dict[str, int] = {}
         self.run_partition: list[pl.DataFrame] = []
         self.rows: Counter[str] = Counter()
         self.partition_rows: dict[int, int] = {}
-
-    def partitions_of_tasks(self, task_ids: pl.Series) -> pl.Series:
-        for task_id in task_ids.unique().to_list():
-            if task_id not in self.task_partition:
-                self.task_partition[task_id] = partition_of(task_id, self.partitions)
-        return task_ids.replace_strict(self.task_partition, return_dtype=pl.Int64)
 
     def write(self, name: str, frame: pl.DataFrame) -> None:
         """Write ``frame`` (with a ``partition`` column) as one chunk file per partition."""
@@ -233,7 +231,7 @@ class _Writer:
                  for item in records]
         runs = frames["runs"].with_columns(
             record=pl.Series(texts, dtype=pl.String),
-            partition=self.partitions_of_tasks(frames["runs"].get_column("task_id")))
+            partition=task_partitions(frames["runs"].get_column("task_id"), self.partitions))
         self.write("runs", runs)
         keys = runs.select("run_id", "partition")
         self.run_partition.append(keys)
@@ -355,18 +353,13 @@ def _pack(root: Path, tasks: Records, runs: Records, judgements: Records | None,
             if progress:
                 print(f"pack: {read:,} run lines read, {writer.rows['runs']:,} runs written",
                       flush=True)
-    dropped: set[str] = set()
-    reruns, rerun_lines = [], []
-    for record, line, source in held:
-        why = checks.rerun_problem(record, slot_of)
-        if why is not None:
-            run_rejects.append(checks.reject_rerun(source, line, why))
-            dropped.add(record.run_id)
-            continue
-        reruns.append(record)
-        rerun_lines.append(line)
-        accepted_by_source[source] += 1
-    writer.write_runs(reruns, rerun_lines)
+    standing, rerun_rejects = checks.rerun_pass([h[0] for h in held], [h[1] for h in held],
+                                                [h[2] for h in held], slot_of)
+    run_rejects.extend(rerun_rejects)
+    reruns = [held[i][0] for i in standing]
+    dropped = {record.run_id for record, _, _ in held} - {r.run_id for r in reruns}
+    accepted_by_source.update(held[i][2] for i in standing)
+    writer.write_runs(reruns, [held[i][1] for i in standing])
     run_rejects.sort(key=lambda r: (r.source, r.line or 0))
     keys = (pl.concat(writer.run_partition) if writer.run_partition
             else pl.DataFrame(schema={"run_id": pl.String, "partition": pl.Int64}))
