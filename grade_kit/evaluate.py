@@ -628,20 +628,30 @@ def _evaluate_store(store: Path, grader: str | None, repeats: int | None, frames
         whole["grades"] = pl.concat([whole["grades"], *rule_records], how="vertical")
         graders.append(RULE_GRADER)
     data = EvalData.from_frames({**tf, **whole}, extra={"store": str(store)})
-    standard = standard_results(data, repeats, scores.tasks, seed=seed,
-                                exclude_channel_overhead=exclude_channel_overhead)
     inputs = Inputs(tasks=tasks, runs=StoreRuns(store, manifest),
                     rejected=store_rejected(store), warnings=store_warnings(manifest),
                     files=store_files(manifest))
-    provenance = Provenance(
-        grade_kit_version=_version(), created_at=datetime.now(UTC).isoformat(),
-        inputs=inputs.files,
+    return _conclude(
+        inputs, data, scores, frames, repeats, seed, exclude_channel_overhead,
         arguments=dict(arguments) if arguments is not None else {
             "store": str(store), "grader": grader, "repeats": repeats, "frames": frames,
             "seed": seed, "exclude_channel_overhead": exclude_channel_overhead},
-        seeds={"comparison_bootstrap": seed},
         judges=sorted(set(whole["judgements"].get_column("judge").unique().to_list())),
         graders=graders)
+
+
+def _conclude(inputs: Inputs, data: EvalData, scores: GradeScores, frames: FrameKind,
+              repeats: int | None, seed: int, exclude_channel_overhead: bool, *,
+              arguments: dict[str, Any], judges: list[str],
+              graders: list[str]) -> Evaluation:
+    """The last steps of every evaluation: the standard's statistics, the provenance and
+    the typed results."""
+    standard = standard_results(data, repeats, scores.tasks, seed=seed,
+                                exclude_channel_overhead=exclude_channel_overhead)
+    provenance = Provenance(
+        grade_kit_version=_version(), created_at=datetime.now(UTC).isoformat(),
+        inputs=inputs.files, arguments=arguments, seeds={"comparison_bootstrap": seed},
+        judges=judges, graders=graders)
     results = build_results(scores, standard, inputs.rejected, inputs.warnings, provenance)
     return Evaluation(inputs, data, scores, standard, results, frames)
 
@@ -684,12 +694,9 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
         rule_records = _rule_grade_records(data, scores.runs, scores.matches)
         data = replace(data, grades=pl.concat([data.grades, rule_records], how="vertical"))
         graders.append(RULE_GRADER)
-    standard = standard_results(data, repeats, scores.tasks, seed=seed,
-                                exclude_channel_overhead=exclude_channel_overhead)
     recorded_judges = sorted({j.judge for j in raw_records(inputs.judgements)} - set(judges_used))
-    provenance = Provenance(
-        grade_kit_version=_version(), created_at=datetime.now(UTC).isoformat(),
-        inputs=inputs.files,
+    return _conclude(
+        inputs, data, scores, frames, repeats, seed, exclude_channel_overhead,
         arguments=dict(arguments) if arguments is not None else {
             "judge": None if judge is None else resolve_judge(judge).name,
             "grader": grader if grader is None or isinstance(grader, str) else grader.name,
@@ -697,9 +704,6 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
             "repeats": repeats, "packs": None if packs is None else str(packs),
             "frames": frames, "seed": seed,
             "exclude_channel_overhead": exclude_channel_overhead},
-        seeds={"comparison_bootstrap": seed},
         judges=[*judges_used, *recorded_judges]
         + ([f"claim_judge:{claim_judge.name}"] if claim_judge is not None else []),
         graders=graders)
-    results = build_results(scores, standard, inputs.rejected, inputs.warnings, provenance)
-    return Evaluation(inputs, data, scores, standard, results, frames)
