@@ -4,8 +4,10 @@ variance."""
 from __future__ import annotations
 
 import math
+import random
 from typing import Any
 
+import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,11 +15,13 @@ from scipy.stats import kendalltau
 
 from grade_kit.grade import (
     cluster_findings,
+    consistency,
     finding_stability,
     kendall_tau_b,
     metric_variance,
     ranking_stability,
 )
+from grade_kit.grade.consistency import _finding_clusters
 from grade_kit.text import parse_number, tokenize
 
 from .conftest import make_run, make_task, score, task_row
@@ -243,6 +247,41 @@ def _clusters_by_definition(runs: list[list[frozenset[str]]]) -> list[list[int]]
 def test_clustering_skips_only_pairs_that_cannot_match(
         runs: list[list[frozenset[str]]]) -> None:
     assert cluster_findings(runs) == _clusters_by_definition(runs)
+
+
+def _stacked_clusters(groups: list[list[list[frozenset[int]]]]) -> list[list[list[int]]]:
+    """The clusters of :func:`_finding_clusters`, all groups in one frame, back per run."""
+    rows = [(g, slot, sorted(tokens)) for g, runs in enumerate(groups)
+            for slot, findings in enumerate(runs) for tokens in findings]
+    top = pl.DataFrame(rows, schema={"group": pl.UInt32, "slot": pl.Int64,
+                                     "tokens": pl.List(pl.UInt32)}, orient="row")
+    clusters = iter(_finding_clusters(top).tolist())
+    return [[[next(clusters) for _ in findings] for findings in runs] for runs in groups]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.lists(st.frozensets(st.integers(0, 300), max_size=40), max_size=3),
+                         max_size=8), max_size=8), st.sampled_from([1, 7, 1 << 22]))
+def test_all_groups_at_once_cluster_as_the_rule(groups: list[list[list[frozenset[int]]]],
+                                                cells: int) -> None:
+    # Token ids up to 300 need up to five 64-bit words a mask; groups differ in findings
+    # and words, so they fall in several stacks; a tiny array budget cuts every stack into
+    # single groups and single rows.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(consistency, "_CELLS", cells)
+        got = _stacked_clusters(groups)
+    assert got == [_clusters_by_definition(runs) for runs in groups]
+
+
+def test_one_large_group_clusters_as_the_rule() -> None:
+    rnd = random.Random(5)
+    vocabulary = list(range(2_000))
+    runs = [[frozenset(rnd.sample(vocabulary[:60 + 40 * (i % 3)], rnd.randint(1, 25)))
+             for _ in range(3)] for i in range(200)]  # 600 findings, up to 3 words a mask
+    got = _stacked_clusters([runs])
+    assert got == [_clusters_by_definition(runs)]
+    assert len({c for run in got[0] for c in run}) > 10  # many clusters, many joins
+    assert sum(len(run) for run in got[0]) - len({c for run in got[0] for c in run}) > 10
 
 
 _WORDS = ("rate", "rose", "fell", "october", "tutor", "t-07", "18.4", "small", "ell", "group")

@@ -10,8 +10,9 @@ import math
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from fractions import Fraction
-from itertools import combinations
+from itertools import combinations, pairwise
 
+import numpy as np
 import polars as pl
 
 from grade_kit._gc import gc_paused
@@ -210,50 +211,149 @@ def _consistency_scores(runs: pl.DataFrame, items: pl.DataFrame,
 def _consistency_frame(runs: pl.DataFrame, items: pl.DataFrame,
                        metrics: pl.DataFrame) -> pl.DataFrame:
     # Groups and runs get dense ordinals in (setup, task_id, repeat) order, and the findings
-    # and metric values are joined to them and sorted by polars, so the loops below walk flat
-    # columns group after group, with no lookup by run_id.
+    # are joined to them and sorted by polars, so every step below works on flat columns.
     primary = (runs.filter(pl.col("is_primary")).select("run_id", "setup", "task_id", "repeat")
                .sort("setup", "task_id", "repeat")
                .with_columns(group=pl.struct("setup", "task_id").rle_id())
                .with_columns(slot=pl.int_range(pl.len()).over("group")))
     ordinals = primary.select("run_id", "group", "slot")
-    top = (items.filter((pl.col("field") == "finding") & (pl.col("norm") != ""))
-           .join(ordinals, on="run_id").sort("group", "slot", "position")
-           .filter(pl.int_range(pl.len()).over("group", "slot") < TOP_K))
     groups = primary.group_by("group", maintain_order=True).agg(
         pl.col("setup").first(), pl.col("task_id").first(), runs=pl.len())
-    key_scores = _key_scores(metrics, ordinals)
-    finding_group = top.get_column("group").to_list()
-    finding_slot = top.get_column("slot").to_list()
-    # A text's tokens as ids (one categorical cast maps equal tokens to equal ids): sets of
-    # small ints are built and intersected faster than sets of strings.
-    finding_tokens = top.select(pl.col("norm").str.split(" ").cast(pl.List(pl.Categorical))
-                                .list.eval(pl.element().to_physical())).to_series().to_list()
-    n_findings = len(finding_tokens)
-    at = 0
-    fs_col: list[float | None] = []
-    rs_col: list[float | None] = []
-    for group, n_runs in enumerate(groups.get_column("runs").to_list()):
-        per_run: list[list[frozenset[int]]] = [[] for _ in range(n_runs)]
-        while at < n_findings and finding_group[at] == group:
-            per_run[finding_slot[at]].append(frozenset(finding_tokens[at]))
-            at += 1
-        if n_runs < 2:
-            fs_col.append(None)
-            rs_col.append(None)
-            continue
-        assignments = cluster_findings(per_run)
-        fs_col.append(finding_stability(assignments))
-        rs_col.append(ranking_stability(assignments))
-    parts = (groups.with_columns(finding_stability=pl.Series(fs_col, dtype=pl.Float64),
-                                 ranking_stability=pl.Series(rs_col, dtype=pl.Float64))
-             .join(key_scores, on="group", how="left"))
+    # A text's tokens as ids (one categorical cast maps equal tokens to equal ids), each
+    # finding's distinct ids once: the token set the rule compares.
+    top = (items.filter((pl.col("field") == "finding") & (pl.col("norm") != ""))
+           .join(ordinals, on="run_id").sort("group", "slot", "position")
+           .filter(pl.int_range(pl.len()).over("group", "slot") < TOP_K)
+           .select("group", "slot", tokens=pl.col("norm").str.split(" ")
+                   .cast(pl.List(pl.Categorical)).list.eval(pl.element().to_physical())
+                   .list.unique()))
+    top = top.with_columns(cluster=pl.Series(_finding_clusters(top), dtype=pl.Int64))
+    parts = (groups.join(_stability_scores(top, groups), on="group", how="left",
+                         maintain_order="left")
+             .join(_key_scores(metrics, ordinals), on="group", how="left",
+                   maintain_order="left"))
     consistency = [weighted_consistency(dict(zip(CONSISTENCY_WEIGHTS, row, strict=True)))
                    for row in parts.select(list(CONSISTENCY_WEIGHTS)).iter_rows()]
     return parts.select(
         "setup", "task_id", pl.col("runs").cast(pl.Int64), "finding_stability",
         "ranking_stability", "metric_variance",
         consistency=pl.Series(consistency, dtype=pl.Float64))
+
+
+_CELLS = 1 << 22
+"""Elements of the largest temporary array :func:`_finding_clusters` makes at once."""
+
+
+def _finding_clusters(top: pl.DataFrame) -> np.ndarray:
+    """:func:`cluster_findings` for every group at once: the cluster index of each row of
+    ``top`` (columns ``group`` and ``tokens``, a finding's distinct token ids; rows sorted by
+    group, then in run and position order).
+
+    The rule's integer test (3 |a ∩ b| >= |a| + |b|, see :func:`cluster_findings`) is taken
+    for every pair of findings of a group at once, with each finding's token set as a bit
+    mask over its group's tokens (64 to a word) and ``|a ∩ b|`` as the population count of
+    ``a & b``. Groups with the same number of findings and of mask words are stacked into one
+    array; the greedy pass then walks the finding positions, each step for all stacked
+    groups, joining a finding to the first earlier head it matches. Only integers are
+    compared, so the clusters are :func:`cluster_findings`'s exactly (a property test checks
+    them on random groups).
+    """
+    n = top.height
+    out = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return out
+    group = top.get_column("group").to_numpy().astype(np.int64)
+    sizes = top.get_column("tokens").list.len().to_numpy().astype(np.int64)
+    # Each group's findings: where they start and how many.
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    counts = np.diff(np.r_[starts, n])
+    # Tokens as (finding, local id): ids dense per group, in bits of 64-bit words.
+    flat = (top.select(finding=pl.int_range(pl.len(), dtype=pl.Int64), group=pl.col("group"),
+                       token=pl.col("tokens")).explode("token").drop_nulls("token")
+            .sort("group", "token"))
+    finding = flat.get_column("finding").to_numpy()
+    token_group = flat.get_column("group").to_numpy().astype(np.int64)
+    token = flat.get_column("token").to_numpy().astype(np.int64)
+    new = np.r_[True, (token[1:] != token[:-1]) | (token_group[1:] != token_group[:-1])]
+    distinct = np.cumsum(new) - 1
+    group_first = np.r_[True, token_group[1:] != token_group[:-1]]
+    local = distinct - np.repeat(distinct[group_first], np.diff(
+        np.r_[np.flatnonzero(group_first), len(token)]))
+    # Words per group: enough for its highest local id.
+    vocabulary = np.zeros(int(group.max()) + 1, dtype=np.int64)
+    np.maximum.at(vocabulary, token_group, local + 1)
+    words = np.maximum(1, -(-vocabulary // 64))[group[starts]]
+    # The masks, flat: each finding has its group's number of words, one after another.
+    finding_words = np.repeat(words, counts)
+    word_start = np.r_[0, np.cumsum(finding_words)[:-1]]
+    masks = np.zeros(int(finding_words.sum()), dtype=np.uint64)
+    np.bitwise_or.at(masks, word_start[finding] + (local >> 6),
+                     np.left_shift(np.uint64(1), (local & 63).astype(np.uint64)))
+    for (count, width), members in _buckets(counts, words).items():
+        chunk = max(1, _CELLS // (count * count * width))
+        for at in range(0, len(members), chunk):
+            which = members[at:at + chunk]
+            first = starts[which]
+            stacked = masks[word_start[first][:, None] + np.arange(count * width)].reshape(
+                len(which), count, width)
+            size = sizes[first[:, None] + np.arange(count)]
+            out[first[:, None] + np.arange(count)] = _greedy_clusters(stacked, size)
+    return out
+
+
+def _buckets(counts: np.ndarray, words: np.ndarray) -> dict[tuple[int, int], np.ndarray]:
+    """Indices of the groups by (number of findings, mask words)."""
+    order = np.lexsort((words, counts))
+    keys = np.stack([counts[order], words[order]], axis=1)
+    cuts = np.flatnonzero(np.r_[True, (keys[1:] != keys[:-1]).any(axis=1), True])
+    return {(int(keys[a, 0]), int(keys[a, 1])): order[a:b]
+            for a, b in pairwise(cuts)}
+
+
+def _greedy_clusters(masks: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Clusters of ``masks`` (groups x findings x words) whose token-set sizes are
+    ``sizes`` (groups x findings), by the greedy rule of :func:`cluster_findings`."""
+    n_groups, count, width = masks.shape
+    joins = np.empty((n_groups, count, count), dtype=bool)
+    rows = max(1, _CELLS // max(1, n_groups * count * width))
+    for a in range(0, count, rows):
+        shared = np.bitwise_count(masks[:, a:a + rows, None, :] & masks[:, None, :, :]).sum(
+            axis=-1, dtype=np.int64)
+        joins[:, a:a + rows, :] = 3 * shared >= sizes[:, a:a + rows, None] + sizes[:, None, :]
+    is_head = np.zeros((n_groups, count), dtype=bool)
+    head = np.empty((n_groups, count), dtype=np.int64)
+    is_head[:, 0] = True
+    head[:, 0] = 0
+    for j in range(1, count):
+        candidates = joins[:, :j, j] & is_head[:, :j]
+        found = candidates.any(axis=1)
+        is_head[:, j] = ~found
+        head[:, j] = np.where(found, candidates.argmax(axis=1), j)
+    return np.take_along_axis(np.cumsum(is_head, axis=1) - 1, head, axis=1)
+
+
+def _stability_scores(top: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame:
+    """Finding and ranking stability per group of ``groups`` with 2 or more runs, from the
+    clusters of ``top``. Both depend only on the group's runs and each run's list of
+    clusters, so each distinct such shape is scored once (by :func:`finding_stability` and
+    :func:`ranking_stability`) and the score is joined to every group of that shape."""
+    shapes = (groups.select("group", "runs").filter(pl.col("runs") >= 2)
+              .join(top.group_by("group").agg(pl.col("slot"), pl.col("cluster")), on="group",
+                    how="left"))
+    distinct = shapes.select("runs", "slot", "cluster").unique(maintain_order=True)
+    finding: list[float | None] = []
+    ranking: list[float | None] = []
+    for n_runs, slots, clusters in distinct.iter_rows():
+        assignments: list[list[int]] = [[] for _ in range(n_runs)]
+        for slot, cluster in zip(slots or (), clusters or (), strict=True):
+            assignments[slot].append(cluster)
+        finding.append(finding_stability(assignments))
+        ranking.append(ranking_stability(assignments))
+    scored = distinct.with_columns(finding_stability=pl.Series(finding, dtype=pl.Float64),
+                                   ranking_stability=pl.Series(ranking, dtype=pl.Float64))
+    return shapes.join(scored, on=["runs", "slot", "cluster"], how="left",
+                       nulls_equal=True).select("group", "finding_stability",
+                                                "ranking_stability")
 
 
 def _key_scores(metrics: pl.DataFrame, ordinals: pl.DataFrame) -> pl.DataFrame:
