@@ -3,16 +3,18 @@
 Decoding and flattening a run line depends on that line alone; only the checks that span
 lines (a known task is per line, but a first run_id, one primary attempt per slot and a
 re-run naming an accepted run are not) need the lines in order. So :func:`load_runs_parallel`
-cuts each file into newline-aligned byte ranges and has worker processes do the per-line
-work in two steps:
+cuts each file into newline-aligned byte ranges of about :data:`RANGE_BYTES` and has worker
+processes read them, one range after another:
 
-1. each worker decodes its ranges (the loaders' own fast and reference paths, the same
-   rejects) and sends back, per accepted line, its line number, text and the few fields the
-   cross-line checks read;
-2. the main process runs those checks (:class:`~grade_kit.io.RunChecks`, exactly as the
-   sequential loader does) over the ranges in file order, then tells each worker which of
-   its records stand; the worker flattens those into the run frames and sends them back.
+1. a worker decodes a range (the loaders' own fast and reference paths, the same rejects),
+   flattens every record it accepted into the run frames, each row tagged with its record's
+   index in the range, writes the frames as Arrow IPC files, and sends back, per accepted
+   line, its line number, byte offset and the few fields the cross-line checks read;
+2. meanwhile the main process runs those checks (:class:`~grade_kit.io.RunChecks`, exactly
+   as the sequential loader does) over the ranges in file order, then reads the frames and
+   keeps the rows of the records that stand.
 
+A worker holds one range at a time, and the main process checks while the workers read.
 The result equals the sequential loader's: the same records in the same order, the same
 lines, the same rejects with the same messages, and frames equal to
 :func:`~grade_kit.frames.run_frames` of the records (``tests/test_parallel.py``).
@@ -34,21 +36,26 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import numpy as np
 import polars as pl
 
-from grade_kit._fastread import FastRun, FlatRuns, RunKey
-from grade_kit.frames import run_frames
+from grade_kit._fastread import FastRun, FlatRuns, RunKey, raw_records
+from grade_kit.frames import RECORD, RUN_FRAMES, run_frames
 from grade_kit.io import InputError, Loaded, Rejected, RunChecks, _read_jsonl
 from grade_kit.parse import numbered_lines
 from grade_kit.schema import Run
 
-__all__ = ["PARALLEL_BYTES", "ByteRange", "byte_ranges", "load_runs_parallel",
+__all__ = ["PARALLEL_BYTES", "RANGE_BYTES", "ByteRange", "byte_ranges", "load_runs_parallel",
            "read_workers"]
 
 PARALLEL_BYTES = 64 * 2**20
 """Run files of at least this many bytes in all are read in parallel (smaller inputs do not
 repay starting the worker processes: importing grade_kit alone takes 1.8 s)."""
 
+
+RANGE_BYTES = 32 * 2**20
+"""About how many bytes of a run file a worker reads at once (it holds one range's records,
+a few hundred MB at the most, while it flattens them)."""
 
 _BLOCK = 16 * 2**20
 
@@ -70,20 +77,23 @@ class ByteRange:
     first_line: int
 
 
-def byte_ranges(paths: Sequence[Path], pieces: int) -> list[ByteRange]:
-    """Each file cut into up to ``pieces`` ranges of about equal size, each ending just
+def byte_ranges(paths: Sequence[Path], pieces: int,
+                piece_bytes: int | None = None) -> list[ByteRange]:
+    """Each file cut into up to ``pieces`` ranges of about equal size (more, of about
+    ``piece_bytes`` each, for a file larger than ``pieces * piece_bytes``), each ending just
     after a newline (or at the end of the file), in file order."""
     out: list[ByteRange] = []
     for path in paths:
         size = path.stat().st_size
+        cut = pieces if piece_bytes is None else max(pieces, -(-size // piece_bytes))
         if size == 0:
             out.append(ByteRange(str(path), str(path), 0, 0, 1))
             continue
         with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0,
                                                   access=mmap.ACCESS_READ) as data:
             cuts = [0]
-            for k in range(1, pieces):
-                newline = data.find(b"\n", max(size * k // pieces, cuts[-1]))
+            for k in range(1, cut):
+                newline = data.find(b"\n", max(size * k // cut, cuts[-1]))
                 if newline == -1 or newline + 1 >= size:
                     break
                 cuts.append(newline + 1)
@@ -123,7 +133,7 @@ def line_text(path: str, line: int, offset: int, length: int) -> str:
 class _Decoded(NamedTuple):
     """What a worker sends back per range: per accepted line its key, number, offset and
     length (the text stays in the file), the texts of re-runs (the second pass quotes them),
-    and the rejects."""
+    and the rejects. The range's frames are in Arrow files named after its index."""
 
     keys: list[RunKey]
     lines: list[int]
@@ -133,8 +143,9 @@ class _Decoded(NamedTuple):
     rejected: list[Rejected]
 
 
-def _decode(part: ByteRange) -> tuple[_Decoded, list[Any]]:
-    """Step 1 in a worker: the range's lines through the loader's per-line checks."""
+def _read_range(index: int, part: ByteRange, folder: str) -> _Decoded:
+    """A worker's whole job for one range: the loader's per-line checks, then every
+    accepted record flattened, rows tagged with the record's index (:data:`RECORD`)."""
     raw_lines, offsets = _range_lines(part)
     rerun_texts: dict[int, str] = {}  # index among the accepted records -> text
     accepted = 0
@@ -147,36 +158,25 @@ def _decode(part: ByteRange) -> tuple[_Decoded, list[Any]]:
 
     loaded = _read_jsonl(part.source, numbered_lines(raw_lines, part.first_line), Run, note,
                          FastRun)
-    records = list(loaded.records)  # structs and models (a plain list here)
+    records = loaded.records
     keys = [RunKey(r.run_id, r.setup, r.task_id, r.repeat, r.attempt_of, r.status)
-            for r in records]
+            for r in raw_records(records)]
     lines = [int(number) for number in loaded.lines if number is not None]
-    index = [line - part.first_line for line in lines]
-    return _Decoded(keys, lines, [offsets[i] for i in index],
-                    [len(raw_lines[i]) for i in index], rerun_texts, loaded.rejected), records
+    for name, frame in run_frames(records, lines, tag_records=True).items():
+        frame.write_ipc(Path(folder) / f"{index}-{name}.arrow")
+    index_of = [line - part.first_line for line in lines]
+    return _Decoded(keys, lines, [offsets[i] for i in index_of],
+                    [len(raw_lines[i]) for i in index_of], rerun_texts, loaded.rejected)
 
 
 def _serve(inbox: Connection, outbox: Connection) -> None:
-    """A reading process: decode ranges, then flatten the records that stand and write
-    their frames as Arrow IPC files the main process reads."""
-    held: dict[int, tuple[list[Any], list[int]]] = {}
+    """A reading process: read ranges as they are asked for, until told to stop."""
     while True:
         message = inbox.recv()
+        if message[0] != "read":
+            return
         try:
-            if message[0] == "decode":
-                _, index, part = message
-                decoded, records = _decode(part)
-                held[index] = (records, decoded.lines)
-                outbox.send(decoded)
-            elif message[0] == "flatten":
-                _, index, keep, folder = message
-                records, lines = held.pop(index)
-                frames = run_frames([records[i] for i in keep], [lines[i] for i in keep])
-                for name, frame in frames.items():
-                    frame.write_ipc(Path(folder) / f"{index}-{name}.arrow")
-                outbox.send(sorted(frames))
-            else:
-                return
+            outbox.send(_read_range(*message[1:]))
         except Exception as exc:  # the main process raises it (a file that became unreadable)
             outbox.send(exc)
 
@@ -245,24 +245,25 @@ def load_runs_parallel(paths: Sequence[Path], checks: RunChecks,
     """:func:`grade_kit.io.load_runs` of the files ``paths`` on ``workers`` processes.
 
     The records are a :class:`~grade_kit._fastread.FlatRuns` carrying the run frames."""
-    ranges = byte_ranges(paths, workers)
+    ranges = byte_ranges(paths, workers, RANGE_BYTES)
     started: list[_Worker] = []
     try:
-        for _ in range(min(workers, len(ranges))):
-            started.append(_Worker())
-        owner = [started[i % len(started)] for i in range(len(ranges))]
-        for index, part in enumerate(ranges):
-            owner[index].send(("decode", index, part))
-        return _check_and_flatten(ranges, owner, checks)
+        with tempfile.TemporaryDirectory(prefix="grade-kit-read-") as folder:
+            for _ in range(min(workers, len(ranges))):
+                started.append(_Worker())
+            owner = [started[i % len(started)] for i in range(len(ranges))]
+            for index, part in enumerate(ranges):
+                owner[index].send(("read", index, part, folder))
+            return _check_and_collect(ranges, owner, checks, Path(folder))
     finally:
         for worker in started:
             worker.stop()
 
 
-def _check_and_flatten(ranges: Sequence[ByteRange], owner: Sequence[_Worker],
-                       checks: RunChecks) -> Loaded[Run]:
-    """Step 2 in the main process: the cross-line checks in file order, then the frames of
-    the records that stand, from their workers."""
+def _check_and_collect(ranges: Sequence[ByteRange], owner: Sequence[_Worker],
+                       checks: RunChecks, folder: Path) -> Loaded[Run]:
+    """In the main process: the cross-line checks in file order, range by range as the
+    workers finish them, then the frames' rows of the records that stand."""
     rejected: list[Rejected] = []
     accepted: list[tuple[int, int]] = []  # (range, index in range), in file order
     decoded: list[_Decoded] = []
@@ -285,14 +286,11 @@ def _check_and_flatten(ranges: Sequence[ByteRange], owner: Sequence[_Worker],
     keep: list[list[int]] = [[] for _ in ranges]
     for r, i in (accepted[j] for j in standing):
         keep[r].append(i)
-    with tempfile.TemporaryDirectory(prefix="grade-kit-read-") as folder:
-        for index in range(len(ranges)):
-            owner[index].send(("flatten", index, keep[index], folder))
-        names = [owner[index].receive() for index in range(len(ranges))]
-        frames = {name: pl.concat([pl.read_ipc(Path(folder) / f"{index}-{name}.arrow")
-                                   for index in range(len(ranges))], how="vertical",
-                                  rechunk=False)
-                  for name in names[0]}
+    frames = {name: pl.concat([_kept_rows(folder / f"{index}-{name}.arrow", keep[index],
+                                          len(decoded[index].keys))
+                               for index in range(len(ranges))], how="vertical",
+                              rechunk=False)
+              for name in RUN_FRAMES}
     kept = [(r, i) for r in range(len(ranges)) for i in keep[r]]
     records = FlatRuns(
         keys=[decoded[r].keys[i] for r, i in kept],
@@ -304,3 +302,13 @@ def _check_and_flatten(ranges: Sequence[ByteRange], owner: Sequence[_Worker],
     out.sources.extend(ranges[r].source for r, _ in kept)
     out.rejected.sort(key=lambda x: (x.source, x.line or 0))
     return out
+
+
+def _kept_rows(path: Path, keep: list[int], records: int) -> pl.DataFrame:
+    """The rows of a range's frame whose records are in ``keep`` (of ``records``)."""
+    frame = pl.read_ipc(path)
+    if len(keep) < records:
+        standing = np.zeros(records, dtype=bool)
+        standing[keep] = True
+        frame = frame.filter(standing[frame.get_column(RECORD).to_numpy()])
+    return frame.drop(RECORD)

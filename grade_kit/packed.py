@@ -39,7 +39,14 @@ import polars as pl
 from pydantic import BaseModel
 
 from grade_kit._fastread import FastGrade, FastJudgement, FastRun, LazyRecords, ModelSequence
-from grade_kit.frames import COLUMNS, EvalData, run_frames, task_frames, verdict_frames
+from grade_kit.frames import (
+    COLUMNS,
+    RUN_FRAMES,
+    EvalData,
+    run_frames,
+    task_frames,
+    verdict_frames,
+)
 from grade_kit.io import (
     InputError,
     Line,
@@ -83,7 +90,6 @@ DEFAULT_PARTITIONS = 16
 """Partitions of a new store: each holds about 1/16 of the tasks (and their runs)."""
 DEFAULT_CHUNK_LINES = 100_000
 """Lines read, checked and written at a time by :func:`pack` (its working set)."""
-RUN_FRAMES = ("runs", "items", "metrics", "events", "tool_calls")
 VERDICT_FRAMES = ("judgements", "grades")
 HEAVY_FRAMES = ("items", "metrics")
 """The frames an evaluation of a store reads one partition at a time (the answers' text);

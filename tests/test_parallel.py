@@ -153,7 +153,7 @@ def test_a_model_is_read_back_from_its_line_and_a_changed_file_is_named(
 def test_a_file_gone_before_a_reader_opens_it_is_named(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     gone = tmp_path / "gone.jsonl"
-    monkeypatch.setattr(_parallel, "byte_ranges", lambda paths, pieces: [
+    monkeypatch.setattr(_parallel, "byte_ranges", lambda paths, pieces, size=None: [
         _parallel.ByteRange(str(gone), str(gone), 0, 10, 1)])
     with pytest.raises(InputError, match=r"gone.jsonl: cannot be read: No such file"):
         _parallel.load_runs_parallel([gone], RunChecks(None, 1), 2)
