@@ -268,17 +268,22 @@ def _finding_clusters(top: pl.DataFrame) -> np.ndarray:
     starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
     counts = np.diff(np.r_[starts, n])
     # Tokens as (finding, local id): ids dense per group, in bits of 64-bit words.
+    # (About 13 rows a finding: 4-byte columns where the values fit.)
     flat = (top.select(finding=pl.int_range(pl.len(), dtype=pl.Int64), group=pl.col("group"),
                        token=pl.col("tokens")).explode("token").drop_nulls("token")
             .sort("group", "token"))
     finding = flat.get_column("finding").to_numpy()
-    token_group = flat.get_column("group").to_numpy().astype(np.int64)
-    token = flat.get_column("token").to_numpy().astype(np.int64)
-    new = np.r_[True, (token[1:] != token[:-1]) | (token_group[1:] != token_group[:-1])]
-    distinct = np.cumsum(new) - 1
+    token_group = flat.get_column("group").to_numpy()
+    token = flat.get_column("token").to_numpy()
+    del flat
     group_first = np.r_[True, token_group[1:] != token_group[:-1]]
+    new = group_first.copy()
+    new[1:] |= token[1:] != token[:-1]
+    del token
+    distinct = np.cumsum(new, dtype=np.int64) - 1
     local = distinct - np.repeat(distinct[group_first], np.diff(
-        np.r_[np.flatnonzero(group_first), len(token)]))
+        np.r_[np.flatnonzero(group_first), len(distinct)]))
+    del distinct, new
     # Words per group: enough for its highest local id.
     vocabulary = np.zeros(int(group.max()) + 1, dtype=np.int64)
     np.maximum.at(vocabulary, token_group, local + 1)
