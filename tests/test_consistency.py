@@ -130,6 +130,28 @@ def test_task_consistency_weights_and_failed_runs(approx: Any) -> None:
     assert task_row(scores)["consistency"] == approx(0.5 * fs + 0.3 * rs + 0.2 * mv)
 
 
+def test_metric_variance_per_key_when_multisets_repeat_across_groups(approx: Any) -> None:
+    # Setups A and B report the same multiset {1, 2, 4} in other orders (one score for
+    # both); C reports {1.5, 2.5}, D {1.25, 2.25} (close values, not the same multiset);
+    # E reports one value twice, and 0.0 with -0.0 (no spread: 1 each).
+    per_setup = {"A": ([1, 2, 4], None), "B": ([4, 1, 2], None), "C": ([1.5, 2.5], None),
+                 "D": ([1.25, 2.25], None), "E": ([7, 7], [0.0, -0.0])}
+    runs = [make_run(f"{setup}{i}", repeat=i + 1, setup=setup,
+                     metrics={"m": m, **({} if n is None else {"n": n[i]})})
+            for setup, (ms, ns) in per_setup.items() for i, m in enumerate(ms)
+            for n in [ns]]
+    got = {c["setup"]: c["metric_variance"]
+           for c in score([make_task()], runs).consistency.to_dicts()}
+    one_two_four = 1 / (1 + math.sqrt(14 / 9) / (7 / 3))  # mean 7/3, variance 14/9
+    assert got["A"] == approx(one_two_four) and got["B"] == got["A"]
+    assert got["C"] == approx(1 / (1 + 0.5 / 2))  # mean 2, std 0.5
+    assert got["D"] == approx(1 / (1 + 0.5 / 1.75))  # mean 1.75, std 0.5
+    assert got["E"] == 1.0
+    for setup, (ms, ns) in per_setup.items():  # bit for bit the rule's function
+        keys = {"m": [float(m) for m in ms], **({} if ns is None else {"n": ns})}
+        assert got[setup] == metric_variance(keys)
+
+
 def test_consistency_renormalises_and_is_null_with_one_run(approx: Any) -> None:
     task = make_task(gold_insights=[{"id": "i", "text": "alpha"}])
     scores = score([task], [make_run("r1", findings=["alpha"]),
