@@ -246,18 +246,21 @@ def load_runs_parallel(paths: Sequence[Path], checks: RunChecks,
 
     The records are a :class:`~grade_kit._fastread.FlatRuns` carrying the run frames."""
     ranges = byte_ranges(paths, workers, RANGE_BYTES)
-    started: list[_Worker] = []
-    try:
-        with tempfile.TemporaryDirectory(prefix="grade-kit-read-") as folder:
+    # On an error a worker may still be writing a range's files while the folder goes:
+    # that is no reason to hide the error.
+    with tempfile.TemporaryDirectory(prefix="grade-kit-read-",
+                                     ignore_cleanup_errors=True) as folder:
+        started: list[_Worker] = []
+        try:
             for _ in range(min(workers, len(ranges))):
                 started.append(_Worker())
             owner = [started[i % len(started)] for i in range(len(ranges))]
             for index, part in enumerate(ranges):
                 owner[index].send(("read", index, part, folder))
             return _check_and_collect(ranges, owner, checks, Path(folder))
-    finally:
-        for worker in started:
-            worker.stop()
+        finally:
+            for worker in started:
+                worker.stop()
 
 
 def _check_and_collect(ranges: Sequence[ByteRange], owner: Sequence[_Worker],
