@@ -369,3 +369,11 @@ def test_consistency_frame_equals_the_plain_rule(rows: list[tuple[Any, ...]]) ->
                                         c["consistency"])
            for c in score(tasks, runs).consistency.to_dicts()}
     assert got == _plain_consistency(runs)
+
+
+def test_findings_without_tokens_cluster_as_the_rule() -> None:
+    # An empty token set joins an empty head (3 * 0 >= 0 + 0) and nothing else; a group
+    # where no finding has a token leaves the token table empty.
+    groups = [[[frozenset()], [frozenset()]], [[frozenset({5})], [frozenset(), frozenset()]]]
+    assert _stacked_clusters(groups) == [[[0], [0]], [[0], [1, 1]]]
+    assert _stacked_clusters(groups[:1]) == [[[0], [0]]]

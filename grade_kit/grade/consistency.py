@@ -276,7 +276,8 @@ def _finding_clusters(top: pl.DataFrame) -> np.ndarray:
     token_group = flat.get_column("group").to_numpy()
     token = flat.get_column("token").to_numpy()
     del flat
-    group_first = np.r_[True, token_group[1:] != token_group[:-1]]
+    group_first = np.ones(len(token_group), dtype=bool)  # as long as the table, even empty
+    group_first[1:] = token_group[1:] != token_group[:-1]
     new = group_first.copy()
     new[1:] |= token[1:] != token[:-1]
     del token
