@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-__all__ = ["divide", "group_fmean", "row_sum", "seconds_between"]
+__all__ = ["divide", "group_fmean", "row_fmean", "row_sum", "seconds_between"]
 
 
 def group_fmean(frame: pl.DataFrame, keys: Sequence[str],
@@ -43,6 +43,29 @@ def group_fmean(frame: pl.DataFrame, keys: Sequence[str],
         part = lengths.drop("len").with_columns(pl.Series(column, means, dtype=pl.Float64))
         out = out.join(part, on=keys, how="left", nulls_equal=True)
     return out
+
+
+def row_fmean(frame: pl.DataFrame, columns: Sequence[str]) -> pl.Series:
+    """Per row of ``frame``: ``fsum`` / count of the non-null values of ``columns`` (null
+    when a row has none).
+
+    A row with one or two values is summed by numpy (one addition is correctly rounded, so
+    it equals ``fsum``); only a row with three or more goes through ``math.fsum``.
+    """
+    values = frame.select([pl.col(c).cast(pl.Float64) for c in columns]).to_numpy()
+    if values.ndim != 2 or values.shape[0] == 0:
+        return pl.Series([], dtype=pl.Float64)
+    present = ~np.isnan(values)  # polars nulls come out as NaN (no score is NaN)
+    count = present.sum(axis=1)
+    total = np.where(present, values, 0.0)
+    sums = np.zeros(len(values))
+    for column in range(values.shape[1]):
+        sums = sums + total[:, column]
+    for row in np.flatnonzero(count >= 3):
+        sums[row] = math.fsum(values[row][present[row]])
+    means = np.full(len(values), np.nan)
+    np.divide(sums, count, out=means, where=count > 0)
+    return pl.Series(means).fill_nan(None)
 
 
 def row_sum(terms: Sequence[pl.Expr]) -> pl.Expr:

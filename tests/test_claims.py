@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -108,6 +109,25 @@ def test_calibration_mean_of_non_null_shares(approx: Any) -> None:
     scores = score([task], runs)
     assert run_row(scores, "r1")["calibration_limitation_handling"] == approx((0.5 + 0.5 + 1.0) / 3)
     assert run_row(scores, "r2")["calibration_limitation_handling"] == approx((0 + 1 + 0) / 3)
+
+
+def test_calibration_is_the_exactly_summed_mean_of_its_shares() -> None:
+    # Shares 1/12 (limitations found), 1/11 (forbidden claims absent) and 1/10 (calibration
+    # insights found): fsum / 3 = 0.0914141414141414, where adding left to right gives
+    # 0.09141414141414143 (docs/methodology.md §3 "Arithmetic": every mean is fsum / n).
+    words = [f"z{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(33)]  # 33 tokens
+    task = make_task(
+        gold_insights=[{"id": f"i{i}", "text": words[i], "calibration": True}
+                       for i in range(10)],
+        required_limitations=[{"id": f"l{i}", "text": words[10 + i]} for i in range(12)],
+        forbidden_claims=[{"id": f"x{i}", "text": words[22 + i]} for i in range(11)],
+    )
+    run = make_run("r1", findings=[words[0], *words[22:32]], limitations=[words[10]])
+    got = run_row(score([task], [run]), "r1")
+    assert (got["limitations_found"], got["forbidden_absent"],
+            got["calibration_insights_found"]) == (1 / 12, 1 / 11, 1 / 10)
+    assert got["calibration_limitation_handling"] == 0.0914141414141414
+    assert got["calibration_limitation_handling"] == math.fsum([1 / 12, 1 / 11, 1 / 10]) / 3
 
 
 def test_calibration_components_null_when_undefined(approx: Any) -> None:

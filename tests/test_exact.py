@@ -11,7 +11,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grade_kit.exact import divide, group_fmean, row_sum, seconds_between
+from grade_kit.exact import divide, group_fmean, row_fmean, row_sum, seconds_between
 from grade_kit.grade import with_composite
 from grade_kit.schema import DIMENSIONS, PROJECT_WEIGHTS
 
@@ -71,3 +71,24 @@ def test_row_sum_counts_null_as_zero_left_to_right() -> None:
     got = frame.select(s=row_sum([pl.col("a"), pl.col("b"), pl.col("c")]))["s"].to_list()
     assert got == [0.1 + 0.2 + 0.3, 0.3]
     assert math.isclose(got[0], 0.6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.one_of(st.none(), st.floats(0, 1), st.floats(-1e300, 1e300)),
+                         min_size=3, max_size=3), max_size=30))
+def test_row_fmean_is_fsum_over_the_non_null_values(rows: list[list[float | None]]) -> None:
+    frame = pl.DataFrame(rows, schema={"a": pl.Float64, "b": pl.Float64, "c": pl.Float64},
+                         orient="row")
+    got = row_fmean(frame, ["a", "b", "c"]).to_list()
+    expected = [math.fsum(v for v in row if v is not None)
+                / sum(v is not None for v in row) if any(v is not None for v in row) else None
+                for row in rows]
+    assert got == expected
+
+
+def test_row_fmean_by_hand() -> None:
+    frame = pl.DataFrame({"a": [1 / 12, None, 0.5, None], "b": [1 / 11, None, None, 0.25],
+                          "c": [1 / 10, None, 0.25, None]})
+    # left to right, the first row would be 0.09141414141414143
+    assert row_fmean(frame, ["a", "b", "c"]).to_list() == [0.0914141414141414, None, 0.375,
+                                                            0.25]

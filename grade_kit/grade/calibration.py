@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from grade_kit.exact import divide, row_sum
+from grade_kit.exact import row_fmean
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.grade.claims import role_share
 
@@ -25,11 +25,9 @@ def _calibration_scores(matches: pl.DataFrame, runs: pl.DataFrame,
     for part in parts:
         answered = answered.join(part, on="run_id", how="left")
     components = ["limitations_found", "forbidden_absent", "calibration_insights_found"]
-    present = pl.sum_horizontal([pl.col(c).is_not_null().cast(pl.Int64) for c in components])
     methods = [f"{c}_method" for c in components]
     answered = answered.with_columns(
-        divide(answered, row_sum([pl.col(c) for c in components]), present)
-        .alias("calibration_limitation_handling"))
+        row_fmean(answered, components).alias("calibration_limitation_handling"))
     scored = answered.with_columns(
         calibration_limitation_handling_method=pl.concat_list(methods).list.drop_nulls().list.unique()
         .list.sort().list.join("+"),
