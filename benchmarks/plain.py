@@ -1,0 +1,310 @@
+"""A plain row-at-a-time implementation of GRADE scoring (docs/methodology.md §3), written
+from the rules' wording: no frames, one record at a time, Python's ``json`` and the pydantic
+models to read, the one text normaliser (``grade_kit.text``) to match.
+
+It serves twice: ``tests/test_plain.py`` compares ``gk.evaluate`` with it on random inputs
+(bad lines included), figure by figure and bit for bit; and ``python -m benchmarks.plain
+FOLDER`` times it against ``gk.evaluate`` on the same files (``tasks.jsonl``,
+``runs.jsonl``, ``judgements.jsonl``), the baseline the issue measures speed against.
+
+Scope: per-run dimensions, per-run composite and rubric score, consistency, and the per-task
+dimensions, composite and rubric score. Reading keeps the lines the models accept and that
+repeat no run_id or (setup, task, repeat) slot of a first attempt (a re-run names its
+first attempt); the inputs the test writes break no other rule of docs/methodology.md §2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from collections.abc import Iterator, Sequence
+from itertools import combinations
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from grade_kit.schema import DIMENSIONS, PER_RUN_DIMENSIONS, PROJECT_WEIGHTS, Judgement, Run, Task
+from grade_kit.text import contains_run, normalize, normalize_value, parse_number, tokenize
+
+__all__ = ["plain_scores", "read_plain"]
+
+Model = TypeVar("Model", bound=BaseModel)
+JUDGED = ("evidence_linkage", "structure_usability")
+
+
+def _records(path: Path, model: type[Model]) -> Iterator[Model]:
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            try:
+                yield model.model_validate(json.loads(line))
+            except (ValueError, ValidationError):
+                continue  # a bad line: left out, as the loader rejects it
+
+
+def read_plain(tasks: Path, runs: Path, judgements: Path | None = None
+               ) -> tuple[list[Task], list[Run], list[Judgement]]:
+    """The records of three JSONL files, one line at a time."""
+    task_list = list(_records(tasks, Task))
+    known = {t.task_id for t in task_list}
+    run_list: list[Run] = []
+    ids: set[str] = set()
+    slots: set[tuple[str, str, int]] = set()
+    for run in _records(runs, Run):
+        slot = (run.setup, run.task_id, run.repeat)
+        if run.task_id not in known or run.run_id in ids:
+            continue
+        if run.attempt_of is None and slot in slots:
+            continue
+        ids.add(run.run_id)
+        if run.attempt_of is None:
+            slots.add(slot)
+        run_list.append(run)
+    judged = list(_records(judgements, Judgement)) if judgements else []
+    return task_list, run_list, judged
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    """§3 "Arithmetic": fsum / n over the non-null values."""
+    present = [v for v in values if v is not None]
+    return math.fsum(present) / len(present) if present else None
+
+
+def _composite(dims: dict[str, float | None], weights: dict[str, float]) -> float | None:
+    """§3 "Aggregation": weights over the non-null dimensions, renormalised; both sums added
+    left to right in the order of ``weights``."""
+    numerator = denominator = 0.0
+    for name, weight in weights.items():
+        value = dims.get(name)
+        if value is not None:
+            numerator += weight * value
+            denominator += weight
+    return numerator / denominator if denominator != 0 else None
+
+
+def _stated(claim: Any, texts: Sequence[str]) -> bool:
+    """§3 "Claim match", deterministic, in any one of ``texts``."""
+    for text in texts:
+        norm = normalize(text)
+        if claim.patterns is None:
+            if contains_run(norm, normalize(claim.text)):
+                return True
+        elif any(all(any(contains_run(norm, normalize(s)) for s in term.split("|"))
+                     for term in alternative) for alternative in claim.patterns):
+            return True
+    return False
+
+
+def _fact_passes(fact: Any, metrics: dict[str, Any]) -> bool:
+    """§3 "Grounding accuracy"."""
+    if fact.metric not in metrics:
+        return False
+    predicted = metrics[fact.metric]
+    if isinstance(fact.value, str):
+        return isinstance(predicted, str) and (
+            normalize_value(predicted) == normalize_value(fact.value))
+    number = parse_number(predicted)
+    if number is None:
+        return False
+    gold = float(fact.value)
+    diff = abs(number - gold)
+    if fact.abs_tol is None and fact.rel_tol is None:
+        return diff <= 1e-9 + 1e-12
+    return ((fact.abs_tol is not None and diff <= fact.abs_tol + 1e-12)
+            or (fact.rel_tol is not None and diff <= fact.rel_tol * abs(gold) + 1e-12))
+
+
+def _share(found: int, total: int) -> float | None:
+    return found / total if total else None
+
+
+def _run_dimensions(task: Task, run: Run, judged: dict[tuple[str, str], float | None],
+                    defines_judged: dict[str, bool]) -> dict[str, float | None]:
+    """§3: the five per-run dimensions of one run ("No response" included)."""
+    insights = task.gold_insights
+    calibration_insights = [c for c in insights if c.calibration]
+    defines = {
+        "grounding_accuracy": bool(task.gold_facts),
+        "insight_quality": bool(insights),
+        "calibration_limitation_handling": bool(task.required_limitations
+                                                or task.forbidden_claims
+                                                or calibration_insights),
+        **defines_judged,
+    }
+    response = run.response if run.status == "delivered" else None
+    if response is None:
+        return {d: (0.0 if defines[d] else None) for d in PER_RUN_DIMENSIONS}
+    findings = response.key_findings
+    everything = [*findings, *response.limitations, *response.recommendations, response.text]
+    out: dict[str, float | None] = {
+        "grounding_accuracy": _share(sum(_fact_passes(f, response.structured_metrics)
+                                         for f in task.gold_facts), len(task.gold_facts)),
+        "insight_quality": _share(sum(_stated(c, findings) for c in insights), len(insights)),
+        "calibration_limitation_handling": _mean([
+            _share(sum(_stated(c, response.limitations) for c in task.required_limitations),
+                   len(task.required_limitations)),
+            _share(sum(not _stated(c, everything) for c in task.forbidden_claims),
+                   len(task.forbidden_claims)),
+            _share(sum(_stated(c, findings) for c in calibration_insights),
+                   len(calibration_insights))]),
+    }
+    for dimension in JUDGED:
+        out[dimension] = judged.get((run.run_id, dimension))
+    return out
+
+
+def _tau_b(x: Sequence[int], y: Sequence[int]) -> float | None:
+    concordant = discordant = ties_x = ties_y = 0
+    for i, j in combinations(range(len(x)), 2):
+        dx, dy = x[i] - x[j], y[i] - y[j]
+        ties_x += dx == 0
+        ties_y += dy == 0
+        concordant += dx * dy > 0
+        discordant += dx * dy < 0
+    n0 = len(x) * (len(x) - 1) // 2
+    denominator = math.sqrt((n0 - ties_x) * (n0 - ties_y))
+    return (concordant - discordant) / denominator if denominator else None
+
+
+def _consistency(members: Sequence[Run]) -> dict[str, float | None]:
+    """§3 "Consistency" for one (setup, task)'s primary runs in repeat order."""
+    none = dict.fromkeys(("finding_stability", "ranking_stability", "metric_variance",
+                          "consistency"))
+    if len(members) < 2:
+        return none
+    responses = [r.response if r.status == "delivered" else None for r in members]
+    top3 = [[frozenset(tokenize(f)) for f in (resp.key_findings if resp else [])
+             if tokenize(f)][:3] for resp in responses]
+    heads: list[frozenset[str]] = []
+    clusters: list[list[int]] = []
+    for findings in top3:
+        mine = []
+        for tokens in findings:
+            for index, head in enumerate(heads):
+                if 2 * len(tokens & head) >= len(tokens | head):
+                    mine.append(index)
+                    break
+            else:
+                heads.append(tokens)
+                mine.append(len(heads) - 1)
+        clusters.append(mine)
+    out: dict[str, float | None] = dict(none)
+    if heads:
+        out["finding_stability"] = math.fsum(
+            sum(c in run for run in clusters) / len(members) for c in range(len(heads))
+        ) / len(heads)
+    firsts = []
+    for run in clusters:
+        first: dict[int, int] = {}
+        for position, cluster in enumerate(run):
+            first.setdefault(cluster, position)
+        firsts.append(first)
+    pair_values = []
+    for a, b in combinations(firsts, 2):
+        shared = sorted(set(a) & set(b))
+        if len(shared) >= 2:
+            tau = _tau_b([a[c] for c in shared], [b[c] for c in shared])
+            if tau is not None:
+                pair_values.append((tau + 1) / 2)
+    out["ranking_stability"] = _mean(pair_values)
+    by_key: dict[str, list[float]] = {}
+    for resp in responses:
+        for key, value in (resp.structured_metrics if resp else {}).items():
+            number = parse_number(value)
+            if number is not None:
+                by_key.setdefault(key, []).append(number)
+    scores = []
+    for values in by_key.values():
+        if len(values) < 2:
+            continue
+        if all(v == values[0] for v in values):
+            scores.append(1.0)
+            continue
+        scale = max(abs(v) for v in values)
+        xs = [v / scale for v in values] if not 1e-150 < scale < 1e150 else values
+        mean = math.fsum(xs) / len(xs)
+        std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / len(xs))
+        scores.append((1.0 if std == 0 else 0.0) if mean == 0 else 1.0 / (1.0 + std / abs(mean)))
+    out["metric_variance"] = _mean(scores)
+    weights = {"finding_stability": 0.5, "ranking_stability": 0.3, "metric_variance": 0.2}
+    present = {k: v for k in weights if (v := out[k]) is not None}
+    if present:
+        out["consistency"] = (math.fsum(weights[k] * v for k, v in present.items())
+                              / math.fsum(weights[k] for k in present))
+    return out
+
+
+def plain_scores(tasks: Sequence[Task], runs: Sequence[Run], judgements: Sequence[Judgement]
+                 ) -> tuple[dict[str, dict[str, Any]], dict[tuple[str, str], dict[str, Any]]]:
+    """Per run (by run_id) and per (setup, task): every GRADE figure of §3.
+
+    Returns:
+        (runs, tasks): a run's five dimensions, composite and rubric_score; a task's six
+        dimensions, composite, rubric_score, runs (primary runs) and the consistency parts.
+    """
+    by_id = {t.task_id: t for t in tasks if t.kind == "grade"}
+    judged: dict[tuple[str, str], float | None] = {}
+    for j in judgements:  # a second judgement of a run's dimension is rejected: the first
+        judged.setdefault((j.run_id, j.dimension), j.score)
+    task_of = {r.run_id: r.task_id for r in runs}
+    defines: dict[str, dict[str, bool]] = {t: dict.fromkeys(JUDGED, False) for t in by_id}
+    for j in judgements:
+        if j.score is not None and task_of.get(j.run_id) in defines:
+            defines[task_of[j.run_id]][j.dimension] = True
+    per_run: dict[str, dict[str, Any]] = {}
+    groups: dict[tuple[str, str], list[Run]] = {}
+    for run in runs:
+        task = by_id.get(run.task_id)
+        if task is None:
+            continue
+        dims = _run_dimensions(task, run, judged, defines[run.task_id])
+        task_weights = task.weights or {}
+        per_run[run.run_id] = {
+            **dims,
+            "composite": _composite(dims, {d: PROJECT_WEIGHTS[d] for d in PER_RUN_DIMENSIONS}),
+            "rubric_score": _composite(dims, {d: task_weights.get(d, 0.0)
+                                              for d in PER_RUN_DIMENSIONS}),
+        }
+        if run.attempt_of is None:
+            groups.setdefault((run.setup, run.task_id), []).append(run)
+    per_task: dict[tuple[str, str], dict[str, Any]] = {}
+    for (setup, task_id), members in groups.items():
+        members.sort(key=lambda r: r.repeat)
+        task_weights = by_id[task_id].weights or {}
+        parts = _consistency(members)
+        dims = {d: _mean([per_run[r.run_id][d] for r in members]) for d in PER_RUN_DIMENSIONS}
+        dims["consistency"] = parts["consistency"]
+        per_task[(setup, task_id)] = {
+            **dims, **{k: v for k, v in parts.items() if k != "consistency"},
+            "runs": len(members),
+            "composite": _composite(dims, {d: PROJECT_WEIGHTS[d] for d in PROJECT_WEIGHTS}),
+            "rubric_score": _composite(dims, {d: task_weights.get(d, 0.0) for d in DIMENSIONS}),
+        }
+    return per_run, per_task
+
+
+def main() -> None:
+    import grade_kit as gk
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", type=Path, help="with tasks.jsonl, runs.jsonl, judgements.jsonl")
+    args = parser.parse_args()
+    paths = [args.folder / f"{name}.jsonl" for name in ("tasks", "runs", "judgements")]
+    started = time.perf_counter()
+    plain = plain_scores(*read_plain(*paths))
+    plain_s = time.perf_counter() - started
+    started = time.perf_counter()
+    evaluation = gk.evaluate(paths[0], paths[1], judgements=paths[2])
+    ours_s = time.perf_counter() - started
+    print(f"plain row-at-a-time: {plain_s:.1f} s for {len(plain[0]):,} runs; gk.evaluate: "
+          f"{ours_s:.1f} s (x{plain_s / ours_s:.2f}; gk.evaluate also computes the "
+          f"standard's statistics and the typed results)")
+    del evaluation
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""gk.evaluate against the plain row-at-a-time implementation of docs/methodology.md §3
+(``benchmarks/plain.py``): thousands of random runs written to JSONL with bad lines among
+them, every GRADE figure per run and per (setup, task) compared bit for bit."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import grade_kit as gk
+from benchmarks.plain import plain_scores, read_plain
+from grade_kit.schema import DIMENSIONS, PER_RUN_DIMENSIONS
+
+WORDS = ["alpha", "beta", "october", "spike", "spiked", "2.6", "12.6", "18.4", "quarter",
+         "single", "small", "sample", "year", "over", "causes", "t", "07", "rose"]
+METRIC_VALUES: list[Any] = [0.184, "18.4%", 0.2, 0.1841, 7, "7", 8, "T-07", "t-07 ", "n/a",
+                            True, None, 0, -0.0, 1e300, "1,234", 12.6, 2.6, [1], {"a": 1}]
+
+
+def _words(rnd: random.Random, low: int, high: int) -> str:
+    return " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(low, high)))
+
+
+def _claim(rnd: random.Random, claim_id: str, calibration: bool = False) -> dict[str, Any]:
+    claim: dict[str, Any] = {"id": claim_id, "text": _words(rnd, 1, 2)}
+    if rnd.random() < 0.4:
+        claim["patterns"] = [["|".join(_words(rnd, 1, 2) for _ in range(rnd.randint(1, 3)))
+                              for _ in range(rnd.randint(1, 2))]
+                             for _ in range(rnd.randint(1, 2))]
+    if calibration:
+        claim["calibration"] = True
+    return claim
+
+
+def _task(rnd: random.Random, index: int) -> dict[str, Any]:
+    chosen = rnd.sample(DIMENSIONS, rnd.randint(1, 6))
+    raw = [rnd.randint(1, 9) for _ in chosen]
+    weights = {d: w / sum(raw) for d, w in zip(chosen, raw, strict=True)}
+    facts = []
+    for k in range(rnd.randint(0, 3)):
+        fact: dict[str, Any] = {"id": f"f{k}", "metric": rnd.choice(["m", "n", "s", "k"])}
+        if rnd.random() < 0.3:
+            fact["value"] = rnd.choice(["T-07", "t-07", "18.4%"])
+        else:
+            fact["value"] = rnd.choice([0.184, 7, 2.6, 0, 1e300])
+            tolerance = rnd.choice(["abs", "rel", "both", "none"])
+            if tolerance in ("abs", "both"):
+                fact["abs_tol"] = rnd.choice([0.0, 0.005, 0.01, 1.0])
+            if tolerance in ("rel", "both"):
+                fact["rel_tol"] = rnd.choice([0.0, 0.01, 0.1])
+        facts.append(fact)
+    # Up to 5 insights, 4 limitations and 4 forbidden claims: the three calibration shares
+    # take values such as 1/3 and 3/4 whose sum left to right is not the exact sum.
+    insights = [_claim(rnd, f"i{k}", calibration=rnd.random() < 0.5)
+                for k in range(rnd.randint(0, 5))]
+    limitations = [_claim(rnd, f"l{k}") for k in range(rnd.randint(0, 4))]
+    forbidden = [_claim(rnd, f"x{k}") for k in range(rnd.randint(0, 4))]
+    if not (facts or insights or limitations or forbidden):
+        insights = [_claim(rnd, "i0")]
+    return {"task_id": f"t{index}", "prompt": "What changed?", "weights": weights,
+            "track": 1 + index % 5, "pack": f"pack{index % 3}",
+            "gold_facts": facts, "gold_insights": insights,
+            "required_limitations": limitations, "forbidden_claims": forbidden}
+
+
+def _run(rnd: random.Random, run_id: str, setup: str, task_id: str, repeat: int,
+         attempt_of: str | None) -> dict[str, Any]:
+    status = rnd.choice(["delivered"] * 6 + ["failed", "timeout"])
+    run: dict[str, Any] = {"run_id": run_id, "setup": setup, "task_id": task_id,
+                           "repeat": repeat, "status": status}
+    if attempt_of is not None:
+        run["attempt_of"] = attempt_of
+    if status == "delivered" or rnd.random() < 0.3:  # a failed run may carry a response
+        run["response"] = {
+            "key_findings": [_words(rnd, 0, 5) for _ in range(rnd.randint(0, 5))],
+            "limitations": [_words(rnd, 1, 3) for _ in range(rnd.randint(0, 2))],
+            "recommendations": [_words(rnd, 1, 3) for _ in range(rnd.randint(0, 2))],
+            "structured_metrics": {k: rnd.choice(METRIC_VALUES)
+                                   for k in rnd.sample(["m", "n", "s", "k"], rnd.randint(0, 4))},
+            "text": _words(rnd, 0, 8)}
+    return run
+
+
+BAD_LINES = ['{"run_id": "bad-1", "setup": ', '{"run_id": "bad-2", "setup": "A", "task_id": "t0", '
+             '"repeat": "2", "status": "failed"}', '{"run_id": "bad-3", "task_id": "t0", '
+             '"repeat": 1, "status": "failed"}', '{"run_id": "bad-4", "setup": "A", "task_id": '
+             '"t0", "repeat": 1, "status": "lost"}', "not json at all"]
+
+
+def _write_inputs(folder: Path, seed: int) -> dict[str, Path]:
+    rnd = random.Random(seed)
+    tasks = [_task(rnd, i) for i in range(20)]
+    tasks.append({"task_id": "plain", "prompt": "How many?"})  # a plain question: no GRADE
+    lines: list[str] = []
+    judgements: list[str] = []
+    for task in tasks:
+        for setup in ("A", "B", "C"):
+            for repeat in range(1, rnd.randint(1, 5) + 1):
+                run_id = f"{setup}-{task['task_id']}-{repeat}"
+                runs = [_run(rnd, run_id, setup, task["task_id"], repeat, None)]
+                if rnd.random() < 0.15:  # a re-run of the slot: never scored in its place
+                    runs.append(_run(rnd, run_id + "-again", setup, task["task_id"], repeat,
+                                     run_id))
+                for run in runs:
+                    lines.append(json.dumps(run))
+                    if rnd.random() < 0.05:
+                        lines.append(rnd.choice(BAD_LINES))
+                    for dimension in ("evidence_linkage", "structure_usability"):
+                        roll = rnd.random()
+                        if roll < 0.5:
+                            judgements.append(json.dumps({
+                                "run_id": run["run_id"], "dimension": dimension,
+                                "score": round(rnd.random(), 3), "judge": "test"}))
+                        elif roll < 0.6:
+                            judgements.append(json.dumps({
+                                "run_id": run["run_id"], "dimension": dimension,
+                                "score": None, "judge": "test", "reason": "nothing to check"}))
+    paths = {"tasks": folder / "tasks.jsonl", "runs": folder / "runs.jsonl",
+             "judgements": folder / "judgements.jsonl"}
+    paths["tasks"].write_text("".join(json.dumps(t) + "\n" for t in tasks), encoding="utf-8")
+    paths["runs"].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    paths["judgements"].write_text("\n".join(judgements) + "\n", encoding="utf-8")
+    return paths
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_evaluate_equals_the_plain_row_at_a_time_rules(tmp_path: Path, seed: int) -> None:
+    paths = _write_inputs(tmp_path, seed)
+    evaluation = gk.evaluate(paths["tasks"], paths["runs"], judgements=paths["judgements"])
+    plain_runs, plain_tasks = plain_scores(*read_plain(paths["tasks"], paths["runs"],
+                                                       paths["judgements"]))
+    runs = evaluation.runs_frame
+    assert evaluation.inputs.rejected  # bad lines were there, and were set aside
+    assert len(evaluation.inputs.tasks) == 21 and len(plain_runs) > 150  # nothing vacuous
+    # Every run the plain reader kept is scored; runs of the plain question have no scores.
+    grade_rows = runs.filter(runs["task_id"] != "plain")
+    assert sorted(grade_rows.get_column("run_id").to_list()) == sorted(plain_runs)
+    columns = [*PER_RUN_DIMENSIONS, "composite", "rubric_score"]
+    for row in grade_rows.iter_rows(named=True):
+        assert {c: row[c] for c in columns} == {c: plain_runs[row["run_id"]][c]
+                                                for c in columns}, row["run_id"]
+    assert all(v is None for c in columns
+               for v in runs.filter(runs["task_id"] == "plain").get_column(c).to_list())
+    tasks = evaluation.scores.tasks
+    assert sorted(zip(tasks.get_column("setup"), tasks.get_column("task_id"),
+                      strict=True)) == sorted(plain_tasks)
+    task_columns = ["runs", *DIMENSIONS, "composite", "rubric_score"]
+    for row in tasks.iter_rows(named=True):
+        expected = plain_tasks[(row["setup"], row["task_id"])]
+        assert {c: row[c] for c in task_columns} == {c: expected[c] for c in task_columns}
+    for row in evaluation.scores.consistency.iter_rows(named=True):
+        expected = plain_tasks[(row["setup"], row["task_id"])]
+        for part in ("finding_stability", "ranking_stability", "metric_variance"):
+            assert row[part] == expected[part]
