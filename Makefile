@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 RUNTIME := $(VENV)/.installed-runtime
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck chromium bench bench-scale bench-store bench-compare bench-fetch fixtures schemas clean
+.PHONY: demo test lint typecheck chromium bench bench-scale bench-store bench-plain bench-compare bench-fetch fixtures schemas clean
 
 # The package and what it needs to run (enough for the demo) ...
 $(RUNTIME): pyproject.toml
@@ -44,6 +44,9 @@ bench-scale: $(STAMP)     ## rich inputs at 100k/300k/1M runs, stage by stage; 1
 
 bench-store: $(STAMP)     ## pack and evaluate a store vs in memory: time, peak RSS, same results
 	$(BIN)/python -m benchmarks.store_bench
+
+bench-plain: $(STAMP)     ## a plain row-at-a-time GRADE (methodology §3) vs gk.evaluate at 100k: time, differing figures
+	$(BIN)/python -m benchmarks.plain
 
 bench-compare: $(STAMP)   ## the two newest benchmarks/results/*.json side by side
 	$(BIN)/python -m benchmarks.compare

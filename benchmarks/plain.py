@@ -3,9 +3,11 @@ from the rules' wording: no frames, one record at a time, Python's ``json`` and 
 models to read, the one text normaliser (``grade_kit.text``) to match.
 
 It serves twice: ``tests/test_plain.py`` compares ``gk.evaluate`` with it on random inputs
-(bad lines included), figure by figure and bit for bit; and ``python -m benchmarks.plain
-FOLDER`` times it against ``gk.evaluate`` on the same files (``tasks.jsonl``,
-``runs.jsonl``, ``judgements.jsonl``), the baseline the issue measures speed against.
+(bad lines included), figure by figure and bit for bit; and ``make bench-plain``
+(``python -m benchmarks.plain [FOLDER] [--runs N]``) times both on the same files
+(``tasks.jsonl``, ``runs.jsonl``, ``judgements.jsonl``; by default the seeded rich input of
+``benchmarks/scale.py`` at 100k runs) and counts the figures that differ: the baseline the
+issue measures speed against.
 
 Scope: per-run dimensions, per-run composite and rubric score, consistency, and the per-task
 dimensions, composite and rubric score. Reading keeps the lines the models accept and that
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from itertools import combinations
@@ -29,7 +32,7 @@ from pydantic import BaseModel, ValidationError
 from grade_kit.schema import DIMENSIONS, PER_RUN_DIMENSIONS, PROJECT_WEIGHTS, Judgement, Run, Task
 from grade_kit.text import contains_run, normalize, normalize_value, parse_number, tokenize
 
-__all__ = ["plain_scores", "read_plain"]
+__all__ = ["differences", "plain_scores", "read_plain"]
 
 Model = TypeVar("Model", bound=BaseModel)
 JUDGED = ("evidence_linkage", "structure_usability")
@@ -287,23 +290,77 @@ def plain_scores(tasks: Sequence[Task], runs: Sequence[Run], judgements: Sequenc
     return per_run, per_task
 
 
+def differences(evaluation: Any, per_run: dict[str, dict[str, Any]],
+                per_task: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
+    """Every GRADE figure of ``evaluation`` (a :class:`grade_kit.Evaluation`) that is not
+    bit for bit the plain one, as messages; runs and tasks present on one side only too."""
+    out: list[str] = []
+    runs = evaluation.runs_frame
+    columns = [*PER_RUN_DIMENSIONS, "composite", "rubric_score"]
+    grade_tasks = {t.task_id for t in evaluation.inputs.tasks if t.kind == "grade"}
+    seen = set()
+    for row in runs.iter_rows(named=True):
+        expected = per_run.get(row["run_id"])
+        if expected is None:
+            expected = {c: None for c in columns}
+            if row["task_id"] in grade_tasks:
+                out.append(f"run {row['run_id']}: scored, but the plain reader left it out")
+        seen.add(row["run_id"])
+        out.extend(f"run {row['run_id']}: {c} {row[c]!r} != {expected[c]!r}"
+                   for c in columns if row[c] != expected[c])
+    out.extend(f"run {run_id}: not scored" for run_id in sorted(set(per_run) - seen))
+    task_columns = ["runs", *DIMENSIONS, "composite", "rubric_score"]
+    keys = set()
+    for row in evaluation.scores.tasks.join(
+            evaluation.scores.consistency.drop("runs", "consistency"),
+            on=["setup", "task_id"], how="left").iter_rows(named=True):
+        key = (row["setup"], row["task_id"])
+        keys.add(key)
+        expected = per_task.get(key)
+        if expected is None:
+            out.append(f"task {key}: not in the plain scores")
+            continue
+        out.extend(f"task {key}: {c} {row[c]!r} != {expected[c]!r}"
+                   for c in (*task_columns, "finding_stability", "ranking_stability",
+                             "metric_variance") if row[c] != expected[c])
+    out.extend(f"task {key}: not scored" for key in sorted(set(per_task) - keys))
+    return out
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", type=Path, nargs="?",
+                        help="with tasks.jsonl, runs.jsonl, judgements.jsonl; default: the "
+                             "seeded rich input of benchmarks/scale.py, written to a "
+                             "temporary folder")
+    parser.add_argument("--runs", type=int, default=100_000,
+                        help="runs of the generated input (default 100,000)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = args.folder
+        if folder is None:
+            from benchmarks.scale import write_inputs
+
+            folder = Path(tmp)
+            write_inputs(folder, args.runs)
+        _compare(folder)
+
+
+def _compare(folder: Path) -> None:
     import grade_kit as gk
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("folder", type=Path, help="with tasks.jsonl, runs.jsonl, judgements.jsonl")
-    args = parser.parse_args()
-    paths = [args.folder / f"{name}.jsonl" for name in ("tasks", "runs", "judgements")]
+    paths = [folder / f"{name}.jsonl" for name in ("tasks", "runs", "judgements")]
     started = time.perf_counter()
-    plain = plain_scores(*read_plain(*paths))
+    per_run, per_task = plain_scores(*read_plain(*paths))
     plain_s = time.perf_counter() - started
     started = time.perf_counter()
     evaluation = gk.evaluate(paths[0], paths[1], judgements=paths[2])
     ours_s = time.perf_counter() - started
-    print(f"plain row-at-a-time: {plain_s:.1f} s for {len(plain[0]):,} runs; gk.evaluate: "
+    print(f"plain row-at-a-time: {plain_s:.1f} s for {len(per_run):,} runs; gk.evaluate: "
           f"{ours_s:.1f} s (x{plain_s / ours_s:.2f}; gk.evaluate also computes the "
           f"standard's statistics and the typed results)")
-    del evaluation
+    found = differences(evaluation, per_run, per_task)
+    print(f"figures that differ: {len(found)}", *found[:20], sep="\n  ")
 
 
 if __name__ == "__main__":
