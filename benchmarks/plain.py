@@ -23,16 +23,33 @@ import math
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from datetime import datetime
+from fractions import Fraction
 from itertools import combinations
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from grade_kit.schema import DIMENSIONS, PER_RUN_DIMENSIONS, PROJECT_WEIGHTS, Judgement, Run, Task
+from grade_kit.schema import (
+    DIMENSIONS,
+    PER_RUN_DIMENSIONS,
+    PROJECT_WEIGHTS,
+    Grade,
+    Judgement,
+    Run,
+    Task,
+)
 from grade_kit.text import contains_run, normalize, normalize_value, parse_number, tokenize
 
-__all__ = ["differences", "plain_scores", "read_plain"]
+__all__ = [
+    "differences",
+    "plain_scores",
+    "plain_standard",
+    "read_grades",
+    "read_plain",
+    "standard_differences",
+]
 
 Model = TypeVar("Model", bound=BaseModel)
 JUDGED = ("evidence_linkage", "structure_usability")
@@ -69,6 +86,11 @@ def read_plain(tasks: Path, runs: Path, judgements: Path | None = None
         run_list.append(run)
     judged = list(_records(judgements, Judgement)) if judgements else []
     return task_list, run_list, judged
+
+
+def read_grades(path: Path) -> list[Grade]:
+    """The grade records of a JSONL file, one line at a time."""
+    return list(_records(path, Grade))
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -288,6 +310,159 @@ def plain_scores(tasks: Sequence[Task], runs: Sequence[Run], judgements: Sequenc
             "rubric_score": _composite(dims, {d: task_weights.get(d, 0.0) for d in DIMENSIONS}),
         }
     return per_run, per_task
+
+
+def _summary(values: Sequence[float]) -> dict[str, Any]:
+    """§4 "Timing": n, mean (fsum / n), P50 (mean of the middle two), nearest-rank P90 (the
+    ceil(0.9 n)-th sorted value, exactly), min, max; all null but n when n = 0."""
+    ordered = sorted(values)
+    n = len(ordered)
+    if not n:
+        return {"n": 0, "mean": None, "p50": None, "p90": None, "min": None, "max": None}
+    middle = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+    rank = math.ceil(Fraction(9, 10) * n)
+    return {"n": n, "mean": math.fsum(ordered) / n, "p50": middle, "p90": ordered[rank - 1],
+            "min": ordered[0], "max": ordered[-1]}
+
+
+def _grade(run: Run, record: Grade | None) -> str:
+    """§4 "Grades", in the rule's order."""
+    if run.status != "delivered":
+        return "unresolved"
+    if record is None:
+        return "pending_verification"
+    if record.material_error == "yes" or record.core_conclusion == "material_error":
+        return "material_error"
+    if "pending" in (record.core_conclusion, record.request_fulfilment, record.material_error):
+        return "pending_verification"
+    if record.core_conclusion == "correct" and record.request_fulfilment == "full":
+        return "resolved"
+    if record.core_conclusion == "correct" and record.request_fulfilment == "partial":
+        return "partially_resolved"
+    return "unresolved"
+
+
+def _seconds(later: str, earlier: str) -> float:
+    """(later - earlier) in seconds, as ``timedelta.total_seconds()``."""
+    return (datetime.fromisoformat(later) - datetime.fromisoformat(earlier)).total_seconds()
+
+
+STATES = ("resolved", "partially_resolved", "material_error", "unresolved",
+          "pending_verification", "not_run")
+
+
+def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[Grade],
+                   setups: Sequence[str] | None = None) -> dict[str, Any]:
+    """§4 for every setup, over all questions and over the common subset: the plan, grade
+    counts and rates over N, graded coverage, stable resolution, E2E, timeouts and failures
+    over attempted primary runs, and unique tool calls per exposed delivered run.
+
+    Tasks carry no suite here (every setup is planned on every task) and R is inferred.
+    """
+    records: dict[str, Grade] = {}
+    for record in grades:  # a second grade of a run is rejected: the first stands
+        records.setdefault(record.run_id, record)
+    primary = [r for r in runs if r.attempt_of is None]
+    highest: dict[tuple[str, str], int] = {}
+    for run in primary:
+        key = (run.setup, run.task_id)
+        highest[key] = max(highest.get(key, 0), run.repeat)
+    reached = sorted(highest.values(), reverse=True)
+    repeats = reached[len(reached) // 20] if reached else 1  # the (floor(0.05 P) + 1)-th
+    questions = sorted(t.task_id for t in tasks)
+    names = sorted(setups if setups is not None else {r.setup for r in runs})
+    slot = {(r.setup, r.task_id, r.repeat): r for r in primary}
+    graded = {r.run_id: _grade(r, records.get(r.run_id)) for r in primary}
+
+    def setup_figures(setup: str, chosen: Sequence[str]) -> dict[str, Any]:
+        n = len(chosen) * repeats
+        counts = dict.fromkeys(STATES, 0)
+        in_plan = []
+        for task_id in chosen:
+            for repeat in range(1, repeats + 1):
+                run = slot.get((setup, task_id, repeat))
+                if run is None:
+                    counts["not_run"] += 1
+                else:
+                    counts[graded[run.run_id]] += 1
+                    in_plan.append(run)
+        stable = None
+        if repeats > 1:
+            stable = sum(all((r := slot.get((setup, t, k))) is not None
+                             and graded[r.run_id] == "resolved" for k in range(1, repeats + 1))
+                         for t in chosen)
+        delivered = [r for r in in_plan if r.status == "delivered"]
+        e2e = []
+        missing = 0
+        for run in delivered:
+            submitted, received = run.events.get("submitted"), run.events.get("received")
+            if submitted is None or received is None:
+                missing += 1
+            elif (seconds := _seconds(received, submitted)) >= 0:
+                e2e.append(seconds)
+        exposed = [r for r in delivered if r.tool_calls is not None]
+        per_run = [len({c.id for c in r.tool_calls or ()}) for r in exposed]
+        return {
+            "N": n, "questions": len(chosen), "repeats": repeats, "counts": counts,
+            "rates": {k: (v / n if n else None) for k, v in counts.items()},
+            "graded_coverage": (sum(counts[k] for k in STATES[:4]) / n) if n else None,
+            "ungraded": sum(r.status == "delivered" and r.run_id not in records
+                            for r in in_plan),
+            "beyond_plan": sum(r.setup == setup and r.repeat > repeats and r.task_id in chosen
+                               for r in primary),
+            "stable_resolution": stable,
+            "e2e_s": _summary(e2e), "delivered": len(delivered), "missing_timestamps": missing,
+            "timeouts": (sum(r.status == "timeout" for r in in_plan), len(in_plan)),
+            "failures": (sum(r.status in ("failed", "cancelled") for r in in_plan),
+                         len(in_plan)),
+            "tool_calls": {"runs_exposed": len(exposed), "delivered": len(delivered),
+                           "coverage": len(exposed) / len(delivered) if delivered else None,
+                           "per_run": _summary([float(k) for k in per_run]),
+                           "unique_calls": sum(per_run)},
+        }
+
+    common = [t for t in questions if all(
+        (r := slot.get((setup, t, k))) is not None and graded[r.run_id] == "resolved"
+        for setup in names for k in range(1, repeats + 1))]
+    return {"repeats": repeats, "common": common,
+            "all": {setup: setup_figures(setup, questions) for setup in names},
+            "subset": {setup: setup_figures(setup, common) for setup in names}}
+
+
+def standard_differences(evaluation: Any, plain: dict[str, Any]) -> list[str]:
+    """Every figure of ``evaluation``'s results (all questions and the common subset) that
+    is not the plain one of :func:`plain_standard`, as messages."""
+    out: list[str] = []
+    results = evaluation.results
+    got_common = results.common_subset.tasks if results.common_subset else []
+    if list(got_common) != plain["common"]:
+        out.append(f"common subset {got_common} != {plain['common']}")
+    for part in ("all", "subset"):
+        for setup, expected in plain[part].items():
+            if part == "all":
+                mine = results.setups.get(setup)
+            else:
+                mine = results.common_subset.setups.get(setup) if results.common_subset else None
+            if mine is None:
+                out.append(f"{part} {setup}: missing")
+                continue
+            g, t, c = mine.grades, mine.timing, mine.tool_calls
+            got = {
+                "N": g.N, "questions": g.questions, "repeats": g.repeats,
+                "counts": g.counts.model_dump(), "rates": g.rates.model_dump(),
+                "graded_coverage": g.graded_coverage, "ungraded": g.ungraded,
+                "beyond_plan": g.beyond_plan, "stable_resolution": g.stable_resolution.count,
+                "e2e_s": t.e2e_s.model_dump(), "delivered": t.delivered,
+                "missing_timestamps": t.missing_timestamps,
+                "timeouts": (t.timeouts.count, t.timeouts.attempted),
+                "failures": (t.failures.count, t.failures.attempted),
+                "tool_calls": {"runs_exposed": c.runs_exposed, "delivered": c.delivered,
+                               "coverage": c.coverage, "per_run": c.per_run.model_dump(),
+                               "unique_calls": c.unique_calls},
+            }
+            out.extend(f"{part} {setup}: {key} {got[key]!r} != {expected[key]!r}"
+                       for key in expected if got[key] != expected[key])
+    return out
 
 
 def differences(evaluation: Any, per_run: dict[str, dict[str, Any]],

@@ -7,15 +7,24 @@ from __future__ import annotations
 import json
 import math
 import random
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import grade_kit as gk
-from benchmarks.plain import differences, plain_scores, read_plain
+from benchmarks.plain import (
+    differences,
+    plain_scores,
+    plain_standard,
+    read_grades,
+    read_plain,
+    standard_differences,
+)
 from grade_kit.schema import DIMENSIONS
 
+START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 WORDS = ["alpha", "beta", "october", "spike", "spiked", "2.6", "12.6", "18.4", "quarter",
          "single", "small", "sample", "year", "over", "causes", "t", "07", "rose"]
 METRIC_VALUES: list[Any] = [0.184, "18.4%", 0.2, 0.1841, 7, "7", 8, "T-07", "t-07 ", "n/a",
@@ -69,10 +78,24 @@ def _task(rnd: random.Random, index: int) -> dict[str, Any]:
 
 
 def _run(rnd: random.Random, run_id: str, setup: str, task_id: str, repeat: int,
-         attempt_of: str | None) -> dict[str, Any]:
-    status = rnd.choice(["delivered"] * 6 + ["failed", "timeout"])
+         attempt_of: str | None, easy: bool = False) -> dict[str, Any]:
+    status = "delivered" if easy else rnd.choice(["delivered"] * 6 + ["failed", "timeout",
+                                                                      "cancelled"])
     run: dict[str, Any] = {"run_id": run_id, "setup": setup, "task_id": task_id,
                            "repeat": repeat, "status": status}
+    submitted = START + timedelta(seconds=rnd.randint(0, 10**6),
+                                  microseconds=rnd.randint(0, 999_999))
+    events = {"submitted": submitted.isoformat()}
+    roll = rnd.random()
+    if roll < 0.8:  # E2E in whole microseconds; now and then received before submitted
+        e2e = timedelta(microseconds=rnd.randint(-2_000_000 if roll < 0.05 else 1, 90_000_000))
+        events["received"] = (submitted + e2e).astimezone(
+            rnd.choice([UTC, timezone(timedelta(hours=2))])).isoformat()
+    if rnd.random() < 0.9:  # a run without a submitted event has no E2E
+        run["events"] = events
+    if rnd.random() < 0.7:  # tools exposed: calls counted by unique id (ids may repeat)
+        run["tool_calls"] = [{"id": f"c{rnd.randint(0, 4)}", "name": rnd.choice(["sql", "py"])}
+                             for _ in range(rnd.randint(0, 6))]
     if attempt_of is not None:
         run["attempt_of"] = attempt_of
     if status == "delivered" or rnd.random() < 0.3:  # a failed run may carry a response
@@ -92,22 +115,45 @@ BAD_LINES = ['{"run_id": "bad-1", "setup": ', '{"run_id": "bad-2", "setup": "A",
              '"t0", "repeat": 1, "status": "lost"}', "not json at all"]
 
 
+def _grade_record(rnd: random.Random, run_id: str, easy: bool = False) -> dict[str, Any]:
+    if easy:
+        return {"run_id": run_id, "core_conclusion": "correct", "request_fulfilment": "full",
+                "material_error": "no", "grader": "test"}
+    core = rnd.choice(["correct"] * 6 + ["material_error", "no_gradable_conclusion",
+                                         "pending"])
+    return {"run_id": run_id, "core_conclusion": core,
+            "request_fulfilment": rnd.choice(["full"] * 6 + ["partial", "not_met", "pending"]),
+            "material_error": ("yes" if core == "material_error" else
+                               rnd.choice(["no"] * 8 + ["yes", "pending"])),
+            "grader": "test"}
+
+
 def _write_inputs(folder: Path, seed: int) -> dict[str, Path]:
     rnd = random.Random(seed)
     tasks = [_task(rnd, i) for i in range(20)]
     tasks.append({"task_id": "plain", "prompt": "How many?"})  # a plain question: no GRADE
     lines: list[str] = []
     judgements: list[str] = []
-    for task in tasks:
+    grades: list[str] = []
+    for index, task in enumerate(tasks):
+        easy = index < 2  # resolved in every slot by every setup: the common subset
         for setup in ("A", "B", "C"):
-            for repeat in range(1, rnd.randint(1, 5) + 1):
+            top = rnd.choice([3, 3, 3, 2, 1]) if seed % 3 else rnd.randint(1, 4)
+            if easy:
+                top = 4
+            elif rnd.random() < 0.02:
+                top = 9  # a stray repeat: never raises R (beyond the plan)
+            for repeat in range(1, top + 1):
                 run_id = f"{setup}-{task['task_id']}-{repeat}"
-                runs = [_run(rnd, run_id, setup, task["task_id"], repeat, None)]
+                runs = [_run(rnd, run_id, setup, task["task_id"], repeat, None, easy)]
                 if rnd.random() < 0.15:  # a re-run of the slot: never scored in its place
                     runs.append(_run(rnd, run_id + "-again", setup, task["task_id"], repeat,
                                      run_id))
                 for run in runs:
                     lines.append(json.dumps(run))
+                    if easy or rnd.random() < 0.85:
+                        grades.append(json.dumps(_grade_record(rnd, run["run_id"],
+                                                               easy and run is runs[0])))
                     if rnd.random() < 0.05:
                         lines.append(rnd.choice(BAD_LINES))
                     for dimension in ("evidence_linkage", "structure_usability"):
@@ -121,7 +167,8 @@ def _write_inputs(folder: Path, seed: int) -> dict[str, Path]:
                                 "run_id": run["run_id"], "dimension": dimension,
                                 "score": None, "judge": "test", "reason": "nothing to check"}))
     paths = {"tasks": folder / "tasks.jsonl", "runs": folder / "runs.jsonl",
-             "judgements": folder / "judgements.jsonl"}
+             "judgements": folder / "judgements.jsonl", "grades": folder / "grades.jsonl"}
+    paths["grades"].write_text("\n".join(grades) + "\n", encoding="utf-8")
     paths["tasks"].write_text("".join(json.dumps(t) + "\n" for t in tasks), encoding="utf-8")
     paths["runs"].write_text("\n".join(lines) + "\n", encoding="utf-8")
     paths["judgements"].write_text("\n".join(judgements) + "\n", encoding="utf-8")
@@ -137,6 +184,17 @@ def test_evaluate_equals_the_plain_row_at_a_time_rules(tmp_path: Path, seed: int
     assert evaluation.inputs.rejected  # bad lines were there, and were set aside
     assert len(evaluation.inputs.tasks) == 21 and len(plain_runs) > 150  # nothing vacuous
     assert differences(evaluation, plain_runs, plain_tasks) == []
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_standard_equals_the_plain_row_at_a_time_rules(tmp_path: Path, seed: int) -> None:
+    paths = _write_inputs(tmp_path, seed)
+    evaluation = gk.evaluate(paths["tasks"], paths["runs"], grades=paths["grades"])
+    tasks, runs, _ = read_plain(paths["tasks"], paths["runs"])
+    plain = plain_standard(tasks, runs, read_grades(paths["grades"]))
+    assert plain["all"]["A"]["counts"]["resolved"] and plain["all"]["A"]["e2e_s"]["n"] > 10
+    assert plain["common"] == ["t0", "t1"] or plain["repeats"] > 4  # a common subset
+    assert standard_differences(evaluation, plain) == []
 
 
 def test_a_figure_off_in_the_last_place_is_a_difference(tmp_path: Path) -> None:
