@@ -43,7 +43,9 @@ from grade_kit.schema import (
 from grade_kit.text import contains_run, normalize, normalize_value, parse_number, tokenize
 
 __all__ = [
+    "aggregate_differences",
     "differences",
+    "plain_aggregates",
     "plain_scores",
     "plain_standard",
     "read_grades",
@@ -310,6 +312,52 @@ def plain_scores(tasks: Sequence[Task], runs: Sequence[Run], judgements: Sequenc
             "rubric_score": _composite(dims, {d: task_weights.get(d, 0.0) for d in DIMENSIONS}),
         }
     return per_run, per_task
+
+
+def plain_aggregates(tasks: Sequence[Task], per_task: dict[tuple[str, str], dict[str, Any]]
+                     ) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """§3 "Aggregation" per (setup, level, key): track and pack dimensions the mean of their
+    task dimensions and composite the mean of their task composites; overall (key "") the
+    mean over all the setup's GRADE tasks, its composite the project weights on those."""
+    by_id = {t.task_id: t for t in tasks}
+    members: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for (setup, task_id), figures in sorted(per_task.items()):
+        task = by_id[task_id]
+        for level, key in (("track", str(task.track)), ("pack", str(task.pack)),
+                           ("overall", "")):
+            members.setdefault((setup, level, key), []).append(figures)
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for (setup, level, key), group in members.items():
+        dims = {d: _mean([f[d] for f in group]) for d in DIMENSIONS}
+        composite = (_composite(dims, {d: PROJECT_WEIGHTS[d] for d in PROJECT_WEIGHTS})
+                     if level == "overall" else _mean([f["composite"] for f in group]))
+        out[(setup, level, key)] = {**dims, "composite": composite, "tasks": len(group)}
+    return out
+
+
+def aggregate_differences(evaluation: Any, plain: dict[tuple[str, str, str], dict[str, Any]]
+                          ) -> list[str]:
+    """Every track, pack and overall figure of ``evaluation``'s results that is not the
+    plain one of :func:`plain_aggregates`."""
+    out: list[str] = []
+    seen = set()
+    for setup, results in evaluation.results.setups.items():
+        parts = [("overall", "", results.overall),
+                 *(("track", k, v) for k, v in results.tracks.items()),
+                 *(("pack", k, v) for k, v in results.packs.items())]
+        for level, key, aggregate in parts:
+            expected = plain.get((setup, level, key))
+            seen.add((setup, level, key))
+            if expected is None:
+                if aggregate.tasks:
+                    out.append(f"{setup} {level} {key!r}: not in the plain aggregates")
+                continue
+            got = {**aggregate.dimensions.model_dump(), "composite": aggregate.composite,
+                   "tasks": aggregate.tasks}
+            out.extend(f"{setup} {level} {key!r}: {name} {got[name]!r} != {value!r}"
+                       for name, value in expected.items() if got[name] != value)
+    out.extend(f"{k}: not in the results" for k in sorted(set(plain) - seen))
+    return out
 
 
 def _summary(values: Sequence[float]) -> dict[str, Any]:

@@ -15,7 +15,9 @@ import pytest
 
 import grade_kit as gk
 from benchmarks.plain import (
+    aggregate_differences,
     differences,
+    plain_aggregates,
     plain_scores,
     plain_standard,
     read_grades,
@@ -184,6 +186,8 @@ def test_evaluate_equals_the_plain_row_at_a_time_rules(tmp_path: Path, seed: int
     assert evaluation.inputs.rejected  # bad lines were there, and were set aside
     assert len(evaluation.inputs.tasks) == 21 and len(plain_runs) > 150  # nothing vacuous
     assert differences(evaluation, plain_runs, plain_tasks) == []
+    aggregates = plain_aggregates(evaluation.inputs.tasks, plain_tasks)
+    assert aggregate_differences(evaluation, aggregates) == []
 
 
 @pytest.mark.parametrize("seed", range(12))
