@@ -572,17 +572,25 @@ def main() -> None:
 def _compare(folder: Path) -> None:
     import grade_kit as gk
 
-    paths = [folder / f"{name}.jsonl" for name in ("tasks", "runs", "judgements")]
+    paths = {name: folder / f"{name}.jsonl" for name in ("tasks", "runs", "judgements",
+                                                         "grades")}
     started = time.perf_counter()
-    per_run, per_task = plain_scores(*read_plain(*paths))
+    tasks, runs, judgements = read_plain(paths["tasks"], paths["runs"], paths["judgements"])
+    per_run, per_task = plain_scores(tasks, runs, judgements)
+    aggregates = plain_aggregates(tasks, per_task)
+    standard = plain_standard(tasks, runs, read_grades(paths["grades"]))
     plain_s = time.perf_counter() - started
     started = time.perf_counter()
-    evaluation = gk.evaluate(paths[0], paths[1], judgements=paths[2])
+    evaluation = gk.evaluate(paths["tasks"], paths["runs"], judgements=paths["judgements"],
+                             grades=paths["grades"])
     ours_s = time.perf_counter() - started
-    print(f"plain row-at-a-time: {plain_s:.1f} s for {len(per_run):,} runs; gk.evaluate: "
-          f"{ours_s:.1f} s (x{plain_s / ours_s:.2f}; gk.evaluate also computes the "
-          f"standard's statistics and the typed results)")
-    found = differences(evaluation, per_run, per_task)
+    print(f"plain row-at-a-time (GRADE, aggregation and the standard's figures): "
+          f"{plain_s:.1f} s for {len(runs):,} runs; gk.evaluate: {ours_s:.1f} s "
+          f"(x{plain_s / ours_s:.2f}; gk.evaluate also computes comparisons, intervals, "
+          f"every other event and the typed results)")
+    found = [*differences(evaluation, per_run, per_task),
+             *aggregate_differences(evaluation, aggregates),
+             *standard_differences(evaluation, standard)]
     print(f"figures that differ: {len(found)}", *found[:20], sep="\n  ")
 
 
