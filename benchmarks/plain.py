@@ -44,10 +44,13 @@ from grade_kit.text import contains_run, normalize, normalize_value, parse_numbe
 
 __all__ = [
     "aggregate_differences",
+    "clusters_by_definition",
+    "consistency_by_definition",
     "differences",
     "plain_aggregates",
     "plain_scores",
     "plain_standard",
+    "ranking_by_definition",
     "read_grades",
     "read_plain",
     "standard_differences",
@@ -197,7 +200,46 @@ def _tau_b(x: Sequence[int], y: Sequence[int]) -> float | None:
     return (concordant - discordant) / denominator if denominator else None
 
 
-def _consistency(members: Sequence[Run]) -> dict[str, float | None]:
+def clusters_by_definition(runs: Sequence[Sequence[frozenset[Any]]]) -> list[list[int]]:
+    """§3 "Consistency": the greedy clustering exactly as worded. Per run in order, each
+    finding's token set joins the first cluster whose first finding has Jaccard >= 0.50
+    with it (2 |a ∩ b| >= |a ∪ b|), else opens a new cluster."""
+    heads: list[frozenset[Any]] = []
+    out = []
+    for findings in runs:
+        assigned = []
+        for tokens in findings:
+            for index, head in enumerate(heads):
+                if 2 * len(tokens & head) >= len(tokens | head):
+                    assigned.append(index)
+                    break
+            else:
+                heads.append(tokens)
+                assigned.append(len(heads) - 1)
+        out.append(assigned)
+    return out
+
+
+def ranking_by_definition(clusters: Sequence[Sequence[int]]) -> float | None:
+    """§3 "Consistency", ranking stability pair by pair as worded: the mean over run pairs
+    sharing >= 2 clusters of (tau_b + 1) / 2 over the shared clusters' first positions."""
+    firsts = []
+    for run in clusters:
+        first: dict[int, int] = {}
+        for position, cluster in enumerate(run):
+            first.setdefault(cluster, position)
+        firsts.append(first)
+    values = []
+    for a, b in combinations(firsts, 2):
+        shared = sorted(set(a) & set(b))
+        if len(shared) >= 2:
+            tau = _tau_b([a[c] for c in shared], [b[c] for c in shared])
+            if tau is not None:
+                values.append((tau + 1) / 2)
+    return _mean(values)
+
+
+def consistency_by_definition(members: Sequence[Run]) -> dict[str, float | None]:
     """§3 "Consistency" for one (setup, task)'s primary runs in repeat order."""
     none = dict.fromkeys(("finding_stability", "ranking_stability", "metric_variance",
                           "consistency"))
@@ -206,38 +248,14 @@ def _consistency(members: Sequence[Run]) -> dict[str, float | None]:
     responses = [r.response if r.status == "delivered" else None for r in members]
     top3 = [[frozenset(tokenize(f)) for f in (resp.key_findings if resp else [])
              if tokenize(f)][:3] for resp in responses]
-    heads: list[frozenset[str]] = []
-    clusters: list[list[int]] = []
-    for findings in top3:
-        mine = []
-        for tokens in findings:
-            for index, head in enumerate(heads):
-                if 2 * len(tokens & head) >= len(tokens | head):
-                    mine.append(index)
-                    break
-            else:
-                heads.append(tokens)
-                mine.append(len(heads) - 1)
-        clusters.append(mine)
+    clusters = clusters_by_definition(top3)
+    n_clusters = len({c for run in clusters for c in run})
     out: dict[str, float | None] = dict(none)
-    if heads:
+    if n_clusters:
         out["finding_stability"] = math.fsum(
-            sum(c in run for run in clusters) / len(members) for c in range(len(heads))
-        ) / len(heads)
-    firsts = []
-    for run in clusters:
-        first: dict[int, int] = {}
-        for position, cluster in enumerate(run):
-            first.setdefault(cluster, position)
-        firsts.append(first)
-    pair_values = []
-    for a, b in combinations(firsts, 2):
-        shared = sorted(set(a) & set(b))
-        if len(shared) >= 2:
-            tau = _tau_b([a[c] for c in shared], [b[c] for c in shared])
-            if tau is not None:
-                pair_values.append((tau + 1) / 2)
-    out["ranking_stability"] = _mean(pair_values)
+            sum(c in run for run in clusters) / len(members) for c in range(n_clusters)
+        ) / n_clusters
+    out["ranking_stability"] = ranking_by_definition(clusters)
     by_key: dict[str, list[float]] = {}
     for resp in responses:
         for key, value in (resp.structured_metrics if resp else {}).items():
@@ -302,7 +320,7 @@ def plain_scores(tasks: Sequence[Task], runs: Sequence[Run], judgements: Sequenc
     for (setup, task_id), members in groups.items():
         members.sort(key=lambda r: r.repeat)
         task_weights = by_id[task_id].weights or {}
-        parts = _consistency(members)
+        parts = consistency_by_definition(members)
         dims = {d: _mean([per_run[r.run_id][d] for r in members]) for d in PER_RUN_DIMENSIONS}
         dims["consistency"] = parts["consistency"]
         per_task[(setup, task_id)] = {

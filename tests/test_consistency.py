@@ -13,6 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import kendalltau
 
+from benchmarks.plain import (
+    clusters_by_definition,
+    consistency_by_definition,
+    ranking_by_definition,
+)
 from grade_kit.grade import (
     cluster_findings,
     consistency,
@@ -206,32 +211,10 @@ def test_metric_variance_extreme_magnitudes(approx: Any) -> None:
     assert metric_variance({"m": [1e-310, 3e-310]}) == approx(1 / (1 + 1 / 2))
 
 
-def _ranking_stability_pairwise(assignments: list[list[int]]) -> float | None:
-    """The methodology's definition, pair by pair: the reference for the grouped version."""
-    import math
-    from itertools import combinations
-
-    positions = []
-    for run in assignments:
-        first: dict[int, int] = {}
-        for position, cluster in enumerate(run):
-            first.setdefault(cluster, position)
-        positions.append(first)
-    values = []
-    for a, b in combinations(positions, 2):
-        shared = sorted(set(a) & set(b))
-        if len(shared) < 2:
-            continue
-        tau = kendall_tau_b([a[c] for c in shared], [b[c] for c in shared])
-        if tau is not None:
-            values.append((tau + 1) / 2)
-    return math.fsum(values) / len(values) if values else None
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 4), max_size=3), max_size=12))
 def test_ranking_stability_equals_the_pairwise_mean_exactly(runs: list[list[int]]) -> None:
-    assert ranking_stability(runs) == _ranking_stability_pairwise(runs)
+    assert ranking_stability(runs) == ranking_by_definition(runs)
 
 
 def test_ranking_stability_of_many_identical_repeats_is_fast_and_exact() -> None:
@@ -245,30 +228,12 @@ def test_ranking_stability_of_many_identical_repeats_is_fast_and_exact() -> None
     assert ranking_stability(runs) == expected
 
 
-def _clusters_by_definition(runs: list[list[frozenset[str]]]) -> list[list[int]]:
-    """The greedy clustering exactly as docs/methodology.md §3 words it."""
-    heads: list[frozenset[str]] = []
-    out = []
-    for findings in runs:
-        assigned = []
-        for tokens in findings:
-            for index, head in enumerate(heads):
-                if 2 * len(tokens & head) >= len(tokens | head):
-                    assigned.append(index)
-                    break
-            else:
-                heads.append(tokens)
-                assigned.append(len(heads) - 1)
-        out.append(assigned)
-    return out
-
-
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.lists(st.frozensets(st.sampled_from("abcdefgh"), max_size=8), max_size=3),
                 max_size=6))
 def test_clustering_skips_only_pairs_that_cannot_match(
         runs: list[list[frozenset[str]]]) -> None:
-    assert cluster_findings(runs) == _clusters_by_definition(runs)
+    assert cluster_findings(runs) == clusters_by_definition(runs)
 
 
 def _stacked_clusters(groups: list[list[list[frozenset[int]]]]) -> list[list[list[int]]]:
@@ -292,7 +257,7 @@ def test_all_groups_at_once_cluster_as_the_rule(groups: list[list[list[frozenset
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(consistency, "_CELLS", cells)
         got = _stacked_clusters(groups)
-    assert got == [_clusters_by_definition(runs) for runs in groups]
+    assert got == [clusters_by_definition(runs) for runs in groups]
 
 
 def test_one_large_group_clusters_as_the_rule() -> None:
@@ -301,7 +266,7 @@ def test_one_large_group_clusters_as_the_rule() -> None:
     runs = [[frozenset(rnd.sample(vocabulary[:60 + 40 * (i % 3)], rnd.randint(1, 25)))
              for _ in range(3)] for i in range(200)]  # 600 findings, up to 3 words a mask
     got = _stacked_clusters([runs])
-    assert got == [_clusters_by_definition(runs)]
+    assert got == [clusters_by_definition(runs)]
     assert len({c for run in got[0] for c in run}) > 10  # many clusters, many joins
     assert sum(len(run) for run in got[0]) - len({c for run in got[0] for c in run}) > 10
 
@@ -318,36 +283,17 @@ _RUN = st.tuples(st.sampled_from(["A", "B"]), st.sampled_from(["t1", "t2", "t3"]
 
 
 def _plain_consistency(runs: list[Any]) -> dict[tuple[str, str], tuple[Any, ...]]:
-    """The rule read one (setup, task) at a time over the records, with string token sets:
-    the plain form the frame path must equal bit for bit."""
+    """The rule read one (setup, task) at a time over the records, as worded
+    (``benchmarks.plain``): the plain form the frame path must equal bit for bit."""
     groups: dict[tuple[str, str], list[Any]] = {}
     for run in sorted((r for r in runs if r.attempt_of is None),
                       key=lambda r: (r.setup, r.task_id, r.repeat)):
         groups.setdefault((run.setup, run.task_id), []).append(run)
     out = {}
     for key, members in groups.items():
-        if len(members) < 2:
-            out[key] = (len(members), None, None, None, None)
-            continue
-        answered = [r.response if r.status == "delivered" else None for r in members]
-        top3 = [[frozenset(tokenize(f)) for f in (resp.key_findings if resp else [])
-                 if tokenize(f)][:3] for resp in answered]
-        assignments = cluster_findings(top3)
-        by_key: dict[str, list[float]] = {}
-        for resp in answered:
-            for name, value in (resp.structured_metrics if resp else {}).items():
-                number = parse_number(value)
-                if number is not None:
-                    by_key.setdefault(name, []).append(number)
-        parts = {"finding_stability": finding_stability(assignments),
-                 "ranking_stability": ranking_stability(assignments),
-                 "metric_variance": metric_variance(by_key)}
-        present = {k: v for k, v in parts.items() if v is not None}
-        weights = {"finding_stability": 0.5, "ranking_stability": 0.3, "metric_variance": 0.2}
-        total = math.fsum(weights[k] for k in present)
-        combined = (math.fsum(weights[k] * v for k, v in present.items()) / total
-                    if present else None)
-        out[key] = (len(members), *parts.values(), combined)
+        parts = consistency_by_definition(members)
+        out[key] = (len(members), parts["finding_stability"], parts["ranking_stability"],
+                    parts["metric_variance"], parts["consistency"])
     return out
 
 
