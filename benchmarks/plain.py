@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from grade_kit.judges.grader import ASKING_PHRASES
 from grade_kit.schema import (
     DIMENSIONS,
     PER_RUN_DIMENSIONS,
@@ -48,6 +49,7 @@ __all__ = [
     "consistency_by_definition",
     "differences",
     "plain_aggregates",
+    "plain_rule_grades",
     "plain_scores",
     "plain_standard",
     "ranking_by_definition",
@@ -378,6 +380,49 @@ def aggregate_differences(evaluation: Any, plain: dict[tuple[str, str, str], dic
     return out
 
 
+def plain_rule_grades(tasks: Sequence[Task], runs: Sequence[Run],
+                      recorded: Sequence[Grade]) -> list[Grade]:
+    """§4 "The rule grader" as worded: a record for every delivered run of a GRADE task that
+    has none recorded. Material error when a forbidden claim is stated (in a finding,
+    limitation, recommendation or the text) or a gold fact's metric is reported, parses (a
+    number for a numeric fact, a string for a string fact) and fails; no gradable conclusion
+    without a non-empty finding or a metric; otherwise correct. Fulfilment: not met without a
+    non-empty finding, full when every gold fact passes and every gold insight is found,
+    partial otherwise. Needs more information: a finding or the text contains an asking
+    phrase as a run of normalised tokens."""
+    by_id = {t.task_id: t for t in tasks if t.kind == "grade"}
+    have = {g.run_id for g in recorded}
+    out = []
+    for run in runs:
+        task = by_id.get(run.task_id)
+        response = run.response
+        if task is None or run.status != "delivered" or response is None or run.run_id in have:
+            continue
+        metrics = response.structured_metrics
+        everything = [*response.key_findings, *response.limitations, *response.recommendations,
+                      response.text]
+        wrong_fact = any(
+            f.metric in metrics and not _fact_passes(f, metrics)
+            and (isinstance(metrics[f.metric], str) if isinstance(f.value, str)
+                 else parse_number(metrics[f.metric]) is not None)
+            for f in task.gold_facts)
+        error = wrong_fact or any(_stated(c, everything) for c in task.forbidden_claims)
+        finding = any(normalize(f) for f in response.key_findings)
+        core = ("material_error" if error else
+                "no_gradable_conclusion" if not finding and not metrics else "correct")
+        complete = (all(_fact_passes(f, metrics) for f in task.gold_facts)
+                    and all(_stated(c, response.key_findings) for c in task.gold_insights))
+        asks = any(contains_run(normalize(text), normalize(phrase))
+                   for text in [*response.key_findings, response.text]
+                   for phrase in ASKING_PHRASES)
+        out.append(Grade(run_id=run.run_id, core_conclusion=core,
+                         request_fulfilment=("not_met" if not finding else
+                                             "full" if complete else "partial"),
+                         material_error="yes" if error else "no", grader="rules-grader@1",
+                         needs_more_information=asks))
+    return out
+
+
 def _summary(values: Sequence[float]) -> dict[str, Any]:
     """§4 "Timing": n, mean (fsum / n), P50 (mean of the middle two), nearest-rank P90 (the
     ceil(0.9 n)-th sorted value, exactly), min, max; all null but n when n = 0."""
@@ -476,6 +521,9 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
                             for r in in_plan),
             "beyond_plan": sum(r.setup == setup and r.repeat > repeats and r.task_id in chosen
                                for r in primary),
+            "needs_more_information": sum(
+                bool((g := records.get(r.run_id)) and g.needs_more_information)
+                for r in in_plan),
             "stable_resolution": stable,
             "e2e_s": _summary(e2e), "delivered": len(delivered), "missing_timestamps": missing,
             "timeouts": (sum(r.status == "timeout" for r in in_plan), len(in_plan)),
@@ -518,6 +566,7 @@ def standard_differences(evaluation: Any, plain: dict[str, Any]) -> list[str]:
                 "counts": g.counts.model_dump(), "rates": g.rates.model_dump(),
                 "graded_coverage": g.graded_coverage, "ungraded": g.ungraded,
                 "beyond_plan": g.beyond_plan, "stable_resolution": g.stable_resolution.count,
+                "needs_more_information": g.needs_more_information,
                 "e2e_s": t.e2e_s.model_dump(), "delivered": t.delivered,
                 "missing_timestamps": t.missing_timestamps,
                 "timeouts": (t.timeouts.count, t.timeouts.attempted),

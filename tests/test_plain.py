@@ -18,6 +18,7 @@ from benchmarks.plain import (
     aggregate_differences,
     differences,
     plain_aggregates,
+    plain_rule_grades,
     plain_scores,
     plain_standard,
     read_grades,
@@ -130,7 +131,9 @@ def _grade_record(rnd: random.Random, run_id: str, easy: bool = False) -> dict[s
             "grader": "test"}
 
 
-def _write_inputs(folder: Path, seed: int) -> dict[str, Path]:
+def _write_inputs(folder: Path, seed: int, asking: bool = False) -> dict[str, Path]:
+    """Tasks, runs, judgements and grades; with ``asking``, fewer recorded grades (the rule
+    grader writes the rest) and some answers that ask the user something."""
     rnd = random.Random(seed)
     tasks = [_task(rnd, i) for i in range(20)]
     tasks.append({"task_id": "plain", "prompt": "How many?"})  # a plain question: no GRADE
@@ -153,7 +156,15 @@ def _write_inputs(folder: Path, seed: int) -> dict[str, Path]:
                                      run_id))
                 for run in runs:
                     lines.append(json.dumps(run))
-                    if easy or rnd.random() < 0.85:
+                    if asking and run.get("response") and rnd.random() < 0.3:
+                        where = rnd.choice(["key_findings", "text"])
+                        phrase = rnd.choice(["Could you clarify", "please, let me know which"])
+                        if where == "text":
+                            run["response"]["text"] += f" {phrase}?"
+                        else:
+                            run["response"]["key_findings"].append(f"{phrase} one?")
+                        lines[-1] = json.dumps(run)
+                    if easy or rnd.random() < (0.3 if asking else 0.85):
                         grades.append(json.dumps(_grade_record(rnd, run["run_id"],
                                                                easy and run is runs[0])))
                     if rnd.random() < 0.05:
@@ -198,6 +209,26 @@ def test_the_standard_equals_the_plain_row_at_a_time_rules(tmp_path: Path, seed:
     plain = plain_standard(tasks, runs, read_grades(paths["grades"]))
     assert plain["all"]["A"]["counts"]["resolved"] and plain["all"]["A"]["e2e_s"]["n"] > 10
     assert plain["common"] == ["t0", "t1"] or plain["repeats"] > 4  # a common subset
+    assert standard_differences(evaluation, plain) == []
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_rule_grader_equals_its_plain_wording(tmp_path: Path, seed: int) -> None:
+    paths = _write_inputs(tmp_path, seed, asking=True)
+    evaluation = gk.evaluate(paths["tasks"], paths["runs"], grades=paths["grades"],
+                             grader="rules")
+    tasks, runs, _ = read_plain(paths["tasks"], paths["runs"])
+    recorded = read_grades(paths["grades"])
+    ruled = plain_rule_grades(tasks, runs, recorded)
+    assert {g.core_conclusion for g in ruled} >= {"correct", "material_error"}
+    assert {g.request_fulfilment for g in ruled} >= {"partial", "not_met"}  # full: seeds 1, 2, 5
+    assert any(g.needs_more_information for g in ruled)
+    fields = ("core_conclusion", "request_fulfilment", "material_error",
+              "needs_more_information")
+    written = {row["run_id"]: tuple(row[f] for f in fields) for row in
+               evaluation.data.grades.filter(grader="rules-grader@1").iter_rows(named=True)}
+    assert written == {g.run_id: tuple(getattr(g, f) for f in fields) for g in ruled}
+    plain = plain_standard(tasks, runs, [*recorded, *ruled])
     assert standard_differences(evaluation, plain) == []
 
 
