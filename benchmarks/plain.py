@@ -458,6 +458,10 @@ def _seconds(later: str, earlier: str) -> float:
     return (datetime.fromisoformat(later) - datetime.fromisoformat(earlier)).total_seconds()
 
 
+STANDARD_EVENTS = ("submitted", "received", "stopped", "platform_created", "platform_sent",
+                   "channel_overhead_started", "channel_overhead_ended")
+"""Events with a metric of their own in §4 "Timing"; every other event is event - submitted."""
+
 STATES = ("resolved", "partially_resolved", "material_error", "unresolved",
           "pending_verification", "not_run")
 
@@ -504,6 +508,8 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
                          for t in chosen)
         delivered = [r for r in in_plan if r.status == "delivered"]
         e2e = []
+        by_question: dict[str, list[float]] = {}
+        others: dict[str, list[float]] = {}
         missing = 0
         for run in delivered:
             submitted, received = run.events.get("submitted"), run.events.get("received")
@@ -511,8 +517,38 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
                 missing += 1
             elif (seconds := _seconds(received, submitted)) >= 0:
                 e2e.append(seconds)
+                by_question.setdefault(run.task_id, []).append(seconds)
+            for name, at in run.events.items():  # every other event: its own metric
+                if (submitted is not None and at is not None and name not in STANDARD_EVENTS
+                        and (seconds := _seconds(at, submitted)) >= 0):
+                    others.setdefault(name, []).append(seconds)
+
+        def waiting(statuses: Sequence[str]) -> dict[str, Any]:
+            stopped = [r for r in in_plan if r.status in statuses]
+            samples = [seconds for r in stopped
+                       if (start := r.events.get("submitted")) is not None
+                       and (end := r.events.get("stopped")) is not None
+                       and (seconds := _seconds(end, start)) >= 0]
+            return {"count": len(stopped), "attempted": len(in_plan),
+                    "rate": len(stopped) / len(in_plan) if in_plan else None,
+                    "waiting_s": _summary(samples)}
+
         exposed = [r for r in delivered if r.tool_calls is not None]
         per_run = [len({c.id for c in r.tool_calls or ()}) for r in exposed]
+        names: dict[str, list[str]] = {}
+        spans = []
+        for run in exposed:
+            first_of: dict[str, str] = {}
+            for call in run.tool_calls or ():
+                first_of.setdefault(call.id, call.name)
+            for name in first_of.values():
+                names.setdefault(name, []).append(run.run_id)
+            starts = [c.started for c in run.tool_calls or () if c.started is not None]
+            ends = [c.ended or c.started for c in run.tool_calls or ()
+                    if (c.ended or c.started) is not None]
+            if starts and ends:
+                spans.append(_seconds(max(ends, key=datetime.fromisoformat),
+                                      min(starts, key=datetime.fromisoformat)))
         return {
             "N": n, "questions": len(chosen), "repeats": repeats, "counts": counts,
             "rates": {k: (v / n if n else None) for k, v in counts.items()},
@@ -526,13 +562,21 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
                 for r in in_plan),
             "stable_resolution": stable,
             "e2e_s": _summary(e2e), "delivered": len(delivered), "missing_timestamps": missing,
-            "timeouts": (sum(r.status == "timeout" for r in in_plan), len(in_plan)),
-            "failures": (sum(r.status in ("failed", "cancelled") for r in in_plan),
-                         len(in_plan)),
+            "per_question_median_s": {t: _summary(v)["p50"]
+                                      for t, v in sorted(by_question.items())},
+            "events": {k: _summary(v) for k, v in sorted(others.items())},
+            "timeouts": waiting(["timeout"]), "failures": waiting(["failed", "cancelled"]),
             "tool_calls": {"runs_exposed": len(exposed), "delivered": len(delivered),
                            "coverage": len(exposed) / len(delivered) if delivered else None,
                            "per_run": _summary([float(k) for k in per_run]),
-                           "unique_calls": sum(per_run)},
+                           "unique_calls": sum(per_run),
+                           "recorded_calls": sum(len(r.tool_calls or ()) for r in exposed),
+                           "runs_with_repeated_ids": sum(
+                               len(r.tool_calls or ()) > k
+                               for r, k in zip(exposed, per_run, strict=True)),
+                           "by_name": {n: {"calls": len(v), "runs": len(set(v))}
+                                       for n, v in sorted(names.items())},
+                           "span_s": _summary(spans)},
         }
 
     common = [t for t in questions if all(
@@ -569,11 +613,17 @@ def standard_differences(evaluation: Any, plain: dict[str, Any]) -> list[str]:
                 "needs_more_information": g.needs_more_information,
                 "e2e_s": t.e2e_s.model_dump(), "delivered": t.delivered,
                 "missing_timestamps": t.missing_timestamps,
-                "timeouts": (t.timeouts.count, t.timeouts.attempted),
-                "failures": (t.failures.count, t.failures.attempted),
+                "per_question_median_s": dict(sorted(t.per_question_median_s.items())),
+                "events": {k: v.model_dump() for k, v in sorted(t.events.items())},
+                "timeouts": t.timeouts.model_dump(), "failures": t.failures.model_dump(),
                 "tool_calls": {"runs_exposed": c.runs_exposed, "delivered": c.delivered,
                                "coverage": c.coverage, "per_run": c.per_run.model_dump(),
-                               "unique_calls": c.unique_calls},
+                               "unique_calls": c.unique_calls,
+                               "recorded_calls": c.recorded_calls,
+                               "runs_with_repeated_ids": c.runs_with_repeated_ids,
+                               "by_name": {k: v.model_dump() for k, v in sorted(c.by_name.items())},
+                               "span_s": {k: v for k, v in c.span_s.model_dump().items()
+                                          if k != "label"}},
             }
             out.extend(f"{part} {setup}: {key} {got[key]!r} != {expected[key]!r}"
                        for key in expected if got[key] != expected[key])

@@ -94,11 +94,27 @@ def _run(rnd: random.Random, run_id: str, setup: str, task_id: str, repeat: int,
         e2e = timedelta(microseconds=rnd.randint(-2_000_000 if roll < 0.05 else 1, 90_000_000))
         events["received"] = (submitted + e2e).astimezone(
             rnd.choice([UTC, timezone(timedelta(hours=2))])).isoformat()
+    if rnd.random() < 0.5:  # another event: its own metric (now and then before submitted)
+        events["first_token"] = (submitted + timedelta(
+            microseconds=rnd.randint(-500_000, 30_000_000))).isoformat()
+    if status != "delivered" and rnd.random() < 0.8:  # waiting time, never latency
+        events["stopped"] = (submitted + timedelta(
+            microseconds=rnd.randint(-100_000, 600_000_000))).isoformat()
     if rnd.random() < 0.9:  # a run without a submitted event has no E2E
         run["events"] = events
     if rnd.random() < 0.7:  # tools exposed: calls counted by unique id (ids may repeat)
-        run["tool_calls"] = [{"id": f"c{rnd.randint(0, 4)}", "name": rnd.choice(["sql", "py"])}
-                             for _ in range(rnd.randint(0, 6))]
+        calls = []
+        for _ in range(rnd.randint(0, 6)):
+            call: dict[str, Any] = {"id": f"c{rnd.randint(0, 4)}",
+                                    "name": rnd.choice(["sql", "py"])}
+            if rnd.random() < 0.7:
+                started = submitted + timedelta(microseconds=rnd.randint(0, 10_000_000))
+                call["started"] = started.isoformat()
+                if rnd.random() < 0.7:
+                    call["ended"] = (started + timedelta(
+                        microseconds=rnd.randint(0, 5_000_000))).isoformat()
+            calls.append(call)
+        run["tool_calls"] = calls
     if attempt_of is not None:
         run["attempt_of"] = attempt_of
     if status == "delivered" or rnd.random() < 0.3:  # a failed run may carry a response
