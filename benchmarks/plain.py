@@ -703,8 +703,8 @@ def _compare(folder: Path) -> None:
     ours_s = time.perf_counter() - started
     print(f"plain row-at-a-time (GRADE, aggregation and the standard's figures): "
           f"{plain_s:.1f} s for {len(runs):,} runs; gk.evaluate: {ours_s:.1f} s "
-          f"(x{plain_s / ours_s:.2f}; gk.evaluate also computes comparisons, intervals, "
-          f"every other event and the typed results)")
+          f"(x{plain_s / ours_s:.2f}; gk.evaluate also computes comparisons, Wilson intervals, "
+          f"clocks, out-of-order lists and the typed results)")
     found = [*differences(evaluation, per_run, per_task),
              *aggregate_differences(evaluation, aggregates),
              *standard_differences(evaluation, standard)]
