@@ -436,6 +436,19 @@ def _summary(values: Sequence[float]) -> dict[str, Any]:
             "min": ordered[0], "max": ordered[-1]}
 
 
+def _wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float] | None:
+    """§4 "Rates": (p + z²/2N ± z √(p(1−p)/N + z²/4N²)) / (1 + z²/N), as one fraction, with
+    exactly 0 at k = 0 and 1 at k = N. (Compared within 1e-15: the library divides the
+    centre and the half-width apart, which can differ in the last place.)"""
+    if n == 0:
+        return None
+    p = k / n
+    root = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    low = (p + z * z / (2 * n) - root) / (1 + z * z / n)
+    high = (p + z * z / (2 * n) + root) / (1 + z * z / n)
+    return (0.0 if k == 0 else max(0.0, low), 1.0 if k == n else min(1.0, high))
+
+
 def _grade(run: Run, record: Grade | None) -> str:
     """§4 "Grades", in the rule's order."""
     if run.status != "delivered":
@@ -552,6 +565,7 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
         return {
             "N": n, "questions": len(chosen), "repeats": repeats, "counts": counts,
             "rates": {k: (v / n if n else None) for k, v in counts.items()},
+            "wilson95": {k: _wilson(v, n) for k, v in counts.items()},
             "graded_coverage": (sum(counts[k] for k in STATES[:4]) / n) if n else None,
             "ungraded": sum(r.status == "delivered" and r.run_id not in records
                             for r in in_plan),
@@ -625,8 +639,14 @@ def standard_differences(evaluation: Any, plain: dict[str, Any]) -> list[str]:
                                "span_s": {k: v for k, v in c.span_s.model_dump().items()
                                           if k != "label"}},
             }
+            for state, interval in expected["wilson95"].items():
+                mine_interval = g.wilson95.get(state)
+                pair = None if mine_interval is None else (mine_interval.low, mine_interval.high)
+                if (pair is None) != (interval is None) or (pair is not None and any(
+                        abs(a - b) > 1e-15 for a, b in zip(pair, interval, strict=True))):
+                    out.append(f"{part} {setup}: wilson95 {state} {pair} != {interval}")
             out.extend(f"{part} {setup}: {key} {got[key]!r} != {expected[key]!r}"
-                       for key in expected if got[key] != expected[key])
+                       for key in expected if key != "wilson95" and got[key] != expected[key])
     return out
 
 
