@@ -480,7 +480,9 @@ STATES = ("resolved", "partially_resolved", "material_error", "unresolved",
 
 
 def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[Grade],
-                   setups: Sequence[str] | None = None) -> dict[str, Any]:
+                   setups: Sequence[str] | None = None,
+                   composites: dict[tuple[str, str], float | None] | None = None
+                   ) -> dict[str, Any]:
     """§4 for every setup, over all questions and over the common subset: the plan, grade
     counts and rates over N, graded coverage, stable resolution, E2E, timeouts and failures
     over attempted primary runs, and unique tool calls per exposed delivered run.
@@ -596,7 +598,44 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
     common = [t for t in questions if all(
         (r := slot.get((setup, t, k))) is not None and graded[r.run_id] == "resolved"
         for setup in names for k in range(1, repeats + 1))]
-    return {"repeats": repeats, "common": common,
+    per_question: dict[tuple[str, str], dict[str, float | None]] = {}
+    for setup in names:  # §5: per question over its filled planned slots
+        for task_id in questions:
+            filled = [r for k in range(1, repeats + 1)
+                      if (r := slot.get((setup, task_id, k))) is not None]
+            if not filled:
+                continue
+            seconds = [x for r in filled if r.status == "delivered"
+                       and (start := r.events.get("submitted")) is not None
+                       and (end := r.events.get("received")) is not None
+                       and (x := _seconds(end, start)) >= 0]
+            calls = [len({c.id for c in r.tool_calls}) for r in filled
+                     if r.status == "delivered" and r.tool_calls is not None]
+            per_question[(setup, task_id)] = {
+                "e2e_median_s": _summary(seconds)["p50"],
+                "tool_calls_per_run": sum(calls) / len(calls) if calls else None,
+                "composite": (composites or {}).get((setup, task_id))}
+    comparisons = {}
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            ran = sorted(t for t in questions
+                         if (a, t) in per_question and (b, t) in per_question)
+            for subset, chosen in (("all", ran), ("common", common)):
+                figures = {}
+                for metric in ("e2e_median_s", "tool_calls_per_run", "composite"):
+                    pairs = [(per_question[(a, t)][metric], per_question[(b, t)][metric])
+                             for t in chosen if (a, t) in per_question and (b, t) in per_question]
+                    pairs = [(x, y) for x, y in pairs if x is not None and y is not None]
+                    if not pairs:
+                        figures[metric] = None
+                        continue
+                    n = len(pairs)
+                    figures[metric] = {
+                        "n_questions": n, "mean_a": math.fsum(x for x, _ in pairs) / n,
+                        "mean_b": math.fsum(y for _, y in pairs) / n,
+                        "mean_diff_b_minus_a": math.fsum(y - x for x, y in pairs) / n}
+                comparisons[(a, b, subset)] = {"questions": len(chosen), "figures": figures}
+    return {"repeats": repeats, "common": common, "comparisons": comparisons,
             "all": {setup: setup_figures(setup, questions) for setup in names},
             "subset": {setup: setup_figures(setup, common) for setup in names}}
 
@@ -606,6 +645,25 @@ def standard_differences(evaluation: Any, plain: dict[str, Any]) -> list[str]:
     is not the plain one of :func:`plain_standard`, as messages."""
     out: list[str] = []
     results = evaluation.results
+    seen = set()
+    for comparison in results.comparisons:
+        key = (comparison.baseline, comparison.compared, comparison.subset)
+        seen.add(key)
+        expected = plain["comparisons"].get(key)
+        if expected is None:
+            out.append(f"comparison {key}: not in the plain comparisons")
+            continue
+        if comparison.questions != expected["questions"]:
+            out.append(f"comparison {key}: questions {comparison.questions} != "
+                       f"{expected['questions']}")
+        measured = {f.metric: f for f in comparison.figures if f.label == "measured"}
+        for metric, figures in expected["figures"].items():
+            figure = measured.get(metric)
+            got = None if figure is None else {k: getattr(figure, k) for k in (
+                "n_questions", "mean_a", "mean_b", "mean_diff_b_minus_a")}
+            if got != figures:
+                out.append(f"comparison {key} {metric}: {got} != {figures}")
+    out.extend(f"comparison {k}: missing" for k in sorted(set(plain["comparisons"]) - seen))
     got_common = results.common_subset.tasks if results.common_subset else []
     if list(got_common) != plain["common"]:
         out.append(f"common subset {got_common} != {plain['common']}")
@@ -715,15 +773,16 @@ def _compare(folder: Path) -> None:
     tasks, runs, judgements = read_plain(paths["tasks"], paths["runs"], paths["judgements"])
     per_run, per_task = plain_scores(tasks, runs, judgements)
     aggregates = plain_aggregates(tasks, per_task)
-    standard = plain_standard(tasks, runs, read_grades(paths["grades"]))
+    standard = plain_standard(tasks, runs, read_grades(paths["grades"]),
+                              composites={k: v["composite"] for k, v in per_task.items()})
     plain_s = time.perf_counter() - started
     started = time.perf_counter()
     evaluation = gk.evaluate(paths["tasks"], paths["runs"], judgements=paths["judgements"],
                              grades=paths["grades"])
     ours_s = time.perf_counter() - started
-    print(f"plain row-at-a-time (GRADE, aggregation and the standard's figures): "
+    print(f"plain row-at-a-time (GRADE, aggregation, the standard and comparisons): "
           f"{plain_s:.1f} s for {len(runs):,} runs; gk.evaluate: {ours_s:.1f} s "
-          f"(x{plain_s / ours_s:.2f}; gk.evaluate also computes comparisons, Wilson intervals, "
+          f"(x{plain_s / ours_s:.2f}; gk.evaluate also computes bootstrap intervals, "
           f"clocks, out-of-order lists and the typed results)")
     found = [*differences(evaluation, per_run, per_task),
              *aggregate_differences(evaluation, aggregates),

@@ -222,7 +222,9 @@ def test_the_standard_equals_the_plain_row_at_a_time_rules(tmp_path: Path, seed:
     paths = _write_inputs(tmp_path, seed)
     evaluation = gk.evaluate(paths["tasks"], paths["runs"], grades=paths["grades"])
     tasks, runs, _ = read_plain(paths["tasks"], paths["runs"])
-    plain = plain_standard(tasks, runs, read_grades(paths["grades"]))
+    _, per_task = plain_scores(tasks, runs, [])
+    plain = plain_standard(tasks, runs, read_grades(paths["grades"]),
+                           composites={k: v["composite"] for k, v in per_task.items()})
     assert plain["all"]["A"]["counts"]["resolved"] and plain["all"]["A"]["e2e_s"]["n"] > 10
     assert plain["common"] == ["t0", "t1"] or plain["repeats"] > 4  # a common subset
     assert standard_differences(evaluation, plain) == []
@@ -244,7 +246,9 @@ def test_the_rule_grader_equals_its_plain_wording(tmp_path: Path, seed: int) -> 
     written = {row["run_id"]: tuple(row[f] for f in fields) for row in
                evaluation.data.grades.filter(grader="rules-grader@1").iter_rows(named=True)}
     assert written == {g.run_id: tuple(getattr(g, f) for f in fields) for g in ruled}
-    plain = plain_standard(tasks, runs, [*recorded, *ruled])
+    _, per_task = plain_scores(tasks, runs, [])
+    plain = plain_standard(tasks, runs, [*recorded, *ruled],
+                           composites={k: v["composite"] for k, v in per_task.items()})
     assert standard_differences(evaluation, plain) == []
 
 
