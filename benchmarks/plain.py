@@ -595,7 +595,7 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
                            "span_s": _summary(spans)},
         }
 
-    common = [t for t in questions if all(
+    common = [t for t in questions if names and all(  # no setup: no common subset
         (r := slot.get((setup, t, k))) is not None and graded[r.run_id] == "resolved"
         for setup in names for k in range(1, repeats + 1))]
     per_question: dict[tuple[str, str], dict[str, float | None]] = {}

@@ -263,3 +263,75 @@ def test_a_figure_off_in_the_last_place_is_a_difference(tmp_path: Path) -> None:
     found = differences(evaluation, plain_runs, plain_tasks)
     assert len(found) == 2
     assert found[0].startswith(f"run {run_id}: composite") and "not in the plain" in found[1]
+
+
+def _write(folder: Path, name: str, records: list[dict[str, Any]]) -> Path:
+    path = folder / f"{name}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def _all_differences(folder: Path, tasks: list[dict[str, Any]], runs: list[dict[str, Any]],
+                     grades: list[dict[str, Any]]) -> list[str]:
+    """gk.evaluate against every plain figure, on records written as JSONL."""
+    paths = {"tasks": _write(folder, "tasks", tasks), "runs": _write(folder, "runs", runs),
+             "grades": _write(folder, "grades", grades)}
+    evaluation = gk.evaluate(paths["tasks"], paths["runs"], grades=paths["grades"])
+    plain_tasks, plain_runs, _ = read_plain(paths["tasks"], paths["runs"])
+    per_run, per_task = plain_scores(plain_tasks, plain_runs, [])
+    standard = plain_standard(plain_tasks, plain_runs, read_grades(paths["grades"]),
+                              composites={k: v["composite"] for k, v in per_task.items()})
+    return [*differences(evaluation, per_run, per_task),
+            *aggregate_differences(evaluation, plain_aggregates(plain_tasks, per_task)),
+            *standard_differences(evaluation, standard)]
+
+
+def _boundary_run(run_id: str, setup: str, repeat: int, status: str = "delivered",
+                  findings: tuple[str, ...] = ("alpha beta",), metrics: Any = None,
+                  e2e_us: int | None = 1_500_000) -> dict[str, Any]:
+    run: dict[str, Any] = {"run_id": run_id, "setup": setup, "task_id": "t0",
+                           "repeat": repeat, "status": status,
+                           "events": {"submitted": START.isoformat()}}
+    if e2e_us is not None:
+        run["events"]["received"] = (START + timedelta(microseconds=e2e_us)).isoformat()
+    if status == "delivered":
+        run["response"] = {"key_findings": list(findings),
+                           "structured_metrics": metrics if metrics is not None else {"m": 1}}
+    return run
+
+
+BOUNDARY_TASK = {"task_id": "t0", "prompt": "What changed?", "track": 1, "pack": "p",
+                 "weights": {"grounding_accuracy": 0.5, "insight_quality": 0.5},
+                 "gold_facts": [{"id": "f", "metric": "m", "value": 0, "abs_tol": 0.0}],
+                 "gold_insights": [{"id": "i", "text": "alpha"}]}
+CORRECT = {"core_conclusion": "correct", "request_fulfilment": "full", "material_error": "no",
+           "grader": "test"}
+
+BOUNDARIES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
+    "no run at all": ([], []),
+    "one run": ([_boundary_run("a1", "A", 1)], [{"run_id": "a1", **CORRECT}]),
+    "no delivered run": ([_boundary_run("a1", "A", 1, "failed"),
+                          _boundary_run("a2", "A", 2, "timeout"),
+                          _boundary_run("b1", "B", 1, "cancelled")], []),
+    "one repeat, two setups, ties": (
+        [_boundary_run("a1", "A", 1, e2e_us=2_000_000),
+         _boundary_run("b1", "B", 1, e2e_us=2_000_000)],
+        [{"run_id": "a1", **CORRECT}, {"run_id": "b1", **CORRECT}]),
+    "zero mean, with and without spread": (
+        [_boundary_run(f"a{k}", "A", k, metrics={"m": 0, "n": v, "k": -v})
+         for k, v in ((1, -1.0), (2, 1.0), (3, 0.0))],
+        [{"run_id": "a1", **CORRECT}]),
+    "identical repeats": (
+        [_boundary_run(f"a{k}", "A", k, findings=("alpha beta", "gamma", "delta epsilon"),
+                       e2e_us=1) for k in (1, 2, 3, 4)],
+        [{"run_id": f"a{k}", **CORRECT} for k in (1, 2, 3, 4)]),
+    "no events, no findings": (
+        [{**_boundary_run(f"a{k}", "A", k, findings=(), metrics={}), "events": {}}
+         for k in (1, 2)], []),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BOUNDARIES))
+def test_boundary_inputs_equal_the_plain_rules(tmp_path: Path, case: str) -> None:
+    runs, grades = BOUNDARIES[case]
+    assert _all_differences(tmp_path, [BOUNDARY_TASK], runs, grades) == []
