@@ -1,18 +1,21 @@
-"""A plain row-at-a-time implementation of GRADE scoring (docs/methodology.md §3), written
-from the rules' wording: no frames, one record at a time, Python's ``json`` and the pydantic
+"""A plain row-at-a-time implementation of the rules (docs/methodology.md §3-§5), written
+from their wording: no frames, one record at a time, Python's ``json`` and the pydantic
 models to read, the one text normaliser (``grade_kit.text``) to match.
 
-It serves twice: ``tests/test_plain.py`` compares ``gk.evaluate`` with it on random inputs
-(bad lines included), figure by figure and bit for bit; and ``make bench-plain``
-(``python -m benchmarks.plain [FOLDER] [--runs N]``) times both on the same files
-(``tasks.jsonl``, ``runs.jsonl``, ``judgements.jsonl``; by default the seeded rich input of
-``benchmarks/scale.py`` at 100k runs) and counts the figures that differ: the baseline the
-issue measures speed against.
+It serves twice: ``tests/test_plain.py`` compares ``gk.evaluate`` with it on random and
+boundary inputs (bad lines included), figure by figure and bit for bit; and ``make
+bench-plain`` (``python -m benchmarks.plain [FOLDER] [--runs N]``) times both on the same
+files (``tasks.jsonl``, ``runs.jsonl``, ``judgements.jsonl``, ``grades.jsonl``; by default
+the seeded rich input of ``benchmarks/scale.py`` at 100k runs) and lists the figures that
+differ: the baseline the issue measures speed against.
 
-Scope: per-run dimensions, per-run composite and rubric score, consistency, and the per-task
-dimensions, composite and rubric score. Reading keeps the lines the models accept and that
-repeat no run_id or (setup, task, repeat) slot of a first attempt (a re-run names its
-first attempt); the inputs the test writes break no other rule of docs/methodology.md §2.
+Scope: §3 per run, per (setup, task) with consistency, and per track, pack and setup; the
+rule grader's records; §4 per setup over all questions and the common subset (plan with R
+inferred, grades, rates and Wilson intervals, timing, timeouts and failures, tool calls);
+§5 the paired figures of every comparison (not the bootstrap intervals). Reading keeps the
+lines the models accept and that repeat no run_id or (setup, task, repeat) slot of a first
+attempt (a re-run names its first attempt); the inputs the tests write break no other rule
+of docs/methodology.md §2, and carry no suites.
 """
 
 from __future__ import annotations
