@@ -15,7 +15,7 @@ inferred, grades, rates and Wilson intervals, timing, timeouts and failures, too
 §5 the paired figures of every comparison (not the bootstrap intervals). Reading keeps the
 lines the models accept and that repeat no run_id or (setup, task, repeat) slot of a first
 attempt (a re-run names its first attempt); the inputs the tests write break no other rule
-of docs/methodology.md §2, and carry no suites.
+of docs/methodology.md §2.
 """
 
 from __future__ import annotations
@@ -484,13 +484,14 @@ STATES = ("resolved", "partially_resolved", "material_error", "unresolved",
 
 def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[Grade],
                    setups: Sequence[str] | None = None,
-                   composites: dict[tuple[str, str], float | None] | None = None
-                   ) -> dict[str, Any]:
+                   composites: dict[tuple[str, str], float | None] | None = None,
+                   repeats: int | None = None) -> dict[str, Any]:
     """§4 for every setup, over all questions and over the common subset: the plan, grade
     counts and rates over N, graded coverage, stable resolution, E2E, timeouts and failures
     over attempted primary runs, and unique tool calls per exposed delivered run.
 
-    Tasks carry no suite here (every setup is planned on every task) and R is inferred.
+    A setup is planned on every task without a suite and on every task of each suite it
+    has a primary run in; R is ``repeats`` when given, else inferred.
     """
     records: dict[str, Grade] = {}
     for record in grades:  # a second grade of a run is rejected: the first stands
@@ -501,9 +502,15 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
         key = (run.setup, run.task_id)
         highest[key] = max(highest.get(key, 0), run.repeat)
     reached = sorted(highest.values(), reverse=True)
-    repeats = reached[len(reached) // 20] if reached else 1  # the (floor(0.05 P) + 1)-th
+    if repeats is None:
+        repeats = reached[len(reached) // 20] if reached else 1  # the (floor(0.05 P) + 1)-th
     questions = sorted(t.task_id for t in tasks)
     names = sorted(setups if setups is not None else {r.setup for r in runs})
+    suite_of = {t.task_id: t.suite for t in tasks}
+    ran_suites = {(r.setup, suite_of[r.task_id]) for r in primary
+                  if suite_of.get(r.task_id) is not None}
+    planned = {setup: [t for t in questions if suite_of[t] is None
+                       or (setup, suite_of[t]) in ran_suites] for setup in names}
     slot = {(r.setup, r.task_id, r.repeat): r for r in primary}
     graded = {r.run_id: _grade(r, records.get(r.run_id)) for r in primary}
 
@@ -599,11 +606,11 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
         }
 
     common = [t for t in questions if names and all(  # no setup: no common subset
-        (r := slot.get((setup, t, k))) is not None and graded[r.run_id] == "resolved"
-        for setup in names for k in range(1, repeats + 1))]
+        t in planned[setup] and (r := slot.get((setup, t, k))) is not None
+        and graded[r.run_id] == "resolved" for setup in names for k in range(1, repeats + 1))]
     per_question: dict[tuple[str, str], dict[str, float | None]] = {}
     for setup in names:  # §5: per question over its filled planned slots
-        for task_id in questions:
+        for task_id in planned[setup]:
             filled = [r for k in range(1, repeats + 1)
                       if (r := slot.get((setup, task_id, k))) is not None]
             if not filled:
@@ -639,7 +646,7 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
                         "mean_diff_b_minus_a": math.fsum(y - x for x, y in pairs) / n}
                 comparisons[(a, b, subset)] = {"questions": len(chosen), "figures": figures}
     return {"repeats": repeats, "common": common, "comparisons": comparisons,
-            "all": {setup: setup_figures(setup, questions) for setup in names},
+            "all": {setup: setup_figures(setup, planned[setup]) for setup in names},
             "subset": {setup: setup_figures(setup, common) for setup in names}}
 
 

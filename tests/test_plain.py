@@ -147,18 +147,26 @@ def _grade_record(rnd: random.Random, run_id: str, easy: bool = False) -> dict[s
             "grader": "test"}
 
 
-def _write_inputs(folder: Path, seed: int, asking: bool = False) -> dict[str, Path]:
+def _write_inputs(folder: Path, seed: int, asking: bool = False,
+                  suites: bool = False) -> dict[str, Path]:
     """Tasks, runs, judgements and grades; with ``asking``, fewer recorded grades (the rule
-    grader writes the rest) and some answers that ask the user something."""
+    grader writes the rest) and some answers that ask the user something; with ``suites``,
+    tasks in suites s1 and s2 besides tasks in none, and setup C never runs suite s2."""
     rnd = random.Random(seed)
     tasks = [_task(rnd, i) for i in range(20)]
     tasks.append({"task_id": "plain", "prompt": "How many?"})  # a plain question: no GRADE
     lines: list[str] = []
     judgements: list[str] = []
     grades: list[str] = []
+    if suites:
+        for index, task in enumerate(tasks[2:-1], start=2):
+            if index % 3:
+                task["suite"] = f"s{index % 3}"
     for index, task in enumerate(tasks):
         easy = index < 2  # resolved in every slot by every setup: the common subset
         for setup in ("A", "B", "C"):
+            if setup == "C" and task.get("suite") == "s2":
+                continue  # C is not planned on suite s2
             top = rnd.choice([3, 3, 3, 2, 1]) if seed % 3 else rnd.randint(1, 4)
             if easy:
                 top = 4
@@ -227,6 +235,21 @@ def test_the_standard_equals_the_plain_row_at_a_time_rules(tmp_path: Path, seed:
                            composites={k: v["composite"] for k, v in per_task.items()})
     assert plain["all"]["A"]["counts"]["resolved"] and plain["all"]["A"]["e2e_s"]["n"] > 10
     assert plain["common"] == ["t0", "t1"] or plain["repeats"] > 4  # a common subset
+    assert standard_differences(evaluation, plain) == []
+
+
+@pytest.mark.parametrize(("seed", "repeats"), [(20, None), (21, None), (22, 3), (23, 2)])
+def test_suites_and_a_given_r_equal_the_plain_rules(tmp_path: Path, seed: int,
+                                                   repeats: int | None) -> None:
+    paths = _write_inputs(tmp_path, seed, suites=True)
+    evaluation = gk.evaluate(paths["tasks"], paths["runs"], grades=paths["grades"],
+                             repeats=repeats)
+    tasks, runs, _ = read_plain(paths["tasks"], paths["runs"])
+    _, per_task = plain_scores(tasks, runs, [])
+    plain = plain_standard(tasks, runs, read_grades(paths["grades"]),
+                           composites={k: v["composite"] for k, v in per_task.items()},
+                           repeats=repeats)
+    assert plain["all"]["C"]["questions"] < plain["all"]["A"]["questions"]  # C: no s2
     assert standard_differences(evaluation, plain) == []
 
 
