@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import polars as pl
@@ -460,3 +461,23 @@ def test_channel_overhead_is_its_own_metric_and_leaves_e2e_only_when_asked() -> 
     assert without.e2e_definition == E2E_WITHOUT_CHANNEL
     # r1: 10.0 - 1.5 = 8.5; r2 reports no overhead and keeps 4.0
     assert (without.e2e_s.n, without.e2e_s.min, without.e2e_s.max) == (2, 4.0, 8.5)
+
+
+def test_e2e_without_channel_overhead_is_the_exact_difference() -> None:
+    # 531.969375 s E2E, 408.538600 s of overhead: 123.430775 s exactly (subtracting the two
+    # rounded figures gives 123.43077500000004); an overhead in an impossible order is none.
+    def at(micros: int) -> str:
+        return (datetime(2026, 11, 30, 10, tzinfo=UTC) + timedelta(microseconds=micros)
+                ).isoformat()
+
+    runs = [make_run("r1", findings=["x"], events={
+                "submitted": at(0), "received": at(531_969_375),
+                "channel_overhead_started": at(1_000_000),
+                "channel_overhead_ended": at(409_538_600)}),
+            make_run("r2", repeat=2, findings=["x"], events={
+                "submitted": at(0), "received": at(5_000_000),
+                "channel_overhead_started": at(3_000_000),
+                "channel_overhead_ended": at(2_000_000)})]
+    timing = gk.evaluate([make_task()], runs,
+                         exclude_channel_overhead=True).results.setups["A"].timing
+    assert (timing.e2e_s.n, timing.e2e_s.min, timing.e2e_s.max) == (2, 5.0, 123.430775)
