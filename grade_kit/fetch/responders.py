@@ -36,7 +36,7 @@ from grade_kit.fetch.http import (
     receipt,
 )
 from grade_kit.fetch.tools import SQL_TOOL, PackTools
-from grade_kit.schema import Response, Task
+from grade_kit.schema import Response, Task, parse_timestamp
 
 __all__ = [
     "RESPONSE_FORMAT_INSTRUCTION",
@@ -510,14 +510,15 @@ class HTTPAgent:
 
 
 def _instant(value: object) -> datetime | None:
-    """A time-zone-aware instant from ISO text, or None."""
+    """An instant an agent reported, by the run contract's own rule
+    (:func:`~grade_kit.schema.parse_timestamp`: ISO 8601, a time zone, representable in
+    UTC), or None when it is not one."""
     if not isinstance(value, str):
         return None
     try:
-        parsed = datetime.fromisoformat(value)
+        return parse_timestamp(value)
     except ValueError:
         return None
-    return parsed if parsed.tzinfo is not None else None
 
 
 class PythonCallable:
