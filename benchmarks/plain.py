@@ -277,7 +277,7 @@ def consistency_by_definition(members: Sequence[Run]) -> dict[str, float | None]
         scale = max(abs(v) for v in values)
         xs = [v / scale for v in values] if not 1e-150 < scale < 1e150 else values
         mean = math.fsum(xs) / len(xs)
-        std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / len(xs))
+        std = math.sqrt(math.fsum((x - mean) * (x - mean) for x in xs) / len(xs))
         scores.append((1.0 if std == 0 else 0.0) if mean == 0 else 1.0 / (1.0 + std / abs(mean)))
     out["metric_variance"] = _mean(scores)
     weights = {"finding_stability": 0.5, "ranking_stability": 0.3, "metric_variance": 0.2}

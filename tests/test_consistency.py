@@ -323,3 +323,12 @@ def test_findings_without_tokens_cluster_as_the_rule() -> None:
     groups = [[[frozenset()], [frozenset()]], [[frozenset({5})], [frozenset(), frozenset()]]]
     assert _stacked_clusters(groups) == [[[0], [0]], [[0], [1, 1]]]
     assert _stacked_clusters(groups[:1]) == [[[0], [0]]]
+
+
+def test_metric_variance_squares_are_correctly_rounded() -> None:
+    # Population std over d * d (each square correctly rounded); Python's d ** 2 goes through
+    # libm's pow, one unit in the last place off here, and gives 0.6899680231387444.
+    values = [0.4183, 0.4676, 0.1247]
+    mean = math.fsum(values) / 3
+    std = math.sqrt(math.fsum((v - mean) * (v - mean) for v in values) / 3)
+    assert metric_variance({"m": values}) == 1 / (1 + std / abs(mean)) == 0.6899680231387443

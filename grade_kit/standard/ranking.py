@@ -121,9 +121,10 @@ def questions_needed(per_question: pl.DataFrame, metric: str = "composite", *,
         diffs = (both.get_column("y") - both.get_column("x")).to_list()
         n = len(diffs)
         mean = math.fsum(diffs) / n if n else None
-        sd = (math.sqrt(math.fsum((d - mean) ** 2 for d in diffs) / (n - 1))
-              if n >= 2 and mean is not None else None)
-        needed = (math.ceil((z * sd / abs(mean)) ** 2) if sd is not None and mean else None)
+        sd = (math.sqrt(math.fsum((d - mean) * (d - mean) for d in diffs) / (n - 1))
+              if n >= 2 and mean is not None else None)  # squares as products: exact rounding
+        ratio = z * sd / abs(mean) if sd is not None and mean else None
+        needed = math.ceil(ratio * ratio) if ratio is not None else None
         rows.append({
             "baseline": a, "compared": b, "questions": n, "mean_diff": mean, "sd_diff": sd,
             "questions_needed": needed, "label": "conditional estimate",
