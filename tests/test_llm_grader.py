@@ -6,6 +6,7 @@ long answers higher. No paid service, no network."""
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -241,3 +242,21 @@ def test_the_judge_and_grade_commands_write_records_score_reads(
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
+
+
+def test_judge_spread_is_the_fsum_mean_of_each_tasks_range() -> None:
+    from grade_kit.schema import Judgement
+
+    scores = iter([0.1, 0.7, 0.2, 0.3] * 100)
+
+    def judge(tasks: Any, samples: Any) -> list[Judgement]:
+        return [Judgement(run_id=s.run_id, dimension="evidence_linkage", score=next(scores),
+                          judge="fixed") for s in samples]
+
+    review = calibration_review(TASKS, RUNS, grader=RuleGrader(), judge=judge)
+    ranges: dict[str, list[float]] = {}
+    for row in review.frame.iter_rows(named=True):
+        ranges.setdefault(row["task_id"], []).append(row["evidence_linkage"])
+    spans = [max(v) - min(v) for v in ranges.values()]
+    assert len(spans) == len(SOME) and review.judge_spread == {
+        "evidence_linkage": math.fsum(spans) / len(spans)}

@@ -19,6 +19,7 @@ consistency review*: it checks the model against itself, not against people.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -162,8 +163,9 @@ def calibration_review(tasks: Sequence[Task], runs: Sequence[Run], *, grader: Gr
         for dimension in sorted(set(judged.get_column("dimension").to_list())):
             per_task = (frame.group_by("task_id")
                         .agg((pl.col(dimension).max() - pl.col(dimension).min()).alias("s")))
-            values = per_task.get_column("s").drop_nulls()
-            spread[dimension] = float(values.mean()) if len(values) else None  # type: ignore[arg-type]
+            values = per_task.get_column("s").drop_nulls().to_list()
+            # fsum / n, as every mean (docs/methodology.md §3 "Arithmetic")
+            spread[dimension] = math.fsum(values) / len(values) if values else None
     per_sample = frame.group_by("task_id").agg(pl.col("grade").n_unique().alias("kinds"))
     consistent = int(per_sample.filter(pl.col("kinds") == 1).height)
     names = tuple(sorted({g.grader for g in grades} or {getattr(grader, "name", "?")}))
