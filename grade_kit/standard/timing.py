@@ -29,7 +29,6 @@ __all__ = [
     "E2E_WITHOUT_CHANNEL",
     "PLATFORM_PROXY_LABEL",
     "SPAN_LABEL",
-    "channel_overhead",
     "e2e_frame",
     "event_offsets",
     "per_question_median",
@@ -70,16 +69,6 @@ def event_offsets(runs: pl.DataFrame, events: pl.DataFrame, start: str,
             .filter(pl.col(start).is_not_null() & pl.col(end).is_not_null()))
     return both.select("run_id", "setup", "task_id").with_columns(
         seconds_between(both, pl.col(end), pl.col(start)).alias("seconds"))
-
-
-def channel_overhead(runs: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
-    """Agent-reported channel overhead (:data:`CHANNEL` end - start, seconds) of the runs
-    carrying both events in a possible order.
-
-    Returns:
-        run_id, setup, task_id, seconds (every value >= 0).
-    """
-    return event_offsets(runs, events, *CHANNEL).filter(pl.col("seconds") >= 0)
 
 
 def _e2e_pairs(delivered: pl.DataFrame, events: pl.DataFrame,
