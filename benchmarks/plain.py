@@ -645,7 +645,18 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
                         "mean_b": math.fsum(y for _, y in pairs) / n,
                         "mean_diff_b_minus_a": math.fsum(y - x for x, y in pairs) / n}
                 comparisons[(a, b, subset)] = {"questions": len(chosen), "figures": figures}
+    per_run = {}  # the runs table's own columns: every run, re-runs included
+    for run in runs:
+        start, end = run.events.get("submitted"), run.events.get("received")
+        seconds = (_seconds(end, start) if run.status == "delivered" and start is not None
+                   and end is not None else None)
+        per_run[run.run_id] = {
+            "grade": _grade(run, records.get(run.run_id)),
+            "e2e_s": seconds if seconds is not None and seconds >= 0 else None,
+            "tool_calls": (len({c.id for c in run.tool_calls})
+                           if run.tool_calls is not None else None)}
     return {"repeats": repeats, "common": common, "comparisons": comparisons,
+            "runs": per_run,
             "all": {setup: setup_figures(setup, planned[setup]) for setup in names},
             "subset": {setup: setup_figures(setup, common) for setup in names}}
 
@@ -654,6 +665,11 @@ def standard_differences(evaluation: Any, plain: dict[str, Any]) -> list[str]:
     """Every figure of ``evaluation``'s results (all questions and the common subset) that
     is not the plain one of :func:`plain_standard`, as messages."""
     out: list[str] = []
+    for row in evaluation.runs_frame.iter_rows(named=True):
+        expected = plain["runs"].get(row["run_id"])
+        got = {k: row[k] for k in ("grade", "e2e_s", "tool_calls")}
+        if expected != got:
+            out.append(f"run {row['run_id']}: {got} != {expected}")
     results = evaluation.results
     seen = set()
     for comparison in results.comparisons:
