@@ -7,6 +7,7 @@ import math
 import random
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given, settings
@@ -26,7 +27,7 @@ from grade_kit.grade import (
     metric_variance,
     ranking_stability,
 )
-from grade_kit.grade.consistency import _finding_clusters
+from grade_kit.grade.consistency import _finding_clusters, _key_stabilities, _key_stability
 from grade_kit.text import parse_number, tokenize
 
 from .conftest import make_run, make_task, score, task_row
@@ -332,3 +333,19 @@ def test_metric_variance_squares_are_correctly_rounded() -> None:
     mean = math.fsum(values) / 3
     std = math.sqrt(math.fsum((v - mean) * (v - mean) for v in values) / 3)
     assert metric_variance({"m": values}) == 1 / (1 + std / abs(mean)) == 0.6899680231387443
+
+
+_KEY_VALUE = st.one_of(st.floats(-1e6, 1e6), st.floats(0, 1).map(lambda v: round(v, 4)),
+                       st.sampled_from([0.0, -0.0, 0.184, 0.2, 0.1841, 7.0, 8.0, 1e300, -1e300,
+                                        1e-300, 1e-160, 1e160, 5e-324, math.inf, -math.inf]),
+                       st.integers(-1000, 1000).map(float))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_KEY_VALUE, min_size=2, max_size=8), max_size=25))
+def test_key_stabilities_at_once_equal_the_rule_list_by_list(lists: list[list[float]]) -> None:
+    flat = np.array([v for values in lists for v in values], dtype=float)
+    series = pl.Series(lists, dtype=pl.List(pl.Float64))
+    got = _key_stabilities(flat, np.array([len(v) for v in lists], dtype=np.int64), series)
+    # NaN (an infinite value's deviation) counts as equal to NaN, every other score exactly.
+    np.testing.assert_array_equal(got, [_key_stability(values) for values in lists])

@@ -7,11 +7,19 @@ import math
 import random
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grade_kit.exact import divide, group_fmean, row_fmean, row_sum, seconds_between
+from grade_kit.exact import (
+    divide,
+    group_fmean,
+    row_fmean,
+    row_sum,
+    seconds_between,
+    segment_fsums,
+)
 from grade_kit.grade import with_composite
 from grade_kit.schema import DIMENSIONS, PROJECT_WEIGHTS
 
@@ -92,3 +100,29 @@ def test_row_fmean_by_hand() -> None:
     # left to right, the first row would be 0.09141414141414143
     assert row_fmean(frame, ["a", "b", "c"]).to_list() == [0.0914141414141414, None, 0.375,
                                                             0.25]
+
+
+_SUMMAND = st.one_of(st.floats(allow_nan=False, allow_infinity=False),
+                     st.floats(-1, 1), st.sampled_from([0.0, -0.0, 0.1, 0.2, 0.3, 5e-324, 1e-310,
+                                                        1e300, -1e300, 2.0**-1000]),
+                     st.integers(-10**6, 10**6).map(float))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_SUMMAND, min_size=1, max_size=9), max_size=20))
+def test_segment_fsums_are_fsum_where_they_say_so(segments: list[list[float]]) -> None:
+    flat = [v for segment in segments for v in segment]
+    starts = [sum(map(len, segments[:k])) for k in range(len(segments))]
+    sums, exact = segment_fsums(np.array(flat, dtype=float), np.array(starts, dtype=np.int64))
+    for segment, total, done in zip(segments, sums.tolist(), exact.tolist(), strict=True):
+        if done:
+            assert total == math.fsum(segment)
+        else:
+            assert math.isnan(total)
+
+
+def test_segment_fsums_by_hand() -> None:
+    # 0.1 + 0.2 + 0.3: fsum 0.6 (left to right 0.6000000000000001); a wide span is left to fsum
+    sums, exact = segment_fsums(np.array([0.1, 0.2, 0.3, 1.0, 1e-30, -0.0, -0.0]),
+                                np.array([0, 3, 5]))
+    assert sums[0] == 0.6 and exact.tolist() == [True, False, True] and sums[2] == 0.0

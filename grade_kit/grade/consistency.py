@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from grade_kit._gc import gc_paused
+from grade_kit.exact import segment_fsums
 from grade_kit.frames import Frame, like, to_polars
 
 __all__ = [
@@ -372,18 +373,56 @@ def _key_scores(metrics: pl.DataFrame, ordinals: pl.DataFrame) -> pl.DataFrame:
               .join(ordinals.group_by("group").agg(size=pl.len()), on="group")
               .filter((pl.col("size") >= 2) & (pl.col("num").list.len() >= 2))
               .sort("group"))
-    groups = values.get_column("group").to_list()
-    scores = [_key_stability(v) for v in values.get_column("num").to_list()]
-    out_group: list[int] = []
-    out_score: list[float] = []
-    start = 0
-    for end in range(1, len(groups) + 1):
-        if end == len(groups) or groups[end] != groups[start]:
-            out_group.append(groups[start])
-            out_score.append(math.fsum(scores[start:end]) / (end - start))
-            start = end
-    return pl.DataFrame({"group": out_group, "metric_variance": out_score},
+    lists = values.get_column("num")
+    scores = _key_stabilities(lists.explode().to_numpy().astype(np.float64),
+                              lists.list.len().to_numpy().astype(np.int64), lists)
+    group = values.get_column("group").to_numpy().astype(np.int64)
+    if not len(group):
+        return pl.DataFrame(schema={"group": pl.UInt32, "metric_variance": pl.Float64})
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    means = _segment_means(scores, starts)
+    return pl.DataFrame({"group": group[starts], "metric_variance": means},
                         schema={"group": pl.UInt32, "metric_variance": pl.Float64})
+
+
+def _segment_means(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """``math.fsum(segment) / len(segment)`` of every segment (see
+    :func:`~grade_kit.exact.segment_fsums`; a segment it cannot sum exactly is summed by
+    ``math.fsum`` itself)."""
+    sums, exact = segment_fsums(values, starts)
+    ends = np.r_[starts[1:], len(values)]
+    for k in np.flatnonzero(~exact):
+        sums[k] = math.fsum(values[starts[k]:ends[k]].tolist())
+    return np.asarray(sums / (ends - starts), dtype=np.float64)
+
+
+def _key_stabilities(flat: np.ndarray, lengths: np.ndarray, lists: pl.Series) -> np.ndarray:
+    """:func:`_key_stability` of every list at once (``flat``: the lists' values one after
+    another, ``lengths`` >= 2 each), with the same float operations: a list of one value
+    scores 1; otherwise the exact mean (fsum / n), the deviations and their squares
+    (``d * d``), the exact mean square, its square root, then 1 / (1 + std / |mean|). A list
+    whose sums cannot be made exactly here, or whose values need rescaling (a largest
+    magnitude outside (1e-150, 1e150)), is scored by :func:`_key_stability` itself."""
+    out = np.ones(len(lengths))
+    if not len(lengths):
+        return out
+    starts = np.r_[0, np.cumsum(lengths)[:-1]]
+    # Overflow and NaN are expected on the lists that fall back below: no warnings.
+    with np.errstate(all="ignore"):
+        same = np.minimum.reduceat(flat, starts) == np.maximum.reduceat(flat, starts)
+        scale = np.maximum.reduceat(np.abs(flat), starts)
+        sums, exact = segment_fsums(flat, starts)
+        mean = sums / lengths
+        deviation = flat - np.repeat(mean, lengths)
+        squares, exact_squares = segment_fsums(deviation * deviation, starts)
+        std = np.sqrt(squares / lengths)
+        score = np.where(mean == 0, np.where(std == 0, 1.0, 0.0),
+                         1.0 / (1.0 + std / np.abs(mean)))
+    plain = ~same & exact & exact_squares & (scale > 1e-150) & (scale < 1e150)
+    out[plain] = score[plain]
+    for k in np.flatnonzero(~same & ~plain):
+        out[k] = _key_stability(lists[int(k)].to_list())
+    return out
 
 
 def consistency_scores(runs: Frame, items: Frame, metrics: Frame) -> Frame:
