@@ -224,7 +224,10 @@ def test_bootstrap_is_seeded_and_brackets_the_mean() -> None:
     assert first is not None and first[0] <= diffs.mean() <= first[1] < 0
 
 
-@pytest.mark.parametrize("n, resamples", [(2, 1), (7, 63), (50, 65), (3000, 2000)])
+# The resamples are gathered in blocks of 2**16 values: the last block short (1000, 131;
+# 3000, 2000), one resample a block (70,000).
+@pytest.mark.parametrize("n, resamples", [(2, 1), (7, 63), (50, 65), (1000, 131),
+                                          (3000, 2000), (70_000, 3)])
 def test_bootstrap_is_the_plain_percentile_bootstrap(n: int, resamples: int) -> None:
     import numpy as np
 
