@@ -13,19 +13,22 @@ from __future__ import annotations
 import html
 import json
 import math
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
-import pandas as pd
 import polars as pl
 
 from grade_kit._fastread import FlatRuns, raw_records
 from grade_kit._gc import gc_paused
 from grade_kit.schema import DIMENSIONS, Grade, Judgement, Run, Task
 from grade_kit.text import normalize, normalize_column, normalize_value, parse_number
+
+if TYPE_CHECKING:  # pandas is imported by whoever passes a pandas frame; never here
+    import pandas as pd
 
 __all__ = [
     "COLUMNS",
@@ -42,7 +45,7 @@ __all__ = [
     "verdict_frames",
 ]
 
-Frame = TypeVar("Frame", pl.DataFrame, pd.DataFrame)
+Frame = TypeVar("Frame", pl.DataFrame, "pd.DataFrame")
 
 _TS = pl.Datetime("us", "UTC")
 
@@ -144,20 +147,26 @@ def _frame(name: str, rows: dict[str, list[Any]]) -> pl.DataFrame:
                                                    if v == _TS})
 
 
+def _is_pandas(frame: object) -> bool:
+    """Whether ``frame`` is a pandas DataFrame (without importing pandas: a caller holding
+    one has imported it already)."""
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and isinstance(frame, pandas.DataFrame)
+
+
 def to_polars(frame: pl.DataFrame | pd.DataFrame) -> pl.DataFrame:
     """A polars view of ``frame`` (pandas is converted once)."""
     if isinstance(frame, pl.DataFrame):
         return frame
-    if isinstance(frame, pd.DataFrame):
+    if _is_pandas(frame):
         return pl.from_pandas(frame)
     raise TypeError(f"expected a pandas or polars DataFrame, got {type(frame).__name__}")
 
 
 def like(result: pl.DataFrame, template: Frame) -> Frame:
     """``result`` as the same kind of frame as ``template`` (pandas in, pandas out)."""
-    if isinstance(template, pd.DataFrame):
-        return result.to_pandas()
-    return result
+    out: Any = result.to_pandas() if _is_pandas(template) else result
+    return cast(Frame, out)
 
 
 # --------------------------------------------------------------------------- tasks
