@@ -156,8 +156,10 @@ def write_inputs(folder: Path, n_runs: int, seed: int = 42) -> dict[str, Path]:
     return paths
 
 
-def pipeline(n_runs: int) -> dict[str, Any]:
-    """Every stage of ``gk.evaluate`` and ``write`` on ``n_runs`` synthetic runs."""
+def pipeline(n_runs: int, inputs_folder: Path | None = None) -> dict[str, Any]:
+    """Every stage of ``gk.evaluate`` and ``write`` on ``n_runs`` synthetic runs (generated
+    in a temporary folder, or kept in ``inputs_folder/<n_runs>`` and generated only when
+    that folder has none: the same seed gives the same files)."""
     from grade_kit.evaluate import Evaluation, _version
     from grade_kit.grade import GradeScores
     from grade_kit.report.results import build_results
@@ -167,10 +169,19 @@ def pipeline(n_runs: int) -> dict[str, Any]:
     stages: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        paths = write_inputs(Path(tmp), n_runs)
+        kept = None if inputs_folder is None else inputs_folder / str(n_runs)
+        if kept is not None and (kept / "done").exists():
+            paths = {k: kept / f"{k}.jsonl" for k in ("tasks", "runs", "judgements", "grades")}
+            made = "kept from an earlier run"
+        else:
+            if kept is not None:
+                kept.mkdir(parents=True, exist_ok=True)
+            paths = write_inputs(kept or Path(tmp), n_runs)
+            if kept is not None:
+                (kept / "done").touch()
+            made = f"generated in {time.perf_counter() - started:.0f} s"
         size = paths["runs"].stat().st_size
-        print(f"{n_runs:>11,} runs: {size / 2**20:,.0f} MB of runs JSONL (generated in "
-              f"{time.perf_counter() - started:.0f} s)", flush=True)
+        print(f"{n_runs:>11,} runs: {size / 2**20:,.0f} MB of runs JSONL ({made})", flush=True)
         inputs = stage("read and validate", n_runs, lambda: read_inputs(
             paths["tasks"], paths["runs"], judgements=paths["judgements"],
             grades=paths["grades"]), stages, echo=True)
@@ -301,9 +312,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="*", default=[100_000, 300_000, 1_000_000])
     parser.add_argument("--stats", type=int, default=10_000_000)
+    parser.add_argument("--inputs", type=Path, default=None,
+                        help="keep the generated inputs in INPUTS/<size> and reuse them "
+                             "(default: a temporary folder, generated every time)")
     args = parser.parse_args()
     figures: dict[str, Any] = {**figures_header(),
-                               "sizes": [pipeline(size) for size in args.sizes]}
+                               "sizes": [pipeline(size, args.inputs) for size in args.sizes]}
     if len(figures["sizes"]) > 1:
         small, large = figures["sizes"][0], figures["sizes"][-1]
         ratio = large["end_to_end_s"] / small["end_to_end_s"]

@@ -34,10 +34,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.ipc
 
 from grade_kit._fastread import FastRun, FlatRuns, RunKey, raw_records
 from grade_kit.frames import RECORD, RUN_FRAMES, run_frames
@@ -307,9 +309,19 @@ def _check_and_collect(ranges: Sequence[ByteRange], owner: Sequence[_Worker],
     return out
 
 
+def _mapped_frame(path: Path) -> pl.DataFrame:
+    """An Arrow IPC file of a reading process as a frame over the file's pages, not a copy
+    (``pl.read_ipc`` copies every buffer: 13 s for the 3.7 GB of frames of 1M runs). The
+    pages stay mapped while the frame (or a frame sharing its buffers) lives, also after the
+    file is removed; the operating system may drop and re-read them, as for any file."""
+    with pa.memory_map(str(path)) as source:  # closing keeps the buffers' mapping
+        table = pa.ipc.open_file(source).read_all()
+    return cast(pl.DataFrame, pl.from_arrow(table))
+
+
 def _kept_rows(path: Path, keep: list[int], records: int) -> pl.DataFrame:
     """The rows of a range's frame whose records are in ``keep`` (of ``records``)."""
-    frame = pl.read_ipc(path)
+    frame = _mapped_frame(path)
     if len(keep) < records:
         standing = np.zeros(records, dtype=bool)
         standing[keep] = True
