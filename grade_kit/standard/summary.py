@@ -5,7 +5,7 @@ it; and the comparisons of every pair of setups on all questions and on the comm
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 import polars as pl
@@ -102,56 +102,15 @@ def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
     return per_q.sort("setup", "task_id")
 
 
-@dataclass(frozen=True)
-class _SetupRows:
-    """One setup's rows of the frames its summaries read: its runs, their events and tool
-    calls, and its rows of the plan, the slots and the graded runs."""
-
-    runs: pl.DataFrame
-    events: pl.DataFrame
-    tool_calls: pl.DataFrame
-    plan: pl.DataFrame
-    slots: pl.DataFrame
-    graded: pl.DataFrame
-
-    def subset(self, keep: pl.Expr) -> _SetupRows:
-        """The same with the plan and slots cut to the tasks ``keep`` selects."""
-        return replace(self, plan=self.plan.filter(keep), slots=self.slots.filter(keep))
-
-
-def _rows_by_setup(data: EvalData, plan: pl.DataFrame, slots: pl.DataFrame,
-                   graded: pl.DataFrame, setups: list[str]) -> dict[str, _SetupRows]:
-    """Every frame split by setup once, each part in the frame's own row order (events and
-    tool calls by their run's setup). Every summary of one setup selects rows of that
-    setup's runs only, so it reads the same rows, in the same order, from its part as from
-    the whole frame; splitting once makes the summaries of all setups cost one pass over the
-    frames, not one pass per setup."""
-    setup_of = data.runs.select("run_id", "setup")
-
-    def split(frame: pl.DataFrame, tagged: bool = True) -> dict[str, pl.DataFrame]:
-        if not tagged:
-            frame = frame.join(setup_of, on="run_id", how="inner", maintain_order="left")
-        parts = {key[0]: part for key, part in frame.partition_by(
-            "setup", as_dict=True, maintain_order=True).items()}
-        empty = frame.clear()
-        return {s: (parts.get(s, empty) if tagged else parts.get(s, empty).drop("setup"))
-                for s in setups}
-
-    runs, events, calls = split(data.runs), split(data.events, False), split(
-        data.tool_calls, False)
-    plans, slot_parts, graded_parts = split(plan), split(slots), split(graded)
-    return {s: _SetupRows(runs[s], events[s], calls[s], plans[s], slot_parts[s],
-                          graded_parts[s]) for s in setups}
-
-
-def _subset_setup(rows: _SetupRows, setup: str, repeats: int,
+def _subset_setup(data: EvalData, plan: pl.DataFrame, slots: pl.DataFrame,
+                  graded: pl.DataFrame, setup: str, repeats: int,
                   exclude_channel_overhead: bool = False) -> SubsetSetup:
-    run_ids = rows.slots.get_column("run_id").to_list()
+    run_ids = slots.filter(pl.col("setup") == setup).get_column("run_id").to_list()
     return SubsetSetup(
-        grades=grade_summary(rows.plan, rows.slots, rows.graded, setup, repeats),
-        timing=timing_summary(rows.runs, rows.events, run_ids,
+        grades=grade_summary(plan, slots, graded, setup, repeats),
+        timing=timing_summary(data.runs, data.events, run_ids,
                               exclude_channel_overhead=exclude_channel_overhead),
-        tool_calls=tool_call_summary(rows.runs, rows.tool_calls, run_ids),
+        tool_calls=tool_call_summary(data.runs, data.tool_calls, run_ids),
     )
 
 
@@ -187,15 +146,16 @@ def standard_results(data: EvalData, repeats: int | None = None,
     plan_frame = setup_plan(data.runs, data.tasks)
     slots = planned_slots(graded, plan_frame, r)
     e2e = e2e_frame(data.runs, data.events, exclude_channel_overhead=exclude_channel_overhead)
-    rows = _rows_by_setup(data, plan_frame, slots, graded, setups)
-    per_setup = {s: _subset_setup(rows[s], s, r, exclude_channel_overhead) for s in setups}
+    per_setup = {s: _subset_setup(data, plan_frame, slots, graded, s, r,
+                                  exclude_channel_overhead) for s in setups}
     subset = common_subset(plan_frame, slots, r)
     in_subset = pl.col("task_id").is_in(pl.Series(subset, dtype=pl.String).implode())
+    sub_plan, sub_slots = plan_frame.filter(in_subset), slots.filter(in_subset)
     common = CommonSubset(
         tasks=subset, questions=len(subset), of_questions=len(task_ids), repeats=r,
         rule=COMMON_RULE,
-        setups={s: _subset_setup(rows[s].subset(in_subset), s, r, exclude_channel_overhead)
-                for s in setups})
+        setups={s: _subset_setup(data, sub_plan, sub_slots, graded, s, r,
+                                 exclude_channel_overhead) for s in setups})
     per_question = per_question_figures(data, slots, e2e, task_composites)
     ran = {s: set(per_question.filter(pl.col("setup") == s).get_column("task_id").to_list())
            for s in setups}
