@@ -104,7 +104,8 @@ def test_row_fmean_by_hand() -> None:
 
 _SUMMAND = st.one_of(st.floats(allow_nan=False, allow_infinity=False),
                      st.floats(-1, 1), st.sampled_from([0.0, -0.0, 0.1, 0.2, 0.3, 5e-324, 1e-310,
-                                                        1e300, -1e300, 2.0**-1000]),
+                                                        1e300, -1e300, 2.0**-1000, math.inf,
+                                                        -math.inf, math.nan]),
                      st.integers(-10**6, 10**6).map(float))
 
 
