@@ -60,7 +60,36 @@ LIMITS = ("The data cover a single quarter only", "Attendance is recorded for co
           "sessions only", "No causal claim can be made from this correlation")
 
 
-def _task(i: int) -> dict[str, Any]:
+def _pseudo_word(n: int) -> str:
+    """A letters-only word for ``n`` (one token, unlike ``w12``)."""
+    letters = ""
+    while True:
+        n, r = divmod(n, 26)
+        letters += "bcdfghjklmnpqrstvwxyzaeiou"[r]
+        if n == 0:
+            return "zq" + letters
+
+
+def _task_words(i: int) -> list[str]:
+    """Task ``i``'s own 40 words (``--per-task-vocabulary``)."""
+    return [_pseudo_word(i * 40 + k) for k in range(40)]
+
+
+def _per_task_claims(i: int) -> dict[str, Any]:
+    """Claims written in task ``i``'s own words: every task has different synonyms, as real
+    tasks do (the shared claims give the whole input 10 distinct synonyms)."""
+    w = _task_words(i)
+    return {
+        "gold_insights": [{"id": "i1", "text": f"{w[0]} {w[1]} spiked",
+                           "patterns": [[f"{w[0]}|{w[2]}", f"{w[1]}|{w[3]}"]]},
+                          {"id": "i2", "text": f"{w[4]} {w[5]} {w[6]}"}],
+        "required_limitations": [{"id": "l1", "text": f"{w[7]} {w[8]}",
+                                  "patterns": [[f"{w[7]}|{w[9]}", w[8]]]}],
+        "forbidden_claims": [{"id": "x1", "text": f"{w[10]} {w[11]} {w[12]}"}],
+    }
+
+
+def _task(i: int, per_task: bool = False) -> dict[str, Any]:
     return {
         "task_id": f"t{i:06d}", "track": 1 + i % 5, "pack": f"pack{i % 7}",
         "prompt": f"Question {i}: what changed in the autumn term, and why?",
@@ -78,21 +107,27 @@ def _task(i: int) -> dict[str, Any]:
                                   "patterns": [["single|one", "quarter"]]}],
         "forbidden_claims": [{"id": "x1", "text": "year over year"}],
         "evidence": {"sources": ["sessions.csv"], "entity_ids": "T-"},
+        **(_per_task_claims(i) if per_task else {}),
     }
 
 
-def _sentence(rng: random.Random) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(10, 25))).capitalize() + "."
+def _sentence(rng: random.Random, words: list[str] = WORDS) -> str:
+    return " ".join(rng.choice(words) for _ in range(rng.randint(10, 25))).capitalize() + "."
 
 
-def write_inputs(folder: Path, n_runs: int, seed: int = 42) -> dict[str, Path]:
-    """Tasks, runs (1% bad lines), judgements (2 per run) and grades (1 per run)."""
+def write_inputs(folder: Path, n_runs: int, seed: int = 42,
+                 per_task: bool = False) -> dict[str, Path]:
+    """Tasks, runs (1% bad lines), judgements (2 per run) and grades (1 per run).
+
+    With ``per_task``, every task has 40 words of its own, which its claims use and its
+    answers mix with the shared words (a vocabulary that grows with the tasks, as real
+    ones do); by default all tasks share one 60-word vocabulary and the same claims."""
     rng = random.Random(seed)
     n_tasks = max(1, n_runs // (SETUPS * REPEATS))
     paths = {k: folder / f"{k}.jsonl" for k in ("tasks", "runs", "judgements", "grades")}
     with paths["tasks"].open("w") as f:
         for i in range(n_tasks):
-            f.write(json.dumps(_task(i)) + "\n")
+            f.write(json.dumps(_task(i, per_task)) + "\n")
     start = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
     line = 0
     with paths["runs"].open("w") as runs, paths["judgements"].open("w") as judged, \
@@ -120,7 +155,8 @@ def write_inputs(folder: Path, n_runs: int, seed: int = 42) -> dict[str, Path]:
                         record["error"] = "no answer within 60 s"
                         runs.write(json.dumps(record) + "\n")
                         continue
-                    findings = [_sentence(rng) for _ in range(rng.randint(3, 6))]
+                    words = WORDS + _task_words(i) if per_task else WORDS
+                    findings = [_sentence(rng, words) for _ in range(rng.randint(3, 6))]
                     if rng.random() < 0.6:
                         findings[0] = rng.choice(INSIGHTS) + ". " + findings[0]
                     metrics: dict[str, Any] = {
@@ -135,7 +171,8 @@ def write_inputs(folder: Path, n_runs: int, seed: int = 42) -> dict[str, Path]:
                     record["response"] = {
                         "key_findings": findings,
                         "limitations": rng.sample(LIMITS, rng.randint(0, 2)),
-                        "recommendations": [_sentence(rng) for _ in range(rng.randint(0, 2))],
+                        "recommendations": [_sentence(rng, words)
+                                            for _ in range(rng.randint(0, 2))],
                         "structured_metrics": metrics, "text": " ".join(findings)}
                     record["tool_calls"] = [
                         {"id": f"c{k}", "name": rng.choice(["sql", "python"]),
@@ -156,7 +193,8 @@ def write_inputs(folder: Path, n_runs: int, seed: int = 42) -> dict[str, Path]:
     return paths
 
 
-def pipeline(n_runs: int, inputs_folder: Path | None = None) -> dict[str, Any]:
+def pipeline(n_runs: int, inputs_folder: Path | None = None,
+             per_task: bool = False) -> dict[str, Any]:
     """Every stage of ``gk.evaluate`` and ``write`` on ``n_runs`` synthetic runs (generated
     in a temporary folder, or kept in ``inputs_folder/<n_runs>`` and generated only when
     that folder has none: the same seed gives the same files)."""
@@ -169,14 +207,15 @@ def pipeline(n_runs: int, inputs_folder: Path | None = None) -> dict[str, Any]:
     stages: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        kept = None if inputs_folder is None else inputs_folder / str(n_runs)
+        kept = (None if inputs_folder is None
+                else inputs_folder / f"{n_runs}{'-per-task' if per_task else ''}")
         if kept is not None and (kept / "done").exists():
             paths = {k: kept / f"{k}.jsonl" for k in ("tasks", "runs", "judgements", "grades")}
             made = "kept from an earlier run"
         else:
             if kept is not None:
                 kept.mkdir(parents=True, exist_ok=True)
-            paths = write_inputs(kept or Path(tmp), n_runs)
+            paths = write_inputs(kept or Path(tmp), n_runs, per_task=per_task)
             if kept is not None:
                 (kept / "done").touch()
             made = f"generated in {time.perf_counter() - started:.0f} s"
@@ -315,9 +354,15 @@ def main() -> None:
     parser.add_argument("--inputs", type=Path, default=None,
                         help="keep the generated inputs in INPUTS/<size> and reuse them "
                              "(default: a temporary folder, generated every time)")
+    parser.add_argument("--per-task-vocabulary", action="store_true",
+                        help="every task has words and claims of its own (default: all "
+                             "tasks share one vocabulary and the same claims)")
     args = parser.parse_args()
     figures: dict[str, Any] = {**figures_header(),
-                               "sizes": [pipeline(size, args.inputs) for size in args.sizes]}
+                               "vocabulary": ("per task" if args.per_task_vocabulary
+                                              else "shared"),
+                               "sizes": [pipeline(size, args.inputs, args.per_task_vocabulary)
+                                         for size in args.sizes]}
     if len(figures["sizes"]) > 1:
         small, large = figures["sizes"][0], figures["sizes"][-1]
         ratio = large["end_to_end_s"] / small["end_to_end_s"]
