@@ -216,3 +216,41 @@ def test_a_share_names_every_method_that_decided_it() -> None:
     assert shares["r1"] == {"run_id": "r1", "insight_quality": 0.5,
                             "insight_quality_method": "deterministic"}
     assert shares["r2"]["insight_quality"] == 1.0
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    tasks=st.lists(st.tuples(
+        st.lists(st.lists(st.lists(st.lists(st.sampled_from(_TOKENS), min_size=1,
+                                            max_size=3), min_size=1, max_size=2),
+                          min_size=1, max_size=2), min_size=1, max_size=2),
+        st.lists(st.lists(st.sampled_from(_TOKENS), max_size=6), max_size=3)),
+        min_size=1, max_size=4),
+    per_pass=st.sampled_from([1, 2, 3, 4096]),
+)
+def test_tasks_searched_in_groups_match_as_in_one_pass(
+        tasks: list[tuple[list[list[list[list[str]]]], list[list[str]]]],
+        per_pass: int) -> None:
+    """Several tasks, each with claims of its own; with few synonyms a pass the texts are
+    searched a group of tasks at a time (NEEDLES_PER_PASS), and every decision is still the
+    rule's, read one text at a time."""
+    from unittest import mock
+
+    task_records, runs, expected = [], [], {}
+    for t, (claims, findings) in enumerate(tasks):
+        patterns = [[["|".join(synonyms) for synonyms in alternative] for alternative in claim]
+                    for claim in claims]
+        task_records.append(make_task(f"t{t}", gold_insights=[
+            {"id": f"c{i}", "text": "x", "patterns": p} for i, p in enumerate(patterns)]))
+        texts = [" ".join(tokens) for tokens in findings]
+        runs.append(make_run(f"r{t}", f"t{t}", findings=texts))
+        for i, claim in enumerate(patterns):
+            expected[(f"r{t}", f"c{i}")] = any(
+                all(any(contains_run(normalize(text), normalize(synonym))
+                        for synonym in term.split("|")) for term in alternative)
+                for text in texts for alternative in claim)
+    data = EvalData.from_records(task_records, runs)
+    with mock.patch("grade_kit.grade.claims.NEEDLES_PER_PASS", per_pass):
+        got = claim_matches(data.claims, data.claim_terms, data.runs, data.items)
+    assert {(r, c): f for r, c, f in got.select("run_id", "claim_id", "found").iter_rows()} \
+        == expected

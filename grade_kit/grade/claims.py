@@ -75,10 +75,7 @@ def _matched_texts(claim_terms: pl.DataFrame, claims: pl.DataFrame,
     needles = terms.select("synonym").unique().with_columns(
         needle=pl.lit(" ") + pl.col("synonym") + pl.lit(" "))
     found = (
-        texts.select("text_id", needle=(pl.lit(" ") + pl.col("norm") + pl.lit(" "))
-                     .str.extract_many(needles.get_column("needle").to_list(),
-                                       overlapping=True))
-        .explode("needle").drop_nulls("needle").unique()
+        _needles_found(texts, terms, needles)
         .join(needles, on="needle").drop("needle")
         .join(texts.select("text_id", "task_id", "field"), on="text_id")
     )
@@ -92,6 +89,43 @@ def _matched_texts(claim_terms: pl.DataFrame, claims: pl.DataFrame,
         .select("text_id", "claim_id").unique()
     )
     return matched.join(texts, on="text_id").select(keys)
+
+
+NEEDLES_PER_PASS = 4096
+"""About how many distinct synonyms one Aho-Corasick pass searches for. Tasks with claims of
+their own (20,000 tasks, 180,000 synonyms) are searched in groups of tasks, each group's
+texts for that group's synonyms only: the automaton of every synonym at once made the pass
+over 6.2M texts 32.1 s, groups of about 4,000 synonyms 19.4 s with their split and
+distinct rows included (35.2 s before)."""
+
+
+def _needles_found(texts: pl.DataFrame, terms: pl.DataFrame,
+                   needles: pl.DataFrame) -> pl.DataFrame:
+    """Distinct (text_id, needle) for every padded synonym found in a padded text of
+    ``texts`` (overlapping matches). A synonym of another task's claim found in a text is
+    of no use (the caller joins on the task), so where there are many synonyms the texts are
+    searched a group of tasks at a time, for the synonyms of that group's claims only: the
+    same rows the caller keeps, with a smaller automaton per pass."""
+    padded = pl.lit(" ") + pl.col("norm") + pl.lit(" ")
+    passes = -(-needles.height // NEEDLES_PER_PASS)
+    if passes <= 1:
+        return (texts.select("text_id", needle=padded.str.extract_many(
+            needles.get_column("needle").to_list(), overlapping=True))
+            .explode("needle").drop_nulls("needle").unique())
+    group = (pl.col("task_id").hash() % passes).alias("group")
+    text_groups = texts.select("text_id", "norm", group).partition_by(
+        "group", as_dict=True, include_key=False)
+    synonym_groups = terms.select("synonym", group).unique().partition_by(
+        "group", as_dict=True, include_key=False)
+    found = [
+        part.select("text_id", needle=padded.str.extract_many(
+            (" " + synonym_groups[key].get_column("synonym") + " ").to_list(),
+            overlapping=True))
+        for key, part in text_groups.items() if key in synonym_groups]
+    return (pl.concat(found) if found else
+            pl.DataFrame(schema={"text_id": texts.schema["text_id"],
+                                 "needle": pl.List(pl.String)})
+            ).explode("needle").drop_nulls("needle").unique()
 
 
 def _claim_matches(
