@@ -58,9 +58,10 @@ def _matched_texts(claim_terms: pl.DataFrame, claims: pl.DataFrame,
                    items: pl.DataFrame) -> pl.DataFrame:
     """(task_id, field, norm, claim_id) for every distinct target text that states a claim.
 
-    Set-wise: every distinct space-padded synonym is searched in every distinct padded text
-    in one Aho-Corasick pass (``str.extract_many``, overlapping), so each text is scanned once
-    however many claims its task has. A synonym found in a text marks its term present; an
+    Set-wise: the distinct space-padded synonyms are searched in every distinct padded text
+    by Aho-Corasick (``str.extract_many``, overlapping; :func:`_needles_found`), so each
+    text is scanned once however many claims its task has. A synonym found in a text marks
+    its term present (of that text's task); an
     alternative matches when all its terms are present; a claim when any alternative does
     (docs/methodology.md §3 "Claim match").
     """
