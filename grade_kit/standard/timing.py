@@ -90,14 +90,12 @@ def _e2e_pairs(delivered: pl.DataFrame, events: pl.DataFrame,
         if name not in wide.columns:
             wide = wide.with_columns(pl.lit(None, pl.Datetime("us", "UTC")).alias(name))
     overhead = pl.col(CHANNEL[1]) - pl.col(CHANNEL[0])
-    micros = wide.select(
-        "run_id",
-        us=((pl.col(END) - pl.col(START)) - pl.when(overhead >= pl.duration(microseconds=0))
-            .then(overhead).otherwise(pl.duration(microseconds=0)).fill_null(
-                pl.duration(microseconds=0))).dt.total_microseconds())
-    exact = e2e.drop("seconds").join(micros, on="run_id", how="left")
-    values = exact.get_column("us").cast(pl.Float64).to_numpy(allow_copy=True)
-    return exact.drop("us").with_columns(pl.Series("seconds", values / 1e6))
+    none = pl.duration(microseconds=0)
+    taken_off = pl.when(overhead >= none).then(overhead).otherwise(none).fill_null(none)
+    both = e2e.drop("seconds").join(wide.select("run_id", START, END, *CHANNEL),
+                                    on="run_id", how="left")
+    return both.select(*(c for c in e2e.columns if c != "seconds")).with_columns(
+        seconds_between(both, pl.col(END) - taken_off, pl.col(START)).alias("seconds"))
 
 
 def e2e_frame(runs: pl.DataFrame, events: pl.DataFrame, *,
