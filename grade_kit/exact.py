@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 __all__ = ["divide", "group_fmean", "row_fmean", "row_sum", "seconds_between",
-           "segment_fsums"]
+           "segment_fmeans", "segment_fsums"]
 
 
 def group_fmean(frame: pl.DataFrame, keys: Sequence[str],
@@ -35,12 +35,9 @@ def group_fmean(frame: pl.DataFrame, keys: Sequence[str],
     for column in columns:
         values = frame.select(*keys, column).drop_nulls(column).sort(keys)
         lengths = values.group_by(keys, maintain_order=True).len()
-        flat = values.get_column(column).cast(pl.Float64).to_list()
-        means: list[float] = []
-        start = 0
-        for n in lengths.get_column("len").to_list():
-            means.append(math.fsum(flat[start:start + n]) / n)
-            start += n
+        flat = values.get_column(column).cast(pl.Float64).to_numpy(allow_copy=True)
+        counts = lengths.get_column("len").to_numpy().astype(np.int64)
+        means = segment_fmeans(flat, np.cumsum(counts) - counts)
         part = lengths.drop("len").with_columns(pl.Series(column, means, dtype=pl.Float64))
         out = out.join(part, on=keys, how="left", nulls_equal=True)
     return out
@@ -109,6 +106,22 @@ def segment_fsums(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, n
     sums[exact] = np.ldexp(total[exact].astype(np.float64),
                            np.where(all_zero, 0, low)[exact])
     return sums, exact
+
+
+def segment_fmeans(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """``math.fsum(segment) / len(segment)`` of each segment of ``values`` (as
+    :func:`segment_fsums` cuts them): summed by :func:`segment_fsums` where it can, by
+    ``math.fsum`` itself elsewhere (so with its errors, for infinities of both signs or an
+    overflowing sum)."""
+    values = np.asarray(values, dtype=np.float64)
+    starts = np.asarray(starts, dtype=np.int64)
+    if not len(starts):
+        return np.zeros(0)
+    sums, exact = segment_fsums(values, starts)
+    ends = np.r_[starts[1:], len(values)].astype(np.int64)
+    for k in np.flatnonzero(~exact):
+        sums[k] = math.fsum(values[starts[k]:ends[k]].tolist())
+    return np.asarray(sums / (ends - starts), dtype=np.float64)
 
 
 def row_sum(terms: Sequence[pl.Expr]) -> pl.Expr:

@@ -18,6 +18,7 @@ from grade_kit.exact import (
     row_fmean,
     row_sum,
     seconds_between,
+    segment_fmeans,
     segment_fsums,
 )
 from grade_kit.grade import with_composite
@@ -127,3 +128,23 @@ def test_segment_fsums_by_hand() -> None:
     sums, exact = segment_fsums(np.array([0.1, 0.2, 0.3, 1.0, 1e-30, -0.0, -0.0]),
                                 np.array([0, 3, 5]))
     assert sums[0] == 0.6 and exact.tolist() == [True, False, True] and sums[2] == 0.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.one_of(st.floats(-1e200, 1e200), st.sampled_from(
+    [0.1, 0.2, 0.3, 1e16, -1e16, 5e-324, 2.0**-1000])), min_size=1, max_size=9), max_size=20))
+def test_segment_fmeans_are_fsum_over_n(segments: list[list[float]]) -> None:
+    # The one fsum mean of sorted segments (group_fmean and consistency's key means use it):
+    # exact integer sums where they fit, math.fsum elsewhere, always fsum / n.
+    flat = np.array([v for segment in segments for v in segment], dtype=float)
+    starts = np.array([sum(map(len, segments[:k])) for k in range(len(segments))],
+                      dtype=np.int64)
+    assert segment_fmeans(flat, starts).tolist() == [math.fsum(s) / len(s) for s in segments]
+
+
+def test_group_fmean_of_nothing_and_of_null_groups() -> None:
+    frame = pl.DataFrame({"g": ["a", "b"], "v": [None, None]}, schema={"g": pl.String,
+                                                                       "v": pl.Float64})
+    assert group_fmean(frame, ["g"], ["v"]).to_dicts() == [{"g": "a", "v": None},
+                                                           {"g": "b", "v": None}]
+    assert group_fmean(frame.head(0), ["g"], ["v"]).height == 0

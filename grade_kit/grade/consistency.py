@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from grade_kit._gc import gc_paused
-from grade_kit.exact import segment_fsums
+from grade_kit.exact import segment_fmeans, segment_fsums
 from grade_kit.frames import Frame, like, to_polars
 
 __all__ = [
@@ -380,20 +380,9 @@ def _key_scores(metrics: pl.DataFrame, ordinals: pl.DataFrame) -> pl.DataFrame:
     if not len(group):
         return pl.DataFrame(schema={"group": pl.UInt32, "metric_variance": pl.Float64})
     starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-    means = _segment_means(scores, starts)
+    means = segment_fmeans(scores, starts)
     return pl.DataFrame({"group": group[starts], "metric_variance": means},
                         schema={"group": pl.UInt32, "metric_variance": pl.Float64})
-
-
-def _segment_means(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """``math.fsum(segment) / len(segment)`` of every segment (see
-    :func:`~grade_kit.exact.segment_fsums`; a segment it cannot sum exactly is summed by
-    ``math.fsum`` itself)."""
-    sums, exact = segment_fsums(values, starts)
-    ends = np.r_[starts[1:], len(values)]
-    for k in np.flatnonzero(~exact):
-        sums[k] = math.fsum(values[starts[k]:ends[k]].tolist())
-    return np.asarray(sums / (ends - starts), dtype=np.float64)
 
 
 def _key_stabilities(flat: np.ndarray, lengths: np.ndarray, lists: pl.Series) -> np.ndarray:
