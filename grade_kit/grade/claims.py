@@ -108,21 +108,22 @@ def _needles_found(texts: pl.DataFrame, terms: pl.DataFrame,
     searched a group of tasks at a time, for the synonyms of that group's claims only: the
     same rows the caller keeps, with a smaller automaton per pass."""
     padded = pl.lit(" ") + pl.col("norm") + pl.lit(" ")
+
+    def search(part: pl.DataFrame, synonyms: list[str]) -> pl.DataFrame:
+        return part.select("text_id", needle=padded.str.extract_many(synonyms,
+                                                                     overlapping=True))
+
     passes = -(-needles.height // NEEDLES_PER_PASS)
     if passes <= 1:
-        return (texts.select("text_id", needle=padded.str.extract_many(
-            needles.get_column("needle").to_list(), overlapping=True))
-            .explode("needle").drop_nulls("needle").unique())
-    group = (pl.col("task_id").hash() % passes).alias("group")
-    text_groups = texts.select("text_id", "norm", group).partition_by(
-        "group", as_dict=True, include_key=False)
-    synonym_groups = terms.select("synonym", group).unique().partition_by(
-        "group", as_dict=True, include_key=False)
-    found = [
-        part.select("text_id", needle=padded.str.extract_many(
-            (" " + synonym_groups[key].get_column("synonym") + " ").to_list(),
-            overlapping=True))
-        for key, part in text_groups.items() if key in synonym_groups]
+        found = [search(texts, needles.get_column("needle").to_list())]
+    else:
+        group = (pl.col("task_id").hash() % passes).alias("group")
+        text_groups = texts.select("text_id", "norm", group).partition_by(
+            "group", as_dict=True, include_key=False)
+        synonym_groups = terms.select("synonym", group).unique().partition_by(
+            "group", as_dict=True, include_key=False)
+        found = [search(part, (" " + synonym_groups[key].get_column("synonym") + " ").to_list())
+                 for key, part in text_groups.items() if key in synonym_groups]
     return (pl.concat(found) if found else
             pl.DataFrame(schema={"text_id": texts.schema["text_id"],
                                  "needle": pl.List(pl.String)})
