@@ -75,3 +75,49 @@ def test_indented_json_edge_values() -> None:
     for value in ({}, [], {"a": [[]], "b": {}}, 1e-05, -0.0, 1e300, "é\u2028\"\\", {"\ud800": 1},
                   [0.1, 10**40, None, True]):
         assert indented_json(value) == json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _one_piece(model: object) -> str:
+    from pydantic import BaseModel
+
+    assert isinstance(model, BaseModel)
+    return indented_json(model.model_dump(mode="json")) + "\n"
+
+
+def test_results_json_written_in_pieces_is_the_one_piece_text() -> None:
+    from grade_kit.report.files import indented_model_pieces
+
+    task = make_task(required_limitations=[{"id": "l", "text": "single quarter"}])
+    runs = [make_run("r1", setup="b é", findings=["x"]),
+            make_run("r2", setup="a\u2028\"", findings=["y"]),
+            make_run("r3", setup="a\u2028\"", status="failed", error="\ud800 lone")]
+    grade = {"run_id": "r1", "core_conclusion": "material_error", "request_fulfilment": "full",
+             "material_error": "yes", "claim": "c", "evidence": "e", "effect": "f",
+             "grader": "g"}
+    results = gk.evaluate([task], runs, grades=[grade], judge="rules").results
+    assert len(results.setups) == 2
+    text = "".join(indented_model_pieces(results))
+    assert text == _one_piece(results)
+    assert json.loads(text) == results.model_dump(mode="json")
+    # a model with no mapping, an empty mapping, and no field at all
+    from grade_kit.schema import Interval, Reject
+
+    for model in (Interval(low=0.1, high=1e-7), Reject(source="s", line=None, field="f",
+                                                        error="e"),
+                  results.model_copy(update={"setups": {}})):
+        assert "".join(indented_model_pieces(model)) == _one_piece(model)
+
+    from pydantic import BaseModel
+
+    class Empty(BaseModel):
+        pass
+
+    assert "".join(indented_model_pieces(Empty())) == _one_piece(Empty()) == "{}\n"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab |<>&\\\n\r\t`é\u2028") | st.characters()))
+def test_md_cell_of_any_text_is_its_escaped_translation(text: str) -> None:
+    from grade_kit.report.markdown import _ESCAPES
+
+    assert md_cell(text) == text.translate(_ESCAPES)

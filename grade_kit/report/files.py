@@ -7,7 +7,7 @@ import fcntl
 import json
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,8 +22,8 @@ from grade_kit.report.markdown import scorecard_markdown
 if TYPE_CHECKING:
     from grade_kit.evaluate import Evaluation
 
-__all__ = ["OUTPUT_FILES", "atomic_write", "indented_json", "record_line", "write_outputs",
-           "write_records"]
+__all__ = ["OUTPUT_FILES", "atomic_write", "indented_json", "indented_model_pieces",
+           "record_line", "write_outputs", "write_records"]
 
 LOCK_FILE = ".grade-kit.lock"
 """Held while a run writes its files into a folder."""
@@ -78,6 +78,40 @@ def indented_json(value: object) -> str:
         return json.dumps(value, indent=2, ensure_ascii=False)
 
 
+def _nested(value: object, depth: int) -> str:
+    """:func:`indented_json` of ``value`` as it stands ``depth`` levels deep in an indented
+    document (compact JSON holds no raw line break, so every break is the formatter's)."""
+    return indented_json(value).replace("\n", "\n" + "  " * depth)
+
+
+def _key(name: str) -> str:
+    return json.dumps(name, ensure_ascii=False)
+
+
+def indented_model_pieces(model: BaseModel) -> Iterator[str]:
+    """``indented_json(model.model_dump(mode="json")) + "\n"`` in pieces: one field, and one
+    entry of a field holding a mapping, dumped at a time, so the whole dump (about 1 GB of
+    Python objects and two copies of a 185 MB text for results.json of 1M runs) is never
+    held at once. Joined, the pieces are that text character for character
+    (``tests/test_report.py``)."""
+    yield "{"
+    first = True
+    for name in type(model).model_fields:
+        yield ("\n  " if first else ",\n  ") + _key(name) + ": "
+        first = False
+        value = getattr(model, name)
+        if not isinstance(value, dict) or not value:
+            yield _nested(model.model_dump(mode="json", include={name})[name], 1)
+            continue
+        for i, key in enumerate(value):
+            # the entry as the whole dump writes it (its key as JSON mode writes keys)
+            (text_key, entry), = model.model_dump(mode="json",
+                                                  include={name: {key}})[name].items()
+            yield ("{\n    " if i == 0 else ",\n    ") + _key(text_key) + ": " + _nested(entry, 2)
+        yield "\n  }"
+    yield "}\n" if first else "\n}\n"
+
+
 def record_line(record: BaseModel) -> str:
     """One record as a JSONL line (nulls left out), the form every records file uses."""
     return json.dumps(record.model_dump(mode="json", exclude_none=True),
@@ -97,9 +131,18 @@ def _text(text: str) -> Callable[[Path], None]:
     return write
 
 
-def _parquet(frame: pl.DataFrame) -> Callable[[Path], None]:
+def _pieces(pieces: Iterator[str]) -> Callable[[Path], None]:
     def write(path: Path) -> None:
-        frame.write_parquet(path)
+        with path.open("w", encoding="utf-8") as handle:
+            for piece in pieces:
+                handle.write(piece)
+    return write
+
+
+def _parquet(frame: Callable[[], pl.DataFrame]) -> Callable[[Path], None]:
+    """Writes the frame ``frame()`` makes, made only then (and let go once written)."""
+    def write(path: Path) -> None:
+        frame().write_parquet(path)
     return write
 
 
@@ -127,17 +170,23 @@ def write_outputs(out_dir: Path | str, evaluation: Evaluation) -> dict[str, Path
         raise InputError(f"{out}: the output folder is not writable")
     results = evaluation.results
     per_run = evaluation.scores.runs
-    long = long_scores(per_run).join(
-        per_run.select("run_id", "setup", "task_id", "repeat", "is_primary"), on="run_id"
-    ).select("run_id", "setup", "task_id", "repeat", "is_primary", "dimension", "score",
-             "method")
+
+    def long() -> pl.DataFrame:
+        return long_scores(per_run).join(
+            per_run.select("run_id", "setup", "task_id", "repeat", "is_primary"), on="run_id"
+        ).select("run_id", "setup", "task_id", "repeat", "is_primary", "dimension", "score",
+                 "method")
+
+    # The large contents are made as they are written, not all before the first file is
+    # written: at 1M runs the long scores are about 0.5 GB, the dump of results.json about
+    # 1 GB of Python objects (docs/scaling.md).
     writers: dict[str, Callable[[Path], None]] = {
-        "results": _text(indented_json(results.model_dump(mode="json")) + "\n"),
+        "results": _pieces(indented_model_pieces(results)),
         "scorecard": _text(scorecard_markdown(results, rejects_file=OUTPUT_FILES["rejects"])),
         "scores": _parquet(long),
-        "run_scores": _parquet(per_run),
-        "run_grades": _parquet(evaluation.standard.graded),
-        "runs": _parquet(evaluation.runs_frame),
+        "run_scores": _parquet(lambda: per_run),
+        "run_grades": _parquet(lambda: evaluation.standard.graded),
+        "runs": _parquet(lambda: evaluation.runs_frame),
         "rejects": _rejects(evaluation.inputs.rejected),
     }
     # One writer at a time per folder: a second run waits, then writes its whole set, so
