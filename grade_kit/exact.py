@@ -13,13 +13,24 @@ does, the way Python's ``/`` does.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import polars as pl
 
-__all__ = ["divide", "group_fmean", "row_fmean", "row_sum", "seconds_between",
+__all__ = ["divide", "fmean", "group_fmean", "row_fmean", "row_sum", "seconds_between",
            "segment_fmeans", "segment_fsums"]
+
+
+def fmean(values: Iterable[float]) -> float:
+    """The mean of docs/methodology.md §3 "Aggregation": ``math.fsum(values) / n`` (the sum
+    exactly rounded, then one division), the one place a list of values is averaged.
+
+    Raises:
+        ZeroDivisionError: when ``values`` is empty (callers decide what no value means).
+    """
+    listed = list(values)
+    return math.fsum(listed) / len(listed)
 
 
 def group_fmean(frame: pl.DataFrame, keys: Sequence[str],

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -148,3 +149,16 @@ def test_group_fmean_of_nothing_and_of_null_groups() -> None:
     assert group_fmean(frame, ["g"], ["v"]).to_dicts() == [{"g": "a", "v": None},
                                                            {"g": "b", "v": None}]
     assert group_fmean(frame.head(0), ["g"], ["v"]).height == 0
+
+
+def test_fmean_is_the_exactly_rounded_sum_over_n() -> None:
+    from grade_kit.exact import fmean
+
+    # hand-computed: the sum of ten 0.1 is exactly rounded to 1.0, so the mean is 0.1
+    # (left to right the sum is 0.9999999999999999 and the mean 0.09999999999999999)
+    assert sum([0.1] * 10) / 10 != 0.1
+    assert fmean([0.1] * 10) == 0.1
+    assert fmean([1e16, 1.0, -1e16]) == 1 / 3  # left to right: 0.0
+    assert fmean(iter([2.0])) == 2.0
+    with pytest.raises(ZeroDivisionError):
+        fmean([])

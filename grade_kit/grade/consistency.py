@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from grade_kit._gc import gc_paused
-from grade_kit.exact import segment_fmeans, segment_fsums
+from grade_kit.exact import fmean, segment_fmeans, segment_fsums
 from grade_kit.frames import Frame, like, to_polars
 
 __all__ = [
@@ -115,7 +115,7 @@ def finding_stability(assignments: Sequence[Sequence[int]]) -> float | None:
     if n_runs < 2 or not clusters:
         return None
     shares = [sum(1 for run in assignments if c in run) / n_runs for c in clusters]
-    return math.fsum(shares) / len(shares)
+    return fmean(shares)
 
 
 def ranking_stability(assignments: Sequence[Sequence[int]]) -> float | None:
@@ -175,7 +175,7 @@ def metric_variance(values_by_key: Mapping[str, Sequence[float]]) -> float | Non
         The score, or None when no key is numeric in 2 or more runs.
     """
     scores = [_key_stability(values) for values in values_by_key.values() if len(values) >= 2]
-    return math.fsum(scores) / len(scores) if scores else None
+    return fmean(scores) if scores else None
 
 
 def _key_stability(values: Sequence[float]) -> float:
@@ -187,7 +187,7 @@ def _key_stability(values: Sequence[float]) -> float:
         # CV is scale-free: rescale extreme magnitudes so squares cannot overflow.
         scale = max(abs(v) for v in values)
         xs = [v / scale for v in values] if not 1e-150 < scale < 1e150 else list(values)
-        mean = math.fsum(xs) / n
+        mean = fmean(xs)
         # Squares as d * d, correctly rounded (Python's ** 2 goes through libm's pow, one
         # unit in the last place off for about 1 value in 1,000).
         std = math.sqrt(math.fsum((x - mean) * (x - mean) for x in xs) / n)

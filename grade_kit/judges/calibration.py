@@ -19,7 +19,6 @@ consistency review*: it checks the model against itself, not against people.
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Any
 
 import polars as pl
 
+from grade_kit.exact import fmean
 from grade_kit.frames import run_frames, verdict_frames
 from grade_kit.judges import Grader, Judge
 from grade_kit.judges.model import MODEL_GRADER_PREFIXES
@@ -164,8 +164,7 @@ def calibration_review(tasks: Sequence[Task], runs: Sequence[Run], *, grader: Gr
             per_task = (frame.group_by("task_id")
                         .agg((pl.col(dimension).max() - pl.col(dimension).min()).alias("s")))
             values = per_task.get_column("s").drop_nulls().to_list()
-            # fsum / n, as every mean (docs/methodology.md §3 "Arithmetic")
-            spread[dimension] = math.fsum(values) / len(values) if values else None
+            spread[dimension] = fmean(values) if values else None
     per_sample = frame.group_by("task_id").agg(pl.col("grade").n_unique().alias("kinds"))
     consistent = int(per_sample.filter(pl.col("kinds") == 1).height)
     names = tuple(sorted({g.grader for g in grades} or {getattr(grader, "name", "?")}))

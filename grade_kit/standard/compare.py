@@ -13,13 +13,13 @@ on all questions (paired over the questions both setups ran) and on the common s
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
 import polars as pl
 
+from grade_kit.exact import fmean
 from grade_kit.schema import Comparison, Figure, Interval
 
 __all__ = ["DEFAULT_RESAMPLES", "DEFAULT_SEED", "bootstrap_mean_ci", "compare_setups"]
@@ -113,7 +113,7 @@ def compare_setups(per_question: pl.DataFrame, a: str, b: str, questions: Sequen
         xa = both.get_column(metric).to_numpy().astype(float)
         xb = both.get_column(f"{metric}_b").to_numpy().astype(float)
         diffs = xb - xa
-        mean_diff = math.fsum(diffs.tolist()) / len(diffs)
+        mean_diff = fmean(diffs.tolist())
         ci = bootstrap_mean_ci(diffs, seed, resamples)
         excludes = None if ci is None else bool(ci[0] > 0 or ci[1] < 0)
         direction = None
@@ -122,7 +122,7 @@ def compare_setups(per_question: pl.DataFrame, a: str, b: str, questions: Sequen
             direction = f"{b} {'better' if improves else 'worse'} than {a}"
         figures.append(Figure(
             metric=metric, label="measured", meaning=meaning, n_questions=len(diffs),
-            mean_a=math.fsum(xa.tolist()) / len(xa), mean_b=math.fsum(xb.tolist()) / len(xb),
+            mean_a=fmean(xa.tolist()), mean_b=fmean(xb.tolist()),
             mean_diff_b_minus_a=mean_diff,
             ci95=None if ci is None else Interval(low=ci[0], high=ci[1]),
             ci_excludes_zero=excludes, direction=direction))

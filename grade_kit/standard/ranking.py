@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from grade_kit.exact import fmean
 from grade_kit.standard.compare import DEFAULT_RESAMPLES, DEFAULT_SEED
 
 __all__ = ["questions_needed", "rank_intervals"]
@@ -75,7 +76,7 @@ def rank_intervals(per_question: pl.DataFrame, metric: str = "composite", *,
     n = values.shape[0]
     if n == 0 or not setups:
         return pl.DataFrame(schema=schema)
-    means = np.array([math.fsum(values[:, j]) / n for j in range(len(setups))])
+    means = np.array([fmean(values[:, j].tolist()) for j in range(len(setups))])
     observed = _ranks(means[None, :], higher_is_better)[0]
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, n, size=(resamples, n))
@@ -120,7 +121,7 @@ def questions_needed(per_question: pl.DataFrame, metric: str = "composite", *,
                       on="task_id").drop_nulls())
         diffs = (both.get_column("y") - both.get_column("x")).to_list()
         n = len(diffs)
-        mean = math.fsum(diffs) / n if n else None
+        mean = fmean(diffs) if n else None
         sd = (math.sqrt(math.fsum((d - mean) * (d - mean) for d in diffs) / (n - 1))
               if n >= 2 and mean is not None else None)  # squares as products: exact rounding
         ratio = z * sd / abs(mean) if sd is not None and mean else None

@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 
+from grade_kit.exact import fmean
 from grade_kit.schema import Interval, Summary
 
 __all__ = ["WILSON_Z95", "median", "nearest_rank", "summarize", "wilson_interval"]
@@ -36,13 +37,13 @@ def summarize(values: Sequence[float]) -> Summary:
     """n, mean, P50, P90, min and max of ``values``; every statistic null when n = 0.
 
     P90 is nearest-rank: the ceil(0.9 n)-th sorted value, so it is always an observed value.
-    The mean is ``math.fsum`` / n (exactly rounded).
+    The mean is :func:`~grade_kit.exact.fmean` (``math.fsum`` / n, exactly rounded).
     """
     ordered = sorted(float(v) for v in values)
     n = len(ordered)
     if n == 0:
         return Summary(n=0)
-    return Summary(n=n, mean=math.fsum(ordered) / n, p50=median(ordered),
+    return Summary(n=n, mean=fmean(ordered), p50=median(ordered),
                    p90=nearest_rank(ordered, 0.9), min=ordered[0], max=ordered[-1])
 
 
