@@ -254,3 +254,36 @@ def test_tasks_searched_in_groups_match_as_in_one_pass(
         got = claim_matches(data.claims, data.claim_terms, data.runs, data.items)
     assert {(r, c): f for r, c, f in got.select("run_id", "claim_id", "found").iter_rows()} \
         == expected
+
+
+def test_answered_items_are_the_join_in_item_order() -> None:
+    """The items of answered runs of tasks with claims, each with its task's code, as
+    joining on run_id gives them: items of one run apart from each other, a run not
+    answered, a task without claims and a run_id listed twice included."""
+    import polars as pl
+
+    from grade_kit.grade.claims import _answered_items
+
+    items = pl.DataFrame({"run_id": ["a", "a", "b", "c", "a", "d", "d", "e"]})
+    answered = pl.DataFrame({"run_id": ["a", "c", "d", "e", "d"],
+                             "task_id": ["t1", "t2", "t1", "t9", "t2"]})
+    tasks = pl.DataFrame({"task_id": ["t1", "t2"]}).with_row_index("task")
+    got = _answered_items(items, answered, tasks)
+    # b is not answered, e's task has no claims, d is answered twice (t1 and t2)
+    assert got.sort("item", "task").rows() == [
+        (0, 0), (1, 0), (3, 1), (4, 0), (5, 0), (5, 1), (6, 0), (6, 1)]
+    once = _answered_items(items, answered.head(4), tasks)
+    assert once.rows() == [(0, 0), (1, 0), (3, 1), (4, 0), (5, 0), (6, 0)]  # in item order
+    assert _answered_items(items.head(0), answered, tasks).height == 0
+
+
+def test_in_pieces_keeps_the_frame_and_cuts_it() -> None:
+    import polars as pl
+
+    from grade_kit.frames import in_pieces
+
+    frame = pl.DataFrame({"x": list(range(100)), "s": [str(i) for i in range(100)]})
+    cut = in_pieces(frame, 8)
+    assert cut.equals(frame) and cut.n_chunks() == 8
+    assert in_pieces(frame.head(5), 8).n_chunks() == 1  # too small to be worth cutting
+    assert in_pieces(frame.head(0)).equals(frame.head(0))

@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+import numpy as np
 import polars as pl
 
-from grade_kit.frames import Frame, like, to_polars
+from grade_kit.frames import Frame, in_pieces, like, to_polars
 
 __all__ = [
     "DETERMINISTIC",
@@ -54,42 +55,84 @@ class ClaimJudge(Protocol):
         ...
 
 
-def _matched_texts(claim_terms: pl.DataFrame, claims: pl.DataFrame,
-                   items: pl.DataFrame) -> pl.DataFrame:
-    """(task_id, field, norm, claim_id) for every distinct target text that states a claim.
+def _answered_items(items: pl.DataFrame, answered: pl.DataFrame,
+                    tasks: pl.DataFrame) -> pl.DataFrame:
+    """(item, task): the index in ``items`` of every item of an answered run whose task has
+    claims, and that task's code in ``tasks``, items in their own order.
 
-    Set-wise: the distinct space-padded synonyms are searched in every distinct padded text
-    by Aho-Corasick (``str.extract_many``, overlapping; :func:`_needles_found`), so each
-    text is scanned once however many claims its task has. A synonym found in a text marks
-    its term present (of that text's task); an
-    alternative matches when all its terms are present; a claim when any alternative does
-    (docs/methodology.md §3 "Claim match").
+    The same rows as joining ``items`` to ``answered`` on run_id, but a run is looked up once
+    per stretch of its items (a flattened frame holds a run's items together: 0.5 s for
+    7.1M items of 1M runs, where the join took 1.7 s), and the items keep their order, so
+    the texts are scanned in the order they lie in memory (after a join's reordering, the
+    scan took 3.4 s instead of 2.8 s; docs/scaling.md, seventh round). A run_id that
+    ``answered`` holds twice gives its items twice, as the join would.
     """
-    keys = ["task_id", "field", "norm", "claim_id"]
-    terms = claim_terms.join(claims.select("task_id", "claim_id", "role"),
-                             on=["task_id", "claim_id"]).join(ROLE_FIELDS, on="role")
-    # Each distinct text gets an id, and the matching carries the id, not the text: the
-    # texts are copied and compared once, not at every step (20.2-23.8 s -> 15.6-16.4 s at 1M).
-    texts = items.select("task_id", "field", "norm").unique().with_row_index("text_id")
-    if terms.is_empty() or texts.is_empty():
-        return texts.head(0).with_columns(claim_id=pl.lit(None, pl.String)).select(keys)
-    needles = terms.select("synonym").unique().with_columns(
-        needle=pl.lit(" ") + pl.col("synonym") + pl.lit(" "))
-    found = (
-        _needles_found(texts, terms, needles)
-        .join(needles, on="needle").drop("needle")
-        .join(texts.select("text_id", "task_id", "field"), on="text_id")
-    )
-    alternative = ["task_id", "field", "claim_id", "alternative"]
+    stretches = items.select(pl.col("run_id").rle()).unnest("run_id").with_row_index("stretch")
+    lengths = stretches.get_column("len").to_numpy().astype(np.int64)
+    starts = np.cumsum(lengths) - lengths
+    pairs = (stretches.join(answered, left_on="value", right_on="run_id", how="inner")
+             .join(tasks, on="task_id", how="inner")
+             .sort("stretch", maintain_order=True))
+    stretch = pairs.get_column("stretch").to_numpy()
+    counts = lengths[stretch]
+    total = int(counts.sum())
+    first = np.cumsum(counts) - counts
+    item = np.arange(total, dtype=np.int64) + np.repeat(starts[stretch] - first, counts)
+    return pl.DataFrame({"item": pl.Series(item, dtype=pl.UInt32),
+                         "task": pairs.get_column("task").gather(
+                             np.repeat(np.arange(len(pairs)), counts))})
+
+
+def _matched_items(claim_terms: pl.DataFrame, claims: pl.DataFrame, items: pl.DataFrame,
+                   answered: pl.DataFrame) -> pl.DataFrame:
+    """(item, claim_id) for every item of an answered run that states a claim of its run's
+    task (``item`` is the row index in ``items``).
+
+    Set-wise: the distinct space-padded synonyms are searched in every padded text by
+    Aho-Corasick (``str.extract_many``, overlapping; :func:`_needles_found`), so each text
+    is scanned once however many claims its task has. A synonym found in a text marks its
+    term present (of that text's task and field); an alternative matches when all its terms
+    are present; a claim when any alternative does (docs/methodology.md §3 "Claim match").
+    Tasks, fields, synonyms and claims are carried as integer codes, not as strings.
+    """
+    tasks = claims.select("task_id").unique(maintain_order=True).with_row_index("task")
+    coded = claims.select("task_id", "claim_id", "role").with_row_index("claim")
+    terms = (claim_terms.join(coded, on=["task_id", "claim_id"])
+             .join(ROLE_FIELDS, on="role")
+             .join(tasks, on="task_id")
+             .with_columns(scope=_scope(pl.col("task"), pl.col("field"))))
+    rows = _answered_items(items, answered, tasks)
+    if terms.is_empty() or rows.is_empty():
+        return pl.DataFrame(schema={"item": pl.UInt32, "claim_id": pl.String})
+    rows = rows.with_columns(
+        scope=_scope(pl.col("task"), items.get_column("field").gather(rows.get_column("item"))),
+        norm=items.get_column("norm").gather(rows.get_column("item")))
+    needles = (" " + terms.get_column("synonym").unique(maintain_order=True) + " ").to_list()
+    terms = terms.with_columns(needle=(" " + pl.col("synonym") + " ").cast(pl.Enum(needles))
+                               .to_physical())
+    found = _needles_found(rows, terms, needles)
+    found = found.with_columns(rows.get_column("scope").gather(found.get_column("position")))
+    alternative = ["claim", "alternative"]
     sizes = terms.group_by(alternative).agg(terms=pl.col("term").n_unique())
     matched = (
-        found.join(terms, on=["task_id", "field", "synonym"])
-        .group_by("text_id", *alternative).agg(present=pl.col("term").n_unique())
+        found.join(terms.select("scope", "needle", "claim", "alternative", "term"),
+                   on=["scope", "needle"])
+        .group_by("position", *alternative).agg(present=pl.col("term").n_unique())
         .join(sizes, on=alternative)
         .filter(pl.col("present") == pl.col("terms"))
-        .select("text_id", "claim_id").unique()
+        .select("position", "claim").unique()
     )
-    return matched.join(texts, on="text_id").select(keys)
+    return matched.select(
+        item=rows.get_column("item").gather(matched.get_column("position")),
+        claim_id=coded.get_column("claim_id").gather(matched.get_column("claim")))
+
+
+def _scope(task: pl.Expr, field: pl.Expr | pl.Series) -> pl.Expr:
+    """A (task, field) pair as one integer: the task's code and the field's place in
+    :data:`FIELD_ORDER` (a field outside it gets a place no claim targets)."""
+    place = (field if isinstance(field, pl.Expr) else pl.lit(field)).replace_strict(
+        FIELD_ORDER, default=len(FIELD_ORDER), return_dtype=pl.UInt64)
+    return task.cast(pl.UInt64) * (len(FIELD_ORDER) + 1) + place
 
 
 NEEDLES_PER_PASS = 4096
@@ -100,34 +143,41 @@ over 6.2M texts 32.1 s, groups of about 4,000 synonyms 19.4 s with their split a
 distinct rows included (35.2 s before)."""
 
 
-def _needles_found(texts: pl.DataFrame, terms: pl.DataFrame,
-                   needles: pl.DataFrame) -> pl.DataFrame:
-    """Distinct (text_id, needle) for every padded synonym found in a padded text of
-    ``texts`` (overlapping matches). A synonym of another task's claim found in a text is
-    of no use (the caller joins on the task), so where there are many synonyms the texts are
-    searched a group of tasks at a time, for the synonyms of that group's claims only: the
-    same rows the caller keeps, with a smaller automaton per pass."""
+def _needles_found(rows: pl.DataFrame, terms: pl.DataFrame,
+                   needles: list[str]) -> pl.DataFrame:
+    """Distinct (position, needle) for every padded synonym found in the padded ``norm`` of
+    a row of ``rows`` (overlapping matches): ``position`` is the row's index in ``rows``,
+    ``needle`` the synonym's index in ``needles``. A synonym of another task's claim found
+    in a text is of no use (the caller joins on the task), so where there are many synonyms
+    the texts are searched a group of tasks at a time, for the synonyms of that group's
+    claims only: the same rows the caller keeps, with a smaller automaton per pass."""
     padded = pl.lit(" ") + pl.col("norm") + pl.lit(" ")
+    rows = rows.select("norm", "task").with_row_index("position")
 
-    def search(part: pl.DataFrame, synonyms: list[str]) -> pl.DataFrame:
-        return part.select("text_id", needle=padded.str.extract_many(synonyms,
-                                                                     overlapping=True))
+    def search(part: pl.DataFrame, group_needles: list[str]) -> pl.DataFrame:
+        return in_pieces(part).select(
+            "position", needle=padded.str.extract_many(group_needles, overlapping=True))
 
-    passes = -(-needles.height // NEEDLES_PER_PASS)
+    passes = -(-len(needles) // NEEDLES_PER_PASS)
     if passes <= 1:
-        found = [search(texts, needles.get_column("needle").to_list())]
+        found = [search(rows, needles)]
     else:
-        group = (pl.col("task_id").hash() % passes).alias("group")
-        text_groups = texts.select("text_id", "norm", group).partition_by(
+        group = (pl.col("task") % passes).alias("group")
+        text_groups = rows.with_columns(group).partition_by(
+            "group", as_dict=True, include_key=False, maintain_order=True)
+        synonym_groups = terms.select("needle", group).unique().partition_by(
             "group", as_dict=True, include_key=False)
-        synonym_groups = terms.select("synonym", group).unique().partition_by(
-            "group", as_dict=True, include_key=False)
-        found = [search(part, (" " + synonym_groups[key].get_column("synonym") + " ").to_list())
+        found = [search(part, [needles[i] for i in synonym_groups[key].get_column("needle")])
                  for key, part in text_groups.items() if key in synonym_groups]
-    return (pl.concat(found) if found else
-            pl.DataFrame(schema={"text_id": texts.schema["text_id"],
-                                 "needle": pl.List(pl.String)})
-            ).explode("needle").drop_nulls("needle").unique()
+    hits = pl.concat(found).explode("needle").drop_nulls("needle")
+    # One integer per (position, needle): its distinct values are found much faster than
+    # distinct (integer, string) pairs.
+    width = len(needles)
+    key = (pl.col("position").cast(pl.UInt64) * width
+           + pl.col("needle").cast(pl.Enum(needles)).to_physical())
+    return hits.select(key.alias("key")).unique().select(
+        position=(pl.col("key") // width).cast(pl.UInt32),
+        needle=(pl.col("key") % width).cast(terms.schema["needle"]))
 
 
 def _claim_matches(
@@ -138,12 +188,12 @@ def _claim_matches(
     claim_judge: ClaimJudge | None = None,
 ) -> pl.DataFrame:
     answered = runs.filter(pl.col("has_response")).select("run_id", "task_id")
-    run_items = items.join(answered, on="run_id", how="inner")
-    matched = _matched_texts(claim_terms, claims, run_items)
+    matched = _matched_items(claim_terms, claims, items, answered)
     field_order = pl.col("field").replace_strict(FIELD_ORDER, default=len(FIELD_ORDER))
+    hits = items.select("run_id", "field", "position", "text").select(
+        pl.all().gather(matched.get_column("item"))).with_columns(matched.get_column("claim_id"))
     found = (
-        run_items.join(matched, on=["task_id", "field", "norm"], how="inner")
-        .sort("run_id", "claim_id", field_order, "position")
+        hits.sort("run_id", "claim_id", field_order, "position")
         .group_by("run_id", "claim_id", maintain_order=True)
         .agg(matched_field=pl.col("field").first(), matched_text=pl.col("text").first())
         .with_columns(found=pl.lit(True))
@@ -155,7 +205,8 @@ def _claim_matches(
         .with_columns(found=pl.col("found").fill_null(False), method=pl.lit(DETERMINISTIC))
     )
     if claim_judge is not None:
-        out = _ask_claim_judge(out, run_items, claim_judge)
+        out = _ask_claim_judge(out, items.join(answered, on="run_id", how="inner"),
+                               claim_judge)
     return out.select("run_id", "task_id", "claim_id", "role", "calibration", "found", "method",
                       "matched_field", "matched_text")
 
