@@ -249,14 +249,17 @@ def _stacked_clusters(groups: list[list[list[frozenset[int]]]]) -> list[list[lis
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.lists(st.frozensets(st.integers(0, 300), max_size=40), max_size=3),
-                         max_size=8), max_size=8), st.sampled_from([1, 7, 1 << 22]))
+                         max_size=8), max_size=8), st.sampled_from([1, 7, 1 << 22]),
+       st.sampled_from([1, 5, 1 << 17]))
 def test_all_groups_at_once_cluster_as_the_rule(groups: list[list[list[frozenset[int]]]],
-                                                cells: int) -> None:
+                                                cells: int, block: int) -> None:
     # Token ids up to 300 need up to five 64-bit words a mask; groups differ in findings
     # and words, so they fall in several stacks; a tiny array budget cuts every stack into
-    # single groups and single rows.
+    # single groups and single rows; a small block cuts the groups into blocks of one or a
+    # few groups (a group larger than the block is one block).
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(consistency, "_CELLS", cells)
+        patch.setattr(consistency, "_BLOCK_FINDINGS", block)
         got = _stacked_clusters(groups)
     assert got == [clusters_by_definition(runs) for runs in groups]
 

@@ -17,7 +17,7 @@ import polars as pl
 
 from grade_kit._gc import gc_paused
 from grade_kit.exact import fmean, segment_fmeans, segment_fsums
-from grade_kit.frames import Frame, like, to_polars
+from grade_kit.frames import Frame, in_pieces, like, to_polars
 
 __all__ = [
     "CONSISTENCY_WEIGHTS",
@@ -224,9 +224,10 @@ def _consistency_frame(runs: pl.DataFrame, items: pl.DataFrame,
         pl.col("setup").first(), pl.col("task_id").first(), runs=pl.len())
     # A text's tokens as ids (one categorical cast maps equal tokens to equal ids), each
     # finding's distinct ids once: the token set the rule compares.
-    top = (items.filter((pl.col("field") == "finding") & (pl.col("norm") != ""))
-           .join(ordinals, on="run_id").sort("group", "slot", "position")
-           .filter(pl.int_range(pl.len()).over("group", "slot") < TOP_K)
+    # (In chunks, so that the split and the cast run on every thread.)
+    top = (in_pieces(items.filter((pl.col("field") == "finding") & (pl.col("norm") != ""))
+                     .join(ordinals, on="run_id").sort("group", "slot", "position")
+                     .filter(pl.int_range(pl.len()).over("group", "slot") < TOP_K))
            .select("group", "slot", tokens=pl.col("norm").str.split(" ")
                    .cast(pl.List(pl.Categorical)).list.eval(pl.element().to_physical())
                    .list.unique()))
@@ -262,9 +263,34 @@ def _finding_clusters(top: pl.DataFrame) -> np.ndarray:
     them on random groups).
     """
     n = top.height
+    if n <= _BLOCK_FINDINGS:
+        return _block_clusters(top)
+    # Blocks of whole groups (a group's clusters depend on it alone): every temporary array
+    # stays small and is reused, where arrays of all 55M tokens of 1M runs each cost a
+    # first touch of new memory (10.0-11.8 s in all for 1M runs, 6.1-7.0 s in blocks;
+    # docs/scaling.md, seventh round).
+    group = top.get_column("group").to_numpy()
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    parts, at = [], 0
+    while at < n:
+        after = int(np.searchsorted(starts, at + _BLOCK_FINDINGS))
+        end = int(starts[after]) if after < len(starts) else n
+        parts.append(_block_clusters(top.slice(at, end - at)))
+        at = end
+    return np.concatenate(parts)
+
+
+_BLOCK_FINDINGS = 1 << 17
+"""About how many findings :func:`_finding_clusters` takes at once (whole groups)."""
+
+
+def _block_clusters(top: pl.DataFrame) -> np.ndarray:
+    """:func:`_finding_clusters` of rows holding whole groups, all at once."""
+    n = top.height
     out = np.zeros(n, dtype=np.int64)
     if n == 0:
         return out
+    top = top.with_columns(pl.col("group") - pl.col("group").first())  # from 0 in the block
     group = top.get_column("group").to_numpy().astype(np.int64)
     sizes = top.get_column("tokens").list.len().to_numpy().astype(np.int64)
     # Each group's findings: where they start and how many.
