@@ -39,12 +39,12 @@ def test_results_schema_lists_the_design_keys() -> None:
     ("2026-11-02T09:00:00", False),         # naive
 ])
 def test_a_timestamp_must_be_representable_in_utc(stamp: str, valid: bool) -> None:
-    """docs/methodology.md §2: years 1-9999 once converted to UTC; years 2-9998 always are
+    """docs/methodology.md §4 "Timing": years 1-9999 once converted to UTC; years 2-9998 always are
     (an offset is under a day), so only years 1 and 9999 are converted to check."""
     from grade_kit.schema import parse_timestamp
 
     if valid:
         assert parse_timestamp(stamp).isoformat(sep="T") == stamp
     else:
-        with pytest.raises(ValueError, match="out of range in UTC|naive"):
+        with pytest.raises(ValueError, match=r"out of range in UTC|naive"):
             parse_timestamp(stamp)
