@@ -287,3 +287,19 @@ def test_in_pieces_keeps_the_frame_and_cuts_it() -> None:
     assert cut.equals(frame) and cut.n_chunks() == 8
     assert in_pieces(frame.head(5), 8).n_chunks() == 1  # too small to be worth cutting
     assert in_pieces(frame.head(0)).equals(frame.head(0))
+
+
+def test_calibration_methods_are_the_sorted_distinct_methods_of_each_run() -> None:
+    import polars as pl
+
+    from grade_kit.grade.calibration import _joined_methods
+
+    frame = pl.DataFrame({
+        "a": [None, "deterministic", "judge:x", "judge:x", None, "deterministic"],
+        "b": [None, None, "deterministic", "judge:x", "judge:é", None],
+        "c": [None, "judge:x", "judge:x", None, "judge:e", "judge:x"],
+    }, schema={"a": pl.String, "b": pl.String, "c": pl.String})
+    assert _joined_methods(frame, ["a", "b", "c"]).to_list() == [
+        "", "deterministic+judge:x", "deterministic+judge:x", "judge:x", "judge:e+judge:é",
+        "deterministic+judge:x"]
+    assert _joined_methods(frame.head(0), ["a", "b", "c"]).to_list() == []
