@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import platform
 import random
 import subprocess
@@ -145,7 +146,14 @@ def figures_header() -> dict[str, Any]:
     """When, at which commit and on what machine the figures were taken."""
     return {"created_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "commit": _commit(), "python": platform.python_version(),
-            "machine": f"{platform.machine()}, {psutil.cpu_count()} cores"}
+            "machine": f"{platform.machine()}, {psutil.cpu_count()} cores",
+            # Settings that change the figures (docs/scaling.md, seventh round): recorded so
+            # that two figure files are compared like with like.
+            "environment": {name: os.environ.get(name) for name in ENVIRONMENT}}
+
+
+ENVIRONMENT = ("GLIBC_TUNABLES", "_RJEM_MALLOC_CONF", "POLARS_MAX_THREADS")
+"""Environment variables :func:`figures_header` records with the figures."""
 
 
 def save_figures(figures: dict[str, Any], prefix: str = "") -> Path:

@@ -51,6 +51,9 @@ def main() -> int:
         old, new = (json.loads(p.read_text()) for p in files[-2:])
         print(f"{kind}: old {files[-2].name} ({old['commit']})   new {files[-1].name} "
               f"({new['commit']})")
+        if old.get("environment") != new.get("environment"):
+            print(f"  (taken in different environments: old {old.get('environment')}, "
+                  f"new {new.get('environment')}; see docs/scaling.md, seventh round)")
         old_sizes = {s["runs"]: s for s in old["sizes"]}
         for size in new["sizes"]:
             before = old_sizes.get(size["runs"])
