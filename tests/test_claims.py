@@ -303,3 +303,25 @@ def test_calibration_methods_are_the_sorted_distinct_methods_of_each_run() -> No
         "", "deterministic+judge:x", "deterministic+judge:x", "judge:x", "judge:e+judge:é",
         "deterministic+judge:x"]
     assert _joined_methods(frame.head(0), ["a", "b", "c"]).to_list() == []
+
+
+def test_claims_without_terms_in_grouped_passes_match_nothing() -> None:
+    """Frames given directly may hold claims whose terms are missing: with the texts searched
+    in groups (many synonyms), a group of texts with no synonym is skipped, and when no
+    group has both, nothing is found (not an error)."""
+    from unittest import mock
+
+    import polars as pl
+
+    tasks = [make_task("t0", gold_insights=[{"id": "c", "text": "alpha"}]),
+             make_task("t1", gold_insights=[{"id": "d", "text": "x",
+                                             "patterns": [["beta|gamma"]]}])]
+    runs = [make_run("r0", "t0", findings=["alpha"]), make_run("r1", "t1", findings=["gamma"])]
+    data = EvalData.from_records(tasks, runs)
+    only_t1 = data.claim_terms.filter(pl.col("task_id") == "t1")
+    with mock.patch("grade_kit.grade.claims.NEEDLES_PER_PASS", 1):  # one group per task
+        got = claim_matches(data.claims, only_t1, data.runs, data.items)
+        alone = claim_matches(data.claims, only_t1, data.runs.filter(pl.col("run_id") == "r0"),
+                              data.items)
+    assert sorted(got.select("run_id", "found").rows()) == [("r0", False), ("r1", True)]
+    assert alone.select("run_id", "found").rows() == [("r0", False)]

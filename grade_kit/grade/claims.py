@@ -169,6 +169,8 @@ def _needles_found(rows: pl.DataFrame, terms: pl.DataFrame,
             "group", as_dict=True, include_key=False)
         found = [search(part, [needles[i] for i in synonym_groups[key].get_column("needle")])
                  for key, part in text_groups.items() if key in synonym_groups]
+    if not found:  # no group has both texts and synonyms
+        return pl.DataFrame(schema={"position": pl.UInt32, "needle": terms.schema["needle"]})
     hits = pl.concat(found).explode("needle").drop_nulls("needle")
     # One integer per (position, needle): its distinct values are found much faster than
     # distinct (integer, string) pairs.
