@@ -325,3 +325,18 @@ def test_claims_without_terms_in_grouped_passes_match_nothing() -> None:
                               data.items)
     assert sorted(got.select("run_id", "found").rows()) == [("r0", False), ("r1", True)]
     assert alone.select("run_id", "found").rows() == [("r0", False)]
+
+
+def test_a_tie_in_field_and_position_reports_the_earlier_item() -> None:
+    """Frames given directly may hold two items of a run at the same field and position:
+    the one earlier in ``items`` is reported, every time."""
+    import polars as pl
+
+    data = EvalData.from_records([make_task("t0", gold_insights=[{"id": "c", "text": "alpha"}])],
+                                 [make_run("r0", "t0", findings=["x"])])
+    items = pl.DataFrame({"run_id": ["r0", "r0"], "field": ["finding", "finding"],
+                          "position": [0, 0], "text": ["Alpha two", "Alpha one"],
+                          "norm": ["alpha two", "alpha one"]})
+    for order in (items, items.reverse()):
+        got = claim_matches(data.claims, data.claim_terms, data.runs, order)
+        assert got.get_column("matched_text").to_list() == [order.item(0, "text")]

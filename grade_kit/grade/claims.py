@@ -193,9 +193,12 @@ def _claim_matches(
     matched = _matched_items(claim_terms, claims, items, answered)
     field_order = pl.col("field").replace_strict(FIELD_ORDER, default=len(FIELD_ORDER))
     hits = items.select("run_id", "field", "position", "text").select(
-        pl.all().gather(matched.get_column("item"))).with_columns(matched.get_column("claim_id"))
+        pl.all().gather(matched.get_column("item"))).with_columns(
+        matched.get_column("claim_id"), matched.get_column("item"))
     found = (
-        hits.sort("run_id", "claim_id", field_order, "position")
+        # (The item's row last: two items given the same field and position, which no
+        # flattened frame holds, are taken in their order.)
+        hits.sort("run_id", "claim_id", field_order, "position", "item")
         .group_by("run_id", "claim_id", maintain_order=True)
         .agg(matched_field=pl.col("field").first(), matched_text=pl.col("text").first())
         .with_columns(found=pl.lit(True))
