@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import numpy as np
 import polars as pl
 
+from grade_kit._chunks import in_pieces
 from grade_kit._fastread import FlatRuns, raw_records
 from grade_kit._gc import gc_paused
 from grade_kit.schema import DIMENSIONS, Grade, Judgement, Run, Task
@@ -168,25 +169,6 @@ def like(result: pl.DataFrame, template: Frame) -> Frame:
     """``result`` as the same kind of frame as ``template`` (pandas in, pandas out)."""
     out: Any = result.to_pandas() if _is_pandas(template) else result
     return cast(Frame, out)
-
-
-def in_pieces(frame: pl.DataFrame, pieces: int | None = None) -> pl.DataFrame:
-    """``frame`` cut into ``pieces`` chunks (no copy), so that an elementwise operation over
-    it runs on every thread: polars works through a column's chunks in parallel, and a
-    one-chunk column (what a join, a gather or a rechunk gives) on one thread.
-    ``str.extract_many`` over 7.1M texts took 6.0 s in one chunk and 2.8 s in eight, on two
-    cores (docs/scaling.md, seventh round).
-
-    Args:
-        frame: Any frame.
-        pieces: How many chunks; default four per thread of polars' pool.
-    """
-    pieces = pieces or 4 * pl.thread_pool_size()
-    if frame.height < 2 * pieces:
-        return frame
-    step = -(-frame.height // pieces)
-    return pl.concat([frame.slice(start, step) for start in range(0, frame.height, step)],
-                     how="vertical", rechunk=False)
 
 
 # --------------------------------------------------------------------------- tasks
