@@ -59,13 +59,25 @@ def event_offsets(runs: pl.DataFrame, events: pl.DataFrame, start: str,
     Returns:
         run_id, setup, task_id, seconds.
     """
-    pair = events.filter(pl.col("event").is_in([start, end]))
-    wide = (pair.pivot(on="event", index="run_id", values="at") if pair.height
-            else pl.DataFrame())
-    if wide.is_empty() or start not in wide.columns or end not in wide.columns:
+    return _offsets(runs, _by_run(events, (start, end)), start, end)
+
+
+def _by_run(events: pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
+    """The instants of the events ``names``, one row per run_id and one column per event
+    name present."""
+    some = events.filter(pl.col("event").is_in(list(names)))
+    if not some.height:
+        return pl.DataFrame(schema={"run_id": pl.String})
+    return some.pivot(on="event", index="run_id", values="at")
+
+
+def _offsets(runs: pl.DataFrame, wide: pl.DataFrame, start: str, end: str) -> pl.DataFrame:
+    """:func:`event_offsets` from the events already by run (:func:`_by_run`)."""
+    if start not in wide.columns or end not in wide.columns:
         return pl.DataFrame(schema={"run_id": pl.String, "setup": pl.String,
                                     "task_id": pl.String, "seconds": pl.Float64})
-    both = (runs.select("run_id", "setup", "task_id").join(wide, on="run_id", how="inner")
+    both = (runs.select("run_id", "setup", "task_id")
+            .join(wide.select("run_id", start, end), on="run_id", how="inner")
             .filter(pl.col(start).is_not_null() & pl.col(end).is_not_null()))
     return both.select("run_id", "setup", "task_id").with_columns(
         seconds_between(both, pl.col(end), pl.col(start)).alias("seconds"))
@@ -199,10 +211,12 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
     delivered = mine.filter(pl.col("status") == "delivered")
     mine_events = events.filter(pl.col("run_id").is_in(mine.get_column("run_id").implode()))
     violations: list[pl.DataFrame] = []
+    # Every pair below from one table of the runs' instants (one pivot, not one a pair).
+    wide = _by_run(mine_events, (START, END, STOPPED, *CHANNEL, *PLATFORM))
 
     def offsets(of: pl.DataFrame, start: str, end: str) -> list[float]:
         """``end - start`` samples; a pair in an impossible order is set aside and listed."""
-        both = event_offsets(of, mine_events, start, end)
+        both = _offsets(of, wide, start, end)
         violations.append(both.filter(pl.col("seconds") < 0).select(
             "run_id", "task_id", first=pl.lit(start), then=pl.lit(end), seconds="seconds"))
         return both.filter(pl.col("seconds") >= 0).get_column("seconds").to_list()
