@@ -127,11 +127,17 @@ def _matched_items(claim_terms: pl.DataFrame, claims: pl.DataFrame, items: pl.Da
         claim_id=coded.get_column("claim_id").gather(matched.get_column("claim")))
 
 
+def _field_place(field: pl.Expr) -> pl.Expr:
+    """A field's place in :data:`FIELD_ORDER`; a field outside it comes last."""
+    return field.replace_strict(FIELD_ORDER, default=len(FIELD_ORDER),
+                                return_dtype=pl.UInt64)
+
+
 def _scope(task: pl.Expr, field: pl.Expr | pl.Series) -> pl.Expr:
-    """A (task, field) pair as one integer: the task's code and the field's place in
-    :data:`FIELD_ORDER` (a field outside it gets a place no claim targets)."""
-    place = (field if isinstance(field, pl.Expr) else pl.lit(field)).replace_strict(
-        FIELD_ORDER, default=len(FIELD_ORDER), return_dtype=pl.UInt64)
+    """A (task, field) pair as one integer: the task's code and the field's place
+    (:func:`_field_place`; a field outside :data:`FIELD_ORDER` gets a place no claim
+    targets)."""
+    place = _field_place(field if isinstance(field, pl.Expr) else pl.lit(field))
     return task.cast(pl.UInt64) * (len(FIELD_ORDER) + 1) + place
 
 
@@ -191,14 +197,13 @@ def _claim_matches(
 ) -> pl.DataFrame:
     answered = runs.filter(pl.col("has_response")).select("run_id", "task_id")
     matched = _matched_items(claim_terms, claims, items, answered)
-    field_order = pl.col("field").replace_strict(FIELD_ORDER, default=len(FIELD_ORDER))
     hits = items.select("run_id", "field", "position", "text").select(
         pl.all().gather(matched.get_column("item"))).with_columns(
         matched.get_column("claim_id"), matched.get_column("item"))
     found = (
         # (The item's row last: two items given the same field and position, which no
         # flattened frame holds, are taken in their order.)
-        hits.sort("run_id", "claim_id", field_order, "position", "item")
+        hits.sort("run_id", "claim_id", _field_place(pl.col("field")), "position", "item")
         .group_by("run_id", "claim_id", maintain_order=True)
         .agg(matched_field=pl.col("field").first(), matched_text=pl.col("text").first())
         .with_columns(found=pl.lit(True))
