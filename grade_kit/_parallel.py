@@ -18,11 +18,19 @@ A worker holds one range at a time, and the main process checks while the worker
 The result equals the sequential loader's: the same records in the same order, the same
 lines, the same rejects with the same messages, and frames equal to
 :func:`~grade_kit.frames.run_frames` of the records (``tests/test_parallel.py``).
+
+Judgement and grade files given with the runs are cut into ranges too and decoded by the same
+workers after the runs (:func:`_read_verdict_range`: each line through the loaders' fast and
+reference paths, the records sent back); their checks across lines (a known run, one
+judgement per run and dimension, one grade per run) need the runs that stand, so the main
+process applies them afterwards, in file order (:func:`grade_kit.io.checked_verdicts`).
+Otherwise the main process would decode them alone after the runs while one core idles.
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
 import itertools
 import mmap
 import os
@@ -30,25 +38,33 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.ipc
 
-from grade_kit._fastread import FastRun, FlatRuns, RunKey, raw_records
+from grade_kit._fastread import (
+    FastGrade,
+    FastJudgement,
+    FastRun,
+    FlatRuns,
+    LazyRecords,
+    RunKey,
+    raw_records,
+)
 from grade_kit.frames import RECORD, RUN_FRAMES, run_frames
-from grade_kit.io import InputError, Loaded, Rejected, RunChecks, _read_jsonl
+from grade_kit.io import Check, InputError, Loaded, Rejected, RunChecks, _read_jsonl
 from grade_kit.parse import numbered_lines
-from grade_kit.schema import Run
+from grade_kit.schema import Grade, Judgement, Run
 
-__all__ = ["PARALLEL_BYTES", "RANGE_BYTES", "ByteRange", "byte_ranges", "load_runs_parallel",
-           "read_workers"]
+__all__ = ["PARALLEL_BYTES", "RANGE_BYTES", "ByteRange", "VerdictPart", "byte_ranges",
+           "checked_verdicts", "line_text", "load_runs_parallel", "read_workers"]
 
 PARALLEL_BYTES = 64 * 2**20
 """Run files of at least this many bytes in all are read in parallel (smaller inputs do not
@@ -172,14 +188,80 @@ def _read_range(index: int, part: ByteRange, folder: str) -> _Decoded:
                     [len(raw_lines[i]) for i in index_of], rerun_texts, loaded.rejected)
 
 
+class VerdictPart(NamedTuple):
+    """A range of a judgements or grades file as a worker decoded it: the records that passed
+    their model (structs or models), each one's line, byte offset and length, and the rejects
+    of the model stage, in line order."""
+
+    source: str
+    path: str
+    records: list[Any]
+    lines: list[int]
+    offsets: list[int]
+    lengths: list[int]
+    rejected: list[Rejected]
+
+
+_VERDICT_MODELS: dict[str, tuple[type[Judgement] | type[Grade],
+                                 type[FastJudgement] | type[FastGrade]]] = {
+    "judgements": (Judgement, FastJudgement), "grades": (Grade, FastGrade)}
+"""The verdict kinds a worker decodes: model and fast struct of each."""
+
+
+def _read_verdict_range(part: ByteRange, kind: str) -> VerdictPart:
+    """A worker's job for a range of a judgements or grades file: each line through the
+    loaders' fast and reference paths, without the checks across lines (the main process
+    applies them, :func:`grade_kit.io.checked_verdicts`)."""
+    raw_lines, offsets = _range_lines(part)
+    model, fast = _VERDICT_MODELS[kind]
+    loaded = _read_jsonl(part.source, numbered_lines(raw_lines, part.first_line), model,
+                         None, fast)
+    lines = [int(number) for number in loaded.lines if number is not None]
+    index_of = [line - part.first_line for line in lines]
+    return VerdictPart(part.source, part.path, list(raw_records(loaded.records)), lines,
+                       [offsets[i] for i in index_of], [len(raw_lines[i]) for i in index_of],
+                       loaded.rejected)
+
+
+Model = TypeVar("Model", Judgement, Grade)
+
+
+def checked_verdicts(model: type[Model], parts: Sequence[VerdictPart],
+                     check: Check) -> Loaded[Model]:
+    """The loader's result for decoded verdict ranges (in file order): ``check`` applied to
+    each record in order, its rejects merged with the model stage's by line, exactly as
+    :func:`grade_kit.io.load_judgements` or :func:`~grade_kit.io.load_grades` would have
+    it. ``check`` reads fields only (the judgement and grade checks do): it is given no
+    text, and a reject's text is read back from the file."""
+    kept: list[Any] = []
+    out: Loaded[Model] = Loaded(records=LazyRecords(model, kept))
+    for part in parts:
+        failed: list[Rejected] = []
+        for record, line, offset, length in zip(part.records, part.lines, part.offsets,
+                                                part.lengths, strict=True):
+            problem = check(record, line, "")
+            if problem is None:
+                kept.append(record)
+                out.lines.append(line)
+                out.sources.append(part.source)
+            else:
+                failed.append(Rejected(part.source, line, problem[0], problem[1],
+                                       line_text(part.path, line, offset, length)))
+        out.rejected.extend(heapq.merge(part.rejected, failed, key=lambda r: r.line or 0))
+    return out
+
+
 def _serve(inbox: Connection, outbox: Connection) -> None:
     """A reading process: read ranges as they are asked for, until told to stop."""
+    jobs: dict[str, Callable[..., Any]] = {"read": _read_range,
+                                           "verdicts": _read_verdict_range}
     while True:
         message = inbox.recv()
-        if message[0] != "read":
+        job = jobs.get(message[0])
+        if job is None:
             return
         try:
-            outbox.send(_read_range(*message[1:]))
+            outbox.send(job(*message[1:]))
         except Exception as exc:  # the main process raises it (a file that became unreadable)
             outbox.send(exc)
 
@@ -243,12 +325,21 @@ class _Worker:
             self.process.wait()
 
 
-def load_runs_parallel(paths: Sequence[Path], checks: RunChecks,
-                       workers: int) -> Loaded[Run]:
-    """:func:`grade_kit.io.load_runs` of the files ``paths`` on ``workers`` processes.
+def load_runs_parallel(
+    paths: Sequence[Path], checks: RunChecks, workers: int,
+    verdicts: Mapping[str, Sequence[Path]] | None = None,
+) -> tuple[Loaded[Run], dict[str, list[VerdictPart]]]:
+    """:func:`grade_kit.io.load_runs` of the files ``paths`` on ``workers`` processes, and the
+    judgement and grade files ``verdicts`` (by kind) decoded by the same workers after them.
 
-    The records are a :class:`~grade_kit._fastread.FlatRuns` carrying the run frames."""
+    Returns:
+        The runs (records a :class:`~grade_kit._fastread.FlatRuns` carrying the run frames),
+        and per verdict kind its ranges decoded, in file order, not yet checked against the
+        runs (:func:`grade_kit.io.checked_verdicts`).
+    """
     ranges = byte_ranges(paths, workers, RANGE_BYTES)
+    verdict_ranges = [(kind, part) for kind, files in (verdicts or {}).items()
+                      for part in byte_ranges(files, workers, RANGE_BYTES)]
     # On an error a worker may still be writing a range's files while the folder goes:
     # that is no reason to hide the error.
     with tempfile.TemporaryDirectory(prefix="grade-kit-read-",
@@ -257,10 +348,17 @@ def load_runs_parallel(paths: Sequence[Path], checks: RunChecks,
         try:
             for _ in range(min(workers, len(ranges))):
                 started.append(_Worker())
-            owner = [started[i % len(started)] for i in range(len(ranges))]
+            owner = [started[i % len(started)]
+                     for i in range(len(ranges) + len(verdict_ranges))]
             for index, part in enumerate(ranges):
                 owner[index].send(("read", index, part, folder))
-            return _check_and_collect(ranges, owner, checks, Path(folder))
+            for index, (kind, part) in enumerate(verdict_ranges, start=len(ranges)):
+                owner[index].send(("verdicts", part, kind))
+            runs = _check_and_collect(ranges, owner, checks, Path(folder))
+            decoded: dict[str, list[VerdictPart]] = {kind: [] for kind in verdicts or {}}
+            for index, (kind, _) in enumerate(verdict_ranges, start=len(ranges)):
+                decoded[kind].append(owner[index].receive())
+            return runs, decoded
         finally:
             for worker in started:
                 worker.stop()

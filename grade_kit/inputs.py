@@ -20,9 +20,7 @@ from grade_kit.io import (
     Records,
     Rejected,
     input_files,
-    load_grades,
-    load_judgements,
-    load_runs,
+    load_runs_and_verdicts,
     load_tasks,
 )
 from grade_kit.packed import StoreRuns
@@ -109,16 +107,15 @@ def read_inputs(
         The :class:`Inputs`; rejects are listed in file order, tasks first.
     """
     task_load = load_tasks(tasks, packs)
-    run_load = load_runs(runs, task_load.records, workers=workers)
+    run_load, j_load, g_load = load_runs_and_verdicts(
+        runs, task_load.records, judgements=judgements, grades=grades, workers=workers)
     parts: list[tuple[str, Loaded[Any]]] = [("tasks", task_load), ("runs", run_load)]
     j_records: Sequence[Judgement] = []
     g_records: Sequence[Grade] = []
-    if judgements is not None:
-        j_load = load_judgements(judgements, run_load.records)
+    if j_load is not None:
         j_records = j_load.records
         parts.append(("judgements", j_load))
-    if grades is not None:
-        g_load = load_grades(grades, run_load.records)
+    if g_load is not None:
         g_records = g_load.records
         parts.append(("grades", g_load))
     rejected = [r for _, loaded in parts for r in loaded.rejected]

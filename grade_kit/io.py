@@ -53,6 +53,7 @@ __all__ = [
     "load_grades",
     "load_judgements",
     "load_runs",
+    "load_runs_and_verdicts",
     "load_tasks",
     "run_files",
     "write_rejects",
@@ -677,17 +678,14 @@ def load_runs(paths: Records, tasks: Sequence[Task] | None = None, *,
     Returns:
         Accepted runs in file order, their lines, and the rejects.
     """
+    plan = _parallel_plan(paths, workers)
+    if plan is not None:
+        from grade_kit import _parallel  # the parallel reader is built on these loaders
+
+        return _parallel.load_runs_parallel(plan[0], RunChecks(tasks, len(plan[0])),
+                                            plan[1])[0]
     sources_ = _sources(paths, "runs")
     checks = RunChecks(tasks, len(sources_))
-    if not is_in_memory(paths):
-        # Imported here: the parallel reader is built on this module's loaders.
-        from grade_kit import _parallel
-
-        files = run_files(cast(Path | str | Sequence[Path | str], paths))
-        n_workers = _parallel.read_workers() if workers is None else workers
-        if (n_workers > 1 and all(f.is_file() for f in files)
-                and sum(f.stat().st_size for f in files) >= _parallel.PARALLEL_BYTES):
-            return _parallel.load_runs_parallel(files, checks, n_workers)
     accepted: list[Any] = []  # FastRun structs and Run models, read by field names only
     lines: list[int | None] = []
     sources: list[str] = []
@@ -706,6 +704,76 @@ def load_runs(paths: Records, tasks: Sequence[Task] | None = None, *,
     out.sources.extend(sources[i] for i in keep)
     out.rejected.sort(key=lambda r: (r.source, r.line or 0))
     return out
+
+
+def _parallel_plan(paths: Records, workers: int | None) -> tuple[list[Path], int] | None:
+    """(files, workers) when the run files ``paths`` are read in parallel
+    (:mod:`grade_kit._parallel`): more than one worker, regular files only, and
+    :data:`~grade_kit._parallel.PARALLEL_BYTES` or more in all; else None."""
+    if is_in_memory(paths):
+        return None
+    from grade_kit import _parallel  # the parallel reader is built on these loaders
+
+    files = run_files(cast(Path | str | Sequence[Path | str], paths))
+    n_workers = _parallel.read_workers() if workers is None else workers
+    if (n_workers > 1 and all(f.is_file() for f in files)
+            and sum(f.stat().st_size for f in files) >= _parallel.PARALLEL_BYTES):
+        return files, n_workers
+    return None
+
+
+def _verdict_files(given: Records | None) -> list[Path] | None:
+    """The files of judgements or grades ``given`` when they can be decoded by the reading
+    processes (all regular files), else None (then they are loaded here after the runs,
+    which also raises any error about them where the sequential loader does)."""
+    if given is None or is_in_memory(given):
+        return None
+    try:
+        files = run_files(cast(Path | str | Sequence[Path | str], given))
+    except InputError:
+        return None
+    return files if all(f.is_file() for f in files) else None
+
+
+def load_runs_and_verdicts(
+    runs: Records, tasks: Sequence[Task] | None = None, *,
+    judgements: Records | None = None, grades: Records | None = None,
+    workers: int | None = None,
+) -> tuple[Loaded[Run], Loaded[Judgement] | None, Loaded[Grade] | None]:
+    """:func:`load_runs`, then :func:`load_judgements` and :func:`load_grades` against the
+    runs that loaded (None for what is not given), with the same records and rejects.
+
+    When the runs are read in parallel, judgement and grade files are decoded by the same
+    reading processes after the runs, and only checked here (docs/scaling.md).
+    """
+    plan = _parallel_plan(runs, workers)
+    verdict_files = {kind: files for kind, files in (("judgements", _verdict_files(judgements)),
+                                                       ("grades", _verdict_files(grades)))
+                     if files is not None}
+    if plan is None or not verdict_files:
+        run_load = load_runs(runs, tasks, workers=workers)
+        decoded: dict[str, list[Any]] = {}
+    else:
+        from grade_kit import _parallel  # the parallel reader is built on these loaders
+
+        run_load, decoded = _parallel.load_runs_parallel(
+            plan[0], RunChecks(tasks, len(plan[0])), plan[1], verdict_files)
+    j_load: Loaded[Judgement] | None = None
+    g_load: Loaded[Grade] | None = None
+    if decoded:
+        from grade_kit._parallel import checked_verdicts
+
+        run_ids = {r.run_id for r in raw_records(run_load.records)}
+        if "judgements" in decoded:
+            j_load = checked_verdicts(Judgement, decoded["judgements"],
+                                      judgement_check(run_ids))
+        if "grades" in decoded:
+            g_load = checked_verdicts(Grade, decoded["grades"], grade_check(run_ids))
+    if j_load is None and judgements is not None:
+        j_load = load_judgements(judgements, run_load.records)
+    if g_load is None and grades is not None:
+        g_load = load_grades(grades, run_load.records)
+    return run_load, j_load, g_load
 
 
 def _load_verdicts(given: Records, name: str, model: type[Model], check: Check,

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,10 +73,16 @@ def test_parallel_read_equals_sequential_read(tmp_path: Path, workers: int,
 
 def test_inputs_read_with_verdicts_decoded_meanwhile_are_the_same(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Judgement and grade files decoded by the reading processes (in two ranges each) and
+    checked afterwards: every reject of the sequential loader, in its order, with its text
+    (bad lines, unknown runs, a repeated judgement and a repeated grade, a byte-order mark,
+    blank lines and CRLF endings), and the same records."""
     files = _hostile_files(tmp_path)
     judged, graded = _verdict_lines(13, 1200)
-    (tmp_path / "judgements.jsonl").write_text("\n".join(judged) + "\n", encoding="utf-8")
-    (tmp_path / "grades.jsonl").write_text("\n".join(graded) + "\n", encoding="utf-8")
+    (tmp_path / "judgements.jsonl").write_bytes(
+        ("\n".join(judged[:700]) + "\n\n" + "\r\n".join(judged[700:]) + "\n").encode())
+    graded += graded[:300]  # repeated grades: rejects naming both lines
+    (tmp_path / "grades.jsonl").write_bytes(b"\xef\xbb\xbf" + "\n".join(graded).encode())
     tasks = [Task(task_id=t, prompt="q") for t in TASKS[:-1]]
 
     def read(workers: int) -> gk.Inputs:
@@ -84,8 +91,20 @@ def test_inputs_read_with_verdicts_decoded_meanwhile_are_the_same(
 
     sequential = read(1)
     monkeypatch.setattr(_parallel, "PARALLEL_BYTES", 0)
+    decoded_by_workers: list[int] = []
+    checked = _parallel.checked_verdicts
+
+    def counted(*args: Any) -> Any:
+        decoded_by_workers.append(len(args[1]))
+        return checked(*args)
+
+    monkeypatch.setattr(_parallel, "checked_verdicts", counted)
     parallel = read(2)
+    assert decoded_by_workers == [2, 2]  # judgements and grades, two ranges each
     assert isinstance(parallel.runs, FlatRuns)
+    reasons = {(r.source.rsplit("/", 1)[-1], r.error.split(" ")[0]) for r in sequential.rejected}
+    assert {("judgements.jsonl", "unknown"), ("judgements.jsonl", "second"),
+            ("grades.jsonl", "unknown"), ("grades.jsonl", "duplicate")} <= reasons
     assert [r.message() for r in parallel.rejected] == [r.message() for r in
                                                         sequential.rejected]
     assert [r.raw for r in parallel.rejected] == [r.raw for r in sequential.rejected]
@@ -95,6 +114,20 @@ def test_inputs_read_with_verdicts_decoded_meanwhile_are_the_same(
     for name in ("runs", "judgements", "grades"):
         got, expected = getattr(parallel, name), getattr(sequential, name)
         assert [m.model_dump() for m in got] == [m.model_dump() for m in expected], name
+
+
+def test_a_missing_verdict_file_is_named_as_the_sequential_reader_names_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = _hostile_files(tmp_path)
+    tasks = [Task(task_id=t, prompt="q") for t in TASKS[:-1]]
+    errors = []
+    for workers, parallel_bytes in ((1, _parallel.PARALLEL_BYTES), (2, 0)):
+        monkeypatch.setattr(_parallel, "PARALLEL_BYTES", parallel_bytes)
+        with pytest.raises(InputError) as raised:
+            gk.read_inputs(tasks, files, judgements=tmp_path / "missing.jsonl",
+                           workers=workers)
+        errors.append(str(raised.value))
+    assert errors[0] == errors[1] and "missing.jsonl" in errors[0]
 
 
 def test_small_inputs_are_read_in_this_process(tmp_path: Path) -> None:
