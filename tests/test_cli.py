@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from grade_kit.cli import main
+from grade_kit.schema import PER_RUN_DIMENSIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "fixtures" / "example"
@@ -38,6 +39,13 @@ def test_score_writes_every_output(tmp_path: Path, capsys: pytest.CaptureFixture
     assert [json.loads(r)["raw"] for r in rejects] == raw_lines[31:33]
     scores = pl.read_parquet(tmp_path / "scores.parquet")
     assert set(scores.columns) >= {"run_id", "setup", "task_id", "dimension", "score", "method"}
+    # written by a streaming sink: one row per run and scored dimension, dimension after
+    # dimension, runs in run_scores' order, each with its run's keys
+    per_run = pl.read_parquet(tmp_path / "run_scores.parquet").to_dicts()
+    expected = [(r["run_id"], r["setup"], r["task_id"], r["repeat"], r["is_primary"], d,
+                 r[d], r[f"{d}_method"])
+                for d in PER_RUN_DIMENSIONS for r in per_run if r[d] is not None]
+    assert scores.rows() == expected and len(expected) > 50
     card = (tmp_path / "scorecard.md").read_text()
     for heading in ("## Leaderboard", "## By track", "## By pack", "## Weakest tasks",
                     "## Rejected input"):

@@ -62,6 +62,7 @@ __all__ = [
     "judged_scores",
     "kendall_tau_b",
     "long_scores",
+    "long_scores_query",
     "metric_variance",
     "no_response_zeros",
     "partition_scores",
@@ -121,11 +122,24 @@ def _in_run_order(per_run: pl.DataFrame) -> pl.DataFrame:
                         descending=[False, False, False, True, False])
 
 
-def long_scores(per_run: pl.DataFrame) -> pl.DataFrame:
+def long_scores(per_run: pl.DataFrame, keys: Sequence[str] = ("run_id",)) -> pl.DataFrame:
     """The per-run scores as the long ``scores`` frame: run_id, dimension, score, method
-    (null scores are left out)."""
+    (null scores are left out), one dimension after another, runs in ``per_run``'s order.
+
+    Args:
+        per_run: :func:`run_scores`.
+        keys: The per-run columns each row starts with; default just ``run_id``.
+    """
+    return long_scores_query(per_run.lazy(), keys).collect()
+
+
+def long_scores_query(per_run: pl.LazyFrame,
+                      keys: Sequence[str] = ("run_id",)) -> pl.LazyFrame:
+    """:func:`long_scores` as a lazy query, which a streaming sink writes a part at a time
+    (``scores.parquet`` at 1M runs: 0.9 GB less at its peak than a collected frame,
+    docs/scaling.md)."""
     parts = [
-        per_run.select("run_id", pl.lit(d).alias("dimension"), pl.col(d).alias("score"),
+        per_run.select(*keys, pl.lit(d).alias("dimension"), pl.col(d).alias("score"),
                        pl.col(f"{d}_method").alias("method"))
         for d in PER_RUN_DIMENSIONS
     ]

@@ -15,7 +15,7 @@ import msgspec
 import polars as pl
 from pydantic import BaseModel
 
-from grade_kit.grade import long_scores
+from grade_kit.grade import long_scores_query
 from grade_kit.io import InputError, Rejected, write_rejects
 from grade_kit.report.markdown import scorecard_markdown
 
@@ -146,6 +146,14 @@ def _parquet(frame: Callable[[], pl.DataFrame]) -> Callable[[Path], None]:
     return write
 
 
+def _sink(query: Callable[[], pl.LazyFrame]) -> Callable[[Path], None]:
+    """Writes the rows of the query ``query()`` makes a part at a time (polars' streaming
+    sink), never the whole frame at once."""
+    def write(path: Path) -> None:
+        query().sink_parquet(path)
+    return write
+
+
 def _rejects(rejected: list[Rejected]) -> Callable[[Path], None]:
     def write(path: Path) -> None:
         write_rejects(path, rejected)
@@ -171,11 +179,9 @@ def write_outputs(out_dir: Path | str, evaluation: Evaluation) -> dict[str, Path
     results = evaluation.results
     per_run = evaluation.scores.runs
 
-    def long() -> pl.DataFrame:
-        return long_scores(per_run).join(
-            per_run.select("run_id", "setup", "task_id", "repeat", "is_primary"), on="run_id"
-        ).select("run_id", "setup", "task_id", "repeat", "is_primary", "dimension", "score",
-                 "method")
+    def long() -> pl.LazyFrame:
+        return long_scores_query(per_run.lazy(), ("run_id", "setup", "task_id", "repeat",
+                                                   "is_primary"))
 
     # The large contents are made as they are written, not all before the first file is
     # written: at 1M runs the long scores are about 0.5 GB, the dump of results.json about
@@ -183,7 +189,7 @@ def write_outputs(out_dir: Path | str, evaluation: Evaluation) -> dict[str, Path
     writers: dict[str, Callable[[Path], None]] = {
         "results": _pieces(indented_model_pieces(results)),
         "scorecard": _text(scorecard_markdown(results, rejects_file=OUTPUT_FILES["rejects"])),
-        "scores": _parquet(long),
+        "scores": _sink(long),
         "run_scores": _parquet(lambda: per_run),
         "run_grades": _parquet(lambda: evaluation.standard.graded),
         "runs": _parquet(lambda: evaluation.runs_frame),
