@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import grade_kit as gk
 from grade_kit.frames import EvalData
-from grade_kit.schema import Grade
+from grade_kit.schema import Grade, MaterialError
 from grade_kit.standard import nearest_rank, run_grades, standard_results, summarize
 
 from .conftest import make_run, make_task
@@ -89,6 +89,26 @@ def test_rates_over_n_with_not_run_and_stable_resolution(approx: Any) -> None:
     assert g["stable_resolution"] == {"count": 1, "questions": 3, "repeats": 2}
     assert g["material_errors"][0]["claim"] == "18.4 for 0.184"
     assert g["material_errors"][0]["effect"] == "10x"
+
+
+def test_material_errors_share_one_set_of_set_fields_and_stay_apart() -> None:
+    """The records hold one shared set of their set fields (all of them; the memory of
+    317,000 records, docs/scaling.md), and otherwise behave as records validated one by
+    one: the same values, the same fields set, a field set on one changes no other."""
+    tasks = [plain("q1")]
+    runs = [make_run(f"r{r}", "q1", repeat=r) for r in (1, 2, 3)]
+    grades = [grade("r1", err="yes", claim="18.4 for 0.184", evidence="row 7"),
+              grade("r2", err="yes", effect="10x"), grade("r3")]
+    errors = standard_results(EvalData.from_records(tasks, runs, grades=grades)
+                              ).setups["A"].grades.material_errors
+    assert [e.run_id for e in errors] == ["r1", "r2"]
+    one_by_one = [MaterialError.model_validate(e.model_dump()) for e in errors]
+    assert errors == one_by_one
+    assert [e.model_fields_set for e in errors] == [e.model_fields_set for e in one_by_one]
+    assert errors[0].model_fields_set is errors[1].model_fields_set
+    errors[0].claim = "changed"
+    assert errors[1].claim is None and one_by_one[0].claim == "18.4 for 0.184"
+    assert errors[1].model_fields_set == set(MaterialError.model_fields)
 
 
 def test_repeats_option_and_single_repeat() -> None:
