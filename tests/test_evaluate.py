@@ -133,6 +133,25 @@ def test_runs_frame_has_one_tidy_row_per_run(suite: gk.Evaluation) -> None:
     assert set(timeouts.get_column("grounding_accuracy").to_list()) == {0.0}
 
 
+def test_runs_frame_rows_are_in_slot_order_with_their_own_figures() -> None:
+    """Rows by setup, task and repeat, a slot's primary run before its re-runs (then by
+    run_id), whatever order the runs came in; each row carries its own run's figures, and
+    the task's consistency only on primary runs."""
+    task = make_task(gold_facts=[{"id": "f", "metric": "m", "value": 1}])
+    runs = [make_run("z2", repeat=2, setup="B", metrics={"m": 2}),
+            make_run("b-retry", repeat=1, setup="B", attempt_of="z1", metrics={"m": 1}),
+            make_run("a2", repeat=2, setup="A", metrics={"m": 2}),
+            make_run("a1", repeat=1, setup="A", status="timeout"),
+            make_run("z1", repeat=1, setup="B", metrics={"m": 1})]
+    rows = gk.evaluate([task], runs).runs.select(
+        "run_id", "setup", "repeat", "is_primary", "grounding_accuracy", "consistency").rows()
+    assert [r[:4] for r in rows] == [("a1", "A", 1, True), ("a2", "A", 2, True),
+                                     ("z1", "B", 1, True), ("b-retry", "B", 1, False),
+                                     ("z2", "B", 2, True)]
+    assert [r[4] for r in rows] == [0.0, 0.0, 1.0, 1.0, 0.0]
+    assert rows[2][5] == rows[4][5] is not None and rows[3][5] is None
+
+
 def test_per_run_composite_is_over_the_five_per_run_dimensions() -> None:
     task = make_task(gold_facts=[{"id": "f", "metric": "m", "value": 1}],
                      gold_insights=[{"id": "i", "text": "alpha"}])
