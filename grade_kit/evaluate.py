@@ -62,7 +62,7 @@ from grade_kit.schema import (
     Provenance,
     Results,
 )
-from grade_kit.standard import DEFAULT_SEED, StandardResults, standard_results, unique_tool_calls
+from grade_kit.standard import DEFAULT_SEED, StandardResults, standard_results
 
 __all__ = ["Evaluation", "MapPartitions", "RunExplanation", "evaluate", "score_partition"]
 
@@ -201,8 +201,7 @@ class Evaluation:
         consistency = self.scores.consistency.select("setup", "task_id", "consistency")
         graded = self.standard.graded.select("run_id", "grade", "grade_reason")
         e2e = self.standard.e2e.select("run_id", e2e_s=pl.col("seconds"))
-        calls = unique_tool_calls(d.runs, d.tool_calls).select("run_id",
-                                                               tool_calls=pl.col("unique"))
+        calls = self.standard.unique_calls.select("run_id", tool_calls=pl.col("unique"))
         dims = [c for c in DIMENSIONS if c != "consistency"]
         runs = d.runs.sort("setup", "task_id", "repeat", "is_primary", "run_id",
                            descending=[False, False, False, True, False])

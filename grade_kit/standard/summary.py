@@ -57,6 +57,8 @@ class StandardResults:
             ``common``.
         per_question: Per (setup, task) with a primary run in the plan: median E2E, mean
             unique tool calls, GRADE composite; what the comparisons pair.
+        unique_calls: :func:`~grade_kit.standard.timing.unique_tool_calls` of every run
+            that exposes tools (the per-question figures and the runs frame read it).
     """
 
     graded: pl.DataFrame
@@ -69,6 +71,7 @@ class StandardResults:
     common: CommonSubset
     comparisons: list[Comparison]
     per_question: pl.DataFrame
+    unique_calls: pl.DataFrame
 
     def __repr__(self) -> str:
         frames = frames_repr("", vars(self)).strip("()")
@@ -81,19 +84,32 @@ class StandardResults:
 
 
 def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
-                         task_composites: pl.DataFrame | None) -> pl.DataFrame:
+                         task_composites: pl.DataFrame | None,
+                         unique_calls: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per (setup, task) over the planned slots that a primary run fills: median E2E, mean
     unique tool calls per exposed delivered run, and the task's GRADE composite.
+
+    Args:
+        data: The evaluation's frames.
+        slots: :func:`~grade_kit.standard.grades.planned_slots`.
+        e2e: :func:`~grade_kit.standard.timing.e2e_frame`.
+        task_composites: Per (setup, task) composites, or None (no composite column).
+        unique_calls: :func:`~grade_kit.standard.timing.unique_tool_calls` of every run
+            (``data.runs``), when already made; default None (made here).
 
     Returns:
         setup, task_id, e2e_median_s, tool_calls_per_run[, composite].
     """
+    if unique_calls is None:
+        unique_calls = unique_tool_calls(data.runs, data.tool_calls)
+    # its rows are the exposed runs' in order: keep those of delivered runs
+    exposed_status = data.runs.filter(pl.col("tools_exposed")).get_column("status")
     filled = slots.select("setup", "task_id", "run_id")
     per_q = filled.select("setup", "task_id").unique()
     medians = per_question_median(e2e.join(filled.select("run_id"), on="run_id"))
     per_q = per_q.join(medians, on=["setup", "task_id"], how="left")
-    delivered = data.runs.filter(pl.col("status") == "delivered")
-    calls = (filled.join(unique_tool_calls(delivered, data.tool_calls), on="run_id")
+    delivered_calls = unique_calls.filter(exposed_status == "delivered")
+    calls = (filled.join(delivered_calls, on="run_id")
              .group_by("setup", "task_id").agg(tool_calls_per_run=pl.col("unique").mean()))
     per_q = per_q.join(calls, on=["setup", "task_id"], how="left")
     if task_composites is not None:
@@ -156,7 +172,8 @@ def standard_results(data: EvalData, repeats: int | None = None,
         rule=COMMON_RULE,
         setups={s: _subset_setup(data, sub_plan, sub_slots, graded, s, r,
                                  exclude_channel_overhead) for s in setups})
-    per_question = per_question_figures(data, slots, e2e, task_composites)
+    unique_calls = unique_tool_calls(data.runs, data.tool_calls)
+    per_question = per_question_figures(data, slots, e2e, task_composites, unique_calls)
     ran = {s: set(per_question.filter(pl.col("setup") == s).get_column("task_id").to_list())
            for s in setups}
     jobs: list[tuple[str, str, list[str], Literal["all", "common"]]] = []
@@ -174,4 +191,4 @@ def standard_results(data: EvalData, repeats: int | None = None,
         graded=graded, plan_frame=plan_frame, slots=slots, e2e=e2e, plan=plan,
         setups=per_setup,
         reruns={s: _reruns(graded, e2e, s) for s in setups}, common=common,
-        comparisons=comparisons, per_question=per_question)
+        comparisons=comparisons, per_question=per_question, unique_calls=unique_calls)

@@ -152,13 +152,14 @@ def unique_tool_calls(runs: pl.DataFrame, tool_calls: pl.DataFrame) -> pl.DataFr
     """Per run that exposes tool events: unique call ids and calls as recorded.
 
     Returns:
-        run_id, unique, recorded (0 for an exposed run with no calls).
+        run_id, unique, recorded (0 for an exposed run with no calls): one row per row of
+        ``runs`` that exposes tools, in ``runs``' order.
     """
     exposed = runs.filter(pl.col("tools_exposed")).select("run_id")
     return exposed.join(
         tool_calls.group_by("run_id").agg(unique=pl.col("call_id").n_unique(),
                                           recorded=pl.len()),
-        on="run_id", how="left",
+        on="run_id", how="left", maintain_order="left",
     ).with_columns(pl.col("unique").fill_null(0).cast(pl.Int64),
                    pl.col("recorded").fill_null(0).cast(pl.Int64))
 
