@@ -750,25 +750,24 @@ def load_runs_and_verdicts(
     verdict_files = {kind: files for kind, files in (("judgements", _verdict_files(judgements)),
                                                        ("grades", _verdict_files(grades)))
                      if files is not None}
+    loaded: dict[str, Loaded[Any]] = {}
     if plan is None or not verdict_files:
         run_load = load_runs(runs, tasks, workers=workers)
-        decoded: dict[str, list[Any]] = {}
     else:
         from grade_kit import _parallel  # the parallel reader is built on these loaders
 
-        run_load, decoded = _parallel.load_runs_parallel(
-            plan[0], RunChecks(tasks, len(plan[0])), plan[1], verdict_files)
-    j_load: Loaded[Judgement] | None = None
-    g_load: Loaded[Grade] | None = None
-    if decoded:
-        from grade_kit._parallel import checked_verdicts
+        def verdict_checks(
+            run_load: Loaded[Run]) -> dict[str, _parallel.VerdictChecks[Any]]:
+            run_ids = {r.run_id for r in raw_records(run_load.records)}
+            every: dict[str, _parallel.VerdictChecks[Any]] = {
+                "judgements": _parallel.VerdictChecks(Judgement, judgement_check(run_ids)),
+                "grades": _parallel.VerdictChecks(Grade, grade_check(run_ids))}
+            return {kind: every[kind] for kind in verdict_files}
 
-        run_ids = {r.run_id for r in raw_records(run_load.records)}
-        if "judgements" in decoded:
-            j_load = checked_verdicts(Judgement, decoded["judgements"],
-                                      judgement_check(run_ids))
-        if "grades" in decoded:
-            g_load = checked_verdicts(Grade, decoded["grades"], grade_check(run_ids))
+        run_load, loaded = _parallel.load_runs_parallel(
+            plan[0], RunChecks(tasks, len(plan[0])), plan[1], verdict_files, verdict_checks)
+    j_load: Loaded[Judgement] | None = loaded.get("judgements")
+    g_load: Loaded[Grade] | None = loaded.get("grades")
     if j_load is None and judgements is not None:
         j_load = load_judgements(judgements, run_load.records)
     if g_load is None and grades is not None:

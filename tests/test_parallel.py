@@ -4,6 +4,7 @@ records, lines, rejects and frames as the sequential loader, on random and hosti
 from __future__ import annotations
 
 import itertools
+import json
 import subprocess
 import sys
 import textwrap
@@ -91,16 +92,17 @@ def test_inputs_read_with_verdicts_decoded_meanwhile_are_the_same(
 
     sequential = read(1)
     monkeypatch.setattr(_parallel, "PARALLEL_BYTES", 0)
-    decoded_by_workers: list[int] = []
-    checked = _parallel.checked_verdicts
+    decoded_by_workers: list[str] = []
+    add = _parallel.VerdictChecks.add
 
-    def counted(*args: Any) -> Any:
-        decoded_by_workers.append(len(args[1]))
-        return checked(*args)
+    def counted(self: Any, part: _parallel.VerdictPart) -> None:
+        decoded_by_workers.append(Path(part.source).name)
+        add(self, part)
 
-    monkeypatch.setattr(_parallel, "checked_verdicts", counted)
+    monkeypatch.setattr(_parallel.VerdictChecks, "add", counted)
     parallel = read(2)
-    assert decoded_by_workers == [2, 2]  # judgements and grades, two ranges each
+    # judgements and grades, two ranges each
+    assert decoded_by_workers == ["judgements.jsonl"] * 2 + ["grades.jsonl"] * 2
     assert isinstance(parallel.runs, FlatRuns)
     reasons = {(r.source.rsplit("/", 1)[-1], r.error.split(" ")[0]) for r in sequential.rejected}
     assert {("judgements.jsonl", "unknown"), ("judgements.jsonl", "second"),
@@ -114,6 +116,25 @@ def test_inputs_read_with_verdicts_decoded_meanwhile_are_the_same(
     for name in ("runs", "judgements", "grades"):
         got, expected = getattr(parallel, name), getattr(sequential, name)
         assert [m.model_dump() for m in got] == [m.model_dump() for m in expected], name
+
+
+def test_verdicts_a_worker_cannot_pack_come_back_as_they_are(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A struct MessagePack cannot hold (an integer beyond 64 bits in a provenance) sends
+    its range's records pickled instead: the same records either way."""
+    files = _hostile_files(tmp_path)
+    lines = [json.dumps({"run_id": f"r{i}", "dimension": "evidence_linkage", "score": 0.5,
+                         "judge": "j", "provenance": {"n": 10**30 if i == 3 else i}})
+             for i in range(40)]
+    (tmp_path / "judgements.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tasks = [Task(task_id=t, prompt="q") for t in TASKS[:-1]]
+    read = [gk.read_inputs(tasks, files, judgements=tmp_path / "judgements.jsonl",
+                           workers=1)]
+    monkeypatch.setattr(_parallel, "PARALLEL_BYTES", 0)
+    read.append(gk.read_inputs(tasks, files, judgements=tmp_path / "judgements.jsonl",
+                               workers=2))
+    sequential, parallel = ([j.model_dump() for j in r.judgements] for r in read)
+    assert parallel == sequential and {"n": 10**30} in [j["provenance"] for j in sequential]
 
 
 def test_a_missing_verdict_file_is_named_as_the_sequential_reader_names_it(
