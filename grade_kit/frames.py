@@ -324,7 +324,12 @@ def _flatten_runs(runs: Sequence[Any], line_list: Iterable[int | None],
                   tc: dict[str, list[Any]], ends: dict[str, list[int]] | None) -> None:
     """Append every run's rows to the column lists (timestamps as epoch microseconds); with
     ``ends``, also each frame's row count after each run."""
-    string_metrics: dict[str, tuple[str, float | None, str | None, str | None]] = {}
+    # Metric values repeat (every run that reports the right figure reports the same one):
+    # each distinct string, integer and float is parsed once, in a table of its own type
+    # (1 == 1.0 == True as keys). A float zero is never looked up: 0.0 == -0.0, and their
+    # raw texts differ.
+    seen: dict[type, dict[Any, tuple[str, float | None, str | None, str | None]]] = {
+        str: {}, int: {}, float: {}}
     for run, line in zip(runs, line_list, strict=True):
         rid = run.run_id
         r["run_id"].append(rid)
@@ -373,10 +378,11 @@ def _flatten_runs(runs: Sequence[Any], line_list: Iterable[int | None],
             it["position"].append(0)
             it["text"].append(resp.text)
             for key, value in resp.structured_metrics.items():
-                if isinstance(value, str):  # strings repeat: each is parsed once
-                    columns = string_metrics.get(value)
+                table = seen.get(type(value))
+                if table is not None and (value or type(value) is not float):
+                    columns = table.get(value)
                     if columns is None:
-                        columns = string_metrics[value] = _metric_columns(value)
+                        columns = table[value] = _metric_columns(value)
                 else:
                     columns = _metric_columns(value)
                 m["run_id"].append(rid)

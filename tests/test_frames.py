@@ -104,3 +104,19 @@ def test_tagged_rows_name_their_record_even_when_run_ids_repeat() -> None:
                for frame in frames.values())
     plain = run_frames(runs, [1, 2, 3, 4])
     assert all(frames[name].drop(RECORD).equals(plain[name]) for name in plain)
+
+
+def test_metric_values_that_compare_equal_keep_their_own_columns() -> None:
+    """Each distinct metric value is parsed once, and values Python counts as equal keys
+    (1, 1.0, True; 0.0 and -0.0) still get their own raw text and number."""
+    values = [0.0, -0.0, 0, 1, 1.0, True, -0.0, 0.0, "1", 1, 1.0, 2.5, 2.5, "x", "x", None]
+    runs = [make_run(f"r{i}", metrics={"m": value}) for i, value in enumerate(values)]
+    metrics = run_frames(runs)["metrics"]
+    assert metrics.get_column("raw").to_list() == [
+        "0.0", "-0.0", "0", "1", "1.0", "true", "-0.0", "0.0", '"1"', "1", "1.0", "2.5", "2.5",
+        '"x"', '"x"', "null"]
+    numbers = metrics.get_column("num").to_list()
+    assert numbers == [0.0, -0.0, 0.0, 1.0, 1.0, None, -0.0, 0.0, 1.0, 1.0, 1.0, 2.5, 2.5,
+                       None, None, None]
+    assert [str(n) for n in numbers[:3]] == ["0.0", "-0.0", "0.0"]  # the signs kept
+    assert metrics.get_column("str").to_list()[8] == "1"
