@@ -21,9 +21,9 @@ lines, the same rejects with the same messages, and frames equal to
 
 Judgement and grade files given with the runs are cut into ranges too and decoded by the same
 workers after the runs (:func:`_read_verdict_range`: each line through the loaders' fast and
-reference paths, the records sent back); their checks across lines (a known run, one
+reference paths, the records sent back packed); their checks across lines (a known run, one
 judgement per run and dimension, one grade per run) need the runs that stand, so the main
-process applies them afterwards, in file order (:class:`VerdictChecks`).
+process applies them to each range as it arrives, in file order (:class:`VerdictChecks`).
 Otherwise the main process would decode them alone after the runs while one core idles.
 """
 
@@ -397,6 +397,8 @@ def load_runs_parallel(
         The runs (records a :class:`~grade_kit._fastread.FlatRuns` carrying the run frames),
         and per verdict kind what its loader would return.
     """
+    if verdicts and verdict_checks is None:
+        raise ValueError("verdict files need their checks (verdict_checks)")
     ranges = byte_ranges(paths, workers, RANGE_BYTES)
     verdict_ranges = [(kind, part) for kind, files in (verdicts or {}).items()
                       for part in byte_ranges(files, workers, RANGE_BYTES)]

@@ -104,6 +104,9 @@ def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
         unique_calls = unique_tool_calls(data.runs, data.tool_calls)
     # its rows are the exposed runs' in order: keep those of delivered runs
     exposed_status = data.runs.filter(pl.col("tools_exposed")).get_column("status")
+    if unique_calls.height != exposed_status.len():
+        raise ValueError("unique_calls must be unique_tool_calls(data.runs, ...): one row per "
+                         "run that exposes tools, in data.runs' order")
     filled = slots.select("setup", "task_id", "run_id")
     per_q = filled.select("setup", "task_id").unique()
     medians = per_question_median(e2e.join(filled.select("run_id"), on="run_id"))
