@@ -77,13 +77,16 @@ def test_inputs_read_with_verdicts_decoded_meanwhile_are_the_same(
     """Judgement and grade files decoded by the reading processes (in two ranges each) and
     checked afterwards: every reject of the sequential loader, in its order, with its text
     (bad lines, unknown runs, a repeated judgement and a repeated grade, a byte-order mark,
-    blank lines and CRLF endings), and the same records."""
+    blank lines, CRLF endings, bytes that are not UTF-8, no final newline), and the same
+    records."""
     files = _hostile_files(tmp_path)
     judged, graded = _verdict_lines(13, 1200)
     (tmp_path / "judgements.jsonl").write_bytes(
         ("\n".join(judged[:700]) + "\n\n" + "\r\n".join(judged[700:]) + "\n").encode())
     graded += graded[:300]  # repeated grades: rejects naming both lines
-    (tmp_path / "grades.jsonl").write_bytes(b"\xef\xbb\xbf" + "\n".join(graded).encode())
+    (tmp_path / "grades.jsonl").write_bytes(b"\xef\xbb\xbf" + "\n".join(graded[:500]).encode()
+                                            + b"\n\xff\xfe{}\n\r\n"
+                                            + "\n".join(graded[500:]).encode())
     tasks = [Task(task_id=t, prompt="q") for t in TASKS[:-1]]
 
     def read(workers: int) -> gk.Inputs:
@@ -106,7 +109,8 @@ def test_inputs_read_with_verdicts_decoded_meanwhile_are_the_same(
     assert isinstance(parallel.runs, FlatRuns)
     reasons = {(r.source.rsplit("/", 1)[-1], r.error.split(" ")[0]) for r in sequential.rejected}
     assert {("judgements.jsonl", "unknown"), ("judgements.jsonl", "second"),
-            ("grades.jsonl", "unknown"), ("grades.jsonl", "duplicate")} <= reasons
+            ("grades.jsonl", "unknown"), ("grades.jsonl", "duplicate"),
+            ("grades.jsonl", "invalid")} <= reasons  # invalid UTF-8
     assert [r.message() for r in parallel.rejected] == [r.message() for r in
                                                         sequential.rejected]
     assert [r.raw for r in parallel.rejected] == [r.raw for r in sequential.rejected]
