@@ -210,13 +210,18 @@ class Evaluation:
         # frames one after another copied the growing frame at each join: 0.6 GB more at
         # the peak at 1M runs, docs/scaling.md).
         keys = runs.select("run_id", "setup", "task_id", "is_primary")
-        lined_up = [
-            keys.join(other, on=on, how="left", maintain_order="left").drop(keys.columns)
-            for other, on in ((d.tasks.select("task_id", "track", "pack"), "task_id"),
-                              (per_run.select("run_id", *dims), "run_id"),
-                              (consistency, ["setup", "task_id"]),
-                              (composites, "run_id"), (graded, "run_id"), (e2e, "run_id"),
-                              (calls, "run_id"))]
+        lined_up = []
+        for name, other, on in (("tasks", d.tasks.select("task_id", "track", "pack"), "task_id"),
+                                ("run scores", per_run.select("run_id", *dims), "run_id"),
+                                ("consistency", consistency, ["setup", "task_id"]),
+                                ("composites", composites, "run_id"),
+                                ("run grades", graded, "run_id"), ("E2E", e2e, "run_id"),
+                                ("tool calls", calls, "run_id")):
+            piece = keys.join(other, on=on, how="left", maintain_order="left")
+            if piece.height != runs.height:  # loaded inputs never repeat these keys
+                raise ValueError(f"the runs frame cannot be made: {name} repeat a key "
+                                 f"({on}) of the runs")
+            lined_up.append(piece.drop(keys.columns))
         out = pl.concat([runs, *lined_up], how="horizontal").with_columns(
             consistency=pl.when(pl.col("is_primary")).then(pl.col("consistency")))
         return out.select(

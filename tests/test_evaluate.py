@@ -152,6 +152,14 @@ def test_runs_frame_rows_are_in_slot_order_with_their_own_figures() -> None:
     assert rows[2][5] == rows[4][5] is not None and rows[3][5] is None
 
 
+def test_runs_frame_names_a_frame_that_repeats_a_run() -> None:
+    ev = gk.evaluate([make_task()], [make_run("r1"), make_run("r2", repeat=2)])
+    graded = ev.standard.graded
+    object.__setattr__(ev.standard, "graded", pl.concat([graded, graded.head(1)]))
+    with pytest.raises(ValueError, match="run grades repeat a key"):
+        _ = ev.runs
+
+
 def test_per_run_composite_is_over_the_five_per_run_dimensions() -> None:
     task = make_task(gold_facts=[{"id": "f", "metric": "m", "value": 1}],
                      gold_insights=[{"id": "i", "text": "alpha"}])
