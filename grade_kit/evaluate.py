@@ -20,7 +20,7 @@ import polars as pl
 
 from grade_kit._fastread import concat_records, raw_records, select_records
 from grade_kit._gc import gc_paused
-from grade_kit.frames import EvalData
+from grade_kit.frames import EvalData, in_run_order
 from grade_kit.grade import (
     ClaimJudge,
     GradeScores,
@@ -203,8 +203,7 @@ class Evaluation:
         e2e = self.standard.e2e.select("run_id", e2e_s=pl.col("seconds"))
         calls = self.standard.unique_calls.select("run_id", tool_calls=pl.col("unique"))
         dims = [c for c in DIMENSIONS if c != "consistency"]
-        runs = d.runs.sort("setup", "task_id", "repeat", "is_primary", "run_id",
-                           descending=[False, False, False, True, False])
+        runs = in_run_order(d.runs)
         # Each other frame's columns lined up with the sorted runs by a join of the keys
         # alone, then all set side by side: every column is gathered once (joining the
         # frames one after another copied the growing frame at each join: 0.6 GB more at

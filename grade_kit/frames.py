@@ -40,6 +40,7 @@ __all__ = [
     "frames_repr",
     "frames_repr_html",
     "in_pieces",
+    "in_run_order",
     "like",
     "run_frames",
     "task_frames",
@@ -169,6 +170,14 @@ def like(result: pl.DataFrame, template: Frame) -> Frame:
     """``result`` as the same kind of frame as ``template`` (pandas in, pandas out)."""
     out: Any = result.to_pandas() if _is_pandas(template) else result
     return cast(Frame, out)
+
+
+def in_run_order(per_run: pl.DataFrame) -> pl.DataFrame:
+    """Per-run rows by setup, task and repeat, each slot's primary run first, then its
+    re-runs by run_id: a total order, so the rows come out the same however they were
+    computed or split."""
+    return per_run.sort("setup", "task_id", "repeat", "is_primary", "run_id",
+                        descending=[False, False, False, True, False])
 
 
 # --------------------------------------------------------------------------- tasks

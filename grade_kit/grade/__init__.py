@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from grade_kit.frames import COLUMNS, EvalData, frames_repr, frames_repr_html
+from grade_kit.frames import COLUMNS, EvalData, frames_repr, frames_repr_html, in_run_order
 from grade_kit.grade.calibration import _calibration_scores, calibration_scores
 from grade_kit.grade.claims import (
     DETERMINISTIC,
@@ -111,15 +111,7 @@ def _run_scores(data: EvalData, runs: pl.DataFrame, matches: pl.DataFrame) -> pl
                  _judged_scores(data.judgements, runs)):
         out = out.join(part, on="run_id", how="left")
     out = no_response_zeros(out, defined_dimensions(data.tasks, data.judgements, data.runs))
-    return _in_run_order(out)
-
-
-def _in_run_order(per_run: pl.DataFrame) -> pl.DataFrame:
-    """Per-run rows by setup, task and repeat, each slot's primary run first, then its
-    re-runs by run_id: a total order, so the rows come out the same however they were
-    computed or split."""
-    return per_run.sort("setup", "task_id", "repeat", "is_primary", "run_id",
-                        descending=[False, False, False, True, False])
+    return in_run_order(out)
 
 
 def long_scores(per_run: pl.DataFrame, keys: Sequence[str] = ("run_id",)) -> pl.DataFrame:
@@ -220,7 +212,7 @@ def combine_scores(parts: Sequence[PartitionScores], tasks: pl.DataFrame,
     """
     if not parts:
         raise ValueError("combine_scores needs at least one partition")
-    per_run = _in_run_order(pl.concat([p.runs for p in parts]))
+    per_run = in_run_order(pl.concat([p.runs for p in parts]))
     consistency = pl.concat([p.consistency for p in parts])
     per_task = _task_scores(per_run, consistency, tasks, weights)
     return GradeScores(
