@@ -758,7 +758,7 @@ def load_runs_and_verdicts(
 
         def verdict_checks(
             run_load: Loaded[Run]) -> dict[str, _parallel.VerdictChecks[Any]]:
-            run_ids = {r.run_id for r in raw_records(run_load.records)}
+            run_ids = _run_ids(run_load.records)
             every: dict[str, _parallel.VerdictChecks[Any]] = {
                 "judgements": _parallel.VerdictChecks(Judgement, judgement_check(run_ids)),
                 "grades": _parallel.VerdictChecks(Grade, grade_check(run_ids))}
@@ -823,10 +823,15 @@ def grade_check(run_ids: Container[str] | None) -> Check:
     return check
 
 
+def _run_ids(runs: Sequence[Run]) -> set[str]:
+    """The ids of the loaded runs, which judgements and grades must name."""
+    return {r.run_id for r in raw_records(runs)}
+
+
 def load_judgements(path: Records, runs: Sequence[Run] | None = None) -> Loaded[Judgement]:
     """Load recorded judgements (files, folders or in-memory records); an unknown run_id or a
     repeated (run_id, dimension) is rejected."""
-    run_ids = None if runs is None else {r.run_id for r in raw_records(runs)}
+    run_ids = None if runs is None else _run_ids(runs)
     return _load_verdicts(path, "judgements", Judgement, judgement_check(run_ids),
                           FastJudgement)
 
@@ -835,5 +840,5 @@ def load_grades(path: Records, runs: Sequence[Run] | None = None) -> Loaded[Grad
     """Load grade records (files, folders or in-memory records); an unknown run_id is rejected,
     and a second grade record for a run is an error that names both lines (the first
     stands)."""
-    run_ids = None if runs is None else {r.run_id for r in raw_records(runs)}
+    run_ids = None if runs is None else _run_ids(runs)
     return _load_verdicts(path, "grades", Grade, grade_check(run_ids), FastGrade)
