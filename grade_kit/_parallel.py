@@ -30,7 +30,6 @@ Otherwise the main process would decode them alone after the runs while one core
 from __future__ import annotations
 
 import contextlib
-import heapq
 import itertools
 import mmap
 import os
@@ -60,7 +59,15 @@ from grade_kit._fastread import (
     raw_records,
 )
 from grade_kit.frames import RECORD, RUN_FRAMES, run_frames
-from grade_kit.io import Check, InputError, Loaded, Rejected, RunChecks, _read_jsonl
+from grade_kit.io import (
+    InputError,
+    Loaded,
+    Rejected,
+    RunChecks,
+    VerdictCheck,
+    _read_jsonl,
+    apply_check,
+)
 from grade_kit.parse import numbered_lines
 from grade_kit.schema import Grade, Judgement, Run
 
@@ -274,32 +281,29 @@ Model = TypeVar("Model", Judgement, Grade)
 
 class VerdictChecks(Generic[Model]):
     """The loader's result for decoded verdict ranges, built as they come in file order:
-    ``check`` applied to each record in order, its rejects merged with the model stage's by
+    ``check`` applied to each range's records, its rejects merged with the model stage's by
     line, exactly as :func:`grade_kit.io.load_judgements` or
-    :func:`~grade_kit.io.load_grades` would have it. ``check`` reads fields only (the
-    judgement and grade checks do): it is given no text, and a reject's text is read back
-    from the file."""
+    :func:`~grade_kit.io.load_grades` would have it. A reject's text is read back from the
+    file."""
 
-    def __init__(self, model: type[Model], check: Check) -> None:
+    def __init__(self, model: type[Model], check: VerdictCheck) -> None:
         self._check = check
         self._kept: list[Any] = []
         self.loaded: Loaded[Model] = Loaded(records=LazyRecords(model, self._kept))
 
     def add(self, part: VerdictPart) -> None:
         """Check the records of the next range (``part.records`` unpacked)."""
+        records = cast(list[Any], part.records)
+        checked = apply_check(
+            Loaded(records=records, lines=list(part.lines),
+                   sources=[part.source] * len(records), rejected=part.rejected),
+            self._check,
+            lambda i: line_text(part.path, part.lines[i], part.offsets[i], part.lengths[i]))
         out = self.loaded
-        failed: list[Rejected] = []
-        for record, line, offset, length in zip(part.records, part.lines, part.offsets,
-                                                part.lengths, strict=True):
-            problem = self._check(record, line, "")
-            if problem is None:
-                self._kept.append(record)
-                out.lines.append(line)
-                out.sources.append(part.source)
-            else:
-                failed.append(Rejected(part.source, line, problem[0], problem[1],
-                                       line_text(part.path, line, offset, length)))
-        out.rejected.extend(heapq.merge(part.rejected, failed, key=lambda r: r.line or 0))
+        self._kept.extend(checked.records)
+        out.lines.extend(checked.lines)
+        out.sources.extend(checked.sources)
+        out.rejected.extend(checked.rejected)
 
 
 def _serve(inbox: Connection, outbox: Connection) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grade_kit._fastread import raw_records
+from grade_kit._gc import gc_paused
 from grade_kit.io import (
     Loaded,
     Records,
@@ -106,9 +107,10 @@ def read_inputs(
     Returns:
         The :class:`Inputs`; rejects are listed in file order, tasks first.
     """
-    task_load = load_tasks(tasks, packs)
-    run_load, j_load, g_load = load_runs_and_verdicts(
-        runs, task_load.records, judgements=judgements, grades=grades, workers=workers)
+    with gc_paused():  # millions of small objects; see grade_kit._gc
+        task_load = load_tasks(tasks, packs)
+        run_load, j_load, g_load = load_runs_and_verdicts(
+            runs, task_load.records, judgements=judgements, grades=grades, workers=workers)
     parts: list[tuple[str, Loaded[Any]]] = [("tasks", task_load), ("runs", run_load)]
     j_records: Sequence[Judgement] = []
     g_records: Sequence[Grade] = []

@@ -8,8 +8,11 @@ Nothing is dropped silently.
 from __future__ import annotations
 
 import hashlib
+import heapq
+import itertools
 import json
 import math
+import operator
 import os
 import stat
 from collections import Counter
@@ -760,8 +763,9 @@ def load_runs_and_verdicts(
             run_load: Loaded[Run]) -> dict[str, _parallel.VerdictChecks[Any]]:
             run_ids = _run_ids(run_load.records)
             every: dict[str, _parallel.VerdictChecks[Any]] = {
-                "judgements": _parallel.VerdictChecks(Judgement, judgement_check(run_ids)),
-                "grades": _parallel.VerdictChecks(Grade, grade_check(run_ids))}
+                "judgements": _parallel.VerdictChecks(Judgement,
+                                                      VerdictCheck("judgements", run_ids)),
+                "grades": _parallel.VerdictChecks(Grade, VerdictCheck("grades", run_ids))}
             return {kind: every[kind] for kind in verdict_files}
 
         run_load, loaded = _parallel.load_runs_parallel(
@@ -775,52 +779,125 @@ def load_runs_and_verdicts(
     return run_load, j_load, g_load
 
 
-def _load_verdicts(given: Records, name: str, model: type[Model], check: Check,
+CHECK_LINES = 65_536
+"""How many lines of a judgement or grade file the sequential loaders validate before they
+apply the checks across lines (:class:`VerdictCheck`) to them, holding their texts until
+then."""
+
+
+def line_chunks(lines: Iterator[Line], size: int) -> Iterator[list[Line]]:
+    """``lines`` in lists of ``size`` (the last one shorter)."""
+    while chunk := list(itertools.islice(lines, size)):
+        yield chunk
+
+
+def _load_verdicts(given: Records, name: str, model: type[Model], check: VerdictCheck,
                    fast: type[msgspec.Struct]) -> Loaded[Model]:
     kept: list[Any] = []
     out: Loaded[Model] = Loaded(records=LazyRecords(model, kept))
     for source, lines in _sources(given, name):
-        part = _read_jsonl(source, lines, model, check, fast)
-        kept.extend(part.records)
-        out.lines.extend(part.lines)
-        out.sources.extend(part.sources)
-        out.rejected.extend(part.rejected)
+        for chunk in line_chunks(lines, CHECK_LINES):
+            part = checked_verdicts(source, chunk, model, fast, check)
+            kept.extend(part.records)
+            out.lines.extend(part.lines)
+            out.sources.extend(part.sources)
+            out.rejected.extend(part.rejected)
     return out
 
 
-def judgement_check(run_ids: Container[str] | None) -> Check:
-    """The check of judgement lines beyond their model: a known run (when ``run_ids`` is
-    given) and one judgement per (run, dimension), the first standing."""
-    seen: dict[tuple[str, str], int] = {}
-
-    def check(j: Any, line: int, _text: str) -> tuple[str | None, str] | None:
-        if run_ids is not None and j.run_id not in run_ids:
-            return "run_id", f"unknown run {j.run_id!r}"
-        key = (j.run_id, j.dimension)
-        if key in seen:
-            return "dimension", (f"second {j.dimension} judgement for run {j.run_id!r} "
-                                 f"(first on line {seen[key]})")
-        seen[key] = line
-        return None
-
-    return check
+def checked_verdicts(source: str, lines: list[Line], model: type[Model],
+                     fast: type[msgspec.Struct], check: VerdictCheck) -> Loaded[Any]:
+    """Judgement or grade ``lines`` of ``source`` (the next ones in file order) through their
+    model, then through ``check``; every reject in line order."""
+    part = _read_jsonl(source, iter(lines), model, None, fast)
+    texts = dict(lines)
+    return apply_check(part, check, lambda i: texts[cast(int, part.lines[i])])
 
 
-def grade_check(run_ids: Container[str] | None) -> Check:
-    """The check of grade lines beyond their model: a known run (when ``run_ids`` is given)
-    and one grade per run, the first standing."""
-    seen: dict[str, int] = {}
+def apply_check(part: Loaded[Any], check: VerdictCheck,
+                text_of: Callable[[int], str]) -> Loaded[Any]:
+    """``part`` (records of one source that passed their model, in line order) less the
+    records ``check`` rejects, whose rejects (with the text ``text_of`` gives for a record's
+    index) join the model stage's in line order."""
+    failed = check.rejects(part.records, part.lines)
+    if not failed:
+        return part
+    source = part.sources[0]
+    standing = [True] * len(part.records)
+    for index, _, _ in failed:
+        standing[index] = False
+    return Loaded(
+        records=list(itertools.compress(part.records, standing)),
+        lines=list(itertools.compress(part.lines, standing)),
+        sources=list(itertools.compress(part.sources, standing)),
+        rejected=list(heapq.merge(
+            part.rejected,
+            [Rejected(source, part.lines[index], field_, message, text_of(index))
+             for index, field_, message in failed],
+            key=lambda r: r.line or 0)),
+        warnings=part.warnings)
 
-    def check(g: Any, line: int, _text: str) -> tuple[str | None, str] | None:
-        if run_ids is not None and g.run_id not in run_ids:
-            return "run_id", f"unknown run {g.run_id!r}"
-        if g.run_id in seen:
-            return "run_id", (f"duplicate grade for run {g.run_id!r} on lines "
-                              f"{seen[g.run_id]} and {line}")
-        seen[g.run_id] = line
-        return None
 
-    return check
+class VerdictCheck:
+    """The checks of judgement and grade records beyond their model: a known run (when the
+    runs are given), and one judgement per (run, dimension) or one grade per run, the first
+    standing (docs/methodology.md §6).
+
+    Applied batch by batch, in file order, to the records of a file, of a chunk of one or of
+    a range a reading process decoded (:meth:`rejects`); what stood is remembered for the
+    batches after it.
+
+    Args:
+        kind: ``judgements`` or ``grades``.
+        run_ids: The ids of the runs that loaded, or None (every run is known).
+    """
+
+    def __init__(self, kind: str, run_ids: Container[str] | None) -> None:
+        if kind not in ("judgements", "grades"):
+            raise ValueError(f"no verdict kind {kind!r}")
+        self.kind = kind
+        self._run_ids = run_ids
+        self._seen: dict[Any, int] = {}  # key -> line of the record that stands
+
+    def rejects(self, records: Sequence[Any],
+                lines: Sequence[int | None]) -> list[tuple[int, str | None, str]]:
+        """(index, field, reason) of each record of ``records`` (read on ``lines``, which go
+        on from the batches before) the checks reject, in order; the others stand.
+
+        A verdict of a run not loaded: ``run_id`` "unknown run 'r'"; a second judgement of
+        a (run, dimension): ``dimension`` "second d judgement for run 'r' (first on line n)";
+        a second grade of a run: ``run_id`` "duplicate grade for run 'r' on lines n and m".
+        """
+        run_ids = [r.run_id for r in records]
+        keys: Sequence[Any] = (list(zip(run_ids, [r.dimension for r in records], strict=True))
+                               if self.kind == "judgements" else run_ids)
+        known = ([True] * len(run_ids) if self._run_ids is None
+                 else list(map(self._run_ids.__contains__, run_ids)))
+        seen = self._seen
+        unknown: list[tuple[int, str | None, str]] = [
+            (index, "run_id", f"unknown run {run_ids[index]!r}") for index in
+            itertools.compress(range(len(known)), map(operator.not_, known))]
+        fresh = dict(zip(itertools.compress(keys, known), itertools.compress(lines, known),
+                         strict=True))
+        if len(fresh) == len(known) - len(unknown) and fresh.keys().isdisjoint(seen):
+            seen.update(fresh)  # no key repeats (the usual case): all of it at C speed
+            return unknown
+        out: list[tuple[int, str | None, str]] = []
+        for index, (key, line, is_known) in enumerate(zip(keys, lines, known, strict=True)):
+            if not is_known:
+                out.append((index, "run_id", f"unknown run {run_ids[index]!r}"))
+                continue
+            before = len(seen)
+            first = seen.setdefault(key, cast(int, line))
+            if len(seen) > before:
+                continue
+            if self.kind == "judgements":
+                out.append((index, "dimension", f"second {key[1]} judgement for run "
+                                                f"{key[0]!r} (first on line {first})"))
+            else:
+                out.append((index, "run_id", f"duplicate grade for run {key!r} on lines "
+                                             f"{first} and {line}"))
+        return out
 
 
 def _run_ids(runs: Sequence[Run]) -> set[str]:
@@ -832,7 +909,7 @@ def load_judgements(path: Records, runs: Sequence[Run] | None = None) -> Loaded[
     """Load recorded judgements (files, folders or in-memory records); an unknown run_id or a
     repeated (run_id, dimension) is rejected."""
     run_ids = None if runs is None else _run_ids(runs)
-    return _load_verdicts(path, "judgements", Judgement, judgement_check(run_ids),
+    return _load_verdicts(path, "judgements", Judgement, VerdictCheck("judgements", run_ids),
                           FastJudgement)
 
 
@@ -841,4 +918,4 @@ def load_grades(path: Records, runs: Sequence[Run] | None = None) -> Loaded[Grad
     and a second grade record for a run is an error that names both lines (the first
     stands)."""
     run_ids = None if runs is None else _run_ids(runs)
-    return _load_verdicts(path, "grades", Grade, grade_check(run_ids), FastGrade)
+    return _load_verdicts(path, "grades", Grade, VerdictCheck("grades", run_ids), FastGrade)

@@ -30,7 +30,6 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -49,16 +48,16 @@ from grade_kit.frames import (
 )
 from grade_kit.io import (
     InputError,
-    Line,
     Records,
     Rejected,
     RunChecks,
+    VerdictCheck,
     _read_jsonl,
     _sources,
     _task_as_data,
-    grade_check,
+    checked_verdicts,
     input_files,
-    judgement_check,
+    line_chunks,
     load_tasks,
     write_rejects,
 )
@@ -248,11 +247,6 @@ class _Writer:
         self.write(name, frame.join(keys, on="run_id", how="inner"))
 
 
-def _chunks(lines: Iterator[Line], size: int) -> Iterator[list[Line]]:
-    while chunk := list(islice(lines, size)):
-        yield chunk
-
-
 class _Accepted:
     """Run ids accepted in the first pass, less the re-runs the second pass rejected."""
 
@@ -342,7 +336,7 @@ def _pack(root: Path, tasks: Records, runs: Records, judgements: Records | None,
     read = 0
     for source, lines in run_sources:
         check = checks.checker(source)
-        for chunk in _chunks(lines, chunk_lines):
+        for chunk in line_chunks(lines, chunk_lines):
             part = _read_jsonl(source, iter(chunk), Run, check, FastRun)
             run_rejects.extend(part.rejected)
             primaries, primary_lines = [], []
@@ -378,15 +372,16 @@ def _pack(root: Path, tasks: Records, runs: Records, judgements: Records | None,
                                    for _ in range(accepted_by_source[source])], run_rejects)
     verdict_counts = {}
     for name, given, model, fast, check_ in (
-            ("judgements", judgements, Judgement, FastJudgement, judgement_check(accepted)),
-            ("grades", grades, Grade, FastGrade, grade_check(accepted))):
+            ("judgements", judgements, Judgement, FastJudgement,
+             VerdictCheck("judgements", accepted)),
+            ("grades", grades, Grade, FastGrade, VerdictCheck("grades", accepted))):
         if given is None:
             continue
         sources: list[str] = []
         rejects: list[Rejected] = []
         for source, lines in _sources(given, name):
-            for chunk in _chunks(lines, chunk_lines):
-                part = _read_jsonl(source, iter(chunk), model, check_, fast)
+            for chunk in line_chunks(lines, chunk_lines):
+                part = checked_verdicts(source, chunk, model, fast, check_)
                 rejects.extend(part.rejected)
                 sources.extend(part.sources)
                 records: Any = LazyRecords(model, list(part.records))
