@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Generic, NamedTuple, TypeVar, cast
+from typing import Any, Generic, NamedTuple, TypeVar, cast, overload
 
 import msgspec
 import numpy as np
@@ -114,32 +114,76 @@ class ByteRange:
 
 
 def byte_ranges(paths: Sequence[Path], pieces: int,
-                piece_bytes: int | None = None) -> list[ByteRange]:
+                piece_bytes: int | None = None) -> Sequence[ByteRange]:
     """Each file cut into up to ``pieces`` ranges of about equal size (more, of about
     ``piece_bytes`` each, for a file larger than ``pieces * piece_bytes``), each ending just
-    after a newline (or at the end of the file), in file order."""
-    out: list[ByteRange] = []
+    after a newline (or at the end of the file), in file order.
+
+    The cuts are found at once (a newline looked for near each); a range's first line
+    number, which needs the newlines of every range before it counted, only when that range
+    is first asked for, so a range can go to a reading process while the next are counted.
+    """
+    cuts: list[tuple[Path, int, int]] = []
     for path in paths:
         size = path.stat().st_size
         cut = pieces if piece_bytes is None else max(pieces, -(-size // piece_bytes))
         if size == 0:
-            out.append(ByteRange(str(path), str(path), 0, 0, 1))
+            cuts.append((path, 0, 0))
             continue
         with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0,
                                                   access=mmap.ACCESS_READ) as data:
-            cuts = [0]
+            at = [0]
             for k in range(1, cut):
-                newline = data.find(b"\n", max(size * k // cut, cuts[-1]))
+                newline = data.find(b"\n", max(size * k // cut, at[-1]))
                 if newline == -1 or newline + 1 >= size:
                     break
-                cuts.append(newline + 1)
-            cuts.append(size)
-            line = 1
-            for start, end in itertools.pairwise(cuts):
-                out.append(ByteRange(str(path), str(path), start, end, line))
-                line += sum(data[at:min(at + _BLOCK, end)].count(b"\n")
-                            for at in range(start, end, _BLOCK))
-    return out
+                at.append(newline + 1)
+            at.append(size)
+        cuts.extend((path, start, end) for start, end in itertools.pairwise(at))
+    return _NumberedRanges(cuts)
+
+
+class _NumberedRanges(Sequence[ByteRange]):
+    """:func:`byte_ranges`' result: ranges numbered in order as they are first asked for."""
+
+    def __init__(self, cuts: list[tuple[Path, int, int]]) -> None:
+        self._cuts = cuts
+        self._ranges: list[ByteRange] = []
+
+    def __len__(self) -> int:
+        return len(self._cuts)
+
+    def _number_up_to(self, index: int) -> None:
+        for path, start, end in self._cuts[len(self._ranges):index + 1]:
+            line = 1  # a file's first range starts at 0; the others go on from the last
+            if start > 0:
+                last = self._ranges[-1]
+                line = last.first_line + _newlines(path, last.start, last.end)
+            self._ranges.append(ByteRange(str(path), str(path), start, end, line))
+
+    @overload
+    def __getitem__(self, index: int) -> ByteRange: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[ByteRange]: ...
+
+    def __getitem__(self, index: int | slice) -> ByteRange | list[ByteRange]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("range index out of range")
+        self._number_up_to(index)
+        return self._ranges[index]
+
+
+def _newlines(path: Path, start: int, end: int) -> int:
+    """How many newlines bytes ``start:end`` of ``path`` hold."""
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0,
+                                              access=mmap.ACCESS_READ) as data:
+        return sum(data[at:min(at + _BLOCK, end)].count(b"\n")
+                   for at in range(start, end, _BLOCK))
 
 
 def _range_lines(part: ByteRange) -> tuple[list[bytes], list[int]]:
@@ -404,8 +448,9 @@ def load_runs_parallel(
     if verdicts and verdict_checks is None:
         raise ValueError("verdict files need their checks (verdict_checks)")
     ranges = byte_ranges(paths, workers, RANGE_BYTES)
-    verdict_ranges = [(kind, part) for kind, files in (verdicts or {}).items()
-                      for part in byte_ranges(files, workers, RANGE_BYTES)]
+    verdict_files = [(kind, byte_ranges(files, workers, RANGE_BYTES))
+                     for kind, files in (verdicts or {}).items()]
+    verdict_ranges: list[tuple[str, ByteRange]] = []
     # On an error a worker may still be writing a range's files while the folder goes:
     # that is no reason to hide the error.
     with tempfile.TemporaryDirectory(prefix="grade-kit-read-",
@@ -414,12 +459,16 @@ def load_runs_parallel(
         try:
             for _ in range(min(workers, len(ranges))):
                 started.append(_Worker())
-            owner = [started[i % len(started)]
-                     for i in range(len(ranges) + len(verdict_ranges))]
+            owner = [started[i % len(started)] for i in range(
+                len(ranges) + sum(len(parts) for _, parts in verdict_files))]
+            # Each range is sent as soon as its first line is counted, the next counted while
+            # the workers read.
             for index, part in enumerate(ranges):
                 owner[index].send(("read", index, part, folder))
-            for index, (kind, part) in enumerate(verdict_ranges, start=len(ranges)):
-                owner[index].send(("verdicts", part, kind))
+            for kind, parts in verdict_files:
+                for part in parts:
+                    owner[len(ranges) + len(verdict_ranges)].send(("verdicts", part, kind))
+                    verdict_ranges.append((kind, part))
             runs = _check_and_collect(ranges, owner, checks, Path(folder))
             checkers = {} if verdict_checks is None else verdict_checks(runs)
             for index, (kind, _) in enumerate(verdict_ranges, start=len(ranges)):

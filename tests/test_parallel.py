@@ -190,6 +190,10 @@ def test_byte_ranges_cut_at_newlines_and_number_lines(tmp_path: Path, size: int,
         assert a.end == b.start and data[b.start - 1:b.start] == b"\n"
     for part in ranges:
         assert part.first_line == data[:part.start].count(b"\n") + 1
+    twice = _parallel.byte_ranges([path, path], pieces)  # each file numbered from line 1
+    assert len(twice) == 2 * len(ranges)
+    assert [p.first_line for p in twice] == 2 * [p.first_line for p in ranges]
+    assert twice[-1] == ranges[-1] and twice[1:3] == list(twice)[1:3]
 
 
 def test_a_model_is_read_back_from_its_line_and_a_changed_file_is_named(
