@@ -425,7 +425,7 @@ class _Worker:
 
 
 def load_runs_parallel(
-    paths: Sequence[Path], checks: RunChecks, workers: int,
+    paths: Sequence[Path], checks: RunChecks | Callable[[], RunChecks], workers: int,
     verdicts: Mapping[str, Sequence[Path]] | None = None,
     verdict_checks: Callable[[Loaded[Run]], Mapping[str, VerdictChecks[Any]]] | None = None,
 ) -> tuple[Loaded[Run], dict[str, Loaded[Any]]]:
@@ -434,7 +434,9 @@ def load_runs_parallel(
 
     Args:
         paths: The run files.
-        checks: The runs' checks across lines.
+        checks: The runs' checks across lines, or a function that makes them (called once
+            every range is sent, so that what it does, loading the tasks, say, overlaps the
+            reading).
         workers: Reading processes.
         verdicts: Judgement and grade files by kind (``judgements``, ``grades``); default
             none.
@@ -469,6 +471,8 @@ def load_runs_parallel(
                 for part in parts:
                     owner[len(ranges) + len(verdict_ranges)].send(("verdicts", part, kind))
                     verdict_ranges.append((kind, part))
+            if not isinstance(checks, RunChecks):
+                checks = checks()
             runs = _check_and_collect(ranges, owner, checks, Path(folder))
             checkers = {} if verdict_checks is None else verdict_checks(runs)
             for index, (kind, _) in enumerate(verdict_ranges, start=len(ranges)):

@@ -107,10 +107,16 @@ def read_inputs(
     Returns:
         The :class:`Inputs`; rejects are listed in file order, tasks first.
     """
+    task_loads: list[Loaded[Task]] = []
+
+    def task_records() -> Sequence[Task]:  # loaded while the reading processes read
+        task_loads.append(load_tasks(tasks, packs))
+        return task_loads[0].records
+
     with gc_paused():  # millions of small objects; see grade_kit._gc
-        task_load = load_tasks(tasks, packs)
         run_load, j_load, g_load = load_runs_and_verdicts(
-            runs, task_load.records, judgements=judgements, grades=grades, workers=workers)
+            runs, task_records, judgements=judgements, grades=grades, workers=workers)
+    task_load = task_loads[0]
     parts: list[tuple[str, Loaded[Any]]] = [("tasks", task_load), ("runs", run_load)]
     j_records: Sequence[Judgement] = []
     g_records: Sequence[Grade] = []

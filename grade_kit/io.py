@@ -739,7 +739,7 @@ def _verdict_files(given: Records | None) -> list[Path] | None:
 
 
 def load_runs_and_verdicts(
-    runs: Records, tasks: Sequence[Task] | None = None, *,
+    runs: Records, tasks: Sequence[Task] | Callable[[], Sequence[Task]] | None = None, *,
     judgements: Records | None = None, grades: Records | None = None,
     workers: int | None = None,
 ) -> tuple[Loaded[Run], Loaded[Judgement] | None, Loaded[Grade] | None]:
@@ -747,15 +747,17 @@ def load_runs_and_verdicts(
     runs that loaded (None for what is not given), with the same records and rejects.
 
     When the runs are read in parallel, judgement and grade files are decoded by the same
-    reading processes after the runs, and only checked here (docs/scaling.md).
+    reading processes after the runs, and only checked here (docs/scaling.md); ``tasks``
+    given as a function is then called once the reading processes have their work (it loads
+    the tasks while they read), else first.
     """
     plan = _parallel_plan(runs, workers)
     verdict_files = {kind: files for kind, files in (("judgements", _verdict_files(judgements)),
                                                        ("grades", _verdict_files(grades)))
                      if files is not None}
     loaded: dict[str, Loaded[Any]] = {}
-    if plan is None or not verdict_files:
-        run_load = load_runs(runs, tasks, workers=workers)
+    if plan is None:
+        run_load = load_runs(runs, tasks() if callable(tasks) else tasks, workers=workers)
     else:
         from grade_kit import _parallel  # the parallel reader is built on these loaders
 
@@ -768,8 +770,12 @@ def load_runs_and_verdicts(
                 "grades": _parallel.VerdictChecks(Grade, VerdictCheck("grades", run_ids))}
             return {kind: every[kind] for kind in verdict_files}
 
+        def run_checks() -> RunChecks:
+            return RunChecks(tasks() if callable(tasks) else tasks, len(plan[0]))
+
         run_load, loaded = _parallel.load_runs_parallel(
-            plan[0], RunChecks(tasks, len(plan[0])), plan[1], verdict_files, verdict_checks)
+            plan[0], run_checks, plan[1], verdict_files,
+            verdict_checks if verdict_files else None)
     j_load: Loaded[Judgement] | None = loaded.get("judgements")
     g_load: Loaded[Grade] | None = loaded.get("grades")
     if j_load is None and judgements is not None:
