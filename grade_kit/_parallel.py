@@ -43,7 +43,6 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Generic, NamedTuple, TypeVar, cast, overload
 
-import msgspec
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -54,11 +53,12 @@ from grade_kit._fastread import (
     FastJudgement,
     FastRun,
     FlatRuns,
-    LazyRecords,
+    FlatVerdicts,
     RunKey,
+    decode_lines_fast,
     raw_records,
 )
-from grade_kit.frames import RECORD, RUN_FRAMES, run_frames
+from grade_kit.frames import COLUMNS, RECORD, RUN_FRAMES, run_frames, verdict_frames
 from grade_kit.io import (
     InputError,
     Loaded,
@@ -66,7 +66,7 @@ from grade_kit.io import (
     RunChecks,
     VerdictCheck,
     _read_jsonl,
-    apply_check,
+    sha256_of,
 )
 from grade_kit.parse import numbered_lines
 from grade_kit.schema import Grade, Judgement, Run
@@ -194,12 +194,9 @@ def _range_lines(part: ByteRange) -> tuple[list[bytes], list[int]]:
     lines = data.split(b"\n")
     if data.endswith(b"\n"):
         lines.pop()  # the text after the last newline belongs to no line
-    offsets = []
-    at = part.start
-    for line in lines:
-        offsets.append(at)
-        at += len(line) + 1
-    return lines, offsets
+    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
+    offsets = np.concatenate(([0], newlines[:len(lines) - 1] + 1)) + part.start
+    return lines, offsets.tolist()
 
 
 def line_text(path: str, line: int, offset: int, length: int) -> str:
@@ -249,54 +246,16 @@ def _read_range(index: int, part: ByteRange, folder: str) -> _Decoded:
                     [len(raw_lines[i]) for i in index_of], rerun_texts, loaded.rejected)
 
 
-class _PackedRecords(NamedTuple):
-    """A verdict range's records as a worker sends them: its structs as one MessagePack
-    array (pickling them one by one took about half as long as decoding them: 0.95 s for
-    317,000 judgements, against 0.07 s packed), and the models of lines the reference path
-    read, by index, pickled."""
-
-    kind: str
-    packed: bytes
-    models: dict[int, Any]
-    size: int
-
-    def unpacked(self) -> list[Any]:
-        """The records, in order (each struct as it was: MessagePack keeps every JSON
-        value a struct can hold)."""
-        structs = iter(_UNPACK[self.kind].decode(self.packed))
-        return [self.models[i] if i in self.models else next(structs)
-                for i in range(self.size)]
-
-
 class VerdictPart(NamedTuple):
     """A range of a judgements or grades file as a worker decoded it: the records that passed
-    their model (structs or models), each one's line, byte offset and length, and the rejects
-    of the model stage, in line order."""
+    their model as their frame (:func:`~grade_kit.frames.verdict_frames`' columns, and each
+    record's ``line``, byte ``offset`` and ``length``), and the rejects of the model stage,
+    in line order."""
 
     source: str
     path: str
-    records: list[Any] | _PackedRecords
-    """The records (packed while a worker sends them)."""
-    lines: list[int]
-    offsets: list[int]
-    lengths: list[int]
+    frame: pl.DataFrame
     rejected: list[Rejected]
-
-
-def _packed(kind: str, records: list[Any]) -> _PackedRecords | list[Any]:
-    """``records`` as :class:`_PackedRecords`, or as they are when some struct cannot be
-    packed (an integer beyond 64 bits in a provenance, say)."""
-    models = {i: r for i, r in enumerate(records) if not isinstance(r, msgspec.Struct)}
-    try:
-        packed = msgspec.msgpack.encode([r for r in records if isinstance(r, msgspec.Struct)])
-    except (msgspec.EncodeError, OverflowError, TypeError):
-        return records
-    return _PackedRecords(kind, packed, models, len(records))
-
-
-_UNPACK: dict[str, msgspec.msgpack.Decoder[Any]] = {
-    "judgements": msgspec.msgpack.Decoder(list[FastJudgement]),
-    "grades": msgspec.msgpack.Decoder(list[FastGrade])}
 
 
 _VERDICT_MODELS: dict[str, tuple[type[Judgement] | type[Grade],
@@ -307,53 +266,81 @@ _VERDICT_MODELS: dict[str, tuple[type[Judgement] | type[Grade],
 
 def _read_verdict_range(part: ByteRange, kind: str) -> VerdictPart:
     """A worker's job for a range of a judgements or grades file: each line through the
-    loaders' fast and reference paths, without the checks across lines (the main process
-    applies them, :class:`VerdictChecks`)."""
+    loaders' fast and reference paths, the records that pass flattened into their frame,
+    without the checks across lines (the main process applies them, :class:`VerdictChecks`)."""
     raw_lines, offsets = _range_lines(part)
     model, fast = _VERDICT_MODELS[kind]
-    loaded = _read_jsonl(part.source, numbered_lines(raw_lines, part.first_line), model,
-                         None, fast)
-    lines = [int(number) for number in loaded.lines if number is not None]
-    index_of = [line - part.first_line for line in lines]
-    return VerdictPart(part.source, part.path, _packed(kind, list(raw_records(loaded.records))),
-                       lines, [offsets[i] for i in index_of],
-                       [len(raw_lines[i]) for i in index_of], loaded.rejected)
+    records: list[Any] = decode_lines_fast(raw_lines, fast)
+    others = [i for i, record in enumerate(records) if record is None]
+    loaded = _read_jsonl(part.source, (line for i in others for line in numbered_lines(
+        [raw_lines[i]], part.first_line + i)), model, None, fast)
+    for record, number in zip(loaded.records, loaded.lines, strict=True):
+        records[cast(int, number) - part.first_line] = record
+    index_of = [i for i, record in enumerate(records) if record is not None]
+    lines = [part.first_line + i for i in index_of]
+    frame = verdict_frames(**{kind: [records[i] for i in index_of]})[kind].with_columns(
+        line=pl.Series(lines, dtype=pl.Int64),
+        offset=pl.Series([offsets[i] for i in index_of], dtype=pl.Int64),
+        length=pl.Series([len(raw_lines[i]) for i in index_of], dtype=pl.Int64))
+    return VerdictPart(part.source, part.path, frame, loaded.rejected)
 
 
 Model = TypeVar("Model", Judgement, Grade)
 
 
 class VerdictChecks(Generic[Model]):
-    """The loader's result for decoded verdict ranges, built as they come in file order:
-    ``check`` applied to each range's records, its rejects merged with the model stage's by
+    """The loader's result for decoded verdict ranges given in file order (:meth:`add`):
+    ``check`` applied to all their rows at once, its rejects merged with the model stage's by
     line, exactly as :func:`grade_kit.io.load_judgements` or
-    :func:`~grade_kit.io.load_grades` would have it. A reject's text is read back from the
-    file."""
+    :func:`~grade_kit.io.load_grades` would have it, and the records that stand as a
+    :class:`~grade_kit._fastread.FlatVerdicts` over their frame (:meth:`checked`). A
+    reject's text is read back from the file."""
 
     def __init__(self, model: type[Model], check: VerdictCheck) -> None:
+        self._model: type[Model] = model
         self._check = check
-        self._kept: list[Any] = []
-        self.loaded: Loaded[Model] = Loaded(records=LazyRecords(model, self._kept))
+        self._parts: list[VerdictPart] = []
 
     def add(self, part: VerdictPart) -> None:
-        """Check the records of the next range (``part.records`` unpacked)."""
-        records = cast(list[Any], part.records)
-        checked = apply_check(
-            Loaded(records=records, lines=list(part.lines),
-                   sources=[part.source] * len(records), rejected=part.rejected),
-            self._check,
-            lambda i: line_text(part.path, part.lines[i], part.offsets[i], part.lengths[i]))
-        out = self.loaded
-        self._kept.extend(checked.records)
-        out.lines.extend(checked.lines)
-        out.sources.extend(checked.sources)
-        out.rejected.extend(checked.rejected)
+        """The next range, as a worker decoded it."""
+        self._parts.append(part)
+
+    def checked(self) -> Loaded[Model]:
+        """The ranges added so far, checked (all at once: call it after the last)."""
+        parts = self._parts
+        kind = self._check.kind
+        columns = list(COLUMNS[kind])
+        where = ["part", "line", "offset", "length"]
+        rows = pl.concat([pl.DataFrame(schema={**COLUMNS[kind], "part": pl.UInt32,
+                                               "line": pl.Int64, "offset": pl.Int64,
+                                               "length": pl.Int64})]
+                         + [p.frame.select(*columns, part=pl.lit(i, pl.UInt32),
+                                           line="line", offset="offset", length="length")
+                            for i, p in enumerate(parts)], how="vertical")
+        standing, failed = self._check.frame_rejects(rows)
+        rejected = [(i, r) for i, p in enumerate(parts) for r in p.rejected]
+        failed_at = rows.select(where)[[row for row, _, _ in failed]]
+        for (_, field_, message), (part, line, offset, length) in zip(
+                failed, failed_at.iter_rows(), strict=True):
+            rejected.append((part, Rejected(parts[part].source, line, field_, message,
+                                            line_text(parts[part].path, line, offset,
+                                                      length))))
+        rejected.sort(key=lambda pair: (pair[0], pair[1].line or 0))
+        kept = rows.filter(standing)
+        counts = kept.get_column("part").value_counts(sort=False).sort("part")
+        records = FlatVerdicts(self._model, _VERDICT_MODELS[kind][1], kept.select(columns),
+                               [p.path for p in parts], kept.select(where), line_text)
+        return Loaded(records=records, lines=kept.get_column("line").to_list(),
+                      sources=[s for part, n in counts.iter_rows()
+                               for s in itertools.repeat(parts[part].source, n)],
+                      rejected=[r for _, r in rejected])
 
 
 def _serve(inbox: Connection, outbox: Connection) -> None:
     """A reading process: read ranges as they are asked for, until told to stop."""
     jobs: dict[str, Callable[..., Any]] = {"read": _read_range,
-                                           "verdicts": _read_verdict_range}
+                                           "verdicts": _read_verdict_range,
+                                           "sha256": sha256_of}
     while True:
         message = inbox.recv()
         job = jobs.get(message[0])
@@ -461,8 +448,11 @@ def load_runs_parallel(
         try:
             for _ in range(min(workers, len(ranges))):
                 started.append(_Worker())
-            owner = [started[i % len(started)] for i in range(
-                len(ranges) + sum(len(parts) for _, parts in verdict_files))]
+            hashed = list(dict.fromkeys([*(str(p) for p in paths),
+                                         *(str(f) for files in (verdicts or {}).values()
+                                           for f in files)]))
+            jobs = len(ranges) + sum(len(parts) for _, parts in verdict_files) + len(hashed)
+            owner = [started[i % len(started)] for i in range(jobs)]
             # Each range is sent as soon as its first line is counted, the next counted while
             # the workers read.
             for index, part in enumerate(ranges):
@@ -471,16 +461,23 @@ def load_runs_parallel(
                 for part in parts:
                     owner[len(ranges) + len(verdict_ranges)].send(("verdicts", part, kind))
                     verdict_ranges.append((kind, part))
+            # Then the SHA-256 of each file (results.json provenance.inputs), while the
+            # checks below keep this process busy.
+            hash_jobs = len(ranges) + len(verdict_ranges)
+            for index, path in enumerate(hashed, start=hash_jobs):
+                owner[index].send(("sha256", path))
             if not isinstance(checks, RunChecks):
                 checks = checks()
             runs = _check_and_collect(ranges, owner, checks, Path(folder))
             checkers = {} if verdict_checks is None else verdict_checks(runs)
             for index, (kind, _) in enumerate(verdict_ranges, start=len(ranges)):
-                got: VerdictPart = owner[index].receive()
-                if isinstance(got.records, _PackedRecords):
-                    got = got._replace(records=got.records.unpacked())
-                checkers[kind].add(got)
-            return runs, {kind: checker.loaded for kind, checker in checkers.items()}
+                checkers[kind].add(owner[index].receive())
+            loaded = {kind: checker.checked() for kind, checker in checkers.items()}
+            digests = {path: owner[index].receive()
+                       for index, path in enumerate(hashed, start=hash_jobs)}
+            for one in (runs, *loaded.values()):
+                one.digests.update(digests)
+            return runs, loaded
         finally:
             for worker in started:
                 worker.stop()

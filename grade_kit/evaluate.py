@@ -697,13 +697,14 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
         scores = combine_scores(
             list(map_partitions(partial(partition_scores, claim_judge=claim_judge),
                                 split_by_task(data))), data.tasks, data.weights)
-    recorded_graders = {g.grader for g in raw_records(inputs.grades)}
+    recorded_graders = set(data.grades.get_column("grader").unique().to_list())
     graders = [*graders_used, *sorted(recorded_graders - set(graders_used))]
     if grader == "rules":
         rule_records = _rule_grade_records(data, scores.runs, scores.matches)
         data = replace(data, grades=pl.concat([data.grades, rule_records], how="vertical"))
         graders.append(RULE_GRADER)
-    recorded_judges = sorted({j.judge for j in raw_records(inputs.judgements)} - set(judges_used))
+    recorded_judges = sorted(set(data.judgements.get_column("judge").unique().to_list())
+                             - set(judges_used))
     return _conclude(
         inputs, data, scores, frames, repeats, seed, exclude_channel_overhead,
         arguments=dict(arguments) if arguments is not None else {

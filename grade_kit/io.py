@@ -12,7 +12,6 @@ import heapq
 import itertools
 import json
 import math
-import operator
 import os
 import stat
 from collections import Counter
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
 import msgspec
+import polars as pl
 import yaml
 from pydantic import BaseModel, ValidationError
 
@@ -127,6 +127,9 @@ class Loaded(Generic[T]):
     """The file (or ``<runs>``-style name) each record came from."""
     rejected: list[Rejected] = field(default_factory=list)
     warnings: list[WarningItem] = field(default_factory=list)
+    digests: dict[str, str] = field(default_factory=dict)
+    """The SHA-256 of source files, by path, where the reading processes computed it
+    (:func:`input_files` computes the others)."""
 
     def __len__(self) -> int:
         return len(self.records)
@@ -255,6 +258,11 @@ def _reference_record(source: str, number: int, text: str, model: type[Model],
         return None
 
 
+def sha256_of(path: str) -> str:
+    """The SHA-256 of the file at ``path``, as hex."""
+    return _sha256(Path(path))
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
@@ -263,8 +271,8 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def input_files(kind: str, sources: Sequence[str],
-                rejected: Sequence[Rejected]) -> list[InputFile]:
+def input_files(kind: str, sources: Sequence[str], rejected: Sequence[Rejected],
+                digests: Mapping[str, str] | None = None) -> list[InputFile]:
     """The provenance of what was read (results.json ``provenance.inputs``): one entry per
     source, in first-seen order (sources of accepted records, then of rejects only), with
     its SHA-256 (files only), records and rejects.
@@ -273,7 +281,9 @@ def input_files(kind: str, sources: Sequence[str],
         kind: ``tasks``, ``runs``, ``judgements`` or ``grades``.
         sources: The source of every accepted record, in reading order.
         rejected: The rejects.
+        digests: SHA-256 already computed, by path (:attr:`Loaded.digests`); default none.
     """
+    digests = digests or {}
     order = list(dict.fromkeys([*sources, *(r.source for r in rejected)]))
     counts = Counter(sources)
     bad = Counter(r.source for r in rejected)
@@ -282,7 +292,8 @@ def input_files(kind: str, sources: Sequence[str],
         path = Path(source)
         out.append(InputFile(
             kind=kind, path=source,
-            sha256=_sha256(path) if not source.startswith("<") and path.is_file() else None,
+            sha256=(digests.get(source) or _sha256(path)
+                    if not source.startswith("<") and path.is_file() else None),
             records=counts[source], rejected=bad[source]))
     return out
 
@@ -763,7 +774,7 @@ def load_runs_and_verdicts(
 
         def verdict_checks(
             run_load: Loaded[Run]) -> dict[str, _parallel.VerdictChecks[Any]]:
-            run_ids = _run_ids(run_load.records)
+            run_ids = run_load.records.frames["runs"].get_column("run_id")  # type: ignore[attr-defined]
             every: dict[str, _parallel.VerdictChecks[Any]] = {
                 "judgements": _parallel.VerdictChecks(Judgement,
                                                       VerdictCheck("judgements", run_ids)),
@@ -849,61 +860,81 @@ class VerdictCheck:
     runs are given), and one judgement per (run, dimension) or one grade per run, the first
     standing (docs/methodology.md §6).
 
-    Applied batch by batch, in file order, to the records of a file, of a chunk of one or of
-    a range a reading process decoded (:meth:`rejects`); what stood is remembered for the
-    batches after it.
+    Applied batch by batch, in file order, over columns (:meth:`frame_rejects`): the records
+    of a file, of a chunk of one (:meth:`rejects`), or every range the reading processes
+    decoded at once; what stood is remembered for the batches after it.
 
     Args:
         kind: ``judgements`` or ``grades``.
-        run_ids: The ids of the runs that loaded, or None (every run is known).
+        run_ids: The ids of the runs that loaded: a polars Series (looked up column-wise),
+            another container (asked record by record), or None (every run is known).
     """
 
-    def __init__(self, kind: str, run_ids: Container[str] | None) -> None:
+    def __init__(self, kind: str, run_ids: pl.Series | Container[str] | None) -> None:
         if kind not in ("judgements", "grades"):
             raise ValueError(f"no verdict kind {kind!r}")
         self.kind = kind
-        self._run_ids = run_ids
-        self._seen: dict[Any, int] = {}  # key -> line of the record that stands
+        self.keys = ["run_id", "dimension"] if kind == "judgements" else ["run_id"]
+        """The columns that name a verdict: a second verdict with the same is rejected."""
+        self._run_ids = run_ids.implode() if isinstance(run_ids, pl.Series) else run_ids
+        self._seen = pl.DataFrame(schema={**{key: pl.String for key in self.keys},
+                                          "first": pl.Int64})
 
     def rejects(self, records: Sequence[Any],
                 lines: Sequence[int | None]) -> list[tuple[int, str | None, str]]:
-        """(index, field, reason) of each record of ``records`` (read on ``lines``, which go
-        on from the batches before) the checks reject, in order; the others stand.
+        """:meth:`frame_rejects` of ``records`` (read on ``lines``) by their fields."""
+        batch = pl.DataFrame(
+            {**{key: pl.Series(key, [getattr(r, key) for r in records], dtype=pl.String)
+                for key in self.keys},
+             "line": pl.Series("line", lines, dtype=pl.Int64)})
+        return self.frame_rejects(batch)[1]
+
+    def frame_rejects(self, batch: pl.DataFrame
+                      ) -> tuple[pl.Series, list[tuple[int, str | None, str]]]:
+        """Which rows of ``batch`` (the :attr:`keys` columns and ``line``, in file order,
+        going on from the batches before) stand, and the (row, field, reason) of each that
+        does not, in order.
 
         A verdict of a run not loaded: ``run_id`` "unknown run 'r'"; a second judgement of
         a (run, dimension): ``dimension`` "second d judgement for run 'r' (first on line n)";
         a second grade of a run: ``run_id`` "duplicate grade for run 'r' on lines n and m".
         """
-        run_ids = [r.run_id for r in records]
-        keys: Sequence[Any] = (list(zip(run_ids, [r.dimension for r in records], strict=True))
-                               if self.kind == "judgements" else run_ids)
-        known = ([True] * len(run_ids) if self._run_ids is None
-                 else list(map(self._run_ids.__contains__, run_ids)))
-        seen = self._seen
-        unknown: list[tuple[int, str | None, str]] = [
-            (index, "run_id", f"unknown run {run_ids[index]!r}") for index in
-            itertools.compress(range(len(known)), map(operator.not_, known))]
-        fresh = dict(zip(itertools.compress(keys, known), itertools.compress(lines, known),
-                         strict=True))
-        if len(fresh) == len(known) - len(unknown) and fresh.keys().isdisjoint(seen):
-            seen.update(fresh)  # no key repeats (the usual case): all of it at C speed
-            return unknown
-        out: list[tuple[int, str | None, str]] = []
-        for index, (key, line, is_known) in enumerate(zip(keys, lines, known, strict=True)):
-            if not is_known:
-                out.append((index, "run_id", f"unknown run {run_ids[index]!r}"))
-                continue
-            before = len(seen)
-            first = seen.setdefault(key, cast(int, line))
-            if len(seen) > before:
-                continue
+        run_id = batch.get_column("run_id")
+        if self._run_ids is None:
+            known = pl.repeat(True, batch.height, eager=True, dtype=pl.Boolean)
+        elif isinstance(self._run_ids, pl.Series):
+            known = run_id.is_in(self._run_ids)
+        else:
+            known = pl.Series(list(map(self._run_ids.__contains__, run_id.to_list())),
+                              dtype=pl.Boolean)
+        rows = batch.select(*self.keys, "line").with_row_index("row").with_columns(
+            known=known)
+        candidates = (rows.filter("known")
+                      .join(self._seen, on=self.keys, how="left", maintain_order="left")
+                      .with_columns(
+                          stands=pl.col("first").is_null()
+                          & pl.struct(self.keys).is_first_distinct(),
+                          first=pl.coalesce("first",
+                                            pl.col("line").first().over(self.keys))))
+        self._seen = pl.concat([self._seen, candidates.filter("stands").select(
+            *self.keys, first="line")], how="vertical", rechunk=False)
+        out: list[tuple[int, str | None, str]] = [
+            (row, "run_id", f"unknown run {rid!r}") for row, rid in
+            rows.filter(~pl.col("known")).select("row", "run_id").iter_rows()]
+        for row in candidates.filter(~pl.col("stands")).iter_rows(named=True):
             if self.kind == "judgements":
-                out.append((index, "dimension", f"second {key[1]} judgement for run "
-                                                f"{key[0]!r} (first on line {first})"))
+                out.append((row["row"], "dimension",
+                            f"second {row['dimension']} judgement for run {row['run_id']!r} "
+                            f"(first on line {row['first']})"))
             else:
-                out.append((index, "run_id", f"duplicate grade for run {key!r} on lines "
-                                             f"{first} and {line}"))
-        return out
+                out.append((row["row"], "run_id",
+                            f"duplicate grade for run {row['run_id']!r} on lines "
+                            f"{row['first']} and {row['line']}"))
+        out.sort()
+        standing = pl.Series("standing", [True] * batch.height, dtype=pl.Boolean)
+        if out:
+            standing = standing.scatter([row for row, _, _ in out], False)
+        return standing, out
 
 
 def _run_ids(runs: Sequence[Run]) -> set[str]:

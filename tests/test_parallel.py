@@ -11,13 +11,15 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
+from pydantic import BaseModel
 
 import grade_kit as gk
 from grade_kit import _parallel
-from grade_kit._fastread import FlatRuns
+from grade_kit._fastread import FlatRuns, FlatVerdicts, raw_records
 from grade_kit.explorer import Explorer
-from grade_kit.frames import run_frames
+from grade_kit.frames import run_frames, verdict_frames
 from grade_kit.io import InputError, Loaded, RunChecks, load_runs
 from grade_kit.schema import Run, Task
 
@@ -120,12 +122,22 @@ def test_inputs_read_with_verdicts_decoded_meanwhile_are_the_same(
     for name in ("runs", "judgements", "grades"):
         got, expected = getattr(parallel, name), getattr(sequential, name)
         assert [m.model_dump() for m in got] == [m.model_dump() for m in expected], name
+    for name in ("judgements", "grades"):  # their frame as the loaders' records give it
+        got, expected = getattr(parallel, name), getattr(sequential, name)
+        assert isinstance(got, FlatVerdicts) and not isinstance(expected, FlatVerdicts)
+        assert got.frame.equals(verdict_frames(**{name: expected})[name], null_equal=True)
+        assert [_plain(r) for r in raw_records(got)] == [_plain(r) for r in
+                                                         raw_records(expected)], name
 
 
-def test_verdicts_a_worker_cannot_pack_come_back_as_they_are(
+def _plain(record: Any) -> Any:
+    return record.model_dump() if isinstance(record, BaseModel) else msgspec.to_builtins(record)
+
+
+def test_a_verdict_msgspec_cannot_read_is_read_back_as_the_reference_path_reads_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A struct MessagePack cannot hold (an integer beyond 64 bits in a provenance) sends
-    its range's records pickled instead: the same records either way."""
+    """An integer beyond 64 bits in a provenance (msgspec refuses it, Python's JSON reads
+    it): the same records read in parallel (their models read back from the lines)."""
     files = _hostile_files(tmp_path)
     lines = [json.dumps({"run_id": f"r{i}", "dimension": "evidence_linkage", "score": 0.5,
                          "judge": "j", "provenance": {"n": 10**30 if i == 3 else i}})
