@@ -177,9 +177,10 @@ def decode_lines_fast(lines: Sequence[bytes], struct: type[Struct]) -> list[Stru
     without their newlines) as ``struct`` where the reference path would surely accept it
     with the same values, else None (then that line goes the loaders' way, line by line).
 
-    A line is taken here when it is plain ASCII (so no byte-order mark and no character
-    outside UTF-8), holds no ``\\u`` escape and no carriage return, nests no deeper than
-    :data:`~grade_kit.parse.MAX_DEPTH` and decodes as ``struct`` on its own. That no key
+    A line is taken here when it holds no ``\\u`` escape and no carriage return, nests no
+    deeper than :data:`~grade_kit.parse.MAX_DEPTH` and decodes as ``struct`` on its own
+    (msgspec refuses bytes that are not UTF-8, as Python's decoder does, and a byte-order
+    mark, which the loaders drop from a file's first line: those go line by line). That no key
     repeats in any of them is checked for all at once, as :func:`decode_fast` checks one
     line (their plain JSON re-encoded holds as many colons as they do); when it does not
     hold, each is checked by :func:`decode_fast` instead. The byte checks are made on all
@@ -192,12 +193,12 @@ def decode_lines_fast(lines: Sequence[bytes], struct: type[Struct]) -> list[Stru
     if not lines:
         return out
     joined = b"\n".join(lines)
-    if joined.isascii() and b"\\u" not in joined and b"\r" not in joined:
+    if b"\\u" not in joined and b"\r" not in joined:
         candidates: Iterable[int] = np.flatnonzero(
             _brackets_per_line(joined, lines) <= MAX_DEPTH).tolist()
     else:
         candidates = (index for index, line in enumerate(lines)
-                      if line.isascii() and b"\\u" not in line and not line.endswith(b"\r")
+                      if b"\\u" not in line and b"\r" not in line
                       and line.count(b"[") + line.count(b"{") <= MAX_DEPTH)
     taken: list[int] = []
     for index in candidates:
@@ -214,7 +215,7 @@ def decode_lines_fast(lines: Sequence[bytes], struct: type[Struct]) -> list[Stru
         unique_keys = False
     if not unique_keys:
         for index in taken:
-            out[index] = decode_fast(lines[index].decode("ascii"), struct)
+            out[index] = decode_fast(lines[index].decode("utf-8"), struct)
     return out
 
 
