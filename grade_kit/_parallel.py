@@ -20,11 +20,13 @@ lines, the same rejects with the same messages, and frames equal to
 :func:`~grade_kit.frames.run_frames` of the records (``tests/test_parallel.py``).
 
 Judgement and grade files given with the runs are cut into ranges too and decoded by the same
-workers after the runs (:func:`_read_verdict_range`: each line through the loaders' fast and
-reference paths, the records sent back packed); their checks across lines (a known run, one
-judgement per run and dimension, one grade per run) need the runs that stand, so the main
-process applies them to each range as it arrives, in file order (:class:`VerdictChecks`).
-Otherwise the main process would decode them alone after the runs while one core idles.
+workers after the runs (:func:`_read_verdict_range`: the lines in bulk, those it leaves
+through the loaders' fast and reference paths, the records sent back as their frame); their
+checks across lines (a known run, one judgement per run and dimension, one grade per run)
+need the runs that stand, so the main process applies them to all ranges at once, over
+columns, and keeps the records as a :class:`~grade_kit._fastread.FlatVerdicts`
+(:class:`VerdictChecks`). Last, the workers hash the input files for results.json while the
+main process checks.
 """
 
 from __future__ import annotations
@@ -389,7 +391,10 @@ class _Worker:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
                "POLARS_MAX_THREADS": "1"}
         self.process = subprocess.Popen(
-            [sys.executable, "-c", "from grade_kit._parallel import worker_main; worker_main()"],
+            # -P: the working folder is not put first on the path, so the worker imports the
+            # grade_kit this process did (the path is passed on), not one found there.
+            [sys.executable, "-P", "-c",
+             "from grade_kit._parallel import worker_main; worker_main()"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         assert self.process.stdin is not None and self.process.stdout is not None
         self.outbox = Connection(os.dup(self.process.stdin.fileno()), readable=False)

@@ -29,6 +29,7 @@ from grade_kit._fastread import (
     FastGrade,
     FastJudgement,
     FastRun,
+    FlatRuns,
     LazyRecords,
     decode_fast,
     raw_records,
@@ -774,7 +775,7 @@ def load_runs_and_verdicts(
 
         def verdict_checks(
             run_load: Loaded[Run]) -> dict[str, _parallel.VerdictChecks[Any]]:
-            run_ids = run_load.records.frames["runs"].get_column("run_id")  # type: ignore[attr-defined]
+            run_ids = _run_ids(run_load.records)
             every: dict[str, _parallel.VerdictChecks[Any]] = {
                 "judgements": _parallel.VerdictChecks(Judgement,
                                                       VerdictCheck("judgements", run_ids)),
@@ -937,8 +938,11 @@ class VerdictCheck:
         return standing, out
 
 
-def _run_ids(runs: Sequence[Run]) -> set[str]:
-    """The ids of the loaded runs, which judgements and grades must name."""
+def _run_ids(runs: Sequence[Run]) -> pl.Series | set[str]:
+    """The ids of the loaded runs, which judgements and grades must name: a column of the
+    runs read in parallel (their frame's), else a set."""
+    if isinstance(runs, FlatRuns):
+        return cast(pl.Series, runs.frames["runs"].get_column("run_id"))
     return {r.run_id for r in raw_records(runs)}
 
 

@@ -45,6 +45,15 @@ def test_patterns_with_synonyms_and_alternatives() -> None:
     assert not found(claim, findings=["Oct was quiet", "a jump in November"])  # split terms
 
 
+def test_a_term_found_many_times_still_counts_once() -> None:
+    """Every occurrence of a synonym is a hit; an alternative needs each of its terms, so
+    one term found three times (or by two of its synonyms) does not stand for two terms."""
+    claim = {"id": "c", "text": "x", "patterns": [["october|oct", "spike|jump"]]}
+    assert not found(claim, findings=["October, oct and October again"])
+    assert not found(claim, findings=["oct oct oct jumps"])  # "jumps" is not "jump"
+    assert found(claim, findings=["oct oct oct jump jump spike"])
+
+
 def test_multi_token_synonym_is_a_contiguous_run() -> None:
     claim = {"id": "c", "text": "x", "patterns": [["year over year|yoy"]]}
     assert found(claim, role="forbidden_claims", findings=["Up year over year"])

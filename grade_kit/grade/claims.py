@@ -151,9 +151,11 @@ distinct rows included (35.2 s before)."""
 
 def _needles_found(rows: pl.DataFrame, terms: pl.DataFrame,
                    needles: list[str]) -> pl.DataFrame:
-    """Distinct (position, needle) for every padded synonym found in the padded ``norm`` of
-    a row of ``rows`` (overlapping matches): ``position`` is the row's index in ``rows``,
-    ``needle`` the synonym's index in ``needles``. A synonym of another task's claim found
+    """(position, needle) for every padded synonym found in the padded ``norm`` of a row of
+    ``rows`` (overlapping matches; a synonym found twice in a text gives two rows, which
+    the caller's count of distinct terms absorbs: making them distinct here cost 1.5 s of
+    7-10 s at 1M runs): ``position`` is the row's index in ``rows``, ``needle`` the
+    synonym's index in ``needles``. A synonym of another task's claim found
     in a text is of no use (the caller joins on the task), so where there are many synonyms
     the texts are searched a group of tasks at a time, for the synonyms of that group's
     claims only: the same rows the caller keeps, with a smaller automaton per pass."""
@@ -178,14 +180,8 @@ def _needles_found(rows: pl.DataFrame, terms: pl.DataFrame,
     if not found:  # no group has both texts and synonyms
         return pl.DataFrame(schema={"position": pl.UInt32, "needle": terms.schema["needle"]})
     hits = pl.concat(found).explode("needle").drop_nulls("needle")
-    # One integer per (position, needle): its distinct values are found much faster than
-    # distinct (integer, string) pairs.
-    width = len(needles)
-    key = (pl.col("position").cast(pl.UInt64) * width
-           + pl.col("needle").cast(pl.Enum(needles)).to_physical())
-    return hits.select(key.alias("key")).unique().select(
-        position=(pl.col("key") // width).cast(pl.UInt32),
-        needle=(pl.col("key") % width).cast(terms.schema["needle"]))
+    return hits.select("position", needle=pl.col("needle").cast(pl.Enum(needles))
+                       .to_physical().cast(terms.schema["needle"]))
 
 
 def _claim_matches(
