@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -231,6 +232,27 @@ def test_a_file_gone_before_a_reader_opens_it_is_named(tmp_path: Path,
         _parallel.ByteRange(str(gone), str(gone), 0, 10, 1)])
     with pytest.raises(InputError, match=r"gone.jsonl: cannot be read: No such file"):
         _parallel.load_runs_parallel([gone], RunChecks(None, 1), 2)
+
+
+def test_readers_import_this_grade_kit_not_one_in_the_working_folder(tmp_path: Path) -> None:
+    files = _hostile_files(tmp_path)
+    decoy = tmp_path / "grade_kit"
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("raise ImportError('the decoy was imported')\n")
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    script = scripts / "read.py"
+    script.write_text(textwrap.dedent(f"""
+        from grade_kit import _parallel
+        from grade_kit.io import load_runs
+        _parallel.PARALLEL_BYTES = 0
+        print(type(load_runs({[str(f) for f in files]!r}, workers=2).records).__name__)
+    """), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path, check=False,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "FlatRuns"
 
 
 def test_a_script_without_a_main_guard_can_read_in_parallel(tmp_path: Path) -> None:
