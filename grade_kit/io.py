@@ -877,7 +877,8 @@ class VerdictCheck:
         self.kind = kind
         self.keys = ["run_id", "dimension"] if kind == "judgements" else ["run_id"]
         """The columns that name a verdict: a second verdict with the same is rejected."""
-        self._run_ids = run_ids.implode() if isinstance(run_ids, pl.Series) else run_ids
+        self._run_ids = run_ids
+        self._run_id_set: set[str] | None = None  # a Series' ids, for batches shorter than it
         self._seen = pl.DataFrame(schema={**{key: pl.String for key in self.keys},
                                           "first": pl.Int64})
 
@@ -903,10 +904,16 @@ class VerdictCheck:
         run_id = batch.get_column("run_id")
         if self._run_ids is None:
             known = pl.repeat(True, batch.height, eager=True, dtype=pl.Boolean)
-        elif isinstance(self._run_ids, pl.Series):
-            known = run_id.is_in(self._run_ids)
+        elif isinstance(self._run_ids, pl.Series) and batch.height >= self._run_ids.len():
+            known = run_id.is_in(self._run_ids.implode())  # hashes the ids: once per call
         else:
-            known = pl.Series(list(map(self._run_ids.__contains__, run_id.to_list())),
+            if isinstance(self._run_ids, pl.Series):  # a short batch: hash the ids once only
+                if self._run_id_set is None:
+                    self._run_id_set = set(self._run_ids.to_list())
+                run_ids: Container[str] = self._run_id_set
+            else:
+                run_ids = self._run_ids
+            known = pl.Series(list(map(run_ids.__contains__, run_id.to_list())),
                               dtype=pl.Boolean)
         rows = batch.select(*self.keys, "line").with_row_index("row").with_columns(
             known=known)

@@ -331,8 +331,10 @@ def test_a_number_too_long_for_python_is_a_reject_not_a_crash(tmp_path: Path) ->
     assert "a number too long to read" in tasks.rejected[0].message()
 
 
-@pytest.mark.parametrize("known", ["frozenset", "set"])
+@pytest.mark.parametrize("known", ["frozenset", "set", "series"])
 def test_verdict_checks_carry_what_they_saw_from_batch_to_batch(known: str) -> None:
+    import polars as pl
+
     from grade_kit.io import VerdictCheck
 
     class J:
@@ -340,7 +342,8 @@ def test_verdict_checks_carry_what_they_saw_from_batch_to_batch(known: str) -> N
             self.run_id, self.dimension = run_id, dimension
 
     ids = ["r1", "r2"]
-    run_ids = frozenset(ids) if known == "frozenset" else set(ids)
+    run_ids: Any = (frozenset(ids) if known == "frozenset" else set(ids) if known == "set"
+                    else pl.Series(ids))  # a batch shorter than the Series: asked one by one
     check = VerdictCheck("judgements", run_ids)
     first = [J("r1", "evidence_linkage"), J("zz", "evidence_linkage"),
              J("r1", "evidence_linkage"), J("r1", "structure_usability")]
@@ -355,6 +358,10 @@ def test_verdict_checks_carry_what_they_saw_from_batch_to_batch(known: str) -> N
         (1, "run_id", "unknown run 'zz'"),
         (3, "dimension", "second evidence_linkage judgement for run 'r2' (first on line 9)")]
     assert check.rejects([], []) == []
+    assert check.rejects([J("zz", "evidence_linkage"), J("r2", "structure_usability")],
+                         [11, 12]) == [(0, "run_id", "unknown run 'zz'")]
+    assert check.rejects([J("r2", "structure_usability")], [13]) == [(  # one: a short batch
+        0, "dimension", "second structure_usability judgement for run 'r2' (first on line 12)")]
 
     grades = VerdictCheck("grades", None)  # no runs given: every run is known
     assert grades.rejects([J("x", ""), J("x", "")], [3, 5]) == [
