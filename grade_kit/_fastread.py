@@ -39,9 +39,8 @@ from grade_kit.parse import MAX_DEPTH, loads_json
 from grade_kit.schema import MAX_REPEAT, MAX_TOKENS, Run, parse_timestamp
 
 __all__ = ["FastGrade", "FastJudgement", "FastRun", "FlatRuns", "FlatVerdicts", "LazyRecords",
-           "ModelSequence", "RunKey", "concat_records", "decode_fast", "decode_lines_fast",
-           "raw_records",
-           "select_records"]
+           "LazySequence", "ModelSequence", "RunKey", "concat_records", "decode_fast",
+           "decode_lines_fast", "raw_records", "select_records"]
 
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_TOKENS)]
@@ -230,32 +229,39 @@ def _brackets_per_line(joined: bytes, lines: Sequence[bytes]) -> np.ndarray:
 Model = TypeVar("Model", bound=BaseModel)
 
 
-class ModelSequence(Sequence[Model], Generic[Model]):
-    """A sequence of pydantic models built on demand: a subclass gives ``__len__`` and
-    ``_model_at`` (an index already checked to be in range); indexing, slicing and iteration
+Item = TypeVar("Item")
+
+
+class LazySequence(Sequence[Item], Generic[Item]):
+    """A sequence whose items are made on demand: a subclass gives ``__len__`` and
+    ``_item_at`` (an index already checked to be in range); indexing, slicing and iteration
     are done here once for all."""
 
-    def _model_at(self, index: int) -> Model:
+    def _item_at(self, index: int) -> Item:
         raise NotImplementedError
 
     @overload
-    def __getitem__(self, index: int) -> Model: ...
+    def __getitem__(self, index: int) -> Item: ...
 
     @overload
-    def __getitem__(self, index: slice) -> list[Model]: ...
+    def __getitem__(self, index: slice) -> list[Item]: ...
 
-    def __getitem__(self, index: int | slice) -> Model | list[Model]:
+    def __getitem__(self, index: int | slice) -> Item | list[Item]:
         if isinstance(index, slice):
-            return [self._model_at(i) for i in range(*index.indices(len(self)))]
+            return [self._item_at(i) for i in range(*index.indices(len(self)))]
         if index < 0:
             index += len(self)
         if not 0 <= index < len(self):
-            raise IndexError("record index out of range")
-        return self._model_at(index)
+            raise IndexError(f"{type(self).__name__} index out of range")
+        return self._item_at(index)
 
-    def __iter__(self) -> Iterator[Model]:
+    def __iter__(self) -> Iterator[Item]:
         for index in range(len(self)):
-            yield self._model_at(index)
+            yield self._item_at(index)
+
+
+class ModelSequence(LazySequence[Model]):
+    """A sequence of pydantic models built on demand (:class:`LazySequence`)."""
 
 
 class LazyRecords(ModelSequence[Model]):
@@ -273,7 +279,7 @@ class LazyRecords(ModelSequence[Model]):
     def __len__(self) -> int:
         return len(self._items)
 
-    def _model_at(self, index: int) -> Model:
+    def _item_at(self, index: int) -> Model:
         item = self._items[index]
         if not isinstance(item, BaseModel):
             item = self._model.model_validate(msgspec.to_builtins(item))
@@ -327,7 +333,7 @@ class FlatRuns(ModelSequence[Run]):
     def __len__(self) -> int:
         return len(self._keys)
 
-    def _model_at(self, index: int) -> Run:
+    def _item_at(self, index: int) -> Run:
         model = self._built.get(index)
         if model is None:
             model = _read_back(Run, None, self._read, self._locations[index],
@@ -396,7 +402,7 @@ class FlatVerdicts(ModelSequence[Model]):
         part, line, offset, length = self._where.row(index)
         return self._paths[part], line, offset, length
 
-    def _model_at(self, index: int) -> Model:
+    def _item_at(self, index: int) -> Model:
         model = self._built.get(index)
         if model is None:
             model = _read_back(self._model, None, self._read, self._location(index),

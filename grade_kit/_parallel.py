@@ -43,7 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Generic, NamedTuple, TypeVar, cast, overload
+from typing import Any, Generic, NamedTuple, TypeVar, cast
 
 import msgspec
 import numpy as np
@@ -58,6 +58,7 @@ from grade_kit._fastread import (
     FastRun,
     FlatRuns,
     FlatVerdicts,
+    LazySequence,
     RunKey,
     decode_lines_fast,
 )
@@ -146,7 +147,7 @@ def byte_ranges(paths: Sequence[Path], pieces: int,
     return _NumberedRanges(cuts)
 
 
-class _NumberedRanges(Sequence[ByteRange]):
+class _NumberedRanges(LazySequence[ByteRange]):
     """:func:`byte_ranges`' result: ranges numbered in order as they are first asked for."""
 
     def __init__(self, cuts: list[tuple[Path, int, int]]) -> None:
@@ -156,28 +157,13 @@ class _NumberedRanges(Sequence[ByteRange]):
     def __len__(self) -> int:
         return len(self._cuts)
 
-    def _number_up_to(self, index: int) -> None:
+    def _item_at(self, index: int) -> ByteRange:
         for path, start, end in self._cuts[len(self._ranges):index + 1]:
             line = 1  # a file's first range starts at 0; the others go on from the last
             if start > 0:
                 last = self._ranges[-1]
                 line = last.first_line + _newlines(path, last.start, last.end)
             self._ranges.append(ByteRange(str(path), str(path), start, end, line))
-
-    @overload
-    def __getitem__(self, index: int) -> ByteRange: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[ByteRange]: ...
-
-    def __getitem__(self, index: int | slice) -> ByteRange | list[ByteRange]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("range index out of range")
-        self._number_up_to(index)
         return self._ranges[index]
 
 

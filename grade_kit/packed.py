@@ -469,7 +469,7 @@ class StoreRuns(ModelSequence[Run]):
                                                          for t in texts]))
         return self._cached[1]
 
-    def _model_at(self, index: int) -> Run:
+    def _item_at(self, index: int) -> Run:
         for partition, size in enumerate(self._sizes):
             if index < size:
                 return self._partition(partition)[index]
