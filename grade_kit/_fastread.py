@@ -153,6 +153,17 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 Struct = TypeVar("Struct", bound=msgspec.Struct)
 
 
+_DOUBT = (msgspec.MsgspecError, RecursionError, ValueError, OverflowError, TypeError)
+"""What msgspec raises on a line the fast path leaves to the reference path."""
+
+
+def _no_key_repeated(colons: int, data: Any) -> bool:
+    """Whether JSON text holding ``colons`` colons, without ``\\u`` escapes, decoded to
+    ``data`` with no key dropped as a repeat: a colon outside a string is always a key's, so
+    re-encoded, ``data`` holds as many colons exactly when none was dropped."""
+    return colons == _ENCODE(data).count(b":")
+
+
 def decode_fast(text: str, struct: type[Struct]) -> Struct | None:
     """``text`` as ``struct`` when the reference path would surely accept it with the same
     values, else None (then the reference path decides, and names any problem)."""
@@ -161,10 +172,10 @@ def decode_fast(text: str, struct: type[Struct]) -> Struct | None:
         return None
     try:
         data = _PLAIN.decode(text)
-        if type(data) is not dict or text.count(":") != _ENCODE(data).count(b":"):
+        if type(data) is not dict or not _no_key_repeated(text.count(":"), data):
             return None  # not an object, or a key was repeated (see the module's docstring)
         return msgspec.convert(data, struct)
-    except (msgspec.MsgspecError, RecursionError, ValueError, OverflowError, TypeError):
+    except _DOUBT:
         return None  # any doubt: the reference path decides, and names the problem
 
 
@@ -203,14 +214,14 @@ def decode_lines_fast(lines: Sequence[bytes], struct: type[Struct]) -> list[Stru
     for index in candidates:
         try:
             out[index] = decoder.decode(lines[index])
-        except (msgspec.MsgspecError, RecursionError, ValueError, OverflowError, TypeError):
+        except _DOUBT:
             continue
         taken.append(index)
     chosen = [lines[i] for i in taken]
     try:
-        unique_keys = (sum(line.count(b":") for line in chosen)
-                       == _ENCODE(_PLAIN.decode(b"[" + b",".join(chosen) + b"]")).count(b":"))
-    except (msgspec.MsgspecError, RecursionError, ValueError, OverflowError, TypeError):
+        unique_keys = _no_key_repeated(sum(line.count(b":") for line in chosen),
+                                       _PLAIN.decode(b"[" + b",".join(chosen) + b"]"))
+    except _DOUBT:
         unique_keys = False
     if not unique_keys:
         for index in taken:

@@ -828,19 +828,10 @@ def checked_verdicts(source: str, lines: list[Line], model: type[Model],
     """Judgement or grade ``lines`` of ``source`` (the next ones in file order) through their
     model, then through ``check``; every reject in line order."""
     part = _read_jsonl(source, iter(lines), model, None, fast)
-    texts = dict(lines)
-    return apply_check(part, check, lambda i: texts[cast(int, part.lines[i])])
-
-
-def apply_check(part: Loaded[Any], check: VerdictCheck,
-                text_of: Callable[[int], str]) -> Loaded[Any]:
-    """``part`` (records of one source that passed their model, in line order) less the
-    records ``check`` rejects, whose rejects (with the text ``text_of`` gives for a record's
-    index) join the model stage's in line order."""
     failed = check.rejects(part.records, part.lines)
     if not failed:
         return part
-    source = part.sources[0]
+    texts = dict(lines)
     standing = [True] * len(part.records)
     for index, _, _ in failed:
         standing[index] = False
@@ -850,7 +841,8 @@ def apply_check(part: Loaded[Any], check: VerdictCheck,
         sources=list(itertools.compress(part.sources, standing)),
         rejected=list(heapq.merge(
             part.rejected,
-            [Rejected(source, part.lines[index], field_, message, text_of(index))
+            [Rejected(source, part.lines[index], field_, message,
+                      texts[cast(int, part.lines[index])])
              for index, field_, message in failed],
             key=lambda r: r.line or 0)),
         warnings=part.warnings)

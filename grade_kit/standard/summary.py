@@ -102,16 +102,13 @@ def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
     """
     if unique_calls is None:
         unique_calls = unique_tool_calls(data.runs, data.tool_calls)
-    # its rows are the exposed runs' in order: keep those of delivered runs
-    exposed_status = data.runs.filter(pl.col("tools_exposed")).get_column("status")
-    if unique_calls.height != exposed_status.len():
-        raise ValueError("unique_calls must be unique_tool_calls(data.runs, ...): one row per "
-                         "run that exposes tools, in data.runs' order")
+    delivered_calls = unique_calls.join(
+        data.runs.filter(pl.col("status") == "delivered").select("run_id"), on="run_id",
+        how="semi")
     filled = slots.select("setup", "task_id", "run_id")
     per_q = filled.select("setup", "task_id").unique()
     medians = per_question_median(e2e.join(filled.select("run_id"), on="run_id"))
     per_q = per_q.join(medians, on=["setup", "task_id"], how="left")
-    delivered_calls = unique_calls.filter(exposed_status == "delivered")
     calls = (filled.join(delivered_calls, on="run_id")
              .group_by("setup", "task_id").agg(tool_calls_per_run=pl.col("unique").mean()))
     per_q = per_q.join(calls, on=["setup", "task_id"], how="left")
