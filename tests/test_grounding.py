@@ -10,6 +10,7 @@ import pytest
 
 from grade_kit.frames import EvalData
 from grade_kit.grade import fact_checks, grounding_scores
+from grade_kit.grade.grounding import _grounding_scores
 
 from .conftest import make_run, make_task, run_row, score, task_row
 
@@ -108,3 +109,24 @@ def test_pandas_in_pandas_out() -> None:
                            data.metrics.to_pandas())
     assert isinstance(out, pd.DataFrame)
     assert out.loc[0, "grounding_accuracy"] == 1.0
+
+
+def test_checks_keep_run_and_fact_order_and_unordered_scores_agree() -> None:
+    # fact_checks (what explain shows) lists runs in their order, each run's facts in the
+    # task's order; the scoring path joins in any order and must give the same shares.
+    task = make_task(gold_facts=[{"id": f"f{k}", "metric": f"m{k}", "value": float(k)}
+                                 for k in range(5)])
+    runs = [make_run(f"r{i}", repeat=i + 1,
+                     metrics={f"m{k}": float(k) for k in range(5) if (i + k) % 3})
+            for i in range(6)]
+    data = EvalData.from_records([task], runs)
+    checks = fact_checks(data.facts, data.runs, data.metrics)
+    assert list(zip(checks["run_id"], checks["fact_id"], strict=True)) == [
+        (f"r{i}", f"f{k}") for i in range(6) for k in range(5)]
+    ordered = _grounding_scores(data.facts, data.runs, data.metrics)
+    assert ordered["run_id"].to_list() == [f"r{i}" for i in range(6)]
+    # By hand: run i reports (and passes) fact k unless (i + k) % 3 == 0: r0 and r3 miss
+    # k = 0, 3; r1 and r4 miss k = 2; r2 and r5 miss k = 1, 4.
+    assert ordered["grounding_accuracy"].to_list() == [3 / 5, 4 / 5, 3 / 5, 3 / 5, 4 / 5, 3 / 5]
+    unordered = _grounding_scores(data.facts, data.runs, data.metrics, ordered=False)
+    assert unordered.sort("run_id").equals(ordered)

@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 
 import grade_kit as gk
+import grade_kit.judges
 from grade_kit.grade import combine_scores, grade_scores, partition_scores
 from grade_kit.io import InputError
 from grade_kit.packed import (
