@@ -162,16 +162,20 @@ def standard_results(data: EvalData, repeats: int | None = None,
     plan_frame = setup_plan(data.runs, data.tasks)
     slots = planned_slots(graded, plan_frame, r)
     e2e = e2e_frame(data.runs, data.events, exclude_channel_overhead=exclude_channel_overhead)
-    per_setup = {s: _subset_setup(data, plan_frame, slots, graded, s, r,
-                                  exclude_channel_overhead) for s in setups}
     subset = common_subset(plan_frame, slots, r)
     in_subset = pl.col("task_id").is_in(pl.Series(subset, dtype=pl.String).implode())
     sub_plan, sub_slots = plan_frame.filter(in_subset), slots.filter(in_subset)
+    # Each setup's summaries are independent: two threads share them, so one's Python
+    # (summaries, models) runs while the other's polars queries do (the same figures).
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        on_all = list(pool.map(lambda s: _subset_setup(
+            data, plan_frame, slots, graded, s, r, exclude_channel_overhead), setups))
+        on_common = list(pool.map(lambda s: _subset_setup(
+            data, sub_plan, sub_slots, graded, s, r, exclude_channel_overhead), setups))
+    per_setup = dict(zip(setups, on_all, strict=True))
     common = CommonSubset(
         tasks=subset, questions=len(subset), of_questions=len(task_ids), repeats=r,
-        rule=COMMON_RULE,
-        setups={s: _subset_setup(data, sub_plan, sub_slots, graded, s, r,
-                                 exclude_channel_overhead) for s in setups})
+        rule=COMMON_RULE, setups=dict(zip(setups, on_common, strict=True)))
     unique_calls = unique_tool_calls(data.runs, data.tool_calls)
     per_question = per_question_figures(data, slots, e2e, task_composites, unique_calls)
     ran = {s: set(per_question.filter(pl.col("setup") == s).get_column("task_id").to_list())
