@@ -97,18 +97,33 @@ def write_runs(path: Path, task_ids: list[str], seed: int = 42) -> int:
 
 class PeakRSS:
     """The peak resident set size of the process and its child processes together (the
-    reading workers), sampled every 10 ms while running."""
+    reading workers), sampled every 10 ms while running.
+
+    Each sample reads the RSS of this process and of the children already known (one small
+    /proc read each); the list of children is looked up anew every 0.25 s. Looking it up at
+    every sample (``psutil``'s ``children`` reads every process of the machine) took a
+    fifth of a core and the interpreter lock from what was measured (docs/scaling.md, tenth
+    round)."""
+
+    REFRESH = 25
+    """Samples between two look-ups of the children (at 10 ms: 0.25 s)."""
 
     def __init__(self) -> None:
         self.process = psutil.Process()
+        self._children: list[psutil.Process] = []
+        self._samples = 0
         self.peak = self._rss()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _rss(self) -> int:
+        if self._samples % self.REFRESH == 0:
+            with contextlib.suppress(psutil.Error):
+                self._children = self.process.children(recursive=True)
+        self._samples += 1
         total = self.process.memory_info().rss
-        with contextlib.suppress(psutil.Error):  # a child exited while being read
-            for child in self.process.children(recursive=True):
+        for child in self._children:
+            with contextlib.suppress(psutil.Error):  # a child exited since it was found
                 total += child.memory_info().rss
         return total
 
