@@ -65,6 +65,9 @@ def _pack(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
+    from grade_kit.report.files import output_folder
+
+    output_folder(args.out)  # before the evaluation: never minutes of work for nothing
     runs = _runs_argument(args)
     pool = (ProcessPoolExecutor(args.workers, mp_context=get_context("spawn"))
             if args.workers > 1 else None)
@@ -74,11 +77,13 @@ def _score(args: argparse.Namespace) -> int:
             judge=args.judge, grader=args.grader, repeats=args.repeats, packs=args.packs,
             arguments={k: (str(v) if isinstance(v, Path) else
                            [str(x) for x in v] if isinstance(v, list) else v)
-                       for k, v in vars(args).items() if k != "func"},
-            map_partitions=None if pool is None else pool.map)
+                       for k, v in vars(args).items() if k not in ("func", "quiet")},
+            map_partitions=None if pool is None else pool.map, progress=not args.quiet)
     finally:
         if pool is not None:
             pool.shutdown()
+    if not args.quiet:
+        print(f"writing {args.out} ...", file=sys.stderr)
     _report(evaluation, evaluation.write(args.out), "scored")
     if args.strict and evaluation.inputs.rejected:
         print(f"--strict: {len(evaluation.inputs.rejected)} input records rejected",
@@ -452,6 +457,8 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--workers", type=_bounded(1, 256), default=1,
                        help="score GRADE's map step in this many processes: a packed "
                             "store's partitions, or the inputs split by task (default 1)")
+    score.add_argument("--quiet", action="store_true",
+                       help="no progress bar (by default one on stderr names each stage)")
     score.set_defaults(func=_score)
 
     packer = sub.add_parser("pack", help="validate inputs chunk by chunk into a partitioned "

@@ -20,6 +20,7 @@ import polars as pl
 
 from grade_kit._fastread import concat_records, raw_records, select_records
 from grade_kit._gc import gc_paused
+from grade_kit._progress import Step, stage_progress
 from grade_kit.frames import EvalData, in_run_order
 from grade_kit.grade import (
     ClaimJudge,
@@ -502,6 +503,10 @@ def _inputs(tasks: Records | Inputs, runs: Records | None, judgements: Records |
     return read_inputs(tasks, runs, judgements=judgements, grades=grades, packs=packs)
 
 
+STORE_STAGES = ("read store", "GRADE scores", "standard statistics", "results")
+"""The stages of :func:`evaluate` on a packed store, as its progress bar names them."""
+
+
 def evaluate(
     tasks: Records | Inputs,
     runs: Records | None = None,
@@ -518,6 +523,7 @@ def evaluate(
     arguments: dict[str, Any] | None = None,
     exclude_channel_overhead: bool = False,
     map_partitions: MapPartitions | None = None,
+    progress: bool = False,
 ) -> Evaluation:
     """Read, judge and score an evaluation: GRADE scores, grades, timing, tool calls,
     comparisons, with every reject and warning (docs/methodology.md).
@@ -553,6 +559,10 @@ def evaluate(
             store's partitions, or in-memory inputs split the same way by task (16 parts),
             are scored by it, then combined; the results are the same. Default None (a
             store: one partition after another; in memory: one pass).
+        progress: Show a progress bar over the stages (reading, judging and grading when
+            asked, GRADE scores, the standard's statistics, the typed results), each named
+            as it runs: on stderr, or a widget in Jupyter. Default False (``grade-kit
+            score`` shows it unless ``--quiet``).
 
     Returns:
         The :class:`Evaluation`.
@@ -577,13 +587,19 @@ def evaluate(
                 "a packed store is scored from the judgements and grades packed into it (and "
                 "grader='rules'): judge or grade the runs first (grade-kit judge / grade), "
                 "then pack their output with the runs")
-        with gc_paused():
+        with gc_paused(), stage_progress(STORE_STAGES, progress) as step:
             return _evaluate_store(Path(cast(Path | str, tasks)), grader, repeats, frames,
-                                   seed, arguments, exclude_channel_overhead, map_partitions)
-    with gc_paused():  # the pipeline builds many small objects; see grade_kit._gc
+                                   seed, arguments, exclude_channel_overhead, map_partitions,
+                                   step)
+    stages = ["read", *(["judge"] if judge is not None else []),
+              *(["grade"] if grader is not None and not isinstance(grader, str) else []),
+              "flatten", "GRADE scores", *(["rule grades"] if grader == "rules" else []),
+              "standard statistics", "results"]
+    with gc_paused(), stage_progress(stages, progress) as step:
+        # the pipeline builds many small objects; see grade_kit._gc
         return _evaluate(tasks, runs, judgements, grades, judge, grader, claim_judge, repeats,
                          packs, frames, seed, arguments, exclude_channel_overhead,
-                         map_partitions)
+                         map_partitions, step)
 
 
 def _rule_grade_records(data: EvalData, per_run: pl.DataFrame,
@@ -616,15 +632,18 @@ def score_partition(job: tuple[str, int, bool]) -> tuple[PartitionScores, pl.Dat
 def _evaluate_store(store: Path, grader: str | None, repeats: int | None, frames: FrameKind,
                     seed: int, arguments: dict[str, Any] | None,
                     exclude_channel_overhead: bool,
-                    map_partitions: MapPartitions | None = None) -> Evaluation:
+                    map_partitions: MapPartitions | None = None,
+                    step: Step = lambda _: None) -> Evaluation:
     """:func:`evaluate` on a packed store (docs/scaling.md): GRADE scores one partition at a
     time (a task's runs never span two), then the reduce over tasks, tracks, packs and setups
     and the standard's statistics over the per-run frames, which are read whole."""
+    step("read store")
     manifest = read_manifest(store)
     tasks = store_tasks(store)
     tf = read_task_frames(store)
     whole = read_light_frames(store)
     jobs = [(str(store), k, grader == "rules") for k in range(int(manifest["partitions"]))]
+    step("GRADE scores")
     parts: list[PartitionScores] = []
     rule_records: list[pl.DataFrame] = []
     for scored, rules in (map_partitions or map)(score_partition, jobs):
@@ -641,7 +660,7 @@ def _evaluate_store(store: Path, grader: str | None, repeats: int | None, frames
                     rejected=store_rejected(store), warnings=store_warnings(manifest),
                     files=store_files(manifest))
     return _conclude(
-        inputs, data, scores, frames, repeats, seed, exclude_channel_overhead,
+        inputs, data, scores, frames, repeats, seed, exclude_channel_overhead, step,
         arguments=dict(arguments) if arguments is not None else {
             "store": str(store), "grader": grader, "repeats": repeats, "frames": frames,
             "seed": seed, "exclude_channel_overhead": exclude_channel_overhead},
@@ -650,17 +669,19 @@ def _evaluate_store(store: Path, grader: str | None, repeats: int | None, frames
 
 
 def _conclude(inputs: Inputs, data: EvalData, scores: GradeScores, frames: FrameKind,
-              repeats: int | None, seed: int, exclude_channel_overhead: bool, *,
+              repeats: int | None, seed: int, exclude_channel_overhead: bool, step: Step, *,
               arguments: dict[str, Any], judges: list[str],
               graders: list[str]) -> Evaluation:
     """The last steps of every evaluation: the standard's statistics, the provenance and
     the typed results."""
+    step("standard statistics")
     standard = standard_results(data, repeats, scores.tasks, seed=seed,
                                 exclude_channel_overhead=exclude_channel_overhead)
     provenance = Provenance(
         grade_kit_version=_version(), created_at=datetime.now(UTC).isoformat(),
         inputs=inputs.files, arguments=arguments, seeds={"comparison_bootstrap": seed},
         judges=judges, graders=graders)
+    step("results")
     results = build_results(scores, standard, inputs.rejected, inputs.warnings, provenance)
     return Evaluation(inputs, data, scores, standard, results, frames)
 
@@ -672,10 +693,13 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
               packs: Path | str | None, frames: FrameKind, seed: int,
               arguments: dict[str, Any] | None,
               exclude_channel_overhead: bool = False,
-              map_partitions: MapPartitions | None = None) -> Evaluation:
+              map_partitions: MapPartitions | None = None,
+              step: Step = lambda _: None) -> Evaluation:
+    step("read")
     inputs = _inputs(tasks, runs, judgements, grades, packs)
     judges_used: list[str] = []
     if judge is not None:
+        step("judge")
         chosen = resolve_judge(judge)
         recorded = {(j.run_id, j.dimension) for j in raw_records(inputs.judgements)}
         added = [j for j in chosen(inputs.tasks, inputs.runs)
@@ -684,13 +708,16 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
         judges_used.append(chosen.name)
     graders_used: list[str] = []
     if grader is not None and not isinstance(grader, str):
+        step("grade")
         graded = {g.run_id for g in raw_records(inputs.grades)}
         added_grades = grader(inputs.tasks,
                               select_records(inputs.runs, lambda r: r.run_id not in graded))
         inputs = replace(inputs, grades=concat_records(Grade, inputs.grades, added_grades))
         graders_used.append(grader.name)
+    step("flatten")
     data = EvalData.from_records(inputs.tasks, inputs.runs, inputs.judgements, inputs.grades,
                                  inputs.run_lines)
+    step("GRADE scores")
     if map_partitions is None:
         scores = grade_scores(data, claim_judge)
     else:  # the same map and reduce as a store's, over parts split by task in memory
@@ -700,13 +727,14 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
     recorded_graders = set(data.grades.get_column("grader").unique().to_list())
     graders = [*graders_used, *sorted(recorded_graders - set(graders_used))]
     if grader == "rules":
+        step("rule grades")
         rule_records = _rule_grade_records(data, scores.runs, scores.matches)
         data = replace(data, grades=pl.concat([data.grades, rule_records], how="vertical"))
         graders.append(RULE_GRADER)
     recorded_judges = sorted(set(data.judgements.get_column("judge").unique().to_list())
                              - set(judges_used))
     return _conclude(
-        inputs, data, scores, frames, repeats, seed, exclude_channel_overhead,
+        inputs, data, scores, frames, repeats, seed, exclude_channel_overhead, step,
         arguments=dict(arguments) if arguments is not None else {
             "judge": None if judge is None else resolve_judge(judge).name,
             "grader": grader if grader is None or isinstance(grader, str) else grader.name,

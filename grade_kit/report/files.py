@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from grade_kit.evaluate import Evaluation
 
 __all__ = ["OUTPUT_FILES", "atomic_write", "indented_json", "indented_model_pieces",
-           "record_line", "write_outputs", "write_records"]
+           "output_folder", "record_line", "write_outputs", "write_records"]
 
 LOCK_FILE = ".grade-kit.lock"
 """Held while a run writes its files into a folder."""
@@ -160,11 +160,13 @@ def _rejects(rejected: list[Rejected]) -> Callable[[Path], None]:
     return write
 
 
-def write_outputs(out_dir: Path | str, evaluation: Evaluation) -> dict[str, Path]:
-    """Write every file of :data:`OUTPUT_FILES` under ``out_dir`` (created if needed).
+def output_folder(out_dir: Path | str) -> Path:
+    """``out_dir``, created if needed, once it is known to be a writable folder.
 
-    Returns:
-        The written paths by name.
+    Raises:
+        InputError: naming the folder, when it is a file, cannot be created or is not
+            writable (``grade-kit score`` asks before it evaluates, so a long evaluation
+            never ends on a folder it cannot write).
     """
     out = Path(out_dir)
     try:
@@ -176,6 +178,16 @@ def write_outputs(out_dir: Path | str, evaluation: Evaluation) -> dict[str, Path
                          f"{exc.strerror or exc}") from exc
     if not os.access(out, os.W_OK | os.X_OK):
         raise InputError(f"{out}: the output folder is not writable")
+    return out
+
+
+def write_outputs(out_dir: Path | str, evaluation: Evaluation) -> dict[str, Path]:
+    """Write every file of :data:`OUTPUT_FILES` under ``out_dir`` (created if needed).
+
+    Returns:
+        The written paths by name.
+    """
+    out = output_folder(out_dir)
     results = evaluation.results
     per_run = evaluation.scores.runs
 

@@ -1,0 +1,58 @@
+"""The stage progress of a long evaluation: one tqdm bar (a widget in Jupyter) with a step a
+stage, naming the stage that runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+__all__ = ["Step", "stage_progress"]
+
+Step = Callable[[str], None]
+"""``step(name)``: the stage before is done, ``name`` runs now."""
+
+
+@contextmanager
+def stage_progress(stages: Sequence[str], enabled: bool,
+                   desc: str = "evaluate") -> Iterator[Step]:
+    """A progress bar over ``stages``, run in this order.
+
+    Args:
+        stages: The names of the stages, in the order they run.
+        enabled: Show the bar (on stderr, or as a widget in Jupyter); when False the step
+            does nothing and nothing is shown.
+        desc: The bar's label; default ``evaluate``.
+
+    Yields:
+        The step: call it with each stage's name as the stage starts. A name out of order
+        is a programming error (``ValueError``), so the bar never counts wrongly. Leaving
+        the block after the last stage marks it done.
+    """
+    position = 0
+
+    def advance(name: str) -> None:
+        nonlocal position
+        if position >= len(stages) or stages[position] != name:
+            raise ValueError(f"stage {name!r} out of order; the stages are {list(stages)}")
+        position += 1
+
+    if not enabled:
+        yield advance
+        return
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(stages), desc=desc, unit="stage",
+               bar_format="{desc}: {n_fmt}/{total_fmt} stages |{bar}| {elapsed}{postfix}")
+
+    def step(name: str) -> None:
+        advance(name)
+        bar.n = position - 1
+        bar.set_postfix_str(name)  # refreshes the bar
+
+    try:
+        yield step
+        if position == len(stages):
+            bar.n = position
+            bar.set_postfix_str("done")
+    finally:
+        bar.close()
