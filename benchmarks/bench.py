@@ -102,7 +102,7 @@ class PeakRSS:
     Each sample reads the RSS of this process and of the children already known (one small
     /proc read each); the list of children is looked up anew every 0.25 s. Looking it up at
     every sample (``psutil``'s ``children`` reads every process of the machine) took a
-    fifth of a core and the interpreter lock from what was measured (docs/scaling.md, tenth
+    sixth of a core and the interpreter lock from what was measured (docs/scaling.md, tenth
     round)."""
 
     REFRESH = 25
