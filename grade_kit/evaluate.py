@@ -591,15 +591,10 @@ def evaluate(
             return _evaluate_store(Path(cast(Path | str, tasks)), grader, repeats, frames,
                                    seed, arguments, exclude_channel_overhead, map_partitions,
                                    step)
-    stages = ["read", *(["judge"] if judge is not None else []),
-              *(["grade"] if grader is not None and not isinstance(grader, str) else []),
-              "flatten", "GRADE scores", *(["rule grades"] if grader == "rules" else []),
-              "standard statistics", "results"]
-    with gc_paused(), stage_progress(stages, progress) as step:
-        # the pipeline builds many small objects; see grade_kit._gc
+    with gc_paused():  # the pipeline builds many small objects; see grade_kit._gc
         return _evaluate(tasks, runs, judgements, grades, judge, grader, claim_judge, repeats,
                          packs, frames, seed, arguments, exclude_channel_overhead,
-                         map_partitions, step)
+                         map_partitions, progress)
 
 
 def _rule_grade_records(data: EvalData, per_run: pl.DataFrame,
@@ -694,54 +689,62 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
               arguments: dict[str, Any] | None,
               exclude_channel_overhead: bool = False,
               map_partitions: MapPartitions | None = None,
-              step: Step = lambda _: None) -> Evaluation:
-    step("read")
-    inputs = _inputs(tasks, runs, judgements, grades, packs)
-    judges_used: list[str] = []
-    if judge is not None:
-        step("judge")
-        chosen = resolve_judge(judge)
-        recorded = {(j.run_id, j.dimension) for j in raw_records(inputs.judgements)}
-        added = [j for j in chosen(inputs.tasks, inputs.runs)
-                 if (j.run_id, j.dimension) not in recorded]
-        inputs = replace(inputs, judgements=concat_records(Judgement, inputs.judgements, added))
-        judges_used.append(chosen.name)
-    graders_used: list[str] = []
-    if grader is not None and not isinstance(grader, str):
-        step("grade")
-        graded = {g.run_id for g in raw_records(inputs.grades)}
-        added_grades = grader(inputs.tasks,
-                              select_records(inputs.runs, lambda r: r.run_id not in graded))
-        inputs = replace(inputs, grades=concat_records(Grade, inputs.grades, added_grades))
-        graders_used.append(grader.name)
-    step("flatten")
-    data = EvalData.from_records(inputs.tasks, inputs.runs, inputs.judgements, inputs.grades,
-                                 inputs.run_lines)
-    step("GRADE scores")
-    if map_partitions is None:
-        scores = grade_scores(data, claim_judge)
-    else:  # the same map and reduce as a store's, over parts split by task in memory
-        scores = combine_scores(
-            list(map_partitions(partial(partition_scores, claim_judge=claim_judge),
-                                split_by_task(data))), data.tasks, data.weights)
-    recorded_graders = set(data.grades.get_column("grader").unique().to_list())
-    graders = [*graders_used, *sorted(recorded_graders - set(graders_used))]
-    if grader == "rules":
-        step("rule grades")
-        rule_records = _rule_grade_records(data, scores.runs, scores.matches)
-        data = replace(data, grades=pl.concat([data.grades, rule_records], how="vertical"))
-        graders.append(RULE_GRADER)
-    recorded_judges = sorted(set(data.judgements.get_column("judge").unique().to_list())
-                             - set(judges_used))
-    return _conclude(
-        inputs, data, scores, frames, repeats, seed, exclude_channel_overhead, step,
-        arguments=dict(arguments) if arguments is not None else {
-            "judge": None if judge is None else resolve_judge(judge).name,
-            "grader": grader if grader is None or isinstance(grader, str) else grader.name,
-            "claim_judge": None if claim_judge is None else claim_judge.name,
-            "repeats": repeats, "packs": None if packs is None else str(packs),
-            "frames": frames, "seed": seed,
-            "exclude_channel_overhead": exclude_channel_overhead},
-        judges=[*judges_used, *recorded_judges]
-        + ([f"claim_judge:{claim_judge.name}"] if claim_judge is not None else []),
-        graders=graders)
+              progress: bool = False) -> Evaluation:
+    # Each optional stage is decided once, here: for the bar's count and for the work.
+    model_grader = None if grader is None or isinstance(grader, str) else grader
+    rules = grader == "rules"
+    stages = ["read", *(["judge"] if judge is not None else []),
+              *(["grade"] if model_grader is not None else []),
+              "flatten", "GRADE scores", *(["rule grades"] if rules else []),
+              "standard statistics", "results"]
+    with stage_progress(stages, progress) as step:
+        step("read")
+        inputs = _inputs(tasks, runs, judgements, grades, packs)
+        judges_used: list[str] = []
+        if judge is not None:
+            step("judge")
+            chosen = resolve_judge(judge)
+            recorded = {(j.run_id, j.dimension) for j in raw_records(inputs.judgements)}
+            added = [j for j in chosen(inputs.tasks, inputs.runs)
+                     if (j.run_id, j.dimension) not in recorded]
+            inputs = replace(inputs, judgements=concat_records(Judgement, inputs.judgements, added))
+            judges_used.append(chosen.name)
+        graders_used: list[str] = []
+        if model_grader is not None:
+            step("grade")
+            graded = {g.run_id for g in raw_records(inputs.grades)}
+            added_grades = model_grader(
+                inputs.tasks, select_records(inputs.runs, lambda r: r.run_id not in graded))
+            inputs = replace(inputs, grades=concat_records(Grade, inputs.grades, added_grades))
+            graders_used.append(model_grader.name)
+        step("flatten")
+        data = EvalData.from_records(inputs.tasks, inputs.runs, inputs.judgements, inputs.grades,
+                                     inputs.run_lines)
+        step("GRADE scores")
+        if map_partitions is None:
+            scores = grade_scores(data, claim_judge)
+        else:  # the same map and reduce as a store's, over parts split by task in memory
+            scores = combine_scores(
+                list(map_partitions(partial(partition_scores, claim_judge=claim_judge),
+                                    split_by_task(data))), data.tasks, data.weights)
+        recorded_graders = set(data.grades.get_column("grader").unique().to_list())
+        graders = [*graders_used, *sorted(recorded_graders - set(graders_used))]
+        if rules:
+            step("rule grades")
+            rule_records = _rule_grade_records(data, scores.runs, scores.matches)
+            data = replace(data, grades=pl.concat([data.grades, rule_records], how="vertical"))
+            graders.append(RULE_GRADER)
+        recorded_judges = sorted(set(data.judgements.get_column("judge").unique().to_list())
+                                 - set(judges_used))
+        return _conclude(
+            inputs, data, scores, frames, repeats, seed, exclude_channel_overhead, step,
+            arguments=dict(arguments) if arguments is not None else {
+                "judge": None if judge is None else resolve_judge(judge).name,
+                "grader": grader if model_grader is None else model_grader.name,
+                "claim_judge": None if claim_judge is None else claim_judge.name,
+                "repeats": repeats, "packs": None if packs is None else str(packs),
+                "frames": frames, "seed": seed,
+                "exclude_channel_overhead": exclude_channel_overhead},
+            judges=[*judges_used, *recorded_judges]
+            + ([f"claim_judge:{claim_judge.name}"] if claim_judge is not None else []),
+            graders=graders)
