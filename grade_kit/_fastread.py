@@ -36,7 +36,7 @@ import polars as pl
 from pydantic import BaseModel
 
 from grade_kit.parse import MAX_DEPTH, loads_json
-from grade_kit.schema import MAX_REPEAT, MAX_TOKENS, Run, parse_timestamp
+from grade_kit.schema import MAX_REPEAT, MAX_TOKENS, MAX_WORKING_S, Run, parse_timestamp
 
 __all__ = ["FastGrade", "FastJudgement", "FastRun", "FlatRuns", "FlatVerdicts", "LazyRecords",
            "LazySequence", "ModelSequence", "RunKey", "concat_records", "decode_fast",
@@ -93,6 +93,13 @@ class FastUsage(msgspec.Struct, gc=False):
     output_tokens: Count | None = None
 
 
+class FastRunLimit(msgspec.Struct, gc=False):
+    """:class:`grade_kit.schema.RunLimit`."""
+
+    type: NonEmpty
+    value: Annotated[float, msgspec.Meta(ge=0)] | None = None
+
+
 class FastRun(msgspec.Struct, gc=False):
     """:class:`grade_kit.schema.Run`."""
 
@@ -100,13 +107,15 @@ class FastRun(msgspec.Struct, gc=False):
     setup: NonEmpty
     task_id: NonEmpty
     repeat: Annotated[int, msgspec.Meta(ge=1, le=MAX_REPEAT)]
-    status: Literal["delivered", "timeout", "failed", "cancelled"]
+    status: Literal["delivered", "timeout", "limit", "failed", "cancelled"]
     attempt_of: str | None = None
     error: str | None = None
+    limit: FastRunLimit | None = None
     events: dict[str, str | None] = msgspec.field(default_factory=dict)
     response: FastResponse | None = None
     tool_calls: list[FastToolCall] | None = None
     usage: FastUsage | None = None
+    working_s: Annotated[float, msgspec.Meta(ge=0, le=MAX_WORKING_S)] | None = None
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -114,6 +123,8 @@ class FastRun(msgspec.Struct, gc=False):
             _check_timestamp(value)
         if self.status == "delivered" and self.response is None:
             raise ValueError("a delivered run needs a 'response'")
+        if (self.status == "limit") != (self.limit is not None):
+            raise ValueError("a 'limit' goes with status 'limit', and only with it")
 
 
 class FastJudgement(msgspec.Struct, gc=False):

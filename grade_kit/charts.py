@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import altair as alt
 import pandas as pd
@@ -150,11 +150,12 @@ def rates_chart(grades: pl.DataFrame | pd.DataFrame, state: str = "resolved",
         title=f"{state} rate with 95% Wilson interval ({subset} questions)"))
 
 
-def _ecdf(values: pl.DataFrame) -> pl.DataFrame:
-    """Per setup: the sample at each percentile 0..100 (nearest rank), at most 101 rows."""
+def _ecdf(values: pl.DataFrame, column: str) -> pl.DataFrame:
+    """Per setup: the sample of ``column`` at each percentile 0..100 (nearest rank), at most
+    101 rows."""
     out = []
     for (setup,), part in values.group_by("setup", maintain_order=True):
-        ordered = part.get_column("e2e_s").sort().to_list()
+        ordered = part.get_column(column).sort().to_list()
         n = len(ordered)
         for q in range(ECDF_POINTS):
             rank = max(1, -(-q * n // (ECDF_POINTS - 1)))
@@ -164,32 +165,50 @@ def _ecdf(values: pl.DataFrame) -> pl.DataFrame:
                                      "seconds": pl.Float64, "n": pl.Int64})
 
 
-def latency_chart(runs: pl.DataFrame | pd.DataFrame,
-                  timing: pl.DataFrame | pd.DataFrame) -> Chart:
-    """E2E latency ECDF per setup (primary runs with an E2E sample), P50 and P90 marked;
-    timeouts and failures are never samples: their counts are in the legend's tooltip."""
-    frame = _polars(runs).filter(pl.col("is_primary") & pl.col("e2e_s").is_not_null())
-    curve = _ecdf(frame.select("setup", "e2e_s"))
+LATENCY_METRICS = {
+    "e2e": ("e2e_s", "e2e", "end-to-end seconds (received - submitted)", "E2E latency"),
+    "working": ("working_s", "working", "working seconds (as the source recorded them)",
+                "Working time"),
+}
+"""What :func:`latency_chart` can show: run column, timing-frame prefix, axis and title."""
+
+
+def latency_chart(runs: pl.DataFrame | pd.DataFrame, timing: pl.DataFrame | pd.DataFrame,
+                  metric: Literal["e2e", "working"] = "e2e") -> Chart:
+    """Latency ECDF per setup (primary runs with a sample), P50 and P90 marked; timeouts,
+    limits and failures are never samples: their counts are in the marks' tooltips.
+
+    Args:
+        runs: ``ev.runs``.
+        timing: ``ev.timing``.
+        metric: ``"e2e"`` (default; received - submitted) or ``"working"`` (working time,
+            where the source records it; docs/methodology.md §4 "Timing").
+    """
+    column, prefix, axis, title = LATENCY_METRICS[metric]
+    frame = _polars(runs).filter(pl.col("is_primary") & (pl.col("status") == "delivered")
+                                 & pl.col(column).is_not_null())
+    curve = _ecdf(frame.select("setup", column), column)
     stats = _polars(timing).filter(pl.col("subset") == "all").select(
-        "setup", "e2e_n", "e2e_p50", "e2e_p90", "timeouts", "failures")
+        "setup", pl.col(f"{prefix}_n").alias("n"), f"{prefix}_p50", f"{prefix}_p90",
+        "timeouts", "limits", "failures")
     setups = stats.get_column("setup").to_list()
     lines = alt.Chart(curve.to_pandas()).mark_line(interpolate="step-after").encode(
-        x=alt.X("seconds:Q", title="end-to-end seconds (received - submitted)"),
+        x=alt.X("seconds:Q", title=axis),
         y=alt.Y("fraction:Q", title="share of runs at or below", scale=alt.Scale(
             domain=[0, 1])),
         color=_setup_colour(setups),
         tooltip=["setup", alt.Tooltip("seconds:Q", format=".2f"),
                  alt.Tooltip("fraction:Q", format=".2f"), "n"])
-    marks = stats.unpivot(index=["setup", "e2e_n", "timeouts", "failures"],
-                          on=["e2e_p50", "e2e_p90"], variable_name="statistic",
+    marks = stats.unpivot(index=["setup", "n", "timeouts", "limits", "failures"],
+                          on=[f"{prefix}_p50", f"{prefix}_p90"], variable_name="statistic",
                           value_name="seconds").drop_nulls("seconds")
     rules = alt.Chart(marks.to_pandas()).mark_rule(strokeDash=[4, 3]).encode(
         x="seconds:Q", color=_setup_colour(setups),
         tooltip=["setup", "statistic", alt.Tooltip("seconds:Q", format=".2f"),
-                 alt.Tooltip("e2e_n:Q", title="n"), "timeouts", "failures"])
+                 alt.Tooltip("n:Q", title="n"), "timeouts", "limits", "failures"])
     return cast(Chart, alt.layer(lines, rules).properties(
-        title="E2E latency (ECDF; dashed: P50 and nearest-rank P90; timeouts and failures "
-              "excluded)"))
+        title=f"{title} (ECDF; dashed: P50 and nearest-rank P90; timeouts, limits and "
+              "failures excluded)"))
 
 
 def tool_calls_chart(runs: pl.DataFrame | pd.DataFrame) -> Chart:

@@ -250,6 +250,12 @@ def _import(args: argparse.Namespace) -> int:
     from grade_kit.adapters import import_logs, write_imported
 
     merged = import_logs(args.source, args.paths, setup=args.setup, scorer=args.scorer)
+    stated = set(merged.stated_repeats.values())
+    if len(stated) == 1:
+        merged.notes.append(f"R = {min(stated)} repeats per question, as the logs state it "
+                            f"({'; '.join(sorted(merged.stated_repeats))}): pass --repeats "
+                            f"{min(stated)} to grade-kit score so the plan is stated, not "
+                            "inferred")
     written = write_imported(merged, args.out)
     print(f"imported {len(merged.tasks)} tasks, {len(merged.runs)} runs, "
           f"{len(merged.grades)} grades -> {args.out}")

@@ -226,8 +226,9 @@ class Evaluation:
             consistency=pl.when(pl.col("is_primary")).then(pl.col("consistency")))
         return out.select(
             "run_id", "setup", "task_id", "track", "pack", "repeat", "is_primary", "attempt_of",
-            "status", "error", *DIMENSIONS, "composite", "rubric_score", "grade",
-            "grade_reason", "e2e_s", "tool_calls", "input_tokens", "output_tokens",
+            "status", "limit_type", "limit_value", "error", *DIMENSIONS, "composite",
+            "rubric_score", "grade", "grade_reason", "e2e_s", "working_s", "tool_calls",
+            "input_tokens", "output_tokens",
         )
 
     def _standard_rows(self, part: str) -> pl.DataFrame:
@@ -256,12 +257,18 @@ class Evaluation:
                     row.update(attempted=t.timeouts.attempted, delivered=t.delivered,
                                missing_timestamps=t.missing_timestamps,
                                **{f"e2e_{k}": v for k, v in t.e2e_s.model_dump().items()},
+                               **{f"working_{k}": v
+                                  for k, v in t.working_s.model_dump().items()},
                                timeouts=t.timeouts.count, timeout_rate=t.timeouts.rate,
+                               limits=t.limits.count, limit_rate=t.limits.rate,
+                               limit_types=", ".join(f"{k} {n}" for k, n
+                                                     in t.limits.by_type.items()) or None,
                                failures=t.failures.count, failure_rate=t.failures.rate)
                 else:
                     row.update(delivered=tc.delivered, runs_exposed=tc.runs_exposed,
                                coverage=tc.coverage,
                                **{f"per_run_{k}": v for k, v in tc.per_run.model_dump().items()},
+                               recorded_per_run_mean=tc.recorded_per_run.mean,
                                unique_calls=tc.unique_calls, recorded_calls=tc.recorded_calls,
                                runs_with_repeated_ids=tc.runs_with_repeated_ids,
                                span_p50_s=tc.span_s.p50)
@@ -340,9 +347,11 @@ class Evaluation:
 
     @property
     def runs(self) -> Frame:
-        """One row per run: ids, status, six dimensions (consistency: its task's, on primary
-        runs), per-run composite and rubric score, grade and reason, E2E seconds, unique tool
-        calls (null when the run exposed no tool events), tokens where known."""
+        """One row per run: ids, status (with the limit's type and value for a run stopped
+        by a limit), six dimensions (consistency: its task's, on primary runs), per-run
+        composite and rubric score, grade and reason, E2E seconds, working seconds (where
+        the source records them), unique tool calls (null when the run exposed no tool
+        events), tokens where known."""
         return _as_kind(self.runs_frame, self.kind)
 
     @property
@@ -354,13 +363,15 @@ class Evaluation:
     @property
     def timing(self) -> Frame:
         """Per setup and subset: attempted, delivered, E2E n/mean/P50/P90/min/max, runs
-        without timestamps, timeouts and failures with their rates."""
+        without timestamps, working time n/mean/P50/P90/min/max (where the source records
+        it), timeouts, limits (with their types) and failures with their rates."""
         return _as_kind(self._frames["timing"], self.kind)
 
     @property
     def tool_calls(self) -> Frame:
         """Per setup and subset: delivered, exposed, coverage, unique calls per run
-        (n/mean/P50/P90/min/max), unique and recorded calls, runs reusing ids, span P50."""
+        (n/mean/P50/P90/min/max) and recorded calls per run (mean) side by side, unique and
+        recorded calls, runs reusing ids, span P50."""
         return _as_kind(self._frames["tool_calls"], self.kind)
 
     @property
@@ -545,8 +556,9 @@ def evaluate(
             that has none recorded (a recorded one always wins); default None (runs without
             a record stay ``pending_verification``).
         claim_judge: Asked only about claims the deterministic match missed; default None.
-        repeats: R, the planned repeats per question; default inferred (the largest repeat more
-            than 5% of (setup, task) pairs reach; results say so).
+        repeats: R, the planned repeats per question; default the R the sources state (an
+            Inspect log's epochs, a tau2 file's trials) when they agree, else inferred (the
+            largest repeat more than 5% of (setup, task) pairs reach; results say so).
         packs: Folder of packs for ``ground_truth`` keys; default found next to ``tasks``.
         frames: ``"polars"`` (default) or ``"pandas"``: the kind of every frame returned.
         seed: Seed of the comparison bootstrap; default 20261130.
@@ -671,7 +683,8 @@ def _conclude(inputs: Inputs, data: EvalData, scores: GradeScores, frames: Frame
     the typed results."""
     step("standard statistics")
     standard = standard_results(data, repeats, scores.tasks, seed=seed,
-                                exclude_channel_overhead=exclude_channel_overhead)
+                                exclude_channel_overhead=exclude_channel_overhead,
+                                stated_repeats=inputs.stated_repeats)
     provenance = Provenance(
         grade_kit_version=_version(), created_at=datetime.now(UTC).isoformat(),
         inputs=inputs.files, arguments=arguments, seeds={"comparison_bootstrap": seed},

@@ -77,6 +77,7 @@ COLUMNS: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
              "tools_exposed": pl.Boolean, "clock": pl.String,
              "endpoint_offset_s": pl.Float64, "input_tokens": pl.Int64,
              "output_tokens": pl.Int64, "follow_up": pl.String, "resumed": pl.Boolean,
+             "limit_type": pl.String, "limit_value": pl.Float64, "working_s": pl.Float64,
              "line": pl.Int64},
     # one row per answer item; field is finding, limitation, recommendation or text
     "items": {"run_id": pl.String, "field": pl.String, "position": pl.Int64,
@@ -371,6 +372,10 @@ def _flatten_runs(runs: Sequence[Any], line_list: Iterable[int | None],
                               else (None, False))
         r["follow_up"].append(follow_up)
         r["resumed"].append(resumed)
+        limit = run.limit
+        r["limit_type"].append(None if limit is None else limit.type)
+        r["limit_value"].append(None if limit is None else limit.value)
+        r["working_s"].append(run.working_s)
         r["line"].append(line)
         if answered:
             resp = run.response

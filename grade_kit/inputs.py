@@ -49,6 +49,9 @@ class Inputs:
     files: list[InputFile] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """What an importer assumed (see docs/adapters.md); empty for native inputs."""
+    stated_repeats: dict[str, int] = field(default_factory=dict)
+    """R as the sources state it (what states it -> R; an Inspect log's epochs, a tau2 file's
+    trials); the plan takes it when ``repeats`` is not given and every source agrees."""
 
     def _counts(self) -> str:
         if isinstance(self.runs, StoreRuns):  # counted when packed, not read again

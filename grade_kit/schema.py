@@ -53,6 +53,7 @@ __all__ = [
     "JudgedDimension",
     "Judgement",
     "LabelledSummary",
+    "LimitSummary",
     "MaterialError",
     "OrderViolation",
     "Plan",
@@ -62,6 +63,7 @@ __all__ = [
     "Response",
     "Results",
     "Run",
+    "RunLimit",
     "SetupResults",
     "StableResolution",
     "StopSummary",
@@ -352,7 +354,19 @@ class Response(_In):
         return data
 
 
-RunStatus = Literal["delivered", "timeout", "failed", "cancelled"]
+RunStatus = Literal["delivered", "timeout", "limit", "failed", "cancelled"]
+
+MAX_WORKING_S = 1e9
+"""The most working seconds a run may report (about 31 years): a contract bound."""
+
+
+class RunLimit(_In):
+    """The limit that stopped a run of status ``limit`` (docs/methodology.md §4 "Limits"):
+    its type as the source names it (``message``, ``token``, ``time``, ``working``,
+    ``cost``, ...) and its value where the source gives one."""
+
+    type: str = Field(min_length=1)
+    value: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
 
 class Usage(_In):
@@ -372,18 +386,28 @@ class Run(_In):
     attempt_of: str | None = None
     status: RunStatus
     error: str | None = None
+    limit: RunLimit | None = None
+    """The limit that stopped the run: required with status ``limit``, absent otherwise."""
     events: dict[str, Timestamp | None] = Field(default_factory=dict)
     response: Response | None = None
     tool_calls: list[ToolCall] | None = None
     usage: Usage | None = None
     """Token usage (input, output) where known; never scored."""
+    working_s: float | None = Field(default=None, ge=0, le=MAX_WORKING_S, allow_inf_nan=False)
+    """Seconds the system worked on the run as its source recorded them (Inspect's
+    ``working_time``: without waiting on rate limits and queues); its own metric beside E2E
+    (docs/methodology.md §4 "Timing")."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Free-form facts about the run (e.g. an imported log's own timings); never scored."""
 
     @model_validator(mode="after")
-    def _delivered_has_response(self) -> Run:
+    def _status_fields(self) -> Run:
         if self.status == "delivered" and self.response is None:
             raise ValueError("a delivered run needs a 'response'")
+        if self.status == "limit" and self.limit is None:
+            raise ValueError("a run of status 'limit' needs a 'limit' (its type and value)")
+        if self.status != "limit" and self.limit is not None:
+            raise ValueError("'limit' is recorded only on a run of status 'limit'")
         return self
 
 
@@ -601,6 +625,14 @@ class StopSummary(_Out):
     waiting_s: Summary
 
 
+class LimitSummary(StopSummary):
+    """Runs stopped by a limit of the source's own (docs/methodology.md §4 "Limits"): count
+    and rate over attempted primary runs, the count per limit type, and the time to the
+    limit (stopped - submitted), never a latency sample."""
+
+    by_type: dict[str, int] = Field(default_factory=dict)
+
+
 class OrderViolation(_Out):
     """Two events of one run in an impossible order: ``then`` came ``seconds`` (< 0) after
     ``first``. The pair is no sample of any metric; the run keeps its answer and scores."""
@@ -637,7 +669,12 @@ class Timing(_Out):
     per_question_median_s: dict[str, float | None]
     events: dict[str, Summary]
     platform_e2e_s: LabelledSummary | None
+    working_s: Summary
+    """Working time of delivered runs as their source recorded it (Inspect's
+    ``working_time``: the agent's own work, without waiting on rate limits and queues); its
+    own metric, never a stand-in for E2E."""
     timeouts: StopSummary
+    limits: LimitSummary
     failures: StopSummary
 
 
@@ -655,6 +692,9 @@ class ToolCalls(_Out):
     delivered: int
     coverage: float | None
     per_run: Summary
+    """Unique call ids per exposed run (what the standard counts)."""
+    recorded_per_run: Summary
+    """Calls as recorded per exposed run (ids repeated or not), beside the unique count."""
     unique_calls: int
     recorded_calls: int
     runs_with_repeated_ids: int

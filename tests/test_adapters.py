@@ -180,3 +180,30 @@ def test_an_eval_with_members_outside_the_archive_is_refused(tmp_path: Path) -> 
         dst.writestr("../escape.json", "{}")
     with pytest.raises(InputError, match=r"member name\(s\) outside the archive"):
         gk.read_inspect(evil)
+
+
+def test_tau2_limits_and_stated_trials(tmp_path: Path) -> None:
+    """A simulation that ends at max_steps is a limit (type steps, value info.max_steps = 200),
+    graded by its reward; R is the file's info.num_trials (4), stated, not inferred."""
+    import grade_kit as gk
+
+    source = sorted(TAU2.glob("*.json"))[0]
+    data = json.loads(source.read_text(encoding="utf-8"))
+    sim = data["simulations"][0]
+    sim["termination_reason"] = "max_steps"
+    reward = float(sim["reward_info"]["reward"])
+    path = tmp_path / "tau2.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    imported = import_tau2_bench(path)
+    run = next(r for r in imported.runs if r.repeat == sim["trial"] + 1)
+    assert run.status == "limit" and run.limit is not None
+    assert (run.limit.type, run.limit.value, run.error) == ("steps", 200.0, None)
+    assert "stopped" in run.events and "received" not in run.events
+    assert [g.run_id for g in imported.grades].count(run.run_id) == 1
+    ev = gk.evaluate(gk.read_tau_bench(path))
+    assert (ev.results.plan.repeats, ev.results.plan.inferred) == (4, False)
+    assert "info.num_trials" in ev.results.plan.rule
+    timing = ev.results.setups[run.setup].timing
+    assert (timing.limits.count, timing.limits.by_type, timing.e2e_s.n) == (1, {"steps": 1}, 3)
+    row = ev.runs.filter(pl.col("run_id") == run.run_id).row(0, named=True)
+    assert row["grade"] == ("resolved" if reward >= 1 else "unresolved")

@@ -79,12 +79,12 @@ def test_a_hundred_thousand_runs_stay_under_the_row_limit() -> None:
     rnd = random.Random(3)
     runs = pl.DataFrame({
         "setup": [f"s{i % 4}" for i in range(100_000)],
-        "is_primary": [True] * 100_000,
+        "is_primary": [True] * 100_000, "status": ["delivered"] * 100_000,
         "e2e_s": [rnd.lognormvariate(1, 0.5) for _ in range(100_000)],
         "tool_calls": [rnd.randint(0, 6) for _ in range(100_000)]})
     timing = pl.DataFrame({"setup": [f"s{i}" for i in range(4)], "subset": ["all"] * 4,
                            "e2e_n": [25_000] * 4, "e2e_p50": [2.7] * 4, "e2e_p90": [5.1] * 4,
-                           "timeouts": [0] * 4, "failures": [0] * 4})
+                           "timeouts": [0] * 4, "limits": [0] * 4, "failures": [0] * 4})
     latency = _spec(charts.latency_chart(runs, timing))
     assert _rows(latency) <= 4 * charts.ECDF_POINTS + 8
     ecdf = next(v for v in latency["datasets"].values() if "fraction" in v[0])

@@ -61,7 +61,7 @@ def _value(rng: random.Random, depth: int = 0) -> Any:
 
 
 def _run(rng: random.Random, i: int) -> dict[str, Any]:
-    status = rng.choice(["delivered"] * 6 + ["timeout", "failed", "cancelled"])
+    status = rng.choice(["delivered"] * 6 + ["timeout", "limit", "failed", "cancelled"])
     record: dict[str, Any] = {
         "run_id": f"r{i}", "setup": rng.choice(["a", "b", "c"]), "task_id": rng.choice(TASKS),
         "repeat": rng.randint(1, 400), "status": status,
@@ -102,6 +102,15 @@ def _run(rng: random.Random, i: int) -> dict[str, Any]:
                                                                        "other", None]),
                                               "resumed": rng.choice([True, False, 1])},
                               "extra": _value(rng)}
+    if status == "limit" or rng.random() < 0.02:
+        record["limit"] = rng.choice([
+            {"type": "message", "value": 30}, {"type": "time", "value": 1.5},
+            {"type": "token"}] * 4 + [
+            {"type": "", "value": 1}, {"type": "cost", "value": -1},
+            {"type": "working", "value": True}, None, "message"])
+    if rng.random() < 0.2:
+        record["working_s"] = rng.choice([0, 66.2, -0.0, None, 12] * 3
+                                         + [-1, 1e10, True, "5", 2**70])
     if rng.random() < 0.1:
         record["unknown_field"] = _value(rng)
     return record

@@ -141,7 +141,7 @@ def test_a_verdict_msgspec_cannot_read_is_read_back_as_the_reference_path_reads_
     it): the same records read in parallel (their models read back from the lines)."""
     files = _hostile_files(tmp_path)
     lines = [json.dumps({"run_id": f"r{i}", "dimension": "evidence_linkage", "score": 0.5,
-                         "judge": "j", "provenance": {"n": 10**30 if i == 3 else i}})
+                         "judge": "j", "provenance": {"n": 10**30 if i % 3 == 0 else i}})
              for i in range(40)]
     (tmp_path / "judgements.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     tasks = [Task(task_id=t, prompt="q") for t in TASKS[:-1]]

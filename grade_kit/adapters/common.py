@@ -24,6 +24,9 @@ class Imported:
     notes: list[str] = field(default_factory=list)
     label: str = ""
     """Names the source (its file name); used to tell apart logs that would collide."""
+    stated_repeats: dict[str, int] = field(default_factory=dict)
+    """R as each source states it (what states it -> R), for the plan (docs/methodology.md
+    §4 "Rates")."""
 
 
 def grade_for_outcome(run_id: str, outcome: str, grader: str, reason: str) -> Grade:
@@ -71,6 +74,7 @@ def merge_imported(parts: list[Imported]) -> Imported:
         out.runs.extend(part.runs)
         out.grades.extend(part.grades)
         out.notes.extend(part.notes)
+        out.stated_repeats.update(part.stated_repeats)
     return out
 
 
@@ -109,4 +113,5 @@ def to_inputs(imported: Imported) -> Inputs:
     return Inputs(tasks=inputs.tasks, runs=inputs.runs, judgements=inputs.judgements,
                   grades=inputs.grades, rejected=inputs.rejected,
                   warnings=[*inputs.warnings, *notes], run_lines=inputs.run_lines,
-                  files=inputs.files, notes=list(dict.fromkeys(imported.notes)))
+                  files=inputs.files, notes=list(dict.fromkeys(imported.notes)),
+                  stated_repeats=dict(imported.stated_repeats))

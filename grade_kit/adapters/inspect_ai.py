@@ -1,22 +1,27 @@
 """Inspect AI logs (``.eval`` zip or ``.json``) -> tasks, runs and grades.
 
-Mapping: setup = ``eval.model``; task = ``<eval.task>/<sample.id>`` with the sample's input as
-prompt and its target as reference; repeat = epoch. submitted = the sample's first event
-(``sample_init`` or its span); received = the start of scoring (the first scorer span/step),
-when the answer was ready; ``model_text_finished`` = the last solver model event's
-``completed``; the log's own ``total_time``/``working_time`` are kept in ``metadata``.
-A sample with ``error`` is failed; one stopped by a ``limit`` is a timeout. Tool calls come
-from ``tool`` events (with timestamps) or, failing those, the assistant messages.
-Scores: the first scorer (or the one named) maps C / 1 -> resolved, P / 0 < v < 1 -> partially
-resolved, I / 0 -> unresolved; a model-graded scorer makes the grader a model.
+Mapping (docs/adapters.md): setup = ``eval.model``; task = ``<eval.task>/<sample.id>`` with
+the sample's input as prompt and its target as reference; repeat = epoch, and R as the log
+states it (``eval.config.epochs``). Timing by the log's own structure: submitted = the
+solver's start after set-up, received = the start of scoring after the solver finished (a
+score inside the solver is never the end), runner_finished = the solver's end,
+model_text_finished = the last solver model event's end; ``working_s`` = the log's working
+clock (events' ``working_start``) over the same span, so it excludes scoring as E2E does
+(the log's ``total_time`` and ``working_time``, which include it, stay in ``metadata``). A
+sample with ``error`` is failed; one stopped by a ``limit`` has status ``limit`` with the
+limit's type and value, and is graded by its score like a delivered run. Tool calls come
+from ``tool`` events (with timestamps) or, failing those, the assistant messages. Scores: the
+first scorer (or the one named) maps C / 1 -> resolved, P / 0 < v < 1 -> partially resolved,
+I / 0 -> unresolved; a model-graded scorer makes the grader a model.
 """
 
 from __future__ import annotations
 
 import json
 import zipfile
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from grade_kit.adapters.common import Imported, grade_for_outcome
 from grade_kit.schema import Run, Task
@@ -80,28 +85,104 @@ def _prompt(sample_input: Any) -> str:
     return json.dumps(sample_input)
 
 
-def _is_scoring_start(event: dict[str, Any]) -> bool:
-    kind = event.get("event")
-    if kind == "span_begin" and event.get("type") in ("scorer", "scorers"):
-        return True
-    if kind == "step" and event.get("action") == "begin" and event.get("type") == "scorer":
-        return True
-    return kind == "score"
+def _instant(event: dict[str, Any]) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(event.get("timestamp")))
+    except ValueError:
+        return None
 
 
-def _events(sample: dict[str, Any]) -> dict[str, str | None]:
-    events = [e for e in sample.get("events") or [] if e.get("timestamp")]
-    if not events:
-        return {}
-    out: dict[str, str | None] = {"submitted": events[0]["timestamp"]}
-    scoring = next((e for e in events if _is_scoring_start(e)), None)
+def _begins(event: dict[str, Any], kinds: tuple[str, ...]) -> bool:
+    """A span or step of one of ``kinds`` begins (spans: Inspect 0.3.7x on; steps: before)."""
+    if event.get("event") == "span_begin":
+        return event.get("type") in kinds
+    return (event.get("event") == "step" and event.get("action") == "begin"
+            and event.get("type") in kinds)
+
+
+def _phases(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The events that bound the sample's solver and scoring phases, by the log's own
+    structure (docs/adapters.md "Inspect timing"):
+
+    - ``start``: the solvers span's begin; else the first solver span or step; else the last
+      ``sample_init`` (the one after sandbox set-up); else the first event.
+    - ``solver_end``: the solvers span's end; else the last end of a solver span or step.
+    - ``scoring``: the scorers span's begin; else the first scorer span or step at or after
+      the solver's end; else the first ``score`` event not marked intermediate at or after
+      it. A score inside the solver (an agent scoring its own submissions) is never it.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    spans = {e.get("id"): e.get("type") for e in events if e.get("event") == "span_begin"}
+    solvers = next((e for e in events if _begins(e, ("solvers",))), None)
+    solver = next((e for e in events if _begins(e, ("solver",))), None)
+    inits = [e for e in events if e.get("event") == "sample_init"]
+    start = solvers or solver or (inits[-1] if inits else None) or events[0]
+    out["start"] = start
+    if solvers is not None:
+        ends = [e for e in events if e.get("event") == "span_end"
+                and e.get("id") == solvers.get("id")]
+    else:
+        ends = [e for e in events
+                if (e.get("event") == "span_end" and spans.get(e.get("id")) == "solver")
+                or (e.get("event") == "step" and e.get("action") == "end"
+                    and e.get("type") == "solver")]
+    if ends:
+        out["solver_end"] = ends[-1]
+    floor = _instant(ends[-1]) if ends else None
+
+    def after_solver(event: dict[str, Any]) -> bool:
+        at = _instant(event)
+        return floor is None or (at is not None and at >= floor)
+
+    scoring = (next((e for e in events if _begins(e, ("scorers",))), None)
+               or next((e for e in events if _begins(e, ("scorer",)) and after_solver(e)),
+                       None)
+               or next((e for e in events if e.get("event") == "score"
+                        and e.get("intermediate") is not True and after_solver(e)), None))
     if scoring is not None:
-        out["received"] = scoring["timestamp"]
-        solver_models = [e for e in events if e.get("event") == "model"
-                         and e["timestamp"] < scoring["timestamp"] and e.get("completed")]
-        if solver_models:
-            out["model_text_finished"] = solver_models[-1]["completed"]
+        out["scoring"] = scoring
     return out
+
+
+def _working(start: dict[str, Any], end: dict[str, Any] | None) -> float | None:
+    """The working clock between two events (their ``working_start``): the agent's own
+    work over exactly E2E's span, without waiting on rate limits and queues. None when
+    either lacks it, or the start is no solver event (the set-up's events carry another
+    clock)."""
+    if end is None or not _begins(start, ("solvers", "solver")):
+        return None
+    a, b = start.get("working_start"), end.get("working_start")
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (a, b)):
+        return None
+    seconds = round(float(b) - float(a), 6)  # to the microsecond
+    return seconds if seconds >= 0 else None
+
+
+def _timing(sample: dict[str, Any]) -> tuple[dict[str, str | None], float | None]:
+    """The run's events: submitted (the solver's start, after set-up), received (the start
+    of scoring after the solver finished), runner_finished (the solver's end) and
+    model_text_finished (the last solver model event's end); and its working seconds over
+    the same span (:func:`_working`)."""
+    events = [e for e in sample.get("events") or []
+              if isinstance(e, dict) and e.get("timestamp") and _instant(e) is not None]
+    if not events:
+        return {}, None
+    phases = _phases(events)
+    out: dict[str, str | None] = {"submitted": phases["start"]["timestamp"]}
+    end = phases.get("scoring") or phases.get("solver_end")
+    if "scoring" in phases:
+        out["received"] = phases["scoring"]["timestamp"]
+    if end is not None:
+        bound = _instant(end)
+        assert bound is not None
+        finished = [e["completed"] for e in events if e.get("event") == "model"
+                    and e.get("completed") and _instant(e) is not None
+                    and cast(datetime, _instant(e)) <= bound]
+        if finished:
+            out["model_text_finished"] = finished[-1]
+        out["runner_finished"] = (phases["solver_end"]["timestamp"]
+                                  if "solver_end" in phases else None)
+    return out, _working(phases["start"], phases.get("scoring"))
 
 
 def _tool_calls(sample: dict[str, Any]) -> list[dict[str, Any]]:
@@ -140,6 +221,39 @@ def _outcome(value: Any) -> str | None:
     return None
 
 
+TOTAL_TIME_SLACK_S = 0.1
+"""How far E2E may exceed the log's own ``total_time`` (which also covers set-up and
+scoring) before the run is listed in a note as inconsistent."""
+
+
+def _limit(sample: dict[str, Any]) -> dict[str, Any] | None:
+    """The sample's ``limit`` (``{type, limit}``) as a run's ``limit`` (type and value)."""
+    limit = sample.get("limit")
+    if not limit:
+        return None
+    if isinstance(limit, dict):
+        value = limit.get("limit")
+        number = (float(value) if isinstance(value, int | float) and not isinstance(value, bool)
+                  and value >= 0 else None)
+        return {"type": str(limit.get("type") or "unknown"), "value": number}
+    return {"type": str(limit), "value": None}
+
+
+def _seconds(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return None
+
+
+def _stated_epochs(header: dict[str, Any]) -> int | None:
+    """R as the log states it: ``eval.config.epochs`` (absent in logs that left the
+    default; then R is inferred)."""
+    config = (header.get("eval") or {}).get("config") or {}
+    epochs = config.get("epochs") if isinstance(config, dict) else None
+    return epochs if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs >= 1 \
+        else None
+
+
 def import_inspect(path: Path | str, setup: str | None = None,
                    scorer: str | None = None) -> Imported:
     """Convert one Inspect log.
@@ -155,11 +269,16 @@ def import_inspect(path: Path | str, setup: str | None = None,
     setup = setup or str(ev.get("model") or path.stem)
     task_name = str(ev.get("task") or path.stem)
     out = Imported(label=path.name, notes=[
-        f"{path.name}: submitted = first sample event, received = start of scoring; "
-        "total_time and working_time kept in run metadata",
+        f"{path.name}: submitted = the solver's start after set-up, received = the start of "
+        "scoring after the solver finished (intermediate scores inside the solver are not "
+        "the end); working_s = the working clock (working_start) over the same span; the "
+        "log's total_time and working_time (both with set-up or scoring) kept in metadata",
         f"{path.name}: scores C/1 -> resolved, P -> partially resolved, I/0 -> unresolved "
-        "(no material error is claimed)",
+        "(no material error is claimed); a run stopped by a limit is graded by its score",
     ])
+    epochs = _stated_epochs(header)
+    if epochs is not None:
+        out.stated_repeats[f"{path.name} (Inspect eval.config.epochs)"] = epochs
     status = header.get("status")
     if status in ("cancelled", "error"):
         err = header.get("error") or {}
@@ -169,6 +288,7 @@ def import_inspect(path: Path | str, setup: str | None = None,
                          + f"; its {len(samples)} samples are imported, and samples it never "
                          "ran are not in it")
     tasks: dict[str, Task] = {}
+    inconsistent: list[str] = []
     for sample in samples:
         task_id = f"{task_name}/{sample.get('id')}"
         if task_id not in tasks:
@@ -180,33 +300,47 @@ def import_inspect(path: Path | str, setup: str | None = None,
         epoch = int(sample.get("epoch") or 1)
         run_id = f"{ev.get('run_id') or ev.get('eval_id') or path.stem}/{task_id}/epoch-{epoch}"
         error = sample.get("error")
-        limit = sample.get("limit")
-        status = "failed" if error else ("timeout" if limit else "delivered")
-        events = _events(sample)
-        if status != "delivered" and "received" in events:
-            events["stopped"] = events.pop("received")
+        limit = _limit(sample)
+        status = "failed" if error else ("limit" if limit else "delivered")
+        events, working = _timing(sample)
+        if status != "delivered":
+            events["stopped"] = events.pop("received", None) or events.get("runner_finished")
         choices = (sample.get("output") or {}).get("choices") or []
         answer = _text(choices[0].get("message", {}).get("content")) if choices else ""
+        total = _seconds(sample.get("total_time"))
         run = Run.model_validate({
             "run_id": run_id, "setup": setup, "task_id": task_id, "repeat": epoch,
             "status": status,
             "error": None if not error else str(error.get("message", error)
                                                 if isinstance(error, dict) else error),
+            "limit": limit if status == "limit" else None,
             "events": events,
-            "response": {"text": answer} if status == "delivered" else None,
+            "response": {"text": answer} if status != "failed" else None,
             "tool_calls": _tool_calls(sample),
             "usage": _usage(sample),
+            "working_s": working,
             "metadata": {"source": "inspect",
                          "clock": {"source": "the Inspect runner's event timestamps",
                                    "precision": "as logged"},
-                         "total_time": sample.get("total_time"),
-                         "working_time": sample.get("working_time"),
-                         "limit": limit},
+                         "total_time": total,
+                         "working_time": _seconds(sample.get("working_time"))},
         })
         out.runs.append(run)
+        if status == "delivered" and total is not None and "received" in events:
+            e2e = (datetime.fromisoformat(str(events["received"]))
+                   - datetime.fromisoformat(str(events["submitted"]))).total_seconds()
+            if e2e > total + TOTAL_TIME_SLACK_S:
+                inconsistent.append(f"{task_id} epoch {epoch} (E2E {e2e:.3f} s > total_time "
+                                    f"{total:.3f} s)")
+        last_model = events.get("model_text_finished")
+        if (status == "delivered" and last_model and events.get("received")
+                and datetime.fromisoformat(last_model)
+                > datetime.fromisoformat(str(events["received"]))):
+            inconsistent.append(f"{task_id} epoch {epoch} (received before the solver's last "
+                                "model call ended)")
         scores = sample.get("scores") or {}
         name = scorer if scorer in scores else next(iter(scores), None)
-        if status == "delivered" and name is not None:
+        if status != "failed" and name is not None:
             value = scores[name].get("value") if isinstance(scores[name], dict) else None
             outcome = _outcome(value)
             if outcome is not None:
@@ -216,5 +350,12 @@ def import_inspect(path: Path | str, setup: str | None = None,
             else:
                 out.notes.append(f"{path.name}: sample {task_id} epoch {epoch}: score "
                                  f"{value!r} has no grade mapping; left ungraded")
+    if inconsistent:
+        out.notes.append(f"{path.name}: {len(inconsistent)} run(s) whose events disagree with "
+                         "the log's own figures (E2E above total_time, which includes set-up "
+                         f"and scoring, by more than {TOTAL_TIME_SLACK_S} s; or received "
+                         "before the solver's last model call ended): "
+                         + "; ".join(inconsistent[:10])
+                         + (" ..." if len(inconsistent) > 10 else ""))
     out.tasks = list(tasks.values())
     return out

@@ -28,7 +28,10 @@ __all__ = ["import_tau2_bench", "import_tau_bench", "import_tau_file"]
 
 KNOWN_DOMAINS = ("airline", "retail", "telecom", "mock")
 DELIVERED_TERMINATIONS = {"user_stop", "agent_stop", "transfer", "user_transfer"}
-TIMEOUT_TERMINATIONS = {"max_steps", "max_turns", "timeout"}
+LIMIT_TERMINATIONS = {"max_steps": ("steps", "max_steps"), "max_turns": ("turns", None)}
+"""tau2 terminations by a limit of the harness: the limit's type, and the ``info`` key that
+holds its value."""
+TIMEOUT_TERMINATIONS = {"timeout"}
 
 
 def _outcome(reward: float) -> str:
@@ -141,7 +144,7 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
         f"{path.name}: tau2 timestamps are naive; read as {assume_tz} (an assumption)",
         f"{path.name}: submitted = start_time, received = end_time of each simulation",
         f"{path.name}: reward 1 -> resolved, 0 < reward < 1 -> partially resolved, else "
-        "unresolved",
+        "unresolved; a run stopped by max_steps or max_turns is a limit, graded by its reward",
     ])
     prompts = {}
     for task in data.get("tasks") or []:
@@ -158,8 +161,15 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
         trial = int(sim.get("trial", 0))
         run_id = f"{setup}/{task_id}/trial-{trial}"
         termination = str(sim.get("termination_reason") or "")
+        limit = None
         if termination in DELIVERED_TERMINATIONS:
             status = "delivered"
+        elif termination in LIMIT_TERMINATIONS:
+            status = "limit"
+            kind, key = LIMIT_TERMINATIONS[termination]
+            value = info.get(key) if key else None
+            limit = {"type": kind, "value": float(value) if isinstance(value, int | float)
+                     and not isinstance(value, bool) and value >= 0 else None}
         elif termination in TIMEOUT_TERMINATIONS:
             status = "timeout"
         else:
@@ -184,10 +194,11 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
         reward = float((sim.get("reward_info") or {}).get("reward") or 0.0)
         run = Run.model_validate({
             "run_id": run_id, "setup": setup, "task_id": task_id, "repeat": trial + 1,
-            "status": status, "error": None if status == "delivered" else termination,
-            "events": events,
-            "response": {"text": _last_assistant_text(messages)} if status == "delivered"
-            else None,
+            "status": status,
+            "error": None if status in ("delivered", "limit") else termination,
+            "limit": limit, "events": events,
+            "response": {"text": _last_assistant_text(messages)}
+            if status in ("delivered", "limit") else None,
             "tool_calls": calls,
             "metadata": {"source": "tau2-bench",
                          "clock": {"source": "tau2 simulation start_time/end_time (naive, "
@@ -197,9 +208,12 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
                          "duration_s": sim.get("duration")},
         })
         out.runs.append(run)
-        if status == "delivered":
+        if status in ("delivered", "limit"):
             out.grades.append(grade_for_outcome(run_id, _outcome(reward),
                                                 "tau2-bench reward", f"reward {reward:g}"))
+    trials = info.get("num_trials")
+    if isinstance(trials, int) and not isinstance(trials, bool) and trials >= 1:
+        out.stated_repeats[f"{path.name} (tau2 info.num_trials)"] = trials
     out.tasks = list(tasks.values())
     return out
 

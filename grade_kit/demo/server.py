@@ -1,7 +1,10 @@
 """The simulated setups as a real OpenAI-compatible server on 127.0.0.1 (``grade-kit
 demo-server``).
 
-- ``GET /v1/models`` lists the setups (careful, hasty, erratic) as models.
+- ``GET /v1/models`` lists the setups (careful, hasty, erratic) and ``judge`` as models;
+  ``GET /v1/models/<id>`` returns one. Every reply, streamed or not, has the shape of the
+  official ``openai`` client's strict types (``ChatCompletion``, ``ChatCompletionChunk``,
+  ``Model``), usage with ``total_tokens`` included (tests/test_openai_client.py).
 - ``POST /v1/chat/completions`` answers a fixture task (found by its prompt) as the setup
   named by ``model`` would, on repeat ``seed`` (default 1): the same answer, timing, tool-call
   count and fault as the recorded fixture runs (:func:`grade_kit.demo.record.simulate_run`), so
@@ -13,7 +16,7 @@ demo-server``).
 - ``POST /agent/<setup>`` is a generic HTTP agent: the same answers as server-sent events
   (progress, tool calls, tokens, a channel event, final).
 - The ``judge`` model answers grade_kit's judge, grader, pairwise and claim prompts
-  (:mod:`grade_kit.demo.judge_model`).
+  (:mod:`grade_kit.demo.judge_model`), streamed when asked, with usage.
 - Latencies are the recorded ones times ``latency_scale`` (the demo uses 0.02), or one fixed
   latency for benchmarks (``faults=False`` then answers every slot).
 
@@ -71,8 +74,15 @@ class _Drop(Exception):
     """Drop the connection without a reply (a recorded fault)."""
 
 
-def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": {"message": message}}, status=status)
+def _error(status: int, message: str, kind: str = "invalid_request_error") -> web.Response:
+    """An error body in the OpenAI shape (``error.message``, ``type``, ``param``, ``code``)."""
+    return web.json_response({"error": {"message": message, "type": kind, "param": None,
+                                        "code": None}}, status=status)
+
+
+MODELS_CREATED = 1767225600
+"""The ``created`` time every demo model reports (2026-01-01T00:00:00Z): fixed, so replies
+are reproducible."""
 
 
 class DemoServer:
@@ -131,6 +141,7 @@ class DemoServer:
     def _app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/v1/models/{model}", self._model)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/agent/{setup}", self._agent)
         return app
@@ -225,10 +236,20 @@ class DemoServer:
         return [self._record(task, setup, repeat) for setup in SETUPS
                 for task in self.tasks.values() for repeat in range(1, DEMO_REPEATS + 1)]
 
+    @staticmethod
+    def _model_entry(name: str) -> dict[str, Any]:
+        return {"id": name, "object": "model", "created": MODELS_CREATED,
+                "owned_by": "grade_kit-demo"}
+
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [
-            {"id": name, "object": "model", "owned_by": "grade_kit-demo"}
-            for name in [*SETUPS, JUDGE_MODEL]]})
+            self._model_entry(name) for name in [*SETUPS, JUDGE_MODEL]]})
+
+    async def _model(self, request: web.Request) -> web.Response:
+        name = request.match_info["model"]
+        if name not in (*SETUPS, JUDGE_MODEL):
+            return _error(404, f"The model '{name}' does not exist", "model_not_found")
+        return web.json_response(self._model_entry(name))
 
     @staticmethod
     async def _body(request: web.Request) -> dict[str, Any] | None:
@@ -244,7 +265,7 @@ class DemoServer:
             return _error(400, "the body is not JSON")
         try:
             if body.get("model") == JUDGE_MODEL:
-                return await self._judge(body)
+                return await self._judge(request, body)
             return await self.answer(request, body)
         except _Drop:
             _drop(request)
@@ -260,9 +281,10 @@ class DemoServer:
             _drop(request)
             raise web.HTTPInternalServerError() from None
 
-    async def _judge(self, body: dict[str, Any]) -> web.Response:
+    async def _judge(self, request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
         """The demo judge model (:mod:`grade_kit.demo.judge_model`): deterministic verdicts
-        on judge, grader, pairwise and claim prompts, like a temperature-0 model."""
+        on judge, grader, pairwise and claim prompts, like a temperature-0 model; streamed
+        when asked, with usage, like every other model."""
         content = str(((body.get("messages") or [{}])[-1] or {}).get("content") or "")
         loop = asyncio.get_running_loop()
         try:  # the first grader prompt grades every recorded answer: off the event loop
@@ -273,11 +295,7 @@ class DemoServer:
             why = "the judge model answers grade_kit's judge, grader and claim prompts"
         if verdict is None:
             return _error(400, why)
-        return web.json_response({"id": "chatcmpl-judge", "object": "chat.completion",
-                                  "created": int(time.time()), "model": JUDGE_MODEL,
-                                  "choices": [{"index": 0, "finish_reason": "stop",
-                                               "message": {"role": "assistant",
-                                                           "content": json.dumps(verdict)}}]})
+        return await self._send(request, body, JUDGE_MODEL, content=json.dumps(verdict))
 
     async def _slot(self, task: Task, setup: str, repeat: object, *, may_drop: bool,
                     what: str) -> tuple[dict[str, Any], float, float] | web.Response:
@@ -391,6 +409,7 @@ class DemoServer:
                                       for m in body.get("messages") or []
                                       if isinstance(m, dict)),
                  "completion_tokens": max(1, len(content) // 4)}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         finish = "tool_calls" if tool_calls else "stop"
         await asyncio.sleep(delay)
         if not body.get("stream"):

@@ -66,7 +66,9 @@ def _pct(count: int, rate: float | None) -> str:
 
 def _grade_sections(results: Results) -> list[str]:
     r_ = results.plan.repeats
-    plan = "given" if not results.plan.inferred else "inferred; pass --repeats to state it"
+    plan = ("inferred; pass --repeats to state it" if results.plan.inferred
+            else "stated by the source" if results.plan.rule.startswith("stated")
+            else "given")
     lines = ["", f"## Grades (N = questions × {r_} repeats; R {plan})", "",
              "Every rate divides by N; the six counts sum to N. Graded coverage = the four "
              "grades / N. Stable resolution = questions resolved in all R repeats. "
@@ -101,17 +103,29 @@ def _timing_sections(results: Results) -> list[str]:
         "received − submitted"]
     lines = ["", "## Timing (seconds)", "",
              f"E2E = {md_cell('; '.join(definitions))}, delivered primary runs carrying "
-             "both; P90 is nearest-rank. Timeouts and failures are never latency samples: "
-             "their waiting time (stopped − submitted) is reported apart.", ""]
+             "both; P90 is nearest-rank. Timeouts, limits (a limit of the source's own, "
+             "such as a message limit) and failures are never latency samples: their "
+             "waiting time (stopped − submitted) is reported apart.", ""]
     rows = []
     for name, s in results.setups.items():
         t = s.timing
         e = t.e2e_s
+        limits = _pct(t.limits.count, t.limits.rate) + (
+            f" ({', '.join(f'{k} {n}' for k, n in t.limits.by_type.items())})"
+            if t.limits.by_type else "")
         rows.append([name, e.n, e.mean, e.p50, e.p90, e.min, e.max, t.missing_timestamps,
-                     t.e2e_out_of_order, _pct(t.timeouts.count, t.timeouts.rate),
+                     t.e2e_out_of_order, _pct(t.timeouts.count, t.timeouts.rate), limits,
                      _pct(t.failures.count, t.failures.rate)])
     lines += _table(["setup", "n", "mean", "P50", "P90", "min", "max", "no timestamps",
-                     "out of order", "timeouts", "failures"], rows)
+                     "out of order", "timeouts", "limits", "failures"], rows)
+    working = [[name, s.timing.working_s.n, s.timing.working_s.mean, s.timing.working_s.p50,
+                s.timing.working_s.p90, s.timing.e2e_s.p50]
+               for name, s in results.setups.items() if s.timing.working_s.n]
+    if working:
+        lines += ["", "Working time (seconds) as the source recorded it: the system's own "
+                  "work, without waiting on rate limits and queues; its own metric beside "
+                  "E2E:", ""]
+        lines += _table(["setup", "n", "mean", "P50", "P90", "E2E P50"], working)
     rows = []
     for name, s in results.setups.items():
         t = s.timing
@@ -123,7 +137,8 @@ def _timing_sections(results: Results) -> list[str]:
         if t.platform_e2e_s is not None:
             p = t.platform_e2e_s
             rows.append([name, "platform E2E (proxy)", p.n, p.mean, p.p50, p.p90])
-        for kind, stop in (("timeouts", t.timeouts), ("failures", t.failures)):
+        for kind, stop in (("timeouts", t.timeouts), ("limits", t.limits),
+                           ("failures", t.failures)):
             w = stop.waiting_s
             if w.n:
                 rows.append([name, f"{kind}: waiting (stopped − submitted)", w.n, w.mean,
@@ -163,10 +178,11 @@ def _timing_sections(results: Results) -> list[str]:
         tc = s.tool_calls
         pr = tc.per_run
         rows.append([name, f"{tc.runs_exposed}/{tc.delivered}", tc.coverage, pr.mean, pr.p50,
-                     pr.p90, pr.max, tc.unique_calls, tc.recorded_calls,
-                     tc.runs_with_repeated_ids, tc.span_s.p50])
-    lines += _table(["setup", "exposed", "coverage", "mean/run", "P50", "P90", "max",
-                     "unique ids", "recorded", "runs reusing ids", "span P50"], rows)
+                     pr.p90, pr.max, tc.recorded_per_run.mean, tc.unique_calls,
+                     tc.recorded_calls, tc.runs_with_repeated_ids, tc.span_s.p50])
+    lines += _table(["setup", "exposed", "coverage", "unique/run", "P50", "P90", "max",
+                     "recorded/run", "unique ids", "recorded", "runs reusing ids", "span P50"],
+                    rows)
     return lines
 
 

@@ -79,6 +79,49 @@ def missing_dimension_warnings(setups: dict[str, SetupResults]) -> list[WarningI
     return out
 
 
+def repeated_id_warnings(setups: dict[str, SetupResults]) -> list[WarningItem]:
+    """One warning per setup whose runs reuse a tool-call id (docs/methodology.md §4 "Tool
+    calls"): more calls recorded than unique ids, with the share of runs affected, so the
+    unique count the standard uses never hides the calls made."""
+    out = []
+    for name, s in setups.items():
+        tc = s.tool_calls
+        if tc.runs_with_repeated_ids:
+            out.append(WarningItem(message=(
+                f"{name!r}: tool-call ids repeat within {tc.runs_with_repeated_ids} of "
+                f"{tc.runs_exposed} runs ({tc.runs_with_repeated_ids / tc.runs_exposed:.0%}): "
+                f"{tc.recorded_calls} calls recorded under {tc.unique_calls} unique ids; tool "
+                "calls per run count unique ids, so where the source reuses ids for distinct "
+                f"calls they undercount (recorded per run: mean "
+                f"{_figure(tc.recorded_per_run.mean)}, unique: {_figure(tc.per_run.mean)})")))
+    return out
+
+
+MOSTLY_WAITING = 2.0
+"""A setup whose E2E P50 exceeds this multiple of its working-time P50 is warned about as
+mostly waiting (docs/methodology.md §4 "Timing")."""
+
+
+def waiting_warnings(setups: dict[str, SetupResults]) -> list[WarningItem]:
+    """One warning per setup whose E2E P50 is more than :data:`MOSTLY_WAITING` times its
+    working-time P50: most of its end-to-end time was spent waiting (rate limits, queues),
+    so E2E compares the waits more than the systems."""
+    out = []
+    for name, s in setups.items():
+        e2e, working = s.timing.e2e_s.p50, s.timing.working_s.p50
+        if e2e is not None and working is not None and e2e > MOSTLY_WAITING * working:
+            out.append(WarningItem(message=(
+                f"{name!r} is mostly waiting: E2E P50 {e2e:.3g} s is more than "
+                f"{MOSTLY_WAITING:g}x its working-time P50 {working:.3g} s (time the source "
+                "records as work, without waiting on rate limits and queues); compare "
+                "working time as well as E2E")))
+    return out
+
+
+def _figure(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g}"
+
+
 def build_results(scores: GradeScores, standard: StandardResults,
                   rejected: Sequence[Rejected], warnings: Sequence[WarningItem],
                   provenance: Provenance) -> Results:
@@ -123,6 +166,7 @@ def build_results(scores: GradeScores, standard: StandardResults,
         notes.append(WarningItem(message=(
             f"E2E samples come from {len(clocks)} clocks ({'; '.join(clocks)}): the skew "
             "between them is unknown; compare latencies across them with care")))
+    notes += repeated_id_warnings(out) + waiting_warnings(out)
     return Results(plan=standard.plan, setups=out, common_subset=standard.common,
                    comparisons=standard.comparisons, rejected=[r.as_reject() for r in rejected],
                    warnings=notes, provenance=provenance)

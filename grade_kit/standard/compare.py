@@ -32,6 +32,8 @@ _BLOCK_VALUES = 1 << 16
 
 METRICS = {
     "e2e_median_s": ("per-question median E2E seconds (lower is faster)", "lower"),
+    "working_median_s": ("per-question median working seconds, as the source recorded them "
+                         "(lower is faster)", "lower"),
     "tool_calls_per_run": ("per-question mean unique tool calls per run", None),
     "composite": ("GRADE task composite (higher is better)", "higher"),
 }

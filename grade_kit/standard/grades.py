@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import polars as pl
 from pydantic import TypeAdapter
 
@@ -37,14 +39,23 @@ INTERVAL_NOTE = ("95% Wilson score intervals over N; they assume independent slo
                  "narrow")
 
 
+def _number_text(value: pl.Expr) -> pl.Expr:
+    """A float as text, whole numbers without a decimal part (30, not 30.0)."""
+    whole = value.is_finite() & (value == value.floor()) & (value.abs() < 2.0**53)
+    return (pl.when(whole).then(value.cast(pl.Int64).cast(pl.String))
+            .otherwise(value.cast(pl.String)))
+
+
 def _run_grades(runs: pl.DataFrame, grades: pl.DataFrame) -> pl.DataFrame:
     joined = runs.join(grades, on="run_id", how="left")
     has_grade = pl.col("core_conclusion").is_not_null()
     pending = ((pl.col("core_conclusion") == "pending")
                | (pl.col("request_fulfilment") == "pending")
                | (pl.col("material_error") == "pending"))
+    stopped = ~pl.col("status").is_in(["delivered", "limit"])
+    limit_ungraded = (pl.col("status") == "limit") & ~has_grade
     grade = (
-        pl.when(pl.col("status") != "delivered").then(pl.lit("unresolved"))
+        pl.when(stopped | limit_ungraded).then(pl.lit("unresolved"))
         .when((pl.col("material_error") == "yes")
               | (pl.col("core_conclusion") == "material_error")).then(pl.lit("material_error"))
         .when(pending).then(pl.lit("pending_verification"))
@@ -57,10 +68,19 @@ def _run_grades(runs: pl.DataFrame, grades: pl.DataFrame) -> pl.DataFrame:
     )
     not_delivered_reason = pl.concat_str(
         [pl.col("status"), pl.lit(": "), pl.col("error").fill_null("(no error given)")])
+    limit_reason = pl.concat_str(
+        [pl.lit("limit: "), pl.col("limit_type"), pl.lit(" limit"),
+         pl.when(pl.col("limit_value").is_not_null())
+         .then(pl.format(" of {}", _number_text(pl.col("limit_value"))))
+         .otherwise(pl.lit("")),
+         pl.lit(" reached")], ignore_nulls=True)
     return joined.with_columns(
         grade=grade,
         graded=has_grade,
-        grade_reason=pl.when(pl.col("status") != "delivered").then(not_delivered_reason)
+        grade_reason=pl.when(stopped).then(not_delivered_reason)
+        .when(limit_ungraded).then(pl.concat_str([limit_reason, pl.lit(", no grade record")]))
+        .when(pl.col("status") == "limit").then(
+            pl.concat_str([limit_reason, pl.lit("; "), pl.col("reason").fill_null("graded")]))
         .when(~has_grade).then(pl.lit("no grade record"))
         .otherwise(pl.col("reason")),
     ).select(
@@ -73,7 +93,9 @@ def _run_grades(runs: pl.DataFrame, grades: pl.DataFrame) -> pl.DataFrame:
 def run_grades(runs: Frame, grades: Frame) -> Frame:
     """The grade of every run, in the grading order of docs/methodology.md §4 "Grades".
 
-    1. not delivered -> ``unresolved`` (reason kept: status and error);
+    1. timed out, failed or cancelled -> ``unresolved`` (reason kept: status and error);
+       stopped by a limit (status ``limit``) without a grade record -> ``unresolved``; with
+       one, graded by the steps below, the limit named in the reason;
     2. material_error yes, or core_conclusion material_error -> ``material_error``;
     3. any field pending -> ``pending_verification``;
     4. no grade record -> ``pending_verification`` (``graded`` false: counted as ungraded);
@@ -96,26 +118,37 @@ STRAY_SHARE = 0.05
 a stray: beyond the plan, warned about, never raising every setup's N."""
 
 
-def plan_repeats(runs: pl.DataFrame, repeats: int | None = None) -> Plan:
+def plan_repeats(runs: pl.DataFrame, repeats: int | None = None,
+                 stated: Mapping[str, int] | None = None) -> Plan:
     """R, the planned repeats per question (docs/methodology.md §4 "Rates").
 
-    Given: ``repeats``. Inferred: the largest repeat reached by more than 5% of the (setup,
-    task) pairs that have a primary run, that is, the (⌊0.05 P⌋ + 1)-th largest of the pairs'
-    highest repeats (P pairs): the largest repeat when every pair shares it, and not a stray
-    that a few pairs reach. Primary runs above R are outside the plan (``beyond_plan``).
+    Given: ``repeats``. Stated: else, when the sources state R (``stated``: what states it
+    -> R, such as an Inspect log's epochs) and all agree. Inferred: else the largest repeat
+    reached by more than 5% of the (setup, task) pairs that have a primary run, that is,
+    the (⌊0.05 P⌋ + 1)-th largest of the pairs' highest repeats (P pairs): the largest
+    repeat when every pair shares it, and not a stray that a few pairs reach. Primary runs
+    above R are outside the plan (``beyond_plan``).
     """
     if repeats is not None:
         if repeats < 1 or repeats > MAX_REPEAT:
             raise ValueError(f"repeats must be between 1 and {MAX_REPEAT:,}")
         return Plan(repeats=repeats, inferred=False, rule="given (--repeats)")
+    values = set((stated or {}).values())
+    if len(values) == 1 and 1 <= (r := values.pop()) <= MAX_REPEAT:
+        sources = "; ".join(sorted(stated or {}))
+        return Plan(repeats=r, inferred=False, rule=f"stated by the source: {sources}")
+    disagree = (" (the sources state different R: "
+                + "; ".join(f"{k} = {v}" for k, v in sorted((stated or {}).items())) + ")"
+                if len(set((stated or {}).values())) > 1 else "")
     highest = (runs.filter(pl.col("is_primary")).group_by("setup", "task_id")
                .agg(pl.col("repeat").max()).get_column("repeat").sort(descending=True))
     if highest.is_empty():
-        return Plan(repeats=1, inferred=True, rule="inferred: no primary run, so R = 1")
+        return Plan(repeats=1, inferred=True,
+                    rule=f"inferred: no primary run, so R = 1{disagree}")
     r = int(highest[int(STRAY_SHARE * highest.len())])
     return Plan(repeats=r, inferred=True, rule=(
         "inferred: the largest repeat reached by more than 5% of (setup, task) pairs "
-        "(give --repeats to fix it)"))
+        f"(give --repeats to fix it){disagree}"))
 
 
 def setup_plan(runs: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:

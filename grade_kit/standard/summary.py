@@ -4,6 +4,7 @@ it; and the comparisons of every pair of setups on all questions and on the comm
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
@@ -33,6 +34,7 @@ from grade_kit.standard.timing import (
     timing_summary,
     tool_call_summary,
     unique_tool_calls,
+    working_frame,
 )
 
 __all__ = ["StandardResults", "per_question_figures", "standard_results"]
@@ -55,8 +57,8 @@ class StandardResults:
         common: The common subset, with each setup's summaries on it.
         comparisons: Every pair of setups (B against A, alphabetical) on ``all`` and
             ``common``.
-        per_question: Per (setup, task) with a primary run in the plan: median E2E, mean
-            unique tool calls, GRADE composite; what the comparisons pair.
+        per_question: Per (setup, task) with a primary run in the plan: median E2E, median
+            working time, mean unique tool calls, GRADE composite; what the comparisons pair.
         unique_calls: :func:`~grade_kit.standard.timing.unique_tool_calls` of every run
             that exposes tools (the per-question figures and the runs frame read it).
     """
@@ -86,8 +88,9 @@ class StandardResults:
 def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
                          task_composites: pl.DataFrame | None,
                          unique_calls: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Per (setup, task) over the planned slots that a primary run fills: median E2E, mean
-    unique tool calls per exposed delivered run, and the task's GRADE composite.
+    """Per (setup, task) over the planned slots that a primary run fills: median E2E, median
+    working time, mean unique tool calls per exposed delivered run, and the task's GRADE
+    composite.
 
     Args:
         data: The evaluation's frames.
@@ -98,7 +101,8 @@ def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
             (``data.runs``), when already made; default None (made here).
 
     Returns:
-        setup, task_id, e2e_median_s, tool_calls_per_run[, composite].
+        setup, task_id, e2e_median_s[, working_median_s where some run records working
+        time], tool_calls_per_run[, composite].
     """
     if unique_calls is None:
         unique_calls = unique_tool_calls(data.runs, data.tool_calls)
@@ -109,6 +113,11 @@ def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
     per_q = filled.select("setup", "task_id").unique()
     medians = per_question_median(e2e.join(filled.select("run_id"), on="run_id"))
     per_q = per_q.join(medians, on=["setup", "task_id"], how="left")
+    working = working_frame(data.runs)
+    if working.height:  # a figure only where some source records working time
+        per_q = per_q.join(per_question_median(working.join(filled.select("run_id"),
+                                                            on="run_id"), "working_median_s"),
+                           on=["setup", "task_id"], how="left")
     calls = (filled.join(delivered_calls, on="run_id")
              .group_by("setup", "task_id").agg(tool_calls_per_run=pl.col("unique").mean()))
     per_q = per_q.join(calls, on=["setup", "task_id"], how="left")
@@ -141,7 +150,8 @@ def _reruns(graded: pl.DataFrame, e2e: pl.DataFrame, setup: str) -> list[Rerun]:
 def standard_results(data: EvalData, repeats: int | None = None,
                      task_composites: pl.DataFrame | None = None,
                      seed: int = DEFAULT_SEED, *,
-                     exclude_channel_overhead: bool = False) -> StandardResults:
+                     exclude_channel_overhead: bool = False,
+                     stated_repeats: Mapping[str, int] | None = None) -> StandardResults:
     """Grades, rates, timing and tool calls per setup, the common subset and comparisons.
 
     Args:
@@ -153,8 +163,10 @@ def standard_results(data: EvalData, repeats: int | None = None,
         seed: Seed of the comparison bootstrap (recorded with every comparison).
         exclude_channel_overhead: Subtract agent-reported channel overhead from E2E (an
             explicit, labelled option; docs/methodology.md §4 "Timing"); default False.
+        stated_repeats: R as the sources state it (what states it -> R), taken when
+            ``repeats`` is None and they agree; default None.
     """
-    plan = plan_repeats(data.runs, repeats)
+    plan = plan_repeats(data.runs, repeats, stated_repeats)
     r = plan.repeats
     setups = sorted(set(data.runs.get_column("setup").to_list()))
     task_ids = data.tasks.get_column("task_id").to_list()

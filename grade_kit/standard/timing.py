@@ -1,5 +1,5 @@
-"""End-to-end timing, other events, timeouts and failures, tool calls (docs/methodology.md §4
-"Timing", "Tool calls").
+"""End-to-end timing, working time, other events, timeouts, limits and failures, tool calls
+(docs/methodology.md §4 "Timing", "Limits", "Tool calls").
 
 Every figure is over primary runs in the plan (``run_ids``); re-runs are listed, never used as
 samples. A missing event is missing, never 0: each metric carries its own n.
@@ -14,6 +14,7 @@ import polars as pl
 from grade_kit.exact import seconds_between
 from grade_kit.schema import (
     LabelledSummary,
+    LimitSummary,
     OrderViolation,
     StopSummary,
     Summary,
@@ -35,6 +36,7 @@ __all__ = [
     "timing_summary",
     "tool_call_summary",
     "unique_tool_calls",
+    "working_frame",
 ]
 
 START, END, STOPPED = "submitted", "received", "stopped"
@@ -131,12 +133,27 @@ def e2e_frame(runs: pl.DataFrame, events: pl.DataFrame, *,
         pl.col("seconds") >= 0)
 
 
-def per_question_median(e2e: pl.DataFrame) -> pl.DataFrame:
-    """Per (setup, task): the median E2E across its runs (mean of the middle two), the one
-    computation of the per-question median (docs/methodology.md §4 "Timing").
+def working_frame(runs: pl.DataFrame) -> pl.DataFrame:
+    """Working time of delivered runs that carry it (``working_s``, as their source recorded
+    it; docs/methodology.md §4 "Timing"): never a stand-in for E2E.
 
     Returns:
-        setup, task_id, e2e_median_s (sorted by setup, task).
+        run_id, setup, task_id, seconds.
+    """
+    return runs.filter((pl.col("status") == "delivered") & pl.col("working_s").is_not_null()
+                       ).select("run_id", "setup", "task_id", seconds=pl.col("working_s"))
+
+
+def per_question_median(e2e: pl.DataFrame, name: str = "e2e_median_s") -> pl.DataFrame:
+    """Per (setup, task): the median of ``seconds`` across its runs (mean of the middle two),
+    the one computation of the per-question median (docs/methodology.md §4 "Timing").
+
+    Args:
+        e2e: run_id, setup, task_id, seconds (:func:`e2e_frame` or :func:`working_frame`).
+        name: The median's column; default ``e2e_median_s``.
+
+    Returns:
+        setup, task_id, ``name`` (sorted by setup, task).
     """
     ordered = pl.col("seconds").sort()
     # (lower middle + upper middle) / 2: for an odd count both are the middle value, and
@@ -144,7 +161,7 @@ def per_question_median(e2e: pl.DataFrame) -> pl.DataFrame:
     # float operation as grade_kit.standard.stats.median.
     return (e2e.group_by("setup", "task_id")
             .agg(lo=ordered.get((pl.len() - 1) // 2), hi=ordered.get(pl.len() // 2))
-            .select("setup", "task_id", e2e_median_s=(pl.col("lo") + pl.col("hi")) / 2)
+            .select("setup", "task_id", ((pl.col("lo") + pl.col("hi")) / 2).alias(name))
             .sort("setup", "task_id"))
 
 
@@ -204,8 +221,11 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
     - ``channel_overhead_s``: agent-reported channel overhead (:data:`CHANNEL`), its own
       metric; subtracted from E2E only with ``exclude_channel_overhead`` (``e2e_definition``
       says which E2E this is).
-    - ``timeouts`` / ``failures`` (failed or cancelled): count and rate over attempted runs,
-      and their waiting time (stopped - submitted) as a separate summary, never latency.
+    - ``working_s``: working time of delivered runs as their source recorded it, its own
+      metric with its own n (:func:`working_frame`).
+    - ``timeouts`` / ``limits`` (stopped by a limit of the source's, counted per type) /
+      ``failures`` (failed or cancelled): count and rate over attempted runs, and their
+      waiting time (stopped - submitted) as a separate summary, never latency.
     """
     mine = runs.filter(pl.col("run_id").is_in(pl.Series(list(run_ids), dtype=pl.String)
                                               .implode()))
@@ -239,6 +259,11 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
                            waiting_s=summarize(offsets(stopped, START, STOPPED)))
 
     timeouts, failures = waiting(["timeout"]), waiting(["failed", "cancelled"])
+    limited = mine.filter(pl.col("status") == "limit")
+    limits = LimitSummary(
+        **waiting(["limit"]).model_dump(),
+        by_type={str(kind): int(n) for kind, n in limited.group_by("limit_type").len()
+                 .sort("limit_type").iter_rows()})
     by_clock = (e2e.join(mine.select("run_id", "clock", "endpoint_offset_s"), on="run_id")
                 .with_columns(pl.col("clock").fill_null("unrecorded"))
                 .group_by("clock").agg(pl.len(), pl.col("endpoint_offset_s").drop_nulls())
@@ -267,7 +292,9 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
         platform_e2e_s=(LabelledSummary(label=PLATFORM_PROXY_LABEL,
                                         **summarize(platform).model_dump())
                         if platform else None),
+        working_s=summarize(working_frame(delivered).get_column("seconds").to_list()),
         timeouts=timeouts,
+        limits=limits,
         failures=failures,
     )
 
@@ -302,6 +329,7 @@ def tool_call_summary(runs: pl.DataFrame, tool_calls: pl.DataFrame,
         delivered=n_delivered,
         coverage=exposed.height / n_delivered if n_delivered else None,
         per_run=summarize(per_run.get_column("unique").to_list()),
+        recorded_per_run=summarize(per_run.get_column("recorded").to_list()),
         unique_calls=int(per_run.get_column("unique").sum()),
         recorded_calls=int(per_run.get_column("recorded").sum()),
         runs_with_repeated_ids=int(per_run.filter(pl.col("recorded") > pl.col("unique")).height),
