@@ -151,11 +151,10 @@ def _working(start: dict[str, Any], end: dict[str, Any] | None) -> float | None:
     clock)."""
     if end is None or not _begins(start, ("solvers", "solver")):
         return None
-    a, b = start.get("working_start"), end.get("working_start")
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (a, b)):
+    a, b = _seconds(start.get("working_start")), _seconds(end.get("working_start"))
+    if a is None or b is None or b < a:
         return None
-    seconds = round(float(b) - float(a), 6)  # to the microsecond
-    return seconds if seconds >= 0 else None
+    return round(b - a, 6)  # to the microsecond
 
 
 def _timing(sample: dict[str, Any]) -> tuple[dict[str, str | None], float | None]:
