@@ -32,6 +32,7 @@ __all__ = [
     "grade_distribution_chart",
     "latency_chart",
     "rates_chart",
+    "timing_charts",
     "tool_calls_chart",
     "track_heatmap",
 ]
@@ -48,8 +49,8 @@ ECDF_POINTS = 101
 """An ECDF is drawn at the 0th, 1st, ..., 100th percentile of each setup's sample."""
 
 
-Chart = alt.Chart | alt.LayerChart | alt.FacetChart
-"""What every builder returns: a single, layered or faceted Altair chart."""
+Chart = alt.Chart | alt.LayerChart | alt.FacetChart | alt.VConcatChart
+"""What every builder returns: a single, layered, faceted or stacked Altair chart."""
 
 
 def _polars(frame: pl.DataFrame | pd.DataFrame) -> pl.DataFrame:
@@ -209,6 +210,33 @@ def latency_chart(runs: pl.DataFrame | pd.DataFrame, timing: pl.DataFrame | pd.D
     return cast(Chart, alt.layer(lines, rules).properties(
         title=f"{title} (ECDF; dashed: P50 and nearest-rank P90; timeouts, limits and "
               "failures excluded)"))
+
+
+def _note(title: str, text: str) -> alt.Chart:
+    """A chart of one line of text: why a chart has nothing to draw (never an empty axis)."""
+    return alt.Chart(pd.DataFrame({"text": [text]}), title=title).mark_text(
+        align="left", baseline="middle", fontSize=13, x=5).encode(
+        text="text:N").properties(width=520, height=30)
+
+
+def timing_charts(runs: pl.DataFrame | pd.DataFrame,
+                  timing: pl.DataFrame | pd.DataFrame) -> Chart:
+    """The E2E latency ECDF (:func:`latency_chart`) and, below it, the working-time ECDF when
+    some delivered primary run records working time. Where a metric has no sample, one line
+    says why instead of an empty chart (runs without timestamps: no E2E)."""
+    frame = _polars(timing).filter(pl.col("subset") == "all")
+    delivered = int(frame.get_column("delivered").sum())
+    parts: list[Any] = []
+    if int(frame.get_column("e2e_n").sum()):
+        parts.append(latency_chart(runs, timing))
+    else:
+        missing = int(frame.get_column("missing_timestamps").sum())
+        parts.append(_note("E2E latency", (
+            f"No E2E sample: {missing} of {delivered} delivered runs lack a submitted or "
+            "received timestamp" if missing else f"No E2E sample: {delivered} delivered runs")))
+    if int(frame.get_column("working_n").sum()):
+        parts.append(latency_chart(runs, timing, metric="working"))
+    return cast(Chart, parts[0] if len(parts) == 1 else alt.vconcat(*parts))
 
 
 def tool_calls_chart(runs: pl.DataFrame | pd.DataFrame) -> Chart:

@@ -244,3 +244,19 @@ def test_the_latency_chart_shows_working_time(constructed: gk.Evaluation) -> Non
     assert rules == {"working_p50": 25.375, "working_p90": 41.25}
     assert all(r["limits"] == 1 for r in data if "statistic" in r)
     assert "Working time" in spec["title"]
+
+
+def test_timing_charts_show_working_time_or_say_why_there_is_no_e2e(
+        constructed: gk.Evaluation) -> None:
+    from grade_kit import charts
+
+    both = charts.timing_charts(constructed.runs, constructed.timing).to_dict()
+    titles = [part["title"] for part in both["vconcat"]]
+    assert titles[0].startswith("E2E latency") and titles[1].startswith("Working time")
+    tau = gk.evaluate(gk.read_tau_bench(ROOT / "tests" / "data" / "realdata"
+                                        / "tau_bench_gpt4o_airline"))
+    note = charts.timing_charts(tau.runs, tau.timing).to_dict()
+    assert note["mark"]["type"] == "text" and "vconcat" not in note
+    text = next(iter(note["datasets"].values()))[0]["text"]
+    assert text == ("No E2E sample: 200 of 200 delivered runs lack a submitted or received "
+                    "timestamp")
