@@ -214,9 +214,10 @@ def latency_chart(runs: pl.DataFrame | pd.DataFrame, timing: pl.DataFrame | pd.D
 
 def _note(title: str, text: str) -> alt.Chart:
     """A chart of one line of text: why a chart has nothing to draw (never an empty axis)."""
-    return alt.Chart(pd.DataFrame({"text": [text]}), title=title).mark_text(
+    chart = alt.Chart(pd.DataFrame({"text": [text]}), title=title).mark_text(
         align="left", baseline="middle", fontSize=13, x=5).encode(
         text="text:N").properties(width=520, height=30)
+    return cast(alt.Chart, chart)
 
 
 def timing_charts(runs: pl.DataFrame | pd.DataFrame,

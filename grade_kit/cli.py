@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -418,6 +419,29 @@ def _bounded(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
+def _positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above 0, or a clear usage error."""
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0, not {text!r}")
+    return value
+
+
+def _non_negative(text: str) -> float:
+    """An argparse type: a finite number at least 0, or a clear usage error."""
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of at least 0, not "
+                                         f"{text!r}")
+    return value
+
+
 def _input_arguments(parser: argparse.ArgumentParser, *, store: bool) -> None:
     """TASKS, RUNS, --judgements, --grades and --packs; with ``store``, TASKS may be a packed
     store and RUNS is then left out."""
@@ -578,9 +602,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="repeats per task (default 1)")
     fetch.add_argument("--concurrency", type=_bounded(1, 1024), default=8,
                        help="attempts in flight (default 8)")
-    fetch.add_argument("--timeout", type=float, default=600.0,
+    fetch.add_argument("--timeout", type=_positive_seconds, default=600.0,
                        help="seconds before an attempt is stopped (default 600)")
-    fetch.add_argument("--rate", type=float, default=None,
+    fetch.add_argument("--rate", type=_positive_seconds, default=None,
                        help="request starts per second (default: no limit)")
     fetch.add_argument("--api-key-env",
                        help="NAME of the environment variable holding the API key")
@@ -596,9 +620,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     server = sub.add_parser("demo-server", help="serve the demo setups on 127.0.0.1")
     server.add_argument("--port", type=_bounded(0, 65535), default=8000)
-    server.add_argument("--latency-scale", type=float, default=1.0,
+    server.add_argument("--latency-scale", type=_non_negative, default=1.0,
                         help="multiply the recorded latencies (default 1: real figures)")
-    server.add_argument("--fixed-latency", type=float, default=None,
+    server.add_argument("--fixed-latency", type=_non_negative, default=None,
                         help="every answer takes this many seconds (benchmarks)")
     server.add_argument("--no-faults", dest="faults", action="store_false",
                         help="answer every slot: no recorded timeouts or failures (the "
@@ -627,7 +651,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="score the recorded runs instead of fetching them over HTTP")
     demo.add_argument("--no-report", action="store_true",
                       help="skip the notebooks and HTML scorecards")
-    demo.add_argument("--latency-scale", type=float, default=0.02,
+    demo.add_argument("--latency-scale", type=_non_negative, default=0.02,
                       help="demo server latencies x this (default 0.02)")
     demo.set_defaults(func=_demo)
     return parser

@@ -30,6 +30,8 @@ __all__ = [
     "GRADE_STATES",
     "JUDGED_DIMENSIONS",
     "MAX_REPEAT",
+    "MAX_TOKENS",
+    "MAX_WORKING_S",
     "PER_RUN_DIMENSIONS",
     "PROJECT_WEIGHTS",
     "SHORT_LABELS",

@@ -136,10 +136,11 @@ def test_timeouts_and_failures_are_runs_never_latency_samples(server: DemoServer
     f_runs = [json.loads(line) for line in (tmp_path / "f.jsonl").read_text().splitlines()]
     broken = [r for r in f_runs if r["repeat"] == f_repeat]
     assert broken[0]["status"] == "failed" and broken[0]["attempt_of"] is None
-    receipt = broken[0]["metadata"].get("receipt")
-    if receipt is not None:  # an HTTP 502 is kept with its receipt and is not retried
+    receipt = broken[0]["metadata"]["receipt"]
+    if receipt["status"] is not None:  # an HTTP 502 is kept with its receipt, not retried
         assert receipt["status"] == 502 and len(broken) == 1
     else:  # a dropped connection before any byte is retried as its own linked attempt
+        assert receipt["failure"].startswith("the connection failed")
         assert len(broken) == 2 and broken[1]["attempt_of"] == broken[0]["run_id"]
     ev = gk.evaluate(FIX / "tasks", store, packs=FIX / "packs", repeats=repeat)
     timing = ev.results.setups[t_setup].timing

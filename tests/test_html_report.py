@@ -27,11 +27,28 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
             if line.strip()][:31]
     hostile = dict(runs[0], run_id="evil", setup=HOSTILE, repeat=1)
     hostile["response"] = dict(hostile["response"], key_findings=[HOSTILE],
-                               text=HOSTILE)
-    (tmp / "runs.jsonl").write_text("\n".join(json.dumps(r) for r in [*runs, hostile]) + "\n")
+                               limitations=[HOSTILE], recommendations=[HOSTILE],
+                               structured_metrics={HOSTILE: HOSTILE}, text=HOSTILE)
+    hostile["tool_calls"] = [{"id": HOSTILE, "name": HOSTILE}]
+    hostile["metadata"] = {HOSTILE: HOSTILE}
+    failed = dict(runs[0], run_id="evil-failed", setup=HOSTILE, repeat=2, status="failed",
+                  error=HOSTILE, response=None)
+    (tmp / "runs.jsonl").write_text("\n".join(json.dumps(r) for r in [*runs, hostile, failed])
+                                    + "\n")
+    # every free-text field of a verdict carries the payload too (grader, judge, reasons,
+    # the material error's claim, evidence and effect)
+    (tmp / "grades.jsonl").write_text(json.dumps({
+        "run_id": "evil", "core_conclusion": "material_error", "request_fulfilment": "full",
+        "material_error": "yes", "claim": HOSTILE, "evidence": HOSTILE, "effect": HOSTILE,
+        "grader": HOSTILE, "reason": HOSTILE}) + "\n")
+    (tmp / "judgements.jsonl").write_text(json.dumps({
+        "run_id": "evil", "dimension": "evidence_linkage", "score": 0.5, "judge": HOSTILE,
+        "reason": HOSTILE}) + "\n")
     out = tmp / "html"
     assert main(["report", str(EXAMPLE / "tasks"), str(tmp / "runs.jsonl"), "--judge", "rules",
-                 "--grader", "rules", "-p", "weakest", "1", "--out", str(out)]) == 0
+                 "--grader", "rules", "--grades", str(tmp / "grades.jsonl"),
+                 "--judgements", str(tmp / "judgements.jsonl"), "-p", "weakest", "1",
+                 "--out", str(out)]) == 0
     return out
 
 

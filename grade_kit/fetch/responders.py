@@ -19,24 +19,29 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import os
-import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
+
+import aiohttp
 
 from grade_kit.fetch.http import (
+    RECEIPT_BODY_CHARS,
     TRANSPORT_ERRORS,
+    MissingKeyError,
     Reply,
+    ReplyTooLarge,
     Sessions,
     endpoint_offset,
     post,
     receipt,
+    request_headers,
+    run_sync,
 )
 from grade_kit.fetch.tools import SQL_TOOL, PackTools
-from grade_kit.schema import Response, Task, parse_timestamp
+from grade_kit.schema import MAX_TOKENS, Response, Task, parse_timestamp
 
 __all__ = [
     "RESPONSE_FORMAT_INSTRUCTION",
@@ -53,8 +58,6 @@ __all__ = [
     "request_headers",
     "run_sync",
 ]
-
-T = TypeVar("T")
 
 RESPONSE_FORMAT_INSTRUCTION = (
     "Answer with one JSON object and nothing else, with these keys: "
@@ -84,7 +87,7 @@ class Answer:
     response: dict[str, Any]
     events: dict[str, datetime] = field(default_factory=dict)
     tool_calls: list[dict[str, Any]] | None = None
-    usage: dict[str, int] | None = None
+    usage: dict[str, Any] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
@@ -112,50 +115,6 @@ class Responder(Protocol):
         ...
 
 
-class MissingKeyError(RuntimeError):
-    """The environment variable named for the API key is not set."""
-
-
-def request_headers(api_key_env: str | None) -> dict[str, str]:
-    """JSON headers, with ``Authorization: Bearer <key>`` when ``api_key_env`` names an
-    environment variable: the key is read at request time and never stored or written.
-
-    Raises:
-        MissingKeyError: when the named variable is not set.
-    """
-    headers = {"Content-Type": "application/json"}
-    if api_key_env:
-        key = os.environ.get(api_key_env)
-        if not key:
-            raise MissingKeyError(f"environment variable {api_key_env} is not set")
-        headers["Authorization"] = f"Bearer {key}"
-    return headers
-
-
-def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run the coroutine ``make()`` from synchronous code, also inside a running event loop
-    (Jupyter's): it then runs on its own loop in a worker thread."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(make())
-    result: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            result["value"] = asyncio.run(make())
-        except BaseException as exc:  # re-raised in the caller's thread
-            result["error"] = exc
-
-    thread = threading.Thread(target=work, name="grade-kit-async")
-    thread.start()
-    thread.join()
-    if "error" in result:
-        raise result["error"]
-    value: T = result["value"]
-    return value
-
-
 def parse_answer(text: str) -> tuple[dict[str, Any], str | None]:
     """The response format from a model's text, or the text kept whole.
 
@@ -180,17 +139,62 @@ def parse_answer(text: str) -> tuple[dict[str, Any], str | None]:
     return response, None
 
 
-def _sse_events(line: str) -> dict[str, Any] | None:
+_DONE: dict[str, Any] = {"done": True}
+
+
+def _chunk(line: str) -> dict[str, Any] | None:
+    """One line of a chat-completions stream as a checked chunk; None for a line that is no
+    ``data:`` line; :data:`_DONE` for ``data: [DONE]``.
+
+    Raises:
+        ValueError: naming in words what is wrong (not JSON, not an object, a whole
+            completion instead of a chunk, a field of the wrong kind, an error reported).
+    """
     if not line.startswith("data:"):
         return None
     payload = line[5:].strip()
     if payload == "[DONE]":
-        return {"done": True}
+        return _DONE
     try:
         data = json.loads(payload)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"malformed stream chunk: {payload[:120]!r}") from exc
-    return data if isinstance(data, dict) else None
+        raise ValueError(f"a chunk is not JSON ({exc.msg}): {payload[:120]!r}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"a chunk is not a JSON object: {payload[:120]!r}")
+    if "error" in data:
+        raise ValueError(f"the stream reported an error: {str(data['error'])[:500]}")
+    choices = data.get("choices", [])
+    if not isinstance(choices, list):
+        raise ValueError("a chunk's 'choices' is not a list")
+    for choice in choices:
+        if not isinstance(choice, dict):
+            raise ValueError("a chunk's choice is not an object")
+        if "delta" not in choice and "message" in choice:
+            raise ValueError("a whole completion ('message') inside a stream, not a chunk "
+                             "('delta')")
+        delta = choice.get("delta", {})
+        if not isinstance(delta, dict):
+            raise ValueError("a choice's 'delta' is not an object")
+        if not isinstance(delta.get("content", ""), str | None):
+            raise ValueError("a delta's 'content' is not text")
+        calls = delta.get("tool_calls") or []
+        if not isinstance(calls, list) or not all(
+                isinstance(c, dict) and isinstance(c.get("index", 0), int)
+                and isinstance(c.get("function") or {}, dict)
+                and isinstance(c.get("id") or "", str)
+                and all(isinstance((c.get("function") or {}).get(k) or "", str)
+                        for k in ("name", "arguments"))
+                for c in calls):
+            raise ValueError("a delta's 'tool_calls' is not a list of calls (index, id, "
+                             "function name and arguments as text)")
+    usage = data.get("usage")
+    if usage is not None and not (isinstance(usage, dict) and all(
+            isinstance(usage.get(k, 0), int) and not isinstance(usage.get(k, 0), bool)
+            and 0 <= usage.get(k, 0) <= MAX_TOKENS
+            for k in ("prompt_tokens", "completion_tokens"))):
+        raise ValueError(f"the usage is not token counts from 0 to {MAX_TOKENS:,}: "
+                         f"{str(usage)[:200]}")
+    return data
 
 
 class OpenAIChat:
@@ -261,8 +265,8 @@ class OpenAIChat:
             offset = turn["offset"] if offset is None else offset
             if turn["usage"]:
                 usage_seen = True
-                usage["input_tokens"] += int(turn["usage"].get("prompt_tokens", 0))
-                usage["output_tokens"] += int(turn["usage"].get("completion_tokens", 0))
+                usage["input_tokens"] += turn["usage"].get("prompt_tokens", 0)
+                usage["output_tokens"] += turn["usage"].get("completion_tokens", 0)
             text = turn["content"]
             if not turn["tool_calls"] or tools is None:
                 break
@@ -270,13 +274,24 @@ class OpenAIChat:
                              "tool_calls": turn["tool_calls"]})
             for call in turn["tool_calls"]:
                 started = now()
-                result = await asyncio.to_thread(tools.call, call["function"]["name"],
-                                                 call["function"]["arguments"])
+                running = tools.prepare(call["function"]["name"],
+                                        call["function"]["arguments"])
+                try:
+                    result = await asyncio.to_thread(running.run)
+                except asyncio.CancelledError:  # the run ended: so does its query
+                    running.interrupt()
+                    raise
                 ended = now()
                 calls.append({"id": call["id"], "name": call["function"]["name"],
                               "started": started.isoformat(), "ended": ended.isoformat()})
                 messages.append({"role": "tool", "tool_call_id": call["id"],
                                  "content": result})
+        else:
+            raise AnswerFailed(f"tool loop: the model still called tools after "
+                               f"{self.max_rounds} rounds (max_rounds), with no answer",
+                               kept=text, events=events)
+        if not text.strip():
+            raise AnswerFailed("an empty answer: the reply held no text", events=events)
         events["model_text_finished"] = events.get("model_text_finished", now())
         response, problem = parse_answer(text)
         metadata: dict[str, Any] = {"responder": self.name}
@@ -291,25 +306,28 @@ class OpenAIChat:
 
     async def _stream(self, body: dict[str, Any],
                       events: dict[str, datetime]) -> dict[str, Any]:
+        """One streamed turn: its text, tool calls, usage and the endpoint's clock offset.
+        Only a well-formed chat-completions stream is a turn: anything else fails the
+        attempt with a reason in words, a receipt and what arrived."""
         content: list[str] = []
         tool_calls: dict[int, dict[str, Any]] = {}
         usage: dict[str, Any] | None = None
         offset = None
         reply = None
+        ended = False
         try:
             async with post(self.sessions.get(), f"{self.base_url}/chat/completions",
                             headers=self._headers(), json=body) as reply:
                 offset = endpoint_offset(reply.headers)
-                if reply.status >= 400:
-                    raw = await reply.text()
-                    raise AnswerFailed(
-                        f"HTTP {reply.status} from the endpoint", kept=raw[:10_000],
-                        receipt=receipt(reply.status, reply.headers, raw))
+                await refuse_unless_stream(reply, "the endpoint")
                 async for line in reply.lines():
                     if "first_progress" not in events:
                         events["first_progress"] = now()
-                    chunk = _sse_events(line)
-                    if chunk is None or chunk.get("done"):
+                    chunk = _chunk(line)
+                    if chunk is None:
+                        continue
+                    if chunk is _DONE:
+                        ended = True
                         continue
                     if chunk.get("usage"):
                         usage = chunk["usage"]
@@ -320,35 +338,83 @@ class OpenAIChat:
                                 events["first_token"] = now()
                             content.append(delta["content"])
                         for tc in delta.get("tool_calls") or []:
-                            slot = tool_calls.setdefault(int(tc.get("index", 0)), {
+                            slot = tool_calls.setdefault(tc.get("index", 0), {
                                 "id": "", "type": "function",
                                 "function": {"name": "", "arguments": ""}})
                             slot["id"] = tc.get("id") or slot["id"]
                             fn = tc.get("function") or {}
                             slot["function"]["name"] += fn.get("name") or ""
                             slot["function"]["arguments"] += fn.get("arguments") or ""
-                        if choice.get("finish_reason") and not tool_calls:
-                            events["model_text_finished"] = now()
+                        if choice.get("finish_reason"):
+                            ended = True
+                            if not tool_calls:
+                                events["model_text_finished"] = now()
         except AnswerFailed:
             raise
         except STREAM_ERRORS as exc:
             raise _stream_failure(exc, reply, "".join(content)) from exc
+        if not ended:
+            raise AnswerFailed(
+                "the stream was cut: it ended with no finish_reason and no [DONE]",
+                kept="".join(content), receipt=_stream_receipt(reply, "cut stream"))
         return {"content": "".join(content), "tool_calls": [tool_calls[i] for i in
                                                             sorted(tool_calls)],
                 "usage": usage, "offset": offset}
 
 
-STREAM_ERRORS: tuple[type[BaseException], ...] = (*TRANSPORT_ERRORS, ValueError)
-"""A stream's transport or framing errors, and a malformed event (ValueError)."""
+STREAM_ERRORS: tuple[type[BaseException], ...] = (*TRANSPORT_ERRORS, ValueError,
+                                                   aiohttp.ClientResponseError)
+"""A stream's transport or framing errors, a reply over a cap or malformed (ValueError), and
+an HTTP reply that cannot be read at all (headers over their cap)."""
+
+
+def _stream_receipt(reply: Reply | None, why: str) -> dict[str, Any]:
+    """The receipt of a reply that failed while (or after) its body was read."""
+    if reply is None:
+        return receipt(None, {}, "", why)
+    return receipt(reply.status, reply.headers, reply.head, why)
+
+
+async def refuse_unless_stream(reply: Reply, who: str) -> None:
+    """Fail the attempt unless ``reply`` is a 2xx server-sent event stream: a redirect (never
+    followed), an HTTP error, or a body of another kind, each with its receipt and the body's
+    first characters (read within the body cap)."""
+    if 200 <= reply.status < 300 and reply.headers.get("content-type", "").startswith(
+            "text/event-stream"):
+        return
+    try:
+        raw = await reply.text()
+        cut = ""
+    except ReplyTooLarge as exc:
+        raw, cut = exc.kept, f" ({exc})"
+    if 300 <= reply.status < 400:
+        why = (f"HTTP {reply.status} redirect from {who} to "
+               f"{reply.headers.get('location', '(no location)')[:200]}, not followed")
+    elif reply.status >= 300 or reply.status < 200:
+        why = f"HTTP {reply.status} from {who}"
+    else:
+        kind = reply.headers.get("content-type") or "no content type"
+        why = f"not a stream: {who} answered {kind[:100]} to a streaming request"
+    raise AnswerFailed(why + cut, kept=raw[:RECEIPT_BODY_CHARS],
+                       receipt=receipt(reply.status, reply.headers, raw, why + cut))
 
 
 def _stream_failure(exc: BaseException, reply: Reply | None, kept: str) -> AnswerFailed:
-    """The failed attempt a stream error makes, with what arrived kept: a transport error
-    is retryable only before any answer byte; a malformed stream never is."""
+    """The failed attempt a stream error makes, with what arrived kept and a receipt: a
+    transport error is retryable only before any answer byte; a malformed, oversized or
+    unreadable reply never is."""
     if isinstance(exc, TRANSPORT_ERRORS):
-        return AnswerFailed(f"{type(exc).__name__}: {exc}", kept=kept,
+        why = f"the connection failed: {type(exc).__name__}: {exc}"
+        return AnswerFailed(why, kept=kept, receipt=_stream_receipt(reply, why),
                             retryable=reply is None or not reply.received_any)
-    return AnswerFailed(f"malformed stream: {exc}", kept=kept)
+    if isinstance(exc, aiohttp.ClientResponseError):
+        why = f"the reply could not be read as HTTP: {exc.message}"
+        return AnswerFailed(why, kept=kept, receipt=_stream_receipt(reply, why))
+    if isinstance(exc, ReplyTooLarge):
+        why = f"the reply is over a cap: {exc}"
+        return AnswerFailed(why, kept=kept or exc.kept, receipt=_stream_receipt(reply, why))
+    why = f"malformed stream: {exc}"
+    return AnswerFailed(why, kept=kept, receipt=_stream_receipt(reply, why))
 
 
 def _agent_events(lines: list[str]) -> tuple[str, dict[str, Any]] | None:
@@ -391,8 +457,10 @@ class HTTPAgent:
       (``metadata.interaction``) when the agent followed up ad hoc or resumed a session;
     - ``error`` ``{"message"}``: a failed attempt, with what arrived kept.
 
-    A stream that ends without ``final``, or a malformed event, is a failed attempt with the
-    bytes received kept.
+    ``final`` is the last event and comes once: any event after it fails the attempt, as
+    does a stream that ends without it, a malformed event, or a reply over a cap, each with
+    the bytes received kept and a receipt. What the agent reports (tool calls, usage,
+    timestamps) is checked by the run contract before the run is written.
 
     Args:
         url: The agent's endpoint.
@@ -429,11 +497,7 @@ class HTTPAgent:
             async with post(self.sessions.get(), self.url, headers=headers,
                             json=body) as reply:
                 offset = endpoint_offset(reply.headers)
-                if reply.status >= 400:
-                    raw = await reply.text()
-                    raise AnswerFailed(f"HTTP {reply.status} from the agent",
-                                       kept=raw[:10_000],
-                                       receipt=receipt(reply.status, reply.headers, raw))
+                await refuse_unless_stream(reply, "the agent")
                 pending: list[str] = []
                 async for line in reply.lines():
                     if line.strip():
@@ -444,6 +508,9 @@ class HTTPAgent:
                     if parsed is None:
                         continue
                     name, data = parsed
+                    if final is not None:
+                        raise ValueError(f"a {name} event after the final answer (the final "
+                                         "answer is the last event, and there is one)")
                     if name == "progress":
                         events.setdefault("first_progress", now())
                     elif name == "token":
@@ -465,9 +532,9 @@ class HTTPAgent:
                         elif kind == "resumed":
                             labels["resumed"] = True
                     elif name == "error":
-                        raise AnswerFailed(f"the agent reported an error: "
-                                           f"{str(data.get('message'))[:500]}",
-                                           kept="".join(tokens))
+                        why = f"the agent reported an error: {str(data.get('message'))[:500]}"
+                        raise AnswerFailed(why, kept="".join(tokens),
+                                           receipt=_stream_receipt(reply, why))
                     elif name == "final":
                         events["model_text_finished"] = now()
                         final = data
@@ -476,8 +543,8 @@ class HTTPAgent:
         except STREAM_ERRORS as exc:
             raise _stream_failure(exc, reply, "".join(tokens)) from exc
         if final is None:
-            raise AnswerFailed("the stream ended before the final answer",
-                               kept="".join(tokens))
+            why = "the stream ended before the final answer"
+            raise AnswerFailed(why, kept="".join(tokens), receipt=_stream_receipt(reply, why))
         answer = final.get("answer")
         metadata: dict[str, Any] = {"responder": self.name}
         if isinstance(answer, dict):
@@ -502,9 +569,9 @@ class HTTPAgent:
             metadata["channel"] = len(channel)
         usage = final.get("usage")
         events["runner_finished"] = now()
+        # usage as the agent reported it: the run contract checks it before it is written
         return Answer(response=response, events=events, tool_calls=calls,
-                      usage=({"input_tokens": int(usage.get("input_tokens", 0)),
-                              "output_tokens": int(usage.get("output_tokens", 0))}
+                      usage=({k: usage.get(k) for k in ("input_tokens", "output_tokens")}
                              if isinstance(usage, dict) else None),
                       metadata=metadata)
 

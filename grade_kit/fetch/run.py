@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import math
 import socket
 import time
 from collections.abc import Sequence
@@ -32,6 +33,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from grade_kit.fetch.http import RECEIPT_BODY_CHARS, redact, secret_values
 from grade_kit.fetch.responders import (
     RESPONSE_FORMAT_INSTRUCTION,
     Answer,
@@ -42,12 +44,13 @@ from grade_kit.fetch.responders import (
     now,
     run_sync,
 )
-from grade_kit.fetch.store import RunStore, Slot
+from grade_kit.fetch.store import RunStore, Slot, safe_file_names
 from grade_kit.judges.grader import only_asks
-from grade_kit.schema import Task
+from grade_kit.parse import ParseError, loads_json
+from grade_kit.schema import Run, Task
 
-__all__ = ["DEFAULT_CONCURRENCY", "DEFAULT_TIMEOUT_S", "FetchReport", "fetch", "fetch_async",
-           "fetch_setups"]
+__all__ = ["DEFAULT_CONCURRENCY", "DEFAULT_TIMEOUT_S", "FetchReport", "check_options",
+           "checked", "fetch", "fetch_async", "fetch_setups"]
 
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_CONCURRENCY = 8
@@ -181,6 +184,73 @@ def _stopped(record: dict[str, Any], exc: Exception, timeout_s: float,
     return record, False
 
 
+def check_options(*, repeats: int, concurrency: int, timeout_s: float,
+                  rate_per_second: float | None, retries: int) -> None:
+    """Refuse options no fetch could honour, before anything is written (a NaN or negative
+    timeout would write every slot as a timeout into the append-only store).
+
+    Raises:
+        ValueError: naming the option and what it must be.
+    """
+    def whole(name: str, value: object, low: int) -> None:
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise ValueError(f"{name} must be a whole number of at least {low}, not {value!r}")
+
+    whole("repeats", repeats, 1)
+    whole("concurrency", concurrency, 1)
+    whole("retries", retries, 0)
+    for name, value in (("timeout_s", timeout_s), ("rate_per_second", rate_per_second)):
+        if value is None and name == "rate_per_second":
+            continue
+        if (not isinstance(value, int | float) or isinstance(value, bool)
+                or not math.isfinite(value) or value <= 0):
+            raise ValueError(f"{name} must be a finite number above 0, not {value!r}")
+
+
+def _contract_problem(record: dict[str, Any]) -> str | None:
+    """Why ``record``'s JSON line would be rejected by ``score`` (the same parser and run
+    contract, docs/methodology.md §2, §6), or None when it would be accepted."""
+    try:
+        line = json.dumps(record, ensure_ascii=False, sort_keys=True, allow_nan=False)
+        Run.model_validate(loads_json(line))
+    except ValueError as exc:  # pydantic's ValidationError, ParseError and json's are ValueErrors
+        if isinstance(exc, ParseError) or not hasattr(exc, "errors"):
+            return str(exc).splitlines()[0]
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(the record)"
+        return f"{where}: {first['msg']}"
+    return None
+
+
+def checked(record: dict[str, Any], secrets: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The run record fetch writes: the API key's value redacted from every string
+    (:func:`~grade_kit.fetch.http.redact`), and only what ``score`` accepts. A delivered
+    record that breaks the run contract (a token count out of range, a tool call's id that
+    is not text, an agent's timestamp that is no instant) becomes a failed one naming the
+    field, its reply kept as text; so every line of a run store is a line ``score`` reads.
+    """
+    record = redact(record, secrets)
+    problem = _contract_problem(record)
+    if problem is None:
+        return record
+    kept = {k: record.get(k) for k in ("response", "tool_calls", "usage")
+            if record.get(k) is not None}
+    events = dict(record.get("events") or {})
+    if "received" in events:
+        events["stopped"] = events.pop("received")
+    failed = {**record, "status": "failed", "response": None, "tool_calls": None,
+              "usage": None, "events": events,
+              "error": f"the reply breaks the run contract at {problem}",
+              "metadata": {**(record.get("metadata") or {}), "received_text": json.dumps(
+                  kept, ensure_ascii=False, default=str)[:RECEIPT_BODY_CHARS]}}
+    if _contract_problem(failed) is None:
+        return failed
+    # what is left can only be the free-form metadata: keep its text, not its shape
+    failed["metadata"] = {"clock": CLOCK, "received_text": json.dumps(
+        record.get("metadata"), ensure_ascii=False, default=str)[:RECEIPT_BODY_CHARS]}
+    return failed
+
+
 async def _attempt(responder: Responder, task: Task, repeat: int, setup: str, run_id: str,
                    attempt_of: str | None, timeout_s: float,
                    limit: _RateLimit) -> tuple[dict[str, Any], bool]:
@@ -231,6 +301,8 @@ async def fetch_async(tasks: Sequence[Task], responder: Responder, store: Path |
             attempt; the primary stays the scored one); default False.
         progress: Show a tqdm bar (a widget in Jupyter); default True.
     """
+    check_options(repeats=repeats, concurrency=concurrency, timeout_s=timeout_s,
+                  rate_per_second=rate_per_second, retries=retries)
     run_store = RunStore.open(store)
     report = FetchReport(store=Path(store), setup=setup, planned=len(tasks) * repeats,
                          torn=list(run_store.torn),
@@ -251,8 +323,9 @@ async def fetch_async(tasks: Sequence[Task], responder: Responder, store: Path |
                 todo.append((task, repeat, _fresh_id(base, taken), primary["run_id"]))
             else:
                 report.skipped += 1
+    secrets = secret_values(getattr(responder, "api_key_env", None))
     limit = _RateLimit(rate_per_second)
-    semaphore = asyncio.Semaphore(max(1, concurrency))
+    semaphore = asyncio.Semaphore(concurrency)
     committer = _GroupCommit(run_store)
     bar = _progress_bar(len(todo), setup) if progress else None
     running = [0]
@@ -263,6 +336,7 @@ async def fetch_async(tasks: Sequence[Task], responder: Responder, store: Path |
             for attempt in range(retries + 1):
                 record, retryable = await _attempt(responder, task, repeat, setup, run_id,
                                                    attempt_of, timeout_s, limit)
+                record = checked(record, secrets)
                 await committer.commit(record)  # durable (fsynced) before going on
                 if not (retryable and attempt < retries):
                     break
@@ -369,7 +443,10 @@ def fetch_setups(tasks: Sequence[Task], endpoint: str, models: Sequence[str],
                  out_dir: Path | str, *, packs: Path | str | None = None,
                  api_key_env: str | None = None, **options: Any) -> dict[str, FetchReport]:
     """Every model at one OpenAI-compatible endpoint, fetched at once, each into its own run
-    store ``<out_dir>/<model>.jsonl`` (the model name is the setup name).
+    store in ``out_dir``, named from the model by
+    :func:`~grade_kit.fetch.store.safe_file_names` (``gpt-4o.jsonl``; ``../x`` becomes
+    ``_x.jsonl``, never a path outside ``out_dir``; each report's ``store`` says which). The
+    model name is the setup name.
 
     Args:
         tasks: The tasks to ask.
@@ -385,12 +462,13 @@ def fetch_setups(tasks: Sequence[Task], endpoint: str, models: Sequence[str],
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    files = safe_file_names(models)
 
     async def every_model() -> list[FetchReport]:
         return list(await asyncio.gather(*(
             fetch_async(tasks, OpenAIChat(endpoint, model, packs=packs,
                                           api_key_env=api_key_env),
-                        out / f"{model}.jsonl", setup=model, **options)
+                        out / files[model], setup=model, **options)
             for model in models)))
 
     return dict(zip(models, run_sync(every_model), strict=True))

@@ -10,11 +10,42 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RunStore", "Slot"]
+__all__ = ["RunStore", "Slot", "safe_file_names"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+|\.{2,}")
+MAX_NAME_CHARS = 100
+"""The longest file name (before the suffix) made from a name."""
+
+
+def safe_file_names(names: Sequence[str], suffix: str = ".jsonl") -> dict[str, str]:
+    """A file name inside one folder for each of ``names`` (setup or model names), never a
+    path: every run of characters other than letters, digits, ``.``, ``_`` and ``-``
+    becomes ``_`` (so no separator and no ``..`` survives), leading dots are dropped, an
+    empty result is ``unnamed``, at most :data:`MAX_NAME_CHARS` characters are kept, and
+    names that would share a file (case ignored) get ``-2``, ``-3``, ... in order.
+
+    Returns:
+        Each name's file name (with ``suffix``), in the order given.
+    """
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for name in names:
+        if name in out:
+            continue
+        stem = _UNSAFE.sub("_", name).lstrip(".")[:MAX_NAME_CHARS] or "unnamed"
+        candidate, n = stem, 1
+        while f"{candidate}{suffix}".casefold() in taken:
+            n += 1
+            candidate = f"{stem}-{n}"
+        taken.add(f"{candidate}{suffix}".casefold())
+        out[name] = f"{candidate}{suffix}"
+    return out
 
 Slot = tuple[str, str, int]
 """(setup, task_id, repeat)."""

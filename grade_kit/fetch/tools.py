@@ -1,29 +1,54 @@
-"""The pack's tools an agent loop offers a model: SQL over the pack's CSVs (polars' SQL engine).
+"""The pack's tools an agent loop offers a model: read-only SQL over the pack's CSVs, in a
+sandbox (docs/methodology.md §4 "Fetching").
 
-Each table is a CSV of the pack folder, named by its file stem (``sessions.csv`` -> sessions).
-A query's result comes back as CSV text (at most :data:`MAX_ROWS` rows); an error comes back as
-its message, so the model can correct itself. Nothing outside the pack folder is read.
+Each table is a CSV of the pack folder, named by its file stem (``sessions.csv`` -> sessions),
+loaded once into an in-memory DuckDB database that is then closed to the outside:
+
+- **nothing outside the pack's tables is reachable**: file system access is switched off
+  (no ``read_csv('/any/path')``, no ``COPY``, ``ATTACH``, ``glob``), so are extension loading
+  and the scan of Python variables, and the configuration is locked so no query can switch
+  them back; only one ``SELECT`` statement (``WITH`` included) is run, never a change;
+- **every query is bounded**: :data:`MEMORY_LIMIT` of memory on one thread, no spilling to
+  disk, :data:`QUERY_SECONDS` of time (then interrupted), :data:`MAX_ROWS` rows returned and
+  :data:`MAX_RESULT_CHARS` characters of result;
+- **a query ends with its run**: :meth:`ToolCall.interrupt` stops it (the fetch calls it
+  when the run times out or is cancelled).
+
+A query's result comes back as CSV text; an error comes back as its message (cut to 2,000
+characters), so the model can correct itself.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import threading
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import polars as pl
 
-__all__ = ["MAX_ROWS", "SQL_TOOL", "PackTools"]
+__all__ = ["MAX_RESULT_CHARS", "MAX_ROWS", "MEMORY_LIMIT", "QUERY_SECONDS", "SQL_TOOL",
+           "PackTools", "ToolCall"]
 
 MAX_ROWS = 200
+"""The most rows a query returns to the model."""
+MAX_RESULT_CHARS = 20_000
+"""The most characters of CSV a query returns to the model."""
+MEMORY_LIMIT = "256MB"
+"""DuckDB's memory limit for the pack's database (every query shares it)."""
+QUERY_SECONDS = 10.0
+"""How long one query may run before it is interrupted."""
 
 SQL_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "sql",
-        "description": "Run one SQL query over the pack's tables (one per CSV file, named by "
-                       "its file name without .csv); returns CSV text.",
+        "description": "Run one read-only SQL SELECT over the pack's tables (one per CSV file, "
+                       "named by its file name without .csv); returns CSV text "
+                       f"(at most {MAX_ROWS} rows).",
         "parameters": {"type": "object",
                        "properties": {"query": {"type": "string"}},
                        "required": ["query"]},
@@ -32,32 +57,115 @@ SQL_TOOL: dict[str, Any] = {
 """The tool definition sent to an OpenAI-compatible endpoint."""
 
 
-class PackTools:
-    """Tools over one pack folder."""
+def _sandbox(folder: Path) -> duckdb.DuckDBPyConnection:
+    """An in-memory database holding the folder's CSVs as tables, closed to the outside."""
+    con = duckdb.connect(":memory:", config={
+        "threads": 1, "memory_limit": MEMORY_LIMIT, "temp_directory": "",
+        "python_enable_replacements": False, "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False})
+    for path in sorted(folder.glob("*.csv")):
+        frame = pl.read_csv(path, infer_schema_length=10_000)
+        con.register("_load", frame.to_arrow())
+        con.execute(f'CREATE TABLE "{path.stem.replace(chr(34), chr(34) * 2)}" AS '
+                    "SELECT * FROM _load")
+        con.unregister("_load")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET allow_community_extensions = false")
+    con.execute("SET lock_configuration = true")
+    return con
 
-    def __init__(self, folder: Path | str) -> None:
-        self.folder = Path(folder)
-        self._context: pl.SQLContext[Any] | None = None
+
+class ToolCall:
+    """One call of a pack's tool, to run in a worker thread (:meth:`run`) and to stop from
+    another (:meth:`interrupt`: the fetch stops it when its run ends)."""
+
+    def __init__(self, tools: PackTools, name: str, arguments: str) -> None:
+        self.tools, self.name, self.arguments = tools, name, arguments
+        self._cursor: duckdb.DuckDBPyConnection | None = None
+        self._stopped = False
         self._lock = threading.Lock()
 
-    def _sql_context(self) -> pl.SQLContext[Any]:
+    def interrupt(self) -> None:
+        """Stop the query if it is under way, or before it starts."""
+        with self._lock:
+            self._stopped = True
+            if self._cursor is not None:
+                self._cursor.interrupt()
+
+    def run(self) -> str:
+        """The result (or error) as text."""
+        try:
+            args = json.loads(self.arguments or "{}")
+        except json.JSONDecodeError as exc:
+            return f"error: arguments are not JSON: {exc.msg}"
+        if (self.name != "sql" or not isinstance(args, dict)
+                or not isinstance(args.get("query"), str)):
+            return f"error: unknown tool or arguments: {self.name}({self.arguments[:200]})"
+        query = args["query"]
+        try:
+            statements = duckdb.extract_statements(query)
+        except duckdb.Error as exc:
+            return f"error: {type(exc).__name__}: {exc}"[:2_000]
+        if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+            return "error: only one read-only SELECT statement is run"
+        with self._lock:
+            if self._stopped:
+                return "error: the run ended before the query started"
+            cursor = self._cursor = self.tools.cursor()
+        timer = threading.Timer(self.tools.query_seconds, cursor.interrupt)
+        timer.start()
+        try:
+            cursor.execute(query)
+            names = [d[0] for d in cursor.description or []]
+            rows = cursor.fetchmany(MAX_ROWS)
+        except duckdb.InterruptException:
+            return (f"error: the query was stopped (over {self.tools.query_seconds:g} s, or "
+                    "its run ended)")
+        except duckdb.Error as exc:  # the model sees the error and may try again
+            return f"error: {type(exc).__name__}: {exc}"[:2_000]
+        finally:
+            timer.cancel()
+            with self._lock:
+                self._cursor = None
+            cursor.close()
+        return _csv(names, rows)[:MAX_RESULT_CHARS]
+
+
+class PackTools:
+    """Tools over one pack folder (a sandboxed database, made on first use and shared by
+    every call).
+
+    Args:
+        folder: The pack folder.
+        query_seconds: How long one query may run; default :data:`QUERY_SECONDS`.
+    """
+
+    def __init__(self, folder: Path | str, *, query_seconds: float = QUERY_SECONDS) -> None:
+        self.folder = Path(folder)
+        self.query_seconds = query_seconds
+        self._db: duckdb.DuckDBPyConnection | None = None
+        self._lock = threading.Lock()
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A cursor of the pack's database (made on first use)."""
         with self._lock:  # read the CSVs once, however many calls arrive together
-            if self._context is None:
-                frames = {p.stem: pl.read_csv(p, infer_schema_length=10_000)
-                          for p in sorted(self.folder.glob("*.csv"))}
-                self._context = pl.SQLContext(frames=frames, eager=True)
-            return self._context
+            if self._db is None:
+                self._db = _sandbox(self.folder)
+            return self._db.cursor()
+
+    def prepare(self, name: str, arguments: str) -> ToolCall:
+        """A call of tool ``name`` with its JSON ``arguments``, not yet run."""
+        return ToolCall(self, name, arguments)
 
     def call(self, name: str, arguments: str) -> str:
         """Run tool ``name`` with its JSON ``arguments``; the result (or error) as text."""
-        try:
-            args = json.loads(arguments or "{}")
-        except json.JSONDecodeError as exc:
-            return f"error: arguments are not JSON: {exc.msg}"
-        if name != "sql" or not isinstance(args, dict) or not isinstance(args.get("query"), str):
-            return f"error: unknown tool or arguments: {name}({arguments[:200]})"
-        try:
-            result = self._sql_context().execute(args["query"], eager=True)
-        except Exception as exc:  # the model sees the error and may try again
-            return f"error: {type(exc).__name__}: {exc}"[:2_000]
-        return str(result.head(MAX_ROWS).write_csv())
+        return self.prepare(name, arguments).run()
+
+
+def _csv(names: list[str], rows: list[tuple[Any, ...]]) -> str:
+    """Rows as CSV text with a header (null as empty)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(names)
+    writer.writerows(["" if v is None else v for v in row] for row in rows)
+    return out.getvalue()

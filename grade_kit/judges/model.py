@@ -5,7 +5,9 @@ bounded concurrency with a progress bar (docs/methodology.md §4 "Model judges a
 The cache is an append-only JSONL file, flushed and fsynced per verdict, so re-running a
 notebook asks nothing twice and a killed run keeps every verdict it received (a torn last
 line is asked again). The API key is read from the environment variable *named* by
-``api_key_env`` at request time and never stored.
+``api_key_env`` at request time and never stored: its value is redacted from every answer
+and error before either is kept. A reply is read within the shared client's caps
+(:mod:`grade_kit.fetch.http`) and a redirect is never followed.
 """
 
 from __future__ import annotations
@@ -23,8 +25,15 @@ from typing import Any
 
 import aiohttp
 
-from grade_kit.fetch.http import TRANSPORT_ERRORS, Sessions, post
-from grade_kit.fetch.responders import request_headers, run_sync
+from grade_kit.fetch.http import (
+    TRANSPORT_ERRORS,
+    Sessions,
+    post,
+    redact,
+    request_headers,
+    run_sync,
+    secret_values,
+)
 
 __all__ = ["MODEL_GRADER_PREFIXES", "PARAMETERS", "Asked", "ModelClient", "ModelVerdicts",
            "answer_alias", "grading_label", "parse_json_object"]
@@ -156,8 +165,8 @@ class ModelClient:
         async with asyncio.timeout(self.timeout_s), post(
                 session, f"{self.base_url}/chat/completions", json=body,
                 headers=request_headers(self.api_key_env)) as reply:
-            raw = await reply.text()
-        if reply.status >= 400:
+            raw = await reply.text()  # at most MAX_BODY_BYTES: a longer reply is an error
+        if not 200 <= reply.status < 300:  # a redirect is never followed
             raise ValueError(f"HTTP {reply.status}: {raw[:200]}")
         self.requests += 1
         content = json.loads(raw)["choices"][0]["message"]["content"]
@@ -176,12 +185,16 @@ class ModelClient:
         try:
             session = sessions.get()
 
+            secrets = secret_values(self.api_key_env)
+
             async def one(key: str, prompt: str) -> Asked:
                 async with semaphore:
                     try:
-                        answer = await self._post(session, prompt)
+                        # the key's value never reaches a verdict, an error or the cache
+                        answer = redact(await self._post(session, prompt), secrets)
                     except ASK_ERRORS as exc:
-                        return Asked(key, None, f"{type(exc).__name__}: {exc}", False)
+                        return Asked(key, None, redact(f"{type(exc).__name__}: {exc}",
+                                                       secrets), False)
                     finally:
                         if bar is not None:
                             bar.update(1)
