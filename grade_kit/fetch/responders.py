@@ -287,11 +287,13 @@ class OpenAIChat:
                 messages.append({"role": "tool", "tool_call_id": call["id"],
                                  "content": result})
         else:
-            raise AnswerFailed(f"tool loop: the model still called tools after "
-                               f"{self.max_rounds} rounds (max_rounds), with no answer",
-                               kept=text, events=events)
+            why = (f"tool loop: the model still called tools after {self.max_rounds} rounds "
+                   "(max_rounds), with no answer")
+            raise AnswerFailed(why, kept=text, events=events,
+                               receipt=_stream_receipt(turn["reply"], why))
         if not text.strip():
-            raise AnswerFailed("an empty answer: the reply held no text", events=events)
+            why = "an empty answer: the reply held no text"
+            raise AnswerFailed(why, events=events, receipt=_stream_receipt(turn["reply"], why))
         events["model_text_finished"] = events.get("model_text_finished", now())
         response, problem = parse_answer(text)
         metadata: dict[str, Any] = {"responder": self.name}
@@ -359,7 +361,7 @@ class OpenAIChat:
                 kept="".join(content), receipt=_stream_receipt(reply, "cut stream"))
         return {"content": "".join(content), "tool_calls": [tool_calls[i] for i in
                                                             sorted(tool_calls)],
-                "usage": usage, "offset": offset}
+                "usage": usage, "offset": offset, "reply": reply}
 
 
 STREAM_ERRORS: tuple[type[BaseException], ...] = (*TRANSPORT_ERRORS, ValueError,
