@@ -421,3 +421,41 @@ def test_model_names_become_safe_file_names(tmp_path: Path) -> None:
                      "/etc/x": "_etc_x.jsonl"}
     assert sorted(os.listdir(out)) == sorted(names.values())
     assert all(r.delivered == 1 for r in reports.values())
+
+
+# ---------------------------------------------------------------- verdicts bound to answers
+
+
+@pytest.mark.parametrize(("bind", "why"), [
+    (lambda alias: {"answer": "A-000000"}, "names answer 'A-000000'"),
+    (lambda alias: {}, "does not name the answer it scored"),
+    (lambda alias: {"A-OTHER1": "nested"}, "does not name the answer it scored"),
+])
+def test_a_verdict_about_another_answer_is_not_used(bind: Any, why: str) -> None:
+    """A judge or grader reply naming another alias (or none, or nesting its scores under
+    another answer) is a null with the reason, never this answer's score."""
+    import re
+
+    from grade_kit.judges.llm import LLMJudge
+    from grade_kit.judges.llm_grader import LLMGrader
+
+    async def reply(request: Request, writer: asyncio.StreamWriter) -> None:
+        prompt = request.body["messages"][-1]["content"]
+        alias = re.search(r"\nANSWER ([A-Z0-9-]+): ", prompt).group(1)  # type: ignore[union-attr]
+        scores = {"score": 1.0, "reason": "fine"}
+        verdict = {"evidence_linkage": scores, "structure_usability": scores,
+                   "request_fulfilment": "full", "core_conclusion": "correct",
+                   "reason": "fine", **bind(alias)}
+        if "A-OTHER1" in verdict:  # the scores nested under another answer
+            verdict = {"A-OTHER1": {k: v for k, v in verdict.items() if k != "A-OTHER1"}}
+        body = json.dumps({"choices": [{"message": {"content": json.dumps(verdict)}}]})
+        writer.write(head(200) + body.encode())
+
+    runs = [r for r in load_runs(FIX / "runs" / "careful.jsonl").records
+            if r.status == "delivered"][:2]
+    with peer(reply) as p:
+        judgements = LLMJudge(p.url, "j", progress=False)(TASKS, runs)
+        grades = LLMGrader(p.url, "g", progress=False)(TASKS, runs)
+    assert judgements and all(j.score is None and why in str(j.reason) for j in judgements)
+    assert grades and all(g.core_conclusion == "pending" and g.request_fulfilment == "pending"
+                          and why in str(g.reason) for g in grades)

@@ -6,6 +6,7 @@ long answers higher. No paid service, no network."""
 from __future__ import annotations
 
 import json
+import re
 import math
 import threading
 from collections.abc import Iterator
@@ -69,6 +70,9 @@ class _Biased(BaseHTTPRequestHandler):
             verdict = {"core_conclusion": "correct", "reason": "fine"}
         else:
             verdict = {"stated": True, "reason": "close enough"}
+        alias = re.search(r"\nANSWER ([A-Z0-9-]+): ", content)
+        if alias:  # a verdict names the answer it scored
+            verdict["answer"] = alias.group(1)
         data = json.dumps({"choices": [{"message": {"role": "assistant",
                                                     "content": json.dumps(verdict)}}]}).encode()
         self.send_response(200)

@@ -41,6 +41,8 @@ DEMO_REPEATS = 5
 """Repeats whose recorded answers are graded in the first batch (the demo fetches 5)."""
 
 _ANSWER = re.compile(r"\n(?:FIRST |SECOND )?ANSWER [A-Z0-9-]+: ")
+_ALIAS = re.compile(r"\nANSWER ([A-Z0-9-]+): ")
+"""The alias of a judge or grader prompt's one answer (the verdict names it)."""
 
 
 def _answers(content: str) -> list[dict[str, Any]]:
@@ -134,6 +136,13 @@ class DemoJudgeModel:
         if task is None:
             return None
         answers = _answers(content)
+        alias = _ALIAS.search(content)
+        named = {"answer": alias.group(1)} if alias else {}
+        verdict = self._verdict(content, task, answers)
+        return None if verdict is None else {**named, **verdict}
+
+    def _verdict(self, content: str, task: Task,
+                 answers: list[dict[str, Any]]) -> dict[str, Any] | None:
         if content.startswith(JUDGE_PROMPT_MARK):
             from grade_kit.judges.rules import evidence_linkage, structure_usability
 

@@ -21,7 +21,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from grade_kit.judges.model import ModelClient, ModelVerdicts, answer_alias, parse_json_object
+from grade_kit.judges.model import (
+    ModelClient,
+    ModelVerdicts,
+    alias_instruction,
+    answer_alias,
+    parse_json_object,
+    unbound,
+)
 from grade_kit.schema import JUDGED_DIMENSIONS, Judgement, Run, Task
 
 __all__ = ["CLAIM_PROMPT_MARK", "JUDGE_PROMPT_MARK", "LLMClaimJudge", "LLMJudge", "answer_json",
@@ -51,8 +58,10 @@ def judge_prompt(task: Task, run: Run, alias: str = "A-000000") -> str:
         "evidence_linkage: are the figures and claims tied to the named sources, columns and "
         "entity ids? structure_usability: are findings, limitations and recommendations "
         "kept apart, units right, findings short and scannable?",
-        'Reply with JSON only: {"evidence_linkage": {"score": 0.0, "reason": "..."}, '
+        f'Reply with JSON only: {{"answer": "{alias}", '
+        '"evidence_linkage": {"score": 0.0, "reason": "..."}, '
         '"structure_usability": {"score": 0.0, "reason": "..."}}.',
+        alias_instruction(alias),
         "QUESTION:", task.prompt,
         "GUIDANCE: " + json.dumps(guidance, ensure_ascii=False, sort_keys=True),
         "EVIDENCE SPEC: " + json.dumps(task.evidence, ensure_ascii=False, sort_keys=True),
@@ -79,7 +88,7 @@ class LLMJudge(ModelVerdicts):
         for (run, alias), result in zip(items, asked, strict=True):
             provenance = {**result.provenance(self.model), "alias": alias,
                           "alias_seed": self.seed}
-            verdicts = _parse_verdicts(result.answer, result.error)
+            verdicts = _parse_verdicts(result.answer, result.error, alias)
             for dimension in JUDGED_DIMENSIONS:
                 score, reason = verdicts[dimension]
                 out.append(Judgement(run_id=run.run_id, dimension=dimension, score=score,
@@ -87,7 +96,7 @@ class LLMJudge(ModelVerdicts):
         return out
 
 
-def _parse_verdicts(answer: str | None, error: str | None
+def _parse_verdicts(answer: str | None, error: str | None, alias: str
                     ) -> dict[str, tuple[float | None, str]]:
     if error is not None or answer is None:
         why = f"the judge could not be asked: {error}"
@@ -96,6 +105,9 @@ def _parse_verdicts(answer: str | None, error: str | None
     if data is None:
         return dict.fromkeys(JUDGED_DIMENSIONS, (None, f"the judge's answer is not a JSON "
                                                        f"object: {answer[:200]!r}"))
+    problem = unbound(data, alias)
+    if problem is not None:
+        return dict.fromkeys(JUDGED_DIMENSIONS, (None, f"not used: {problem}"))
     out: dict[str, tuple[float | None, str]] = {}
     for dimension in JUDGED_DIMENSIONS:
         verdict: Any = data.get(dimension)

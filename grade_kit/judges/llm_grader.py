@@ -28,7 +28,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from grade_kit.judges.llm import answer_json
-from grade_kit.judges.model import ModelVerdicts, answer_alias, parse_json_object
+from grade_kit.judges.model import (
+    ModelVerdicts,
+    alias_instruction,
+    answer_alias,
+    parse_json_object,
+    unbound,
+)
 from grade_kit.schema import Grade, Run, Task
 
 __all__ = ["CONCLUSION_STEP", "FULFILMENT_STEP", "GRADER_PROMPT_MARK", "PAIRWISE_STEP",
@@ -76,9 +82,10 @@ def grader_prompts(task: Task, run: Run, alias: str = "A-000000") -> tuple[str, 
         "answer that only asks the user for more information is not_met); pending: a "
         "deciding fact cannot be checked. needs_more_information: true when the answer asks "
         "the user for more information.",
-        'Reply with JSON only: {"request_fulfilment": "full|partial|not_met|pending", '
+        f'Reply with JSON only: {{"answer": "{alias}", '
+        '"request_fulfilment": "full|partial|not_met|pending", '
         '"needs_more_information": false, "reason": "..."}.',
-        *common])
+        alias_instruction(alias), *common])
     conclusion = "\n".join([
         GRADER_PROMPT_MARK, CONCLUSION_STEP,
         "Judge only whether the answer's core conclusion holds against the reference. "
@@ -86,10 +93,10 @@ def grader_prompts(task: Task, run: Run, alias: str = "A-000000") -> tuple[str, 
         "that changes the answer (quote the exact claim, give the evidence against it and its "
         "effect); no_gradable_conclusion: the answer concludes nothing; pending: a deciding "
         "fact cannot be checked against the reference.",
-        'Reply with JSON only: {"core_conclusion": "correct|material_error|'
-        'no_gradable_conclusion|pending", "claim": null, "evidence": null, "effect": null, '
-        '"reason": "..."}.',
-        *common])
+        f'Reply with JSON only: {{"answer": "{alias}", "core_conclusion": "correct|'
+        'material_error|no_gradable_conclusion|pending", "claim": null, "evidence": null, '
+        '"effect": null, "reason": "..."}.',
+        alias_instruction(alias), *common])
     return fulfilment, conclusion
 
 
@@ -166,11 +173,19 @@ class LLMGrader(ModelVerdicts):
             fulfil, concl = asked[2 * index], asked[2 * index + 1]
             f_data = parse_json_object(fulfil.answer)
             c_data = parse_json_object(concl.answer)
+            f_unbound = None if f_data is None else unbound(f_data, alias)
+            c_unbound = None if c_data is None else unbound(c_data, alias)
+            if f_unbound is not None:
+                f_data = None
+            if c_unbound is not None:
+                c_data = None
             request_fulfilment = _choice(f_data, "request_fulfilment", _FULFILMENT)
             core = _choice(c_data, "core_conclusion", _CONCLUSION)
-            f_why = _why(fulfil.error, fulfil.answer, f_data, request_fulfilment)
-            reasons = [f"fulfilment: {f_why}",
-                       f"conclusion: {_why(concl.error, concl.answer, c_data, core)}"]
+            f_why = (f"not used: {f_unbound}; pending" if f_unbound is not None
+                     else _why(fulfil.error, fulfil.answer, f_data, request_fulfilment))
+            c_why = (f"not used: {c_unbound}; pending" if c_unbound is not None
+                     else _why(concl.error, concl.answer, c_data, core))
+            reasons = [f"fulfilment: {f_why}", f"conclusion: {c_why}"]
             core = core or "pending"
             asking = None if f_data is None else f_data.get("needs_more_information")
             out.append(Grade(

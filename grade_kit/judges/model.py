@@ -36,7 +36,8 @@ from grade_kit.fetch.http import (
 )
 
 __all__ = ["MODEL_GRADER_PREFIXES", "PARAMETERS", "Asked", "ModelClient", "ModelVerdicts",
-           "answer_alias", "grading_label", "parse_json_object"]
+           "alias_instruction", "answer_alias", "grading_label", "parse_json_object",
+           "unbound"]
 
 PARAMETERS: dict[str, Any] = {"temperature": 0}
 """Sampling parameters of every judge and grader request (part of each cache key)."""
@@ -81,6 +82,24 @@ def parse_json_object(answer: str | None) -> dict[str, Any] | None:
     except json.JSONDecodeError:
         return None
     return data if isinstance(data, dict) else None
+
+
+def alias_instruction(alias: str) -> str:
+    """The prompt line that binds a verdict to its answer (docs/methodology.md §4 "Model
+    judges and graders")."""
+    return (f'Name the answer you scored: put its alias, "{alias}", in "answer". A verdict '
+            "that names no answer, or another one, is not used.")
+
+
+def unbound(data: dict[str, Any], alias: str) -> str | None:
+    """Why the verdict ``data`` is not about the answer shown as ``alias`` (it names no
+    answer, or another one), or None when it names that answer."""
+    named = data.get("answer")
+    if named is None:
+        return f"the verdict does not name the answer it scored (expected {alias})"
+    if named != alias:
+        return f"the verdict names answer {str(named)[:40]!r}, not {alias}"
+    return None
 
 
 @dataclass(frozen=True)
