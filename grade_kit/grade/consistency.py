@@ -21,6 +21,7 @@ from grade_kit.frames import Frame, in_pieces, like, to_polars
 
 __all__ = [
     "CONSISTENCY_WEIGHTS",
+    "MAX_CONSISTENCY_RUNS",
     "cluster_findings",
     "consistency_scores",
     "finding_stability",
@@ -35,6 +36,12 @@ CONSISTENCY_WEIGHTS = {"finding_stability": 0.5, "ranking_stability": 0.3,
 
 EXPAND_PAIRS = 10_000
 """Up to this many run pairs, ranking stability sums every pair's value with fsum."""
+
+MAX_CONSISTENCY_RUNS = 1_000
+"""The most primary runs of one (setup, task) whose consistency is computed: the clustering
+compares every pair of their top findings (3,000 findings make 9 million pairs). Beyond it
+the (setup, task)'s consistency is null and a warning names the cap (docs/methodology.md §3
+"Consistency")."""
 
 TOP_K = 3
 """docs/methodology.md §3: top-3 = first three non-empty key findings."""
@@ -225,6 +232,10 @@ def _consistency_frame(runs: pl.DataFrame, items: pl.DataFrame,
     # A text's tokens as ids (one categorical cast maps equal tokens to equal ids), each
     # finding's distinct ids once: the token set the rule compares.
     # (In chunks, so that the split and the cast run on every thread.)
+    capped = groups.filter(pl.col("runs") <= MAX_CONSISTENCY_RUNS).select("group")
+    ordinals = ordinals.join(capped, on="group", how="semi")
+    groups = groups.with_columns(pl.when(pl.col("runs") <= MAX_CONSISTENCY_RUNS)
+                                 .then(pl.col("runs")).alias("scored_runs"))
     top = (in_pieces(items.filter((pl.col("field") == "finding") & (pl.col("norm") != ""))
                      .join(ordinals, on="run_id").sort("group", "slot", "position")
                      .filter(pl.int_range(pl.len()).over("group", "slot") < TOP_K))
@@ -232,7 +243,8 @@ def _consistency_frame(runs: pl.DataFrame, items: pl.DataFrame,
                    .cast(pl.List(pl.Categorical)).list.eval(pl.element().to_physical())
                    .list.unique()))
     top = top.with_columns(cluster=pl.Series(_finding_clusters(top), dtype=pl.Int64))
-    parts = (groups.join(_stability_scores(top, groups), on="group", how="left",
+    parts = (groups.join(_stability_scores(top, groups.filter(
+                pl.col("scored_runs").is_not_null())), on="group", how="left",
                          maintain_order="left")
              .join(_key_scores(metrics, ordinals), on="group", how="left",
                    maintain_order="left"))

@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 
 from grade_kit.grade import GradeScores
+from grade_kit.grade.consistency import MAX_CONSISTENCY_RUNS
 from grade_kit.io import Rejected
 from grade_kit.schema import (
     DIMENSIONS,
@@ -23,6 +24,7 @@ from grade_kit.schema import (
     WarningItem,
 )
 from grade_kit.standard import StandardResults
+from grade_kit.standard.summary import MAX_COMPARED_SETUPS
 
 __all__ = ["build_results", "missing_dimension_warnings"]
 
@@ -33,7 +35,8 @@ WHY_MISSING: dict[Dimension, str] = {
                         "--judge rules fills it)",
     "calibration_limitation_handling": "no task has required limitations, forbidden claims "
                                        "or calibration insights",
-    "consistency": "no task has 2 or more primary runs",
+    "consistency": "no task has 2 or more primary runs (or every task has more than "
+                   f"{MAX_CONSISTENCY_RUNS:,}, the cap)",
     "structure_usability": "no judgement recorded and no judge given (judge='rules' or "
                            "--judge rules fills it)",
 }
@@ -95,6 +98,21 @@ def repeated_id_warnings(setups: dict[str, SetupResults]) -> list[WarningItem]:
                 f"calls they undercount (recorded per run: mean "
                 f"{_figure(tc.recorded_per_run.mean)}, unique: {_figure(tc.per_run.mean)})")))
     return out
+
+
+def consistency_cap_warnings(consistency: pl.DataFrame) -> list[WarningItem]:
+    """One warning when some (setup, task) has more primary runs than
+    :data:`~grade_kit.grade.consistency.MAX_CONSISTENCY_RUNS`: its consistency is null."""
+    over = consistency.filter(pl.col("runs") > MAX_CONSISTENCY_RUNS).sort("setup", "task_id")
+    if not over.height:
+        return []
+    named = "; ".join(f"{s!r} / {t!r} ({n:,} runs)" for s, t, n in
+                      over.select("setup", "task_id", "runs").head(5).iter_rows())
+    return [WarningItem(message=(
+        f"consistency is not computed for {over.height} (setup, task) pair(s) with more than "
+        f"{MAX_CONSISTENCY_RUNS:,} primary runs (the cap: its clustering compares every pair "
+        f"of their findings); their consistency is null: {named}"
+        + (" ..." if over.height > 5 else "")))]
 
 
 MOSTLY_WAITING = 2.0
@@ -167,6 +185,14 @@ def build_results(scores: GradeScores, standard: StandardResults,
             f"E2E samples come from {len(clocks)} clocks ({'; '.join(clocks)}): the skew "
             "between them is unknown; compare latencies across them with care")))
     notes += repeated_id_warnings(out) + waiting_warnings(out)
+    notes += consistency_cap_warnings(scores.consistency)
+    if len(standard.compared) < len(out):
+        notes.append(WarningItem(message=(
+            f"{len(out):,} setups: the pairwise comparisons are made among the "
+            f"{len(standard.compared)} with the highest resolved rate only "
+            f"({', '.join(repr(s) for s in standard.compared)}); the others are summarised "
+            f"but not compared (at most {MAX_COMPARED_SETUPS} setups are compared pair by "
+            "pair)")))
     return Results(plan=standard.plan, setups=out, common_subset=standard.common,
                    comparisons=standard.comparisons, rejected=[r.as_reject() for r in rejected],
                    warnings=notes, provenance=provenance)

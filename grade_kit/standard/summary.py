@@ -12,6 +12,7 @@ from typing import Literal
 import polars as pl
 
 from grade_kit.frames import EvalData, frames_repr, frames_repr_html
+from grade_kit.io import InputError
 from grade_kit.schema import (
     CommonSubset,
     Comparison,
@@ -37,7 +38,8 @@ from grade_kit.standard.timing import (
     working_frame,
 )
 
-__all__ = ["StandardResults", "per_question_figures", "standard_results"]
+__all__ = ["MAX_COMPARED_SETUPS", "MAX_SETUPS", "StandardResults", "TooManySetups",
+           "compared_setups", "per_question_figures", "standard_results"]
 
 COMMON_RULE = "tasks whose every planned slot is resolved for every setup"
 
@@ -55,12 +57,13 @@ class StandardResults:
         setups: Per setup, its summaries on all questions.
         reruns: Per setup, its re-runs.
         common: The common subset, with each setup's summaries on it.
-        comparisons: Every pair of setups (B against A, alphabetical) on ``all`` and
-            ``common``.
+        comparisons: Every pair of the compared setups (B against A, alphabetical) on
+            ``all`` and ``common``.
         per_question: Per (setup, task) with a primary run in the plan: median E2E, median
             working time, mean unique tool calls, GRADE composite; what the comparisons pair.
         unique_calls: :func:`~grade_kit.standard.timing.unique_tool_calls` of every run
             that exposes tools (the per-question figures and the runs frame read it).
+        compared: The setups compared pair by pair (:func:`compared_setups`).
     """
 
     graded: pl.DataFrame
@@ -74,6 +77,7 @@ class StandardResults:
     comparisons: list[Comparison]
     per_question: pl.DataFrame
     unique_calls: pl.DataFrame
+    compared: list[str]
 
     def __repr__(self) -> str:
         frames = frames_repr("", vars(self)).strip("()")
@@ -127,24 +131,90 @@ def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
     return per_q.sort("setup", "task_id")
 
 
-def _subset_setup(data: EvalData, plan: pl.DataFrame, slots: pl.DataFrame,
-                  graded: pl.DataFrame, setup: str, repeats: int,
+@dataclass(frozen=True)
+class _SetupFrames:
+    """One setup's rows of the frames its summaries read (each summary then scans only its
+    own setup's rows: with thousands of setups, a scan of every frame per setup was
+    quadratic)."""
+
+    runs: pl.DataFrame
+    events: pl.DataFrame
+    tool_calls: pl.DataFrame
+    graded: pl.DataFrame
+
+
+def _split_by_setup(data: EvalData, graded: pl.DataFrame,
+                    setups: list[str]) -> dict[str, _SetupFrames]:
+    owner = data.runs.select("run_id", "setup")
+
+    def split(frame: pl.DataFrame, with_owner: bool) -> dict[str, pl.DataFrame]:
+        keyed = frame.join(owner, on="run_id", how="inner") if with_owner else frame
+        parts = {str(k[0]): v for k, v in keyed.partition_by(
+            "setup", as_dict=True, maintain_order=True).items()}
+        empty = keyed.clear()
+        return {s: (parts.get(s, empty).drop("setup") if with_owner else parts.get(s, empty))
+                for s in setups}
+
+    runs, events, calls, grades = (split(data.runs, False), split(data.events, True),
+                                   split(data.tool_calls, True), split(graded, False))
+    return {s: _SetupFrames(runs[s], events[s], calls[s], grades[s]) for s in setups}
+
+
+def _subset_setup(frames: _SetupFrames, plan: pl.DataFrame, slots: pl.DataFrame,
+                  setup: str, repeats: int,
                   exclude_channel_overhead: bool = False) -> SubsetSetup:
-    run_ids = slots.filter(pl.col("setup") == setup).get_column("run_id").to_list()
+    """One setup's summaries on a subset (``plan`` and ``slots`` hold its rows only)."""
+    run_ids = slots.get_column("run_id").to_list()
     return SubsetSetup(
-        grades=grade_summary(plan, slots, graded, setup, repeats),
-        timing=timing_summary(data.runs, data.events, run_ids,
+        grades=grade_summary(plan, slots, frames.graded, setup, repeats),
+        timing=timing_summary(frames.runs, frames.events, run_ids,
                               exclude_channel_overhead=exclude_channel_overhead),
-        tool_calls=tool_call_summary(data.runs, data.tool_calls, run_ids),
+        tool_calls=tool_call_summary(frames.runs, frames.tool_calls, run_ids),
     )
 
 
+def _rows_of(frame: pl.DataFrame, setups: list[str]) -> dict[str, pl.DataFrame]:
+    """Each setup's rows of ``frame`` (a ``setup`` column), empty where it has none."""
+    parts = {str(k[0]): v for k, v in frame.partition_by(
+        "setup", as_dict=True, maintain_order=True).items()}
+    return {s: parts.get(s, frame.clear()) for s in setups}
+
+
 def _reruns(graded: pl.DataFrame, e2e: pl.DataFrame, setup: str) -> list[Rerun]:
-    rows = (graded.filter((pl.col("setup") == setup) & ~pl.col("is_primary"))
-            .join(e2e.select("run_id", e2e_s=pl.col("seconds")), on="run_id", how="left"))
+    rows = graded.filter((pl.col("setup") == setup) & ~pl.col("is_primary"))
+    if not rows.height:
+        return []
+    rows = rows.join(e2e.select("run_id", e2e_s=pl.col("seconds")), on="run_id", how="left")
     return [Rerun(**row) for row in rows.select(
         "run_id", "attempt_of", "task_id", "repeat", "status", "grade", "e2e_s",
     ).sort("task_id", "repeat", "run_id").iter_rows(named=True)]
+
+
+MAX_SETUPS = 1_000
+"""The most setups one evaluation summarises: each setup's grades, timing and tool calls
+take about 10 ms here, so 1,000 setups take about 20 s; more is refused with one clear
+error (evaluate them in groups), never minutes of work (docs/methodology.md §4 "Rates")."""
+
+MAX_COMPARED_SETUPS = 20
+"""With more setups than this, the pairwise comparisons are made among the this many with
+the highest resolved rate only (docs/methodology.md §5): every pair of 5,000 setups would be
+12.5 million comparisons."""
+
+
+class TooManySetups(InputError):
+    """More setups than :data:`MAX_SETUPS` in one evaluation (an input too large to
+    evaluate at once: the CLI's one ``error:`` line, exit 1)."""
+
+
+def compared_setups(per_setup: dict[str, SubsetSetup]) -> list[str]:
+    """The setups compared pair by pair (alphabetical): all of them up to
+    :data:`MAX_COMPARED_SETUPS`, else that many with the highest resolved rate on all
+    questions (ties by name)."""
+    names = sorted(per_setup)
+    if len(names) <= MAX_COMPARED_SETUPS:
+        return names
+    ranked = sorted(names, key=lambda s: (-(per_setup[s].grades.rates.resolved or 0.0), s))
+    return sorted(ranked[:MAX_COMPARED_SETUPS])
 
 
 def standard_results(data: EvalData, repeats: int | None = None,
@@ -166,9 +236,13 @@ def standard_results(data: EvalData, repeats: int | None = None,
         stated_repeats: R as the sources state it (what states it -> R), taken when
             ``repeats`` is None and they agree; default None.
     """
+    setups = sorted(set(data.runs.get_column("setup").to_list()))
+    if len(setups) > MAX_SETUPS:
+        raise TooManySetups(f"{len(setups):,} setups: one evaluation summarises at most "
+                            f"{MAX_SETUPS:,} (about 10 ms each); evaluate them in groups of "
+                            "setups (split the run files by setup)")
     plan = plan_repeats(data.runs, repeats, stated_repeats)
     r = plan.repeats
-    setups = sorted(set(data.runs.get_column("setup").to_list()))
     task_ids = data.tasks.get_column("task_id").to_list()
     graded = run_grades(data.runs, data.grades)
     plan_frame = setup_plan(data.runs, data.tasks)
@@ -179,22 +253,36 @@ def standard_results(data: EvalData, repeats: int | None = None,
     sub_plan, sub_slots = plan_frame.filter(in_subset), slots.filter(in_subset)
     # Each setup's summaries are independent: two threads share them, so one's Python
     # (summaries, models) runs while the other's polars queries do (the same figures).
+    frames = _split_by_setup(data, graded, setups)
+    plans, subplans = (_rows_of(f, setups) for f in (plan_frame, sub_plan))
+    filled, subfilled = (_rows_of(f, setups) for f in (slots, sub_slots))
+    nothing: list[SubsetSetup] = []  # a setup with no question in a subset: made once
+
+    def summarise(setup: str, plan: pl.DataFrame, slots: pl.DataFrame) -> SubsetSetup:
+        if plan.height or slots.height:
+            return _subset_setup(frames[setup], plan, slots, setup, r,
+                                 exclude_channel_overhead)
+        if not nothing:
+            nothing.append(_subset_setup(frames[setup], plan, slots, setup, r,
+                                         exclude_channel_overhead))
+        return nothing[0].model_copy(deep=True)
+
     with ThreadPoolExecutor(max_workers=2) as pool:
-        on_all = list(pool.map(lambda s: _subset_setup(
-            data, plan_frame, slots, graded, s, r, exclude_channel_overhead), setups))
-        on_common = list(pool.map(lambda s: _subset_setup(
-            data, sub_plan, sub_slots, graded, s, r, exclude_channel_overhead), setups))
+        on_all = list(pool.map(lambda s: summarise(s, plans[s], filled[s]), setups))
+        on_common = list(pool.map(lambda s: summarise(s, subplans[s], subfilled[s]), setups))
     per_setup = dict(zip(setups, on_all, strict=True))
     common = CommonSubset(
         tasks=subset, questions=len(subset), of_questions=len(task_ids), repeats=r,
         rule=COMMON_RULE, setups=dict(zip(setups, on_common, strict=True)))
     unique_calls = unique_tool_calls(data.runs, data.tool_calls)
     per_question = per_question_figures(data, slots, e2e, task_composites, unique_calls)
-    ran = {s: set(per_question.filter(pl.col("setup") == s).get_column("task_id").to_list())
-           for s in setups}
+    ran: dict[str, set[str]] = {s: set() for s in setups}
+    for setup, tasks in per_question.group_by("setup").agg("task_id").iter_rows():
+        ran[setup] = set(tasks)
+    compared = compared_setups(per_setup)
     jobs: list[tuple[str, str, list[str], Literal["all", "common"]]] = []
-    for i, a in enumerate(setups):
-        for b in setups[i + 1:]:
+    for i, a in enumerate(compared):
+        for b in compared[i + 1:]:
             jobs.append((a, b, sorted(ran[a] & ran[b]), "all"))
             jobs.append((a, b, subset, "common"))
     # Each comparison is independent, and its bootstrap spends its time in numpy, which
@@ -206,5 +294,6 @@ def standard_results(data: EvalData, repeats: int | None = None,
     return StandardResults(
         graded=graded, plan_frame=plan_frame, slots=slots, e2e=e2e, plan=plan,
         setups=per_setup,
-        reruns={s: _reruns(graded, e2e, s) for s in setups}, common=common,
-        comparisons=comparisons, per_question=per_question, unique_calls=unique_calls)
+        reruns={s: _reruns(frames[s].graded, e2e, s) for s in setups}, common=common,
+        comparisons=comparisons, per_question=per_question, unique_calls=unique_calls,
+        compared=compared)
