@@ -6,8 +6,8 @@ long answers higher. No paid service, no network."""
 from __future__ import annotations
 
 import json
-import re
 import math
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
