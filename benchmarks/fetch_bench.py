@@ -4,6 +4,8 @@
    fixed latency, against the ideal wall time N / C x latency.
 2. Crash safety: a fetch killed with SIGKILL at random moments K times, then resumed; checks
    that every planned slot is present exactly once as a primary attempt and no line is torn.
+3. A hostile peer first: the fetch's peak RSS against a 200 stream that never ends, and the
+   time to the run's recorded failure.
 
 Usage: ``python -m benchmarks.fetch_bench [--requests 2000] [--concurrency 64]
 [--latency 0.2] [--kills 20]``.
@@ -88,6 +90,73 @@ def kills(times: int, seed: int = 7) -> None:
               f"whole JSON: {lines_ok}; {len(reopened.records)} attempts in all")
 
 
+ENDLESS_PEER = """
+import asyncio, json, sys
+CHUNK = ("data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": "x" * 4000},
+                                              "finish_reason": None}]}) + "\\n\\n").encode()
+async def handle(reader, writer):
+    while (await reader.readline()) not in (b"\\r\\n", b""):
+        pass
+    writer.write(b"HTTP/1.1 200 OK\\r\\nContent-Type: text/event-stream\\r\\n\\r\\n")
+    try:
+        while True:
+            writer.write(CHUNK * 64)
+            await writer.drain()
+    except ConnectionError:
+        pass
+async def serve():
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    await server.serve_forever()
+asyncio.run(serve())
+"""
+"""A peer (in its own process) that answers every request with a 200 stream of valid chunks
+that never ends."""
+
+
+def hostile(timeout_s: float = 20.0) -> None:
+    """Peak RSS of a fetch against an endless stream, and the time to the run's recorded
+    failure (the stream cap), against the agreed timeout."""
+    import psutil
+
+    tasks = load_tasks(FIX / "tasks", FIX / "packs").records[:1]
+    peer = subprocess.Popen([sys.executable, "-c", ENDLESS_PEER], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert peer.stdout is not None
+        url = f"http://127.0.0.1:{peer.stdout.readline().strip()}/v1"
+        me = psutil.Process()
+        before = me.memory_info().rss
+        peak = [before]
+        done = False
+
+        def sample() -> None:
+            while not done:
+                peak[0] = max(peak[0], me.memory_info().rss)
+                time.sleep(0.01)
+
+        import threading
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        with tempfile.TemporaryDirectory() as tmp:
+            store = Path(tmp) / "runs.jsonl"
+            started = time.perf_counter()
+            asyncio.run(fetch_async(tasks, OpenAIChat(url, "endless"), store, setup="endless",
+                                    timeout_s=timeout_s, progress=False, retries=0))
+            wall = time.perf_counter() - started
+            done = True
+            sampler.join()
+            record = json.loads(store.read_text().splitlines()[0])
+    finally:
+        peer.kill()
+        peer.wait()
+    print(f"hostile peer (an endless 200 stream of valid chunks): run {record['status']} in "
+          f"{wall:.2f} s (agreed timeout {timeout_s:g} s): {record['error']!r}; peak RSS "
+          f"{peak[0] / 2**20:.0f} MiB, {(peak[0] - before) / 2**20:+.0f} MiB over the "
+          f"{before / 2**20:.0f} MiB before")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=2000)
@@ -95,6 +164,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--kills", type=int, default=20)
     args = parser.parse_args()
+    hostile()
     throughput(args.requests, args.concurrency, args.latency)
     kills(args.kills)
 
