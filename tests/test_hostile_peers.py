@@ -459,3 +459,12 @@ def test_a_verdict_about_another_answer_is_not_used(bind: Any, why: str) -> None
     assert judgements and all(j.score is None and why in str(j.reason) for j in judgements)
     assert grades and all(g.core_conclusion == "pending" and g.request_fulfilment == "pending"
                           and why in str(g.reason) for g in grades)
+
+
+@pytest.mark.parametrize("options", [{"timeout_s": math.nan}, {"timeout_s": 0},
+                                     {"concurrency": 0}, {"concurrency": 1.5}])
+def test_bad_judge_options_are_a_value_error(options: dict[str, Any]) -> None:
+    from grade_kit.judges.llm import LLMJudge
+
+    with pytest.raises(ValueError, match=next(iter(options))):
+        LLMJudge("http://127.0.0.1:9/v1", "j", **options)
