@@ -419,27 +419,25 @@ def _bounded(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
-def _positive_seconds(text: str) -> float:
-    """An argparse type: a finite number of seconds above 0, or a clear usage error."""
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number above 0, not {text!r}")
-    return value
+def _finite(*, zero_allowed: bool) -> Callable[[str], float]:
+    """An argparse type: a finite number above 0 (or at least 0 when ``zero_allowed``), or a
+    clear usage error."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
+        if not math.isfinite(value) or value < 0 or (value == 0 and not zero_allowed):
+            bound = "at least 0" if zero_allowed else "above 0"
+            raise argparse.ArgumentTypeError(f"must be a finite number {bound}, not {text!r}")
+        return value
+
+    return parse
 
 
-def _non_negative(text: str) -> float:
-    """An argparse type: a finite number at least 0, or a clear usage error."""
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number of at least 0, not "
-                                         f"{text!r}")
-    return value
+_positive_seconds = _finite(zero_allowed=False)
+_non_negative = _finite(zero_allowed=True)
 
 
 def _input_arguments(parser: argparse.ArgumentParser, *, store: bool) -> None:

@@ -321,7 +321,7 @@ class OpenAIChat:
             async with post(self.sessions.get(), f"{self.base_url}/chat/completions",
                             headers=self._headers(), json=body) as reply:
                 offset = endpoint_offset(reply.headers)
-                await refuse_unless_stream(reply, "the endpoint")
+                await _refuse_unless_stream(reply, "the endpoint")
                 async for line in reply.lines():
                     if "first_progress" not in events:
                         events["first_progress"] = now()
@@ -377,7 +377,7 @@ def _stream_receipt(reply: Reply | None, why: str) -> dict[str, Any]:
     return receipt(reply.status, reply.headers, reply.head, why)
 
 
-async def refuse_unless_stream(reply: Reply, who: str) -> None:
+async def _refuse_unless_stream(reply: Reply, who: str) -> None:
     """Fail the attempt unless ``reply`` is a 2xx server-sent event stream: a redirect (never
     followed), an HTTP error, or a body of another kind, each with its receipt and the body's
     first characters (read within the body cap)."""
@@ -499,7 +499,7 @@ class HTTPAgent:
             async with post(self.sessions.get(), self.url, headers=headers,
                             json=body) as reply:
                 offset = endpoint_offset(reply.headers)
-                await refuse_unless_stream(reply, "the agent")
+                await _refuse_unless_stream(reply, "the agent")
                 pending: list[str] = []
                 async for line in reply.lines():
                     if line.strip():
