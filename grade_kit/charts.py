@@ -32,6 +32,7 @@ __all__ = [
     "grade_distribution_chart",
     "latency_chart",
     "rates_chart",
+    "significance_chart",
     "timing_charts",
     "tool_calls_chart",
     "track_heatmap",
@@ -286,6 +287,47 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
     return cast(Chart, alt.layer(zero, bars, points).facet(
         row=alt.Row("metric:N", title=None)).resolve_scale(x="independent").properties(
         title=f"Paired differences on {subset} questions (measured, 95% bootstrap CI)"))
+
+
+def significance_chart(comparisons: pl.DataFrame | pd.DataFrame,
+                       metric: str = "resolved_rate", subset: str = "all") -> Chart:
+    """A setup x setup matrix of one grade rate's paired test: each cell the Holm-adjusted
+    p-value of the pair (docs/methodology.md §5 "Significance"), coloured by it (darker: a
+    smaller p), with the row setup's rate minus the column setup's in the tooltip."""
+    frame = _polars(comparisons).filter((pl.col("subset") == subset)
+                                        & (pl.col("metric") == metric)
+                                        & pl.col("p_holm").is_not_null())
+    one = frame.select(row="compared", column="baseline", difference="mean_diff_b_minus_a",
+                       p="p_value", p_holm="p_holm", n="n_questions")
+    other = frame.select(row="baseline", column="compared",
+                         difference=-pl.col("mean_diff_b_minus_a"), p="p_value",
+                         p_holm="p_holm", n="n_questions")
+    cells = pl.concat([one, other]).with_columns(
+        label=pl.when(pl.col("p_holm") < 0.001).then(pl.lit("<0.001"))
+        .otherwise(pl.col("p_holm").round(3).cast(pl.String)))
+    order = sorted(set(cells.get_column("row").to_list()))
+    data: Any = cells.to_pandas()
+    name = metric.removesuffix("_rate").replace("_", " ")
+    base = alt.Chart(data).encode(
+        x=alt.X("column:N", sort=order, title="against (column)",
+                axis=alt.Axis(labelAngle=-30, labelLimit=160)),
+        y=alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labelLimit=200)))
+    heat = base.mark_rect(stroke="white").encode(
+        color=alt.Color("p_holm:Q", title="p (Holm)", scale=alt.Scale(
+            domain=[0, 0.05, 1], range=["#08519c", "#9ecae1", "#f7f7f7"])),
+        tooltip=[alt.Tooltip("row:N", title="setup"), alt.Tooltip("column:N", title="against"),
+                 alt.Tooltip("difference:Q", format="+.3f", title=f"{name} rate difference"),
+                 alt.Tooltip("p:Q", format=".3g", title="p"),
+                 alt.Tooltip("p_holm:Q", format=".3g", title="p (Holm)"),
+                 alt.Tooltip("n:Q", title="paired questions")])
+    text = base.mark_text(fontSize=12).encode(
+        text="label:N", color=alt.condition("datum.p_holm < 0.05", alt.value("white"),
+                                            alt.value("black")))
+    side = max(90, 60 * len(order))
+    return cast(Chart, alt.layer(heat, text).properties(
+        width=side, height=side,
+        title=f"Is the {name} rate difference real? Holm-adjusted p of each pair ({subset} "
+              "questions)"))
 
 
 OFFLINE_ENV = "GRADE_KIT_OFFLINE_HTML"

@@ -301,7 +301,8 @@ class Evaluation:
              "mean_diff_b_minus_a": f.mean_diff_b_minus_a,
              "ci_low": None if f.ci95 is None else f.ci95.low,
              "ci_high": None if f.ci95 is None else f.ci95.high,
-             "direction": f.direction, "value": f.value,
+             "direction": f.direction, "value": f.value, "p_value": f.p_value,
+             "p_holm": f.p_holm, "test": f.test,
              "note": f.formula or f.statement}
             for c in self.results.comparisons for f in c.figures
         ], schema={"baseline": pl.String, "compared": pl.String, "subset": pl.String,
@@ -309,6 +310,7 @@ class Evaluation:
                    "n_questions": pl.Int64, "mean_a": pl.Float64, "mean_b": pl.Float64,
                    "mean_diff_b_minus_a": pl.Float64, "ci_low": pl.Float64,
                    "ci_high": pl.Float64, "direction": pl.String, "value": pl.Float64,
+                   "p_value": pl.Float64, "p_holm": pl.Float64, "test": pl.String,
                    "note": pl.String})
         rejected = pl.DataFrame(
             [{"source": r.source, "line": r.line, "field": r.field, "error": r.error}
@@ -377,7 +379,9 @@ class Evaluation:
     @property
     def comparisons(self) -> Frame:
         """One row per setup pair, subset and figure: label, paired n, means, difference,
-        95% bootstrap interval, direction, value and formula or statement."""
+        95% bootstrap interval, direction, value, and for each grade rate (``resolved_rate``,
+        ...) the paired test's p-value, its Holm adjustment across the pairs and the test's
+        name; formula or statement."""
         return _as_kind(self._frames["comparisons"], self.kind)
 
     @property

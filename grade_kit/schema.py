@@ -765,6 +765,12 @@ class Figure(_Out):
     formula: str | None = None
     assumptions: str | None = None
     statement: str | None = None
+    p_value: float | None = None
+    """A grade rate's paired test, two-sided (docs/methodology.md §5 "Significance")."""
+    p_holm: float | None = None
+    """``p_value`` adjusted by Holm across the setup pairs of its figure and subset."""
+    test: str | None = None
+    """Which test gave ``p_value`` (exact McNemar, or the sign-flip permutation test)."""
 
 
 class Comparison(_Out):

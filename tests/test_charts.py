@@ -41,7 +41,9 @@ def test_every_builder_gives_a_titled_chart_with_tooltips(ev: gk.Evaluation) -> 
              charts.track_heatmap(ev.tracks), charts.grade_distribution_chart(ev.grades),
              charts.rates_chart(ev.grades), charts.latency_chart(ev.runs, ev.timing),
              charts.tool_calls_chart(ev.runs), charts.consistency_chart(ev.tasks),
-             charts.comparisons_chart(ev.comparisons)]
+             charts.comparisons_chart(ev.comparisons),
+             charts.significance_chart(ev.comparisons),
+             charts.timing_charts(ev.runs, ev.timing)]
     for chart in built:
         spec = _spec(chart)
         assert spec.get("title"), type(chart).__name__
@@ -91,3 +93,17 @@ def test_a_hundred_thousand_runs_stay_under_the_row_limit() -> None:
     top = [r for r in ecdf if r["fraction"] == 1.0]
     assert {r["n"] for r in top} == {25_000}
     assert _rows(_spec(charts.tool_calls_chart(runs))) <= 4 * 7
+
+
+def test_the_significance_matrix_holds_the_holm_p_of_every_pair(ev: gk.Evaluation) -> None:
+    spec = _spec(charts.significance_chart(ev.comparisons))
+    cells = [r for rows in spec["datasets"].values() for r in rows]
+    resolved = ev.comparisons.filter((pl.col("subset") == "all")
+                                     & (pl.col("metric") == "resolved_rate"))
+    assert len(cells) == 2 * resolved.height  # each pair in both cells of the matrix
+    for row in resolved.iter_rows(named=True):
+        mine = [c for c in cells if {c["row"], c["column"]} == {row["baseline"],
+                                                                 row["compared"]}]
+        assert len(mine) == 2 and {c["p_holm"] for c in mine} == {row["p_holm"]}
+        forward = next(c for c in mine if c["row"] == row["compared"])
+        assert forward["difference"] == row["mean_diff_b_minus_a"]

@@ -197,6 +197,13 @@ def _figure_text(f: Figure) -> str:
     return f.statement or ""
 
 
+def _p_text(p: float | None) -> str:
+    """A p-value as people read it: three significant digits, ``< 0.001`` below that."""
+    if p is None:
+        return "—"
+    return "< 0.001" if p < 0.001 else f"{p:.3g}"
+
+
 def _comparison_sections(results: Results) -> list[str]:
     common = results.common_subset
     lines = ["", "## Common subset", "",
@@ -212,13 +219,16 @@ def _comparison_sections(results: Results) -> list[str]:
                   "On **all** questions (paired over the questions both setups ran) and on "
                   "the **common** subset; n is the number of paired questions.", ""]
         rows = [[f"{comp.compared} vs {comp.baseline}", comp.subset, comp.questions, f.metric,
-                 f.label, _figure_text(f)]
+                 f.label, _figure_text(f), _p_text(f.p_value), _p_text(f.p_holm)]
                 for comp in results.comparisons for f in comp.figures]
         lines += _table(["comparison", "subset", "questions", "figure", "label",
-                         "value (95% bootstrap CI)"], rows)
+                         "value (95% bootstrap CI)", "p", "p (Holm)"], rows)
         first = results.comparisons[0]
         lines.append(f"\nBootstrap: {first.resamples} resamples of questions, seed "
-                     f"{first.seed}.")
+                     f"{first.seed}. Grade rates: p from a paired test on per-question "
+                     "outcomes (exact McNemar when R = 1, the sign-flip permutation test when "
+                     "R > 1), two-sided; Holm-adjusted across the setup pairs of each figure "
+                     "and subset.")
     reruns = [(name, r) for name, s in results.setups.items() for r in s.reruns]
     if reruns:
         lines += ["", "## Re-runs (listed beside the attempt they repeat, never scored in its "

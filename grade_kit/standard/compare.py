@@ -21,14 +21,24 @@ import polars as pl
 
 from grade_kit.exact import fmean
 from grade_kit.schema import Comparison, Figure, Interval
+from grade_kit.standard.significance import paired_count_test
 
-__all__ = ["DEFAULT_RESAMPLES", "DEFAULT_SEED", "bootstrap_mean_ci", "compare_setups"]
+__all__ = ["DEFAULT_RESAMPLES", "DEFAULT_SEED", "GRADE_RATES", "bootstrap_mean_ci",
+           "compare_setups"]
 
 DEFAULT_SEED = 20261130
 DEFAULT_RESAMPLES = 2000
 
 _BLOCK_VALUES = 1 << 16
 """Resampled values :func:`bootstrap_mean_ci` gathers at once (512 KB)."""
+
+GRADE_RATES = {
+    "resolved": "higher",
+    "partially_resolved": None,
+    "material_error": "lower",
+    "unresolved": "lower",
+}
+"""The grade rates compared, with their better side (None: neither is better)."""
 
 METRICS = {
     "e2e_median_s": ("per-question median E2E seconds (lower is faster)", "lower"),
@@ -76,9 +86,49 @@ SUBSET_MEANING = {
 }
 
 
+def _grade_rate_figures(paired: pl.DataFrame, a: str, b: str, repeats: int, where: str,
+                        seed: int, resamples: int) -> list[Figure]:
+    """Each grade's rate on the paired questions, B - A, with its bootstrap interval and its
+    paired test (:func:`~grade_kit.standard.significance.paired_count_test`): per question
+    a setup's rate is its slots in the grade / R."""
+    figures: list[Figure] = []
+    for grade, better in GRADE_RATES.items():
+        column = f"{grade}_slots"
+        if column not in paired.columns:
+            continue
+        metric = f"{grade}_rate"
+        meaning = (f"{grade.replace('_', ' ')} rate: per question, slots {grade} / R "
+                   f"(R = {repeats})")
+        both = paired.filter(pl.col(column).is_not_null() & pl.col(f"{column}_b").is_not_null())
+        if both.is_empty():
+            figures.append(Figure(metric=metric, label="untested direction", meaning=meaning,
+                                  statement=f"no question of {where} was run by both {a} "
+                                            f"and {b}"))
+            continue
+        ca = both.get_column(column).to_list()
+        cb = both.get_column(f"{column}_b").to_list()
+        slots = len(ca) * repeats  # the rates as counts over slots: one exact division each
+        mean_diff = (sum(cb) - sum(ca)) / slots
+        diffs = (np.asarray(cb, dtype=float) - np.asarray(ca, dtype=float)) / repeats
+        ci = bootstrap_mean_ci(diffs, seed, resamples)
+        excludes = None if ci is None else bool(ci[0] > 0 or ci[1] < 0)
+        direction = None
+        if better is not None and excludes:
+            improves = (mean_diff < 0) if better == "lower" else (mean_diff > 0)
+            direction = f"{b} {'better' if improves else 'worse'} than {a}"
+        p, test = paired_count_test(ca, cb, repeats, seed)
+        figures.append(Figure(
+            metric=metric, label="measured", meaning=meaning, n_questions=len(ca),
+            mean_a=sum(ca) / slots, mean_b=sum(cb) / slots, mean_diff_b_minus_a=mean_diff,
+            ci95=None if ci is None else Interval(low=ci[0], high=ci[1]),
+            ci_excludes_zero=excludes, direction=direction, p_value=p, test=test))
+    return figures
+
+
 def compare_setups(per_question: pl.DataFrame, a: str, b: str, questions: Sequence[str],
                    all_questions: int, subset: Literal["all", "common"] = "common",
-                   seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES) -> Comparison:
+                   seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES,
+                   repeats: int | None = None) -> Comparison:
     """Compare setup ``b`` with baseline ``a`` on the questions ``questions``.
 
     Args:
@@ -90,8 +140,11 @@ def compare_setups(per_question: pl.DataFrame, a: str, b: str, questions: Sequen
         all_questions: Questions in the whole plan (for the conditional estimate and the
             untested direction).
         subset: ``all`` (questions both setups ran) or ``common`` (the common subset).
-        seed: Bootstrap seed (recorded in the output).
+        seed: Bootstrap seed (recorded in the output); also the seed of a Monte Carlo
+            sign-flip test.
         resamples: Bootstrap resamples.
+        repeats: R; with it and ``per_question``'s ``<grade>_slots`` columns, each grade
+            rate is compared too, with its paired test; default None (no grade rates).
 
     Returns:
         The :class:`~grade_kit.schema.Comparison`; each figure has a ``label``.
@@ -102,7 +155,8 @@ def compare_setups(per_question: pl.DataFrame, a: str, b: str, questions: Sequen
     right = scoped.filter(pl.col("setup") == b).drop("setup")
     paired = left.join(right, on="task_id", suffix="_b")
     where = SUBSET_MEANING[subset]
-    figures: list[Figure] = []
+    figures: list[Figure] = ([] if repeats is None else
+                             _grade_rate_figures(paired, a, b, repeats, where, seed, resamples))
     for metric, (meaning, better) in METRICS.items():
         if metric not in left.columns:
             continue

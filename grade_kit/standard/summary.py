@@ -14,13 +14,16 @@ import polars as pl
 from grade_kit.frames import EvalData, frames_repr, frames_repr_html
 from grade_kit.io import InputError
 from grade_kit.schema import (
+    FOUR_GRADES,
     CommonSubset,
     Comparison,
+    Figure,
     Plan,
     Rerun,
     SubsetSetup,
 )
 from grade_kit.standard.compare import DEFAULT_SEED, compare_setups
+from grade_kit.standard.significance import holm
 from grade_kit.standard.grades import (
     common_subset,
     grade_summary,
@@ -39,7 +42,7 @@ from grade_kit.standard.timing import (
 )
 
 __all__ = ["MAX_COMPARED_SETUPS", "MAX_SETUPS", "StandardResults", "TooManySetups",
-           "compared_setups", "per_question_figures", "standard_results"]
+           "adjust_by_holm", "compared_setups", "per_question_figures", "standard_results"]
 
 COMMON_RULE = "tasks whose every planned slot is resolved for every setup"
 
@@ -91,7 +94,8 @@ class StandardResults:
 
 def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
                          task_composites: pl.DataFrame | None,
-                         unique_calls: pl.DataFrame | None = None) -> pl.DataFrame:
+                         unique_calls: pl.DataFrame | None = None,
+                         repeats: int | None = None) -> pl.DataFrame:
     """Per (setup, task) over the planned slots that a primary run fills: median E2E, median
     working time, mean unique tool calls per exposed delivered run, and the task's GRADE
     composite.
@@ -103,10 +107,14 @@ def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
         task_composites: Per (setup, task) composites, or None (no composite column).
         unique_calls: :func:`~grade_kit.standard.timing.unique_tool_calls` of every run
             (``data.runs``), when already made; default None (made here).
+        repeats: R; when given, each grade's per-question rate too (``resolved_rate``, ...:
+            its slots / R); default None.
 
     Returns:
         setup, task_id, e2e_median_s[, working_median_s where some run records working
-        time], tool_calls_per_run[, composite].
+        time], tool_calls_per_run[, composite], and per grade of the four its slots
+        (``resolved_slots``, ...: the question's planned slots a primary run filled with it)
+        [and its rate, ``resolved_rate``, ..., with ``repeats``].
     """
     if unique_calls is None:
         unique_calls = unique_tool_calls(data.runs, data.tool_calls)
@@ -128,6 +136,13 @@ def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
     if task_composites is not None:
         per_q = per_q.join(task_composites.select("setup", "task_id", "composite"),
                            on=["setup", "task_id"], how="left")
+    counts = filled.join(slots.select("run_id", "state"), on="run_id").group_by(
+        "setup", "task_id").agg(**{f"{g}_slots": (pl.col("state") == g).sum().cast(pl.Int64)
+                                   for g in FOUR_GRADES})
+    per_q = per_q.join(counts, on=["setup", "task_id"], how="left")
+    if repeats is not None:
+        per_q = per_q.with_columns(**{f"{g}_rate": pl.col(f"{g}_slots") / repeats
+                                      for g in FOUR_GRADES})
     return per_q.sort("setup", "task_id")
 
 
@@ -171,6 +186,19 @@ def _subset_setup(frames: _SetupFrames, plan: pl.DataFrame, slots: pl.DataFrame,
                               exclude_channel_overhead=exclude_channel_overhead),
         tool_calls=tool_call_summary(frames.runs, frames.tool_calls, run_ids),
     )
+
+
+def adjust_by_holm(comparisons: list[Comparison]) -> None:
+    """Set every tested figure's ``p_holm``: Holm's adjustment across the setup pairs of
+    its figure and subset (docs/methodology.md §5 "Significance")."""
+    families: dict[tuple[str, str], list[Figure]] = {}
+    for comparison in comparisons:
+        for figure in comparison.figures:
+            if figure.p_value is not None:
+                families.setdefault((comparison.subset, figure.metric), []).append(figure)
+    for figures in families.values():
+        for figure, adjusted in zip(figures, holm([f.p_value for f in figures]), strict=True):
+            figure.p_holm = adjusted
 
 
 def _rows_of(frame: pl.DataFrame, setups: list[str]) -> dict[str, pl.DataFrame]:
@@ -275,7 +303,8 @@ def standard_results(data: EvalData, repeats: int | None = None,
         tasks=subset, questions=len(subset), of_questions=len(task_ids), repeats=r,
         rule=COMMON_RULE, setups=dict(zip(setups, on_common, strict=True)))
     unique_calls = unique_tool_calls(data.runs, data.tool_calls)
-    per_question = per_question_figures(data, slots, e2e, task_composites, unique_calls)
+    per_question = per_question_figures(data, slots, e2e, task_composites, unique_calls,
+                                        repeats=r)
     ran: dict[str, set[str]] = {s: set() for s in setups}
     for setup, tasks in per_question.group_by("setup").agg("task_id").iter_rows():
         ran[setup] = set(tasks)
@@ -290,7 +319,8 @@ def standard_results(data: EvalData, repeats: int | None = None,
     with ThreadPoolExecutor(max_workers=2) as pool:
         comparisons = list(pool.map(
             lambda job: compare_setups(per_question, job[0], job[1], job[2], len(task_ids),
-                                       job[3], seed=seed), jobs))
+                                       job[3], seed=seed, repeats=r), jobs))
+    adjust_by_holm(comparisons)
     return StandardResults(
         graded=graded, plan_frame=plan_frame, slots=slots, e2e=e2e, plan=plan,
         setups=per_setup,

@@ -1,0 +1,151 @@
+"""Significance on the grade rates (docs/methodology.md §5 "Significance"): hand-computed
+McNemar, sign-flip and Holm values, checked against scipy and brute force, and the figures of
+``ev.comparisons`` on small checked-in cases computed by hand."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Any
+
+import polars as pl
+import pytest
+from scipy.stats import binomtest
+
+import grade_kit as gk
+from grade_kit.standard.significance import (
+    EXACT_CELLS,
+    holm,
+    mcnemar_exact,
+    paired_count_test,
+    sign_flip_p,
+)
+
+
+def test_mcnemar_by_hand() -> None:
+    # b = 1, c = 6: 2 (C(7,0) + C(7,1)) / 2^7 = 2 x 8 / 128
+    assert mcnemar_exact(1, 6) == 0.125
+    assert mcnemar_exact(0, 10) == 2 / 1024
+    assert mcnemar_exact(3, 3) == 1.0 and mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(6, 1) == mcnemar_exact(1, 6)
+
+
+def test_mcnemar_equals_scipys_exact_binomial_test() -> None:
+    for b in range(0, 25):
+        for c in range(0, 25):
+            if b + c:
+                assert mcnemar_exact(b, c) == pytest.approx(
+                    binomtest(b, b + c).pvalue, rel=1e-12, abs=0)
+
+
+def test_sign_flip_by_hand() -> None:
+    # nonzero 2, 1, 3; observed |6|: only all + or all - reach it: 2 of 8
+    assert sign_flip_p([2, 1, 0, 3], seed=0)[0] == 0.25
+    # 2, -1, 1: sums 4, 2, 2, 0, 0, -2, -2, -4; |S| >= 2 in 6 of 8
+    assert sign_flip_p([2, -1, 1], seed=0)[0] == 0.75
+    assert sign_flip_p([1, -1], seed=0)[0] == 1.0
+    assert sign_flip_p([0, 0], seed=0) == (1.0, "exact sign-flip permutation (no question "
+                                                "differs)")
+
+
+def test_exact_sign_flip_equals_brute_force() -> None:
+    rng = random.Random(5)
+    for _ in range(200):
+        d = [rng.randint(-4, 4) for _ in range(rng.randint(1, 10))]
+        observed = abs(sum(d))
+        patterns = list(itertools.product((1, -1), repeat=len(d)))
+        brute = sum(abs(sum(s * x for s, x in zip(signs, d, strict=True))) >= observed
+                    for signs in patterns) / len(patterns)
+        p, how = sign_flip_p(d, seed=0)
+        assert how.startswith("exact") and p == pytest.approx(brute, rel=1e-12)
+
+
+def test_a_large_sign_flip_is_seeded_monte_carlo(monkeypatch: pytest.MonkeyPatch) -> None:
+    d = [1, 2, -1, 3, 1, 1, 2] * 10
+    exact, _ = sign_flip_p(d, seed=0)
+    monkeypatch.setattr("grade_kit.standard.significance.EXACT_CELLS", 10)
+    p, how = sign_flip_p(d, seed=3)
+    assert how.startswith("seeded sign-flip") and p == sign_flip_p(d, seed=3)[0]
+    assert p >= 1 / 10_001 and abs(p - exact) < 0.01
+    assert EXACT_CELLS == 50_000_000
+
+
+def test_one_repeat_is_mcnemar_and_more_are_sign_flips() -> None:
+    p, how = paired_count_test([1, 1, 0, 1], [0, 1, 1, 0], repeats=1, seed=0)
+    assert p == mcnemar_exact(2, 1) == 1.0
+    assert how == "exact McNemar on 3 discordant questions (baseline only 2, compared only 1)"
+    p, how = paired_count_test([2, 2, 1], [0, 1, 1], repeats=2, seed=0)
+    assert p == 0.5 and how.startswith("exact sign-flip")  # sums +-2 +-1: |S| >= 3 in 2 of 4
+
+
+def test_holm_by_hand() -> None:
+    # ascending 0.01 x 4 = 0.04; 0.03 x 3 = 0.09; 0.04 x 2 = 0.08 -> 0.09 (monotone); 0.5 x 1
+    assert holm([0.01, 0.04, 0.03, None, 0.5]) == [0.04, 0.09, 0.09, None, 0.5]
+    assert holm([0.5, 0.6]) == [1.0, 1.0] and holm([]) == [] and holm([None]) == [None]
+
+
+# ---------------------------------------------------------------- ev.comparisons, by hand
+
+
+def _evaluate(outcomes: dict[str, list[list[bool]]]) -> gk.Evaluation:
+    """Setups whose runs of questions q1.. (a list of repeats each) are resolved or not."""
+    questions = len(next(iter(outcomes.values())))
+    tasks = [{"task_id": f"q{i + 1}", "prompt": "?"} for i in range(questions)]
+    runs: list[dict[str, Any]] = []
+    grades: list[dict[str, Any]] = []
+    for setup, per_question in outcomes.items():
+        for i, repeats in enumerate(per_question):
+            for r, resolved in enumerate(repeats):
+                run_id = f"{setup}-q{i + 1}-{r + 1}"
+                runs.append({"run_id": run_id, "setup": setup, "task_id": f"q{i + 1}",
+                             "repeat": r + 1, "status": "delivered",
+                             "response": {"text": "x"}})
+                grades.append({"run_id": run_id, "grader": "g", "material_error": "no",
+                               "core_conclusion": "correct" if resolved
+                               else "no_gradable_conclusion",
+                               "request_fulfilment": "full" if resolved else "not_met"})
+    return gk.evaluate(tasks, runs, grades=grades)
+
+
+def _resolved(ev: gk.Evaluation, a: str, b: str) -> dict[str, Any]:
+    rows = ev.comparisons.filter((pl.col("baseline") == a) & (pl.col("compared") == b)
+                                 & (pl.col("subset") == "all")
+                                 & (pl.col("metric") == "resolved_rate"))
+    return rows.row(0, named=True)
+
+
+def test_resolved_rate_comparisons_of_three_setups_by_hand() -> None:
+    """A resolves q1-q6, B only q1, C q1-q5 (R = 1).
+    A vs B: A only on 5 questions, B on none: p = 2 / 2^5 = 0.0625.
+    A vs C: A only on q6: p = 1. B vs C: C only on 4: p = 2 / 2^4 = 0.125.
+    Holm over the three: 0.0625 x 3 = 0.1875, 0.125 x 2 = 0.25, 1 x 1 = 1."""
+    yes, no = [True], [False]
+    ev = _evaluate({"A": [yes] * 6, "B": [yes] + [no] * 5, "C": [yes] * 5 + [no]})
+    ab, ac, bc = _resolved(ev, "A", "B"), _resolved(ev, "A", "C"), _resolved(ev, "B", "C")
+    assert (ab["p_value"], ac["p_value"], bc["p_value"]) == (0.0625, 1.0, 0.125)
+    assert (ab["p_holm"], ac["p_holm"], bc["p_holm"]) == (0.1875, 1.0, 0.25)
+    assert (ab["mean_a"], ab["mean_b"], ab["mean_diff_b_minus_a"]) == (1.0, 1 / 6, -5 / 6)
+    assert ab["test"].startswith("exact McNemar on 5 discordant questions")
+    assert ab["label"] == "measured" and ab["n_questions"] == 6
+    unresolved = ev.comparisons.filter((pl.col("baseline") == "A")
+                                       & (pl.col("compared") == "B")
+                                       & (pl.col("subset") == "all")
+                                       & (pl.col("metric") == "unresolved_rate")).row(
+        0, named=True)
+    assert unresolved["p_value"] == 0.0625 and unresolved["mean_diff_b_minus_a"] == 5 / 6
+    results = ev.results.model_dump(mode="json")
+    figure = next(f for c in results["comparisons"] if c["baseline"] == "A"
+                  and c["compared"] == "B" and c["subset"] == "all"
+                  for f in c["figures"] if f["metric"] == "resolved_rate")
+    assert (figure["p_value"], figure["p_holm"]) == (0.0625, 0.1875)
+
+
+def test_resolved_rate_with_repeats_is_a_sign_flip_test_by_hand() -> None:
+    """R = 2: A resolves 2, 2, 1 slots of q1-q3, B 0, 1, 1: differences -2, -1, 0;
+    |S| >= 3 for 2 of the 4 sign patterns: p = 0.5; rates 5/6 and 2/6."""
+    ev = _evaluate({"A": [[True, True], [True, True], [True, False]],
+                    "B": [[False, False], [True, False], [False, True]]})
+    ab = _resolved(ev, "A", "B")
+    assert ab["p_value"] == 0.5 and ab["p_holm"] == 0.5
+    assert ab["test"] == "exact sign-flip permutation on per-question differences"
+    assert (ab["mean_a"], ab["mean_b"], ab["mean_diff_b_minus_a"]) == (5 / 6, 2 / 6, -3 / 6)
