@@ -23,7 +23,6 @@ from grade_kit.schema import (
     SubsetSetup,
 )
 from grade_kit.standard.compare import DEFAULT_SEED, compare_setups
-from grade_kit.standard.significance import holm
 from grade_kit.standard.grades import (
     common_subset,
     grade_summary,
@@ -32,6 +31,7 @@ from grade_kit.standard.grades import (
     run_grades,
     setup_plan,
 )
+from grade_kit.standard.significance import holm
 from grade_kit.standard.timing import (
     e2e_frame,
     per_question_median,
