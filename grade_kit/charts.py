@@ -311,15 +311,15 @@ def significance_chart(comparisons: pl.DataFrame | pd.DataFrame,
     base = alt.Chart(data).encode(
         x=alt.X("column:N", sort=order, title="against (column)",
                 axis=alt.Axis(labelAngle=-30, labelLimit=160)),
-        y=alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labelLimit=200)))
-    heat = base.mark_rect(stroke="white").encode(
-        color=alt.Color("p_holm:Q", title="p (Holm)", scale=alt.Scale(
-            domain=[0, 0.05, 1], range=["#08519c", "#9ecae1", "#f7f7f7"])),
+        y=alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labelLimit=200)),
         tooltip=[alt.Tooltip("row:N", title="setup"), alt.Tooltip("column:N", title="against"),
                  alt.Tooltip("difference:Q", format="+.3f", title=f"{name} rate difference"),
                  alt.Tooltip("p:Q", format=".3g", title="p"),
                  alt.Tooltip("p_holm:Q", format=".3g", title="p (Holm)"),
                  alt.Tooltip("n:Q", title="paired questions")])
+    heat = base.mark_rect(stroke="white").encode(
+        color=alt.Color("p_holm:Q", title="p (Holm)", scale=alt.Scale(
+            domain=[0, 0.05, 1], range=["#08519c", "#9ecae1", "#f7f7f7"])))
     text = base.mark_text(fontSize=12).encode(
         text="label:N", color=alt.condition("datum.p_holm < 0.05", alt.value("white"),
                                             alt.value("black")))

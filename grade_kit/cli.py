@@ -20,6 +20,7 @@ from grade_kit.io import InputError, find_packs_dir, load_tasks
 from grade_kit.judges import JUDGES
 from grade_kit.packed import DEFAULT_CHUNK_LINES, DEFAULT_PARTITIONS, is_store, pack
 from grade_kit.schema import MAX_REPEAT
+from grade_kit.sniff import log_files
 
 __all__ = ["main"]
 
@@ -45,16 +46,26 @@ def _report(evaluation: Evaluation, paths: dict[str, Path], what: str) -> None:
         print(f"  {name:<10} {path}")
 
 
-def _runs_argument(args: argparse.Namespace) -> list[Path] | None:
-    """RUNS, or None for a packed store (which must come alone)."""
+def _sources(args: argparse.Namespace) -> tuple[Path | list[Path], list[Path] | None]:
+    """What to evaluate: (TASKS, RUNS); (TASKS, None) for a packed store (which must come
+    alone); (every path, None) when the paths are other tools' logs (Inspect ``.eval`` or
+    ``.json`` logs, tau-bench or tau2-bench files, or folders of them), read directly."""
     if is_store(args.tasks):
         if args.runs:
             raise InputError(f"{args.tasks}: a packed store holds its runs; give no RUNS")
-        return None
+        return args.tasks, None
+    given = [args.tasks, *args.runs]
+    try:  # TASKS a log: every path must be one (checked by log_files)
+        logs = log_files(args.tasks) and log_files(given)
+    except ValueError as exc:
+        raise InputError(str(exc)) from exc
+    if logs:
+        return given, None
     if not args.runs:
-        raise InputError("RUNS is required (run JSONL files or folders), unless TASKS is a "
-                         "packed store")
-    return list(args.runs)
+        raise InputError(f"{args.tasks}: RUNS is required (run JSONL files or folders), unless "
+                         "TASKS is a packed store or the paths are other tools' logs "
+                         "(Inspect, tau-bench)")
+    return args.tasks, list(args.runs)
 
 
 def _pack(args: argparse.Namespace) -> int:
@@ -69,12 +80,12 @@ def _score(args: argparse.Namespace) -> int:
     from grade_kit.report.files import output_folder
 
     output_folder(args.out)  # before the evaluation: never minutes of work for nothing
-    runs = _runs_argument(args)
+    tasks, runs = _sources(args)
     pool = (ProcessPoolExecutor(args.workers, mp_context=get_context("spawn"))
             if args.workers > 1 else None)
     try:
         evaluation = evaluate(
-            args.tasks, runs, judgements=args.judgements, grades=args.grades,
+            tasks, runs, judgements=args.judgements, grades=args.grades,
             judge=args.judge, grader=args.grader, repeats=args.repeats, packs=args.packs,
             arguments={k: (str(v) if isinstance(v, Path) else
                            [str(x) for x in v] if isinstance(v, list) else v)
@@ -275,9 +286,11 @@ def _report_cmd(args: argparse.Namespace) -> int:
     def absolute(value: Path | None) -> str | None:
         return None if value is None else str(Path(value).resolve())
 
+    tasks, runs = _sources(args)
     parameters: dict[str, object] = {
-        "tasks": absolute(args.tasks),
-        "runs": (None if (runs := _runs_argument(args)) is None
+        "tasks": ([absolute(t) for t in tasks] if isinstance(tasks, list)
+                  else absolute(tasks)),
+        "runs": (None if runs is None
                  else [absolute(r) for r in runs] if len(runs) > 1 else absolute(runs[0])),
         "judgements": absolute(args.judgements), "grades": absolute(args.grades),
         "judge": args.judge, "grader": args.grader, "repeats": args.repeats,
@@ -338,7 +351,7 @@ def _demo_server(args: argparse.Namespace) -> int:
 def _review_sheet(args: argparse.Namespace) -> int:
     from grade_kit.standard.review import write_review_sheet
 
-    evaluation = evaluate(args.tasks, _runs_argument(args), judgements=args.judgements,
+    evaluation = evaluate(*_sources(args), judgements=args.judgements,
                           grades=args.grades, judge=args.judge, grader=args.grader,
                           repeats=args.repeats, packs=args.packs)
     _print_rejects([r.message() for r in evaluation.inputs.rejected])
@@ -444,8 +457,10 @@ def _input_arguments(parser: argparse.ArgumentParser, *, store: bool) -> None:
     """TASKS, RUNS, --judgements, --grades and --packs; with ``store``, TASKS may be a packed
     store and RUNS is then left out."""
     parser.add_argument("tasks", type=Path, help=(
-        "folder of task files, a tasks JSONL file, or a packed store (grade-kit pack; then "
-        "give no RUNS)" if store else "folder of task files, or a tasks JSONL file"))
+        "folder of task files, a tasks JSONL file, a packed store (grade-kit pack; then give "
+        "no RUNS), or other tools' logs (Inspect .eval/.json, tau-bench, tau2-bench files "
+        "or folders of them: every path a log, no RUNS needed)" if store
+        else "folder of task files, or a tasks JSONL file"))
     parser.add_argument("runs", type=Path, nargs="*" if store else "+",
                         help="run records (JSONL, one attempt per line), or folders of them")
     parser.add_argument("--judgements", type=Path, help="recorded judgements (JSONL)")

@@ -8,7 +8,7 @@ scores -> the standard -> typed results).
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import cached_property, partial
@@ -21,6 +21,7 @@ import polars as pl
 from grade_kit._fastread import concat_records, raw_records, select_records
 from grade_kit._gc import gc_paused
 from grade_kit._progress import Step, stage_progress
+from grade_kit.adapters import read_inspect, read_tau_bench
 from grade_kit.frames import EvalData, in_run_order
 from grade_kit.grade import (
     ClaimJudge,
@@ -33,7 +34,7 @@ from grade_kit.grade import (
     run_composites,
 )
 from grade_kit.inputs import Inputs, read_inputs
-from grade_kit.io import Records, load_grades, load_judgements
+from grade_kit.io import InputError, Records, is_in_memory, load_grades, load_judgements
 from grade_kit.judges import Grader, Judge, resolve_grader, resolve_judge
 from grade_kit.judges.grader import RULE_GRADER, rule_grades
 from grade_kit.judges.model import grading_label
@@ -63,6 +64,7 @@ from grade_kit.schema import (
     Provenance,
     Results,
 )
+from grade_kit.sniff import LogSource, log_files
 from grade_kit.standard import DEFAULT_SEED, StandardResults, standard_results
 
 __all__ = ["Evaluation", "MapPartitions", "RunExplanation", "evaluate", "score_partition"]
@@ -514,8 +516,25 @@ def _inputs(tasks: Records | Inputs, runs: Records | None, judgements: Records |
                           rejected=[*out.rejected, *loaded_g.rejected])
         return out
     if runs is None:
-        raise ValueError("runs are required (or pass one Inputs value as the first argument)")
+        logs = None if is_in_memory(tasks) else _other_tools_logs(tasks)
+        if logs is None:
+            raise ValueError("runs are required (or pass one Inputs value, or other tools' "
+                             "logs, as the first argument)")
+        return _inputs(import_logs(*logs), None, judgements, grades, packs)
     return read_inputs(tasks, runs, judgements=judgements, grades=grades, packs=packs)
+
+
+def _other_tools_logs(given: Records) -> tuple[LogSource, list[Path]] | None:
+    """Inspect or tau-bench logs given where tasks go (files or folders), or None."""
+    try:
+        return log_files(cast(Path | str | Sequence[Path | str], given))
+    except ValueError as exc:
+        raise InputError(str(exc)) from exc
+
+
+def import_logs(source: LogSource, files: list[Path]) -> Inputs:
+    """Other tools' logs read by their adapter (docs/adapters.md), as :class:`Inputs`."""
+    return read_inspect(files) if source == "inspect" else read_tau_bench(files)
 
 
 STORE_STAGES = ("read store", "GRADE scores", "standard statistics", "results")

@@ -44,6 +44,7 @@ from grade_kit.parse import (
     read_text,
 )
 from grade_kit.schema import Grade, InputFile, Judgement, Reject, Run, Task, WarningItem
+from grade_kit.sniff import file_kind, log_files, not_runs_error
 
 __all__ = [
     "InputError",
@@ -583,11 +584,29 @@ def run_files(paths: Path | str | Sequence[Path | str]) -> list[Path]:
         if item.is_dir():
             found = sorted(item.glob("*.jsonl"))
             if not found:
-                raise InputError(f"{item}: folder holds no .jsonl run files")
+                logs = _log_folder_hint(item)
+                raise InputError(f"{item}: folder holds no .jsonl run files" + logs)
             out.extend(found)
         else:
             out.append(item)
+    for path in out:
+        if path.is_file():
+            problem = not_runs_error(path, file_kind(path))
+            if problem is not None:
+                raise InputError(problem)
     return out
+
+
+def _log_folder_hint(folder: Path) -> str:
+    """What to do with a folder of other tools' logs given as runs (or nothing)."""
+    try:
+        found = log_files(folder)
+    except ValueError:
+        return ""
+    if found is None:
+        return ""
+    return (f" but {found[0]} logs: score them directly (grade-kit score {folder} --out DIR) "
+            f"or import them first (grade-kit import {found[0]} {folder} --out DIR)")
 
 
 class RunChecks:

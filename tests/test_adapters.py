@@ -207,3 +207,45 @@ def test_tau2_limits_and_stated_trials(tmp_path: Path) -> None:
     assert (timing.limits.count, timing.limits.by_type, timing.e2e_s.n) == (1, {"steps": 1}, 3)
     row = ev.runs.filter(pl.col("run_id") == run.run_id).row(0, named=True)
     assert row["grade"] == ("resolved" if reward >= 1 else "unresolved")
+
+
+def test_score_reads_other_tools_logs_directly_with_the_imported_figures(
+        tmp_path: Path) -> None:
+    """grade-kit score LOG... gives what import + score give (the same setups, grades,
+    timing, tool calls and comparisons), for Inspect (files and a folder) and tau-bench."""
+    cases = {"inspect": [INSPECT], "tau-bench": [TAU]}
+    for source, paths in cases.items():
+        imported = import_and_score(source, paths, tmp_path / source)
+        assert main(["score", *map(str, paths), "--quiet", "--strict",
+                     "--out", str(tmp_path / source / "direct")]) == 0
+        direct = json.loads((tmp_path / source / "direct" / "results.json").read_text())
+        for key in ("setups", "common_subset", "comparisons", "rejected"):
+            assert direct[key] == imported[key], (source, key)
+    ev = __import__("grade_kit").evaluate(sorted(INSPECT.glob("*.json")))  # two files
+    assert len(ev.results.setups) == 1 and len(ev.inputs.tasks) == 6
+
+
+@pytest.mark.parametrize("kind", ["inspect .eval", "zip", "html", "binary"])
+def test_a_file_that_is_not_jsonl_given_as_runs_is_one_error_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str) -> None:
+    import zipfile
+
+    if kind == "inspect .eval":
+        path = next(INSPECT.glob("*.eval"))
+        hint = f"grade-kit score {path} --out DIR"
+    else:
+        path = tmp_path / "runs.jsonl"
+        if kind == "zip":
+            with zipfile.ZipFile(path, "w") as archive:
+                archive.writestr("data.bin", b"\x00" * 1000 + b'{"run_id": "r"}\n' * 7000)
+        elif kind == "html":
+            path.write_text("<!DOCTYPE html>\n<html><body>Sign in</body></html>\n")
+        else:
+            path.write_bytes(bytes(range(256)) * 64)
+        hint = {"zip": "a zip archive", "html": "an HTML page", "binary": "binary data"}[kind]
+    code = main(["score", str(ROOT / "fixtures" / "tasks"), str(path), "--quiet",
+                 "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1, err
+    assert err[0].startswith(f"error: {path}: not a JSONL file of records") and hint in err[0]
+    assert not (tmp_path / "out" / "rejects.jsonl").exists()

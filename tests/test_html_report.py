@@ -171,3 +171,18 @@ def test_the_fetch_notebook_fetches_from_a_real_server(tmp_path: Path,
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
+
+
+def test_a_failing_report_leaves_no_page_behind(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    assert main(["report", str(EXAMPLE / "tasks"), str(EXAMPLE / "runs.jsonl"),
+                 "-p", "weakest", "not-a-number", "--out", str(out)]) == 1
+    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no staging folder left
+
+
+def test_the_index_names_no_local_folder(report: Path) -> None:
+    index = (report / "index.html").read_text()
+    assert str(ROOT) not in index and "runs.jsonl" in index

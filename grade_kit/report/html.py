@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import html
 import os
+import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
+
+from jupyter_client.manager import AsyncKernelManager
 
 from grade_kit.io import InputError
 from grade_kit.report.files import atomic_write
@@ -76,10 +80,21 @@ def export_html(notebook: Path, out: Path, title: str, bundle: str | None = None
     return atomic_write(out, write)
 
 
+def _portable(value: Any) -> Any:
+    """A parameter as a page shows it: an absolute path as its file name (a page that is
+    mailed names no folder of the machine that made it)."""
+    if isinstance(value, str) and os.path.isabs(value):
+        return Path(value).name
+    if isinstance(value, list):
+        return [_portable(v) for v in value]
+    return value
+
+
 def _index(pages: Sequence[Page], parameters: Mapping[str, Any]) -> str:
     items = "".join(f'<li><a href="{html.escape(p.html.name)}">{html.escape(p.name)}</a></li>'
                     for p in pages)
-    params = "".join(f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(repr(v))}</td></tr>"
+    params = "".join(f"<tr><td>{html.escape(str(k))}</td>"
+                     f"<td>{html.escape(repr(_portable(v)))}</td></tr>"
                      for k, v in parameters.items())
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
@@ -89,6 +104,22 @@ def _index(pages: Sequence[Page], parameters: Mapping[str, Any]) -> str:
             f"<ul>{items}</ul><h2>Parameters</h2><table>{params}</table></body></html>\n")
 
 
+class _LocalKernelManager(AsyncKernelManager):
+    """A kernel reached over IPC sockets in a private temporary folder (mode 0700), never a
+    TCP port: nothing else on the machine can read the kernel's traffic, and the kernel has
+    no reason to warn that it runs over TCP without encryption."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        folder = tempfile.mkdtemp(prefix="gk-kernel-")
+        super().__init__(transport="ipc", ip=os.path.join(folder, "k"), **kwargs)
+        self._socket_folder = folder
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if not restart:
+            shutil.rmtree(self._socket_folder, ignore_errors=True)
+
+
 def build_report(parameters: Mapping[str, Any], out_dir: Path | str, *,
                  notebooks: Sequence[str] = NOTEBOOKS,
                  notebook_dir: Path = NOTEBOOK_DIR) -> Path:
@@ -96,7 +127,7 @@ def build_report(parameters: Mapping[str, Any], out_dir: Path | str, *,
 
     Args:
         parameters: Injected into every notebook's ``parameters`` cell (paths should be
-            absolute: the kernel runs in ``out_dir``).
+            absolute: the kernel runs in this process's working folder).
         out_dir: Where ``<name>.ipynb`` (executed), ``<name>.html`` and ``index.html`` go.
         notebooks: Which notebooks; default all of :data:`NOTEBOOKS`.
         notebook_dir: Where they are; default the checkout's ``notebooks/``.
@@ -105,14 +136,32 @@ def build_report(parameters: Mapping[str, Any], out_dir: Path | str, *,
         The path of ``index.html``.
 
     Raises:
-        ReportError: naming the notebook and the failing cell.
+        ReportError: naming the notebook and the failing cell (``out_dir`` is then left as
+            it was).
     """
+    final = Path(out_dir).resolve()
+    final.parent.mkdir(parents=True, exist_ok=True)
+    # Every page is made in a staging folder beside ``final`` and moved in only when all
+    # succeeded: a failing report leaves no partial pages (nor stale ones mixed with new).
+    out = Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
+    try:
+        _build(parameters, out, notebooks, notebook_dir.resolve())
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
+    final.mkdir(exist_ok=True)
+    for made in sorted(out.iterdir()):
+        os.replace(made, final / made.name)
+    out.rmdir()
+    return final / "index.html"
+
+
+def _build(parameters: Mapping[str, Any], out: Path, notebooks: Sequence[str],
+           notebook_dir: Path) -> Path:
+    """:func:`build_report` into ``out``."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    out = Path(out_dir).resolve()  # papermill runs the kernel in it: every path absolute
-    out.mkdir(parents=True, exist_ok=True)
-    notebook_dir = notebook_dir.resolve()
     bundle = _vega_bundle()
     previous = os.environ.get("GRADE_KIT_OFFLINE_HTML")
     os.environ["GRADE_KIT_OFFLINE_HTML"] = "1"  # the kernel renders charts for the page
@@ -122,9 +171,12 @@ def build_report(parameters: Mapping[str, Any], out_dir: Path | str, *,
             raise ReportError(f"{source}: no such notebook")
         executed = out / f"{name}.ipynb"
         try:
+            # no ``cwd``: papermill would chdir this whole process, from four threads at
+            # once (every path the notebooks get is absolute)
             papermill.execute_notebook(str(source), str(executed), parameters=dict(parameters),
-                                       kernel_name="python3", cwd=str(out),
-                                       progress_bar=False, log_output=False)
+                                       kernel_name="python3", progress_bar=False,
+                                       log_output=False,
+                                       kernel_manager_class=_LocalKernelManager)
         except PapermillExecutionError as exc:
             raise ReportError(f"{source.name}: cell {exc.exec_count} failed: {exc.ename}: "
                               f"{exc.evalue}") from exc

@@ -1,0 +1,123 @@
+"""What kind of file an input is, from its first bytes: a JSONL run file, another tool's log
+(an Inspect ``.eval`` zip or ``.json`` log, a tau-bench or tau2-bench results file), or
+something that is no input at all (a zip, binary data, an HTML page).
+
+So a log given where runs are expected is one clear error naming the file and the command
+that reads it, never thousands of rejected lines; and ``grade-kit score`` / ``report`` /
+:func:`grade_kit.evaluate` take other tools' logs directly.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+__all__ = ["HEAD_BYTES", "FileKind", "LogSource", "file_kind", "log_files", "not_runs_error"]
+
+HEAD_BYTES = 65_536
+"""How much of a file is read to tell its kind."""
+
+FileKind = Literal["jsonl", "inspect", "tau-bench", "zip", "binary", "html", "json", "empty"]
+LogSource = Literal["inspect", "tau-bench"]
+LOG_SUFFIXES = (".eval", ".json")
+
+
+def file_kind(path: Path | str) -> FileKind:
+    """The kind of the file at ``path``, from its first :data:`HEAD_BYTES` bytes.
+
+    ``inspect``: a zip holding ``header.json`` or ``_journal/start.json`` (an ``.eval`` log),
+    or a JSON object whose head has ``"eval"`` and ``"version"`` keys; ``tau-bench``: a JSON
+    array whose first record has ``"traj"``, ``"reward"`` or ``"task_id"`` keys (tau-bench),
+    or an object with ``"simulations"`` (tau2-bench); ``jsonl``: a first line that is a JSON
+    object on its own; ``zip``, ``binary`` (more than 1% NUL bytes), ``html``, ``json``
+    (anything else: the loaders read it line by line) or ``empty``.
+    """
+    path = Path(path)
+    with path.open("rb") as handle:
+        head = handle.read(HEAD_BYTES)
+    if head.startswith(b"PK\x03\x04"):
+        try:
+            with zipfile.ZipFile(path) as archive:
+                names = set(archive.namelist())
+        except zipfile.BadZipFile:
+            return "zip"
+        return "inspect" if names & {"header.json", "_journal/start.json"} else "zip"
+    if head.count(b"\x00") > len(head) // 100:  # text never holds NULs; one stray is a line's
+        return "binary"
+    text = head.decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
+    if not text:
+        return "empty"
+    lowered = text[:200].lower()
+    if lowered.startswith(("<!doctype html", "<html", "<?xml", "<head", "<body")):
+        return "html"
+    first = text.split("\n", 1)[0].strip()
+    if first.startswith("{"):
+        try:
+            if isinstance(json.loads(first), dict):
+                return "jsonl"
+        except ValueError:
+            pass
+        if '"eval"' in text and '"version"' in text:
+            return "inspect"
+        if '"simulations"' in text:
+            return "tau-bench"
+        return "json"
+    if text.startswith("["):
+        if any(key in text for key in ('"traj"', '"reward"', '"task_id"')):
+            return "tau-bench"
+        return "json"
+    return "json" if text.startswith(('"', "{", "[")) else "binary"
+
+
+def _candidates(item: Path) -> list[Path]:
+    if item.is_dir():
+        return sorted(p for p in item.iterdir() if p.is_file() and p.suffix in LOG_SUFFIXES)
+    return [item] if item.is_file() else []
+
+
+def log_files(paths: Path | str | Sequence[Path | str]) -> tuple[LogSource, list[Path]] | None:
+    """Other tools' logs among ``paths`` (files, or folders of ``.eval``/``.json`` files):
+    their source and files when every candidate is a log of one source, None when none is.
+
+    Raises:
+        ValueError: when some candidates are logs and others are not, or logs of two
+            sources are mixed (naming the files).
+    """
+    items = [paths] if isinstance(paths, str | Path) else list(paths)
+    files = [f for item in map(Path, items) for f in _candidates(item)]
+    if not files:
+        return None
+    kinds = {f: file_kind(f) for f in files}
+    logs = {f: k for f, k in kinds.items() if k in ("inspect", "tau-bench")}
+    if not logs:
+        return None
+    sources = sorted(set(logs.values()))
+    if len(sources) > 1:
+        raise ValueError(f"logs of two tools given together ({', '.join(sources)}): "
+                         "score them one tool at a time")
+    others = [f for f in files if f not in logs]
+    if others:
+        raise ValueError(f"{others[0]}: given with {sources[0]} logs but is not one "
+                         f"({kinds[others[0]]})")
+    source: LogSource = "inspect" if sources[0] == "inspect" else "tau-bench"
+    return source, files
+
+
+def not_runs_error(path: Path | str, kind: FileKind) -> str | None:
+    """Why ``path`` (of ``kind``) cannot be read as a JSONL file of records (runs,
+    judgements, grades), naming the command that reads it; None for a file that may be
+    one."""
+    if kind in ("jsonl", "empty", "json"):
+        return None  # lines the loaders read one by one, each rejected with its reason
+    if kind in ("inspect", "tau-bench"):
+        what = "an Inspect AI log" if kind == "inspect" else "a tau-bench results file"
+        return (f"{path}: not a JSONL file of records but {what}: score it directly "
+                f"(grade-kit score {path} --out DIR) or import it first "
+                f"(grade-kit import {kind} {path} --out DIR)")
+    what = {"zip": "a zip archive", "binary": "binary data (NUL bytes in its first bytes)",
+            "html": "an HTML page"}[kind]
+    return (f"{path}: not a JSONL file of records but {what}; run, judgement and grade files "
+            "hold one JSON object a line (docs/methodology.md §2)")
