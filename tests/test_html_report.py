@@ -44,11 +44,19 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (tmp / "judgements.jsonl").write_text(json.dumps({
         "run_id": "evil", "dimension": "evidence_linkage", "score": 0.5, "judge": HOSTILE,
         "reason": HOSTILE}) + "\n")
+    # and a task whose every free-text field carries it, answered by a hostile run
+    shutil.copytree(EXAMPLE / "tasks", tmp / "tasks")
+    (tmp / "tasks" / "evil.json").write_text(json.dumps({
+        "task_id": "evil-task", "prompt": HOSTILE, "reference": HOSTILE, "suite": HOSTILE,
+        "metadata": {HOSTILE: HOSTILE}}))
+    with (tmp / "runs.jsonl").open("a") as handle:
+        handle.write(json.dumps(dict(hostile, run_id="evil-plain", task_id="evil-task"))
+                     + "\n")
     out = tmp / "html"
-    assert main(["report", str(EXAMPLE / "tasks"), str(tmp / "runs.jsonl"), "--judge", "rules",
+    assert main(["report", str(tmp / "tasks"), str(tmp / "runs.jsonl"), "--judge", "rules",
                  "--grader", "rules", "--grades", str(tmp / "grades.jsonl"),
-                 "--judgements", str(tmp / "judgements.jsonl"), "-p", "weakest", "1",
-                 "--out", str(out)]) == 0
+                 "--judgements", str(tmp / "judgements.jsonl"), "--packs",
+                 str(EXAMPLE / "packs"), "-p", "weakest", "1", "--out", str(out)]) == 0
     return out
 
 
