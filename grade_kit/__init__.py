@@ -68,6 +68,7 @@ if TYPE_CHECKING:
         summarize,
         wilson_interval,
     )
+    from grade_kit.tables import Table, table
     from grade_kit.text import normalize, parse_number, tokenize
 
 __version__ = "0.2.0"
@@ -105,6 +106,7 @@ __all__ = [
     "RuleJudge",
     "Run",
     "RunExplanation",
+    "Table",
     "Task",
     "aggregate_scores",
     "bootstrap_mean_ci",
@@ -141,6 +143,7 @@ __all__ = [
     "run_scores",
     "score_partition",
     "summarize",
+    "table",
     "task_scores",
     "tokenize",
     "wilson_interval",
@@ -218,6 +221,8 @@ _EXPORTS: dict[str, str] = {
     "run_grades": "grade_kit.standard",
     "summarize": "grade_kit.standard",
     "wilson_interval": "grade_kit.standard",
+    "Table": "grade_kit.tables",
+    "table": "grade_kit.tables",
     "normalize": "grade_kit.text",
     "parse_number": "grade_kit.text",
     "tokenize": "grade_kit.text",

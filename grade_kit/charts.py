@@ -63,9 +63,21 @@ def _setup_colour(setups: list[str]) -> alt.Color:
                      scale=alt.Scale(domain=setups, range=PALETTE[:max(1, len(setups))]))
 
 
+NO_GRADE = ("No GRADE scores: these runs' tasks carry no GRADE rubric (plain questions, as in "
+            "every imported log), so only grades, timing and tool calls are scored.")
+"""What a GRADE chart says instead of drawing nothing."""
+
+MAX_TICKS = 2_000
+"""The most tasks a consistency chart draws one by one; beyond, it shows each setup's
+distribution in bins of 0.02 (and says so)."""
+
+
 def composite_chart(leaderboard: pl.DataFrame | pd.DataFrame) -> Chart:
-    """The GRADE composite per setup, best first, with how many dimensions it is over."""
+    """The GRADE composite per setup, best first, with how many dimensions it is over (one
+    line saying why, where no setup has a composite)."""
     lb = _polars(leaderboard).select("setup", "composite", "dimensions_computed", "tasks")
+    if lb.get_column("composite").null_count() == lb.height:
+        return _note("GRADE composite per setup", NO_GRADE)
     setups = lb.get_column("setup").to_list()
     chart = alt.Chart(lb.to_pandas(), title="GRADE composite per setup").mark_bar().encode(
         x=alt.X("composite:Q", title="composite (0-1)", scale=alt.Scale(domain=[0, 1])),
@@ -83,6 +95,8 @@ def dimensions_chart(leaderboard: pl.DataFrame | pd.DataFrame) -> Chart:
     long = lb.unpivot(index="setup", on=list(DIMENSIONS), variable_name="dimension",
                       value_name="score").drop_nulls("score").with_columns(
         label=pl.col("dimension").replace_strict(SHORT_LABELS))
+    if not long.height:
+        return _note("GRADE dimensions per setup", NO_GRADE)
     setups = lb.get_column("setup").to_list()
     chart = alt.Chart(long.to_pandas(), title="GRADE dimensions per setup").mark_bar().encode(
         x=alt.X("label:N", title="dimension", sort=[SHORT_LABELS[d] for d in DIMENSIONS]),
@@ -99,6 +113,8 @@ def track_heatmap(tracks: pl.DataFrame | pd.DataFrame) -> Chart:
     frame = _polars(tracks)
     long = frame.unpivot(index=["setup", "track"], on=list(DIMENSIONS),
                          variable_name="dimension", value_name="score").drop_nulls("score")
+    if not long.height:
+        return _note("Dimensions by track", NO_GRADE)
     long = long.with_columns(label=pl.col("dimension").replace_strict(SHORT_LABELS),
                              track=pl.col("track").cast(pl.String))
     chart = alt.Chart(long.to_pandas(), title="Dimensions by track").mark_rect().encode(
@@ -256,11 +272,26 @@ def tool_calls_chart(runs: pl.DataFrame | pd.DataFrame) -> Chart:
 
 
 def consistency_chart(tasks: pl.DataFrame | pd.DataFrame) -> Chart:
-    """Consistency per task and setup (null where a task has fewer than 2 runs)."""
+    """Consistency per task and setup (null where a task has fewer than 2 runs): one tick a
+    task up to :data:`MAX_TICKS` tasks, else each setup's tasks counted in bins of 0.02."""
     frame = _polars(tasks).select("setup", "task_id", "consistency").drop_nulls("consistency")
+    title = "Consistency across repeats, per task"
+    if not frame.height:
+        return _note(title, "No consistency: no GRADE task has 2 or more runs of one setup."
+                     if _polars(tasks).height else NO_GRADE)
     setups = sorted(set(frame.get_column("setup").to_list()))
-    chart = alt.Chart(frame.to_pandas(), title="Consistency across repeats, per task"
-                     ).mark_tick(thickness=2).encode(
+    if frame.height > MAX_TICKS:
+        binned = (frame.with_columns(bin=(pl.col("consistency") * 50).floor().clip(0, 49) / 50)
+                  .group_by("setup", "bin").agg(tasks=pl.len()).sort("setup", "bin"))
+        chart = alt.Chart(binned.to_pandas(), title=(
+            f"{title} ({frame.height:,} tasks: counted in bins of 0.02)")).mark_bar().encode(
+            x=alt.X("bin:Q", title="consistency (0-1, bins of 0.02)",
+                    scale=alt.Scale(domain=[0, 1])),
+            y=alt.Y("tasks:Q", title="tasks", stack=None),
+            color=_setup_colour(setups), opacity=alt.value(0.7),
+            tooltip=["setup", alt.Tooltip("bin:Q", format=".2f", title="from"), "tasks"])
+        return cast(Chart, chart)
+    chart = alt.Chart(frame.to_pandas(), title=title).mark_tick(thickness=2).encode(
         x=alt.X("consistency:Q", title="consistency (0-1)", scale=alt.Scale(domain=[0, 1])),
         y=alt.Y("setup:N", title=None), color=_setup_colour(setups),
         tooltip=["setup", "task_id", alt.Tooltip("consistency:Q", format=".3f")])

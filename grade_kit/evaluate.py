@@ -66,6 +66,7 @@ from grade_kit.schema import (
 )
 from grade_kit.sniff import LogSource, log_files
 from grade_kit.standard import DEFAULT_SEED, StandardResults, standard_results
+from grade_kit.tables import Table, summary_table, table
 
 __all__ = ["Evaluation", "MapPartitions", "RunExplanation", "evaluate", "score_partition"]
 
@@ -84,20 +85,6 @@ def _version() -> str:
 
 def _as_kind(frame: pl.DataFrame, kind: FrameKind) -> Frame:
     return frame.to_pandas() if kind == "pandas" else frame
-
-
-def _html_table(frame: pl.DataFrame, max_rows: int = 20) -> str:
-    """A small HTML table with every cell escaped (names are never truncated)."""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
-    body = []
-    for row in frame.head(max_rows).iter_rows():
-        cells = "".join(
-            "<td>—</td>" if v is None else
-            f"<td>{v:.3f}</td>" if isinstance(v, float) else f"<td>{html.escape(str(v))}</td>"
-            for v in row)
-        body.append(f"<tr>{cells}</tr>")
-    more = (f"<p>… {frame.height - max_rows} more rows</p>" if frame.height > max_rows else "")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
 
 
 @dataclass(frozen=True)
@@ -159,11 +146,12 @@ class RunExplanation:
         title = html.escape(f"run {r['run_id']} · {r['setup']} · {r['task_id']} · "
                             f"repeat {r['repeat']} · {r['status']}")
         parts = [f"<h4>{title}</h4>",
-                 _html_table(pl.DataFrame([{d: r[d] for d in (*DIMENSIONS, "composite")}])),
-                 "<h5>Gold facts</h5>", _html_table(self.facts.drop("run_id", "task_id"), 100),
-                 "<h5>Claims</h5>", _html_table(self.claims.drop("run_id", "task_id"), 100),
-                 "<h5>Judgements</h5>", _html_table(self.judgements, 100),
-                 "<h5>Grade</h5>", _html_table(pl.DataFrame([self.grade]))]
+                 table(pl.DataFrame([{d: r[d] for d in (*DIMENSIONS, "composite")}]))
+                 ._repr_html_(),
+                 "<h5>Gold facts</h5>", table(self.facts.drop("run_id", "task_id"))._repr_html_(),
+                 "<h5>Claims</h5>", table(self.claims.drop("run_id", "task_id"))._repr_html_(),
+                 "<h5>Judgements</h5>", table(self.judgements)._repr_html_(),
+                 "<h5>Grade</h5>", table(pl.DataFrame([self.grade]))._repr_html_()]
         return "".join(parts)
 
 
@@ -330,6 +318,13 @@ class Evaluation:
     # ------------------------------------------------------------------ frames (public)
 
     @property
+    def summary(self) -> Table:
+        """One row per setup, best resolved rate first, formatted for reading
+        (:func:`grade_kit.tables.summary_table`): N, the resolved rate with its 95%
+        interval, the other grades, timing, tool calls and GRADE scores where they exist."""
+        return summary_table(self.results)
+
+    @property
     def leaderboard(self) -> Frame:
         """One row per setup, best composite first (see the class docstring)."""
         return _as_kind(self._frames["leaderboard"], self.kind)
@@ -487,11 +482,11 @@ class Evaluation:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        lb = self._frames["leaderboard"].rename({d: SHORT_LABELS[d] for d in DIMENSIONS})
         parts = [f"<p><b>Evaluation</b>: {html.escape(self._summary())}</p>",
-                 _html_table(lb, 50)]
+                 self.summary._repr_html_()]
         if self.results.warnings:
-            items = "".join(f"<li>{html.escape(str(w))}</li>" for w in self.results.warnings[:10])
+            items = "".join(f"<li>{html.escape(w.message if w.source is None else str(w))}"
+                            "</li>" for w in self.results.warnings)
             parts.append(f"<p>Warnings:</p><ul>{items}</ul>")
         if self.inputs.rejected:
             parts.append(f"<p>{len(self.inputs.rejected)} input records rejected: see "

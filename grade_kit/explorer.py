@@ -20,12 +20,13 @@ from typing import Any
 import polars as pl
 
 from grade_kit._fastread import raw_records
-from grade_kit.evaluate import Evaluation, _html_table
+from grade_kit.evaluate import Evaluation
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.judges.model import answer_alias
 from grade_kit.report.files import record_line
 from grade_kit.schema import Grade, Run, Task
 from grade_kit.standard.blind.sheet import answer_text
+from grade_kit.tables import table
 
 __all__ = ["FILTERS", "BlindGradingPanel", "Explorer", "filter_runs", "record_grade"]
 
@@ -59,6 +60,37 @@ def filter_runs(runs: Frame, **chosen: Any) -> Frame:
 def _options(frame: pl.DataFrame, column: str) -> list[Any]:
     values = frame.get_column(column).drop_nulls().unique().sort().to_list()
     return [ALL, *values]
+
+
+SHOWN = ("run_id", "setup", "task_id", "repeat", "status", "grade", "composite", "e2e_s",
+         "tool_calls")
+"""The columns of the explorer's run table."""
+
+_GRADE_ORDER = {"material_error": 0, "partially_resolved": 1, "unresolved": 2,
+                "pending_verification": 3, "resolved": 4}
+
+
+def most_informative_first(runs: pl.DataFrame) -> pl.DataFrame:
+    """``runs`` (rows of ``ev.runs``) with the most informative first: material errors, then
+    partial, unresolved and pending runs, then resolved ones; within each, runs of questions
+    the setups disagree on (resolved by some, not by others) first, then the lowest
+    composite; then setup, task and repeat."""
+    disagree = (runs.filter(pl.col("is_primary")).group_by("task_id")
+                .agg(pl.col("grade").eq("resolved").any().alias("some"),
+                     pl.col("grade").eq("resolved").all().alias("every"))
+                .select("task_id", disagreement=pl.col("some") & ~pl.col("every")))
+    return (runs.join(disagree, on="task_id", how="left", maintain_order="left")
+            .with_columns(_rank=pl.col("grade").replace_strict(_GRADE_ORDER, default=5))
+            .sort(["_rank", "disagreement", "composite", "setup", "task_id", "repeat"],
+                  descending=[False, True, False, False, False, False], nulls_last=True)
+            .drop("_rank", "disagreement"))
+
+
+def _rows_html(shown: pl.DataFrame, rows: int) -> str:
+    """The first ``rows`` of ``shown`` as a formatted table, saying how many more there are."""
+    more = shown.height - rows
+    return table(shown.head(rows), note=(f"{more:,} more runs: narrow the filters to see "
+                                         "them" if more > 0 else None))._repr_html_()
 
 
 class Explorer:
@@ -103,10 +135,10 @@ class Explorer:
         return frame
 
     def _refresh(self, _change: Any = None) -> None:
-        frame = self.selected()
-        shown = frame.select("run_id", "setup", "task_id", "repeat", "status", "grade",
-                             "composite", "e2e_s", "tool_calls")
-        self.table.value = (f"<p>{frame.height} runs</p>" + _html_table(shown, self.rows))
+        frame = most_informative_first(self.selected())
+        shown = frame.select(*SHOWN)
+        self.table.value = (f"<p>{frame.height} runs, the most informative first</p>"
+                            + _rows_html(shown, self.rows))
         ids = frame.get_column("run_id").to_list()
         self.run_choice.options = ids
         self.run_choice.value = ids[0] if ids else None
@@ -130,12 +162,12 @@ class Explorer:
         counts = (self._runs.filter(pl.col("is_primary"))
                   .pivot(on="grade", index="setup", values="run_id", aggregate_function="len")
                   .sort("setup").fill_null(0))
-        shown = self._runs.select("run_id", "setup", "task_id", "repeat", "status", "grade",
-                                  "composite", "e2e_s", "tool_calls")
+        shown = most_informative_first(self._runs).select(*SHOWN)
         return ("<p><b>Explorer</b> (static: filters need a live kernel). Primary runs per "
-                "setup and grade:</p>" + _html_table(counts, 50)
-                + f"<p>First {self.rows} of {self._runs.height} runs:</p>"
-                + _html_table(shown, self.rows))
+                "setup and grade:</p>" + table(counts)._repr_html_()
+                + f"<p>The {min(self.rows, self._runs.height)} most informative of "
+                f"{self._runs.height} runs (material errors, then questions the setups "
+                "disagree on, then the weakest):</p>" + _rows_html(shown, self.rows))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         bundle: dict[str, Any] = dict(self.widget._repr_mimebundle_() or {})

@@ -107,3 +107,23 @@ def test_the_significance_matrix_holds_the_holm_p_of_every_pair(ev: gk.Evaluatio
         assert len(mine) == 2 and {c["p_holm"] for c in mine} == {row["p_holm"]}
         forward = next(c for c in mine if c["row"] == row["compared"])
         assert forward["difference"] == row["mean_diff_b_minus_a"]
+
+
+def test_many_tasks_are_binned_and_no_grade_says_why() -> None:
+    rnd = random.Random(3)
+    tasks = pl.DataFrame({"setup": [f"s{i % 5}" for i in range(20_000)],
+                          "task_id": [f"t{i}" for i in range(20_000)],
+                          "consistency": [rnd.random() for _ in range(20_000)]})
+    spec = _spec(charts.consistency_chart(tasks))
+    assert _rows(spec) <= 5 * 50 and "bins of 0.02" in spec["title"]
+    counted = sum(r["tasks"] for rows in spec["datasets"].values() for r in rows)
+    assert counted == 20_000  # every task in some bin
+    plain = gk.evaluate([{"task_id": "q", "prompt": "?"}],
+                        [{"run_id": "r", "setup": "s", "task_id": "q", "repeat": 1,
+                          "status": "delivered", "response": {"text": "x"}}])
+    for chart in (charts.composite_chart(plain.leaderboard),
+                  charts.dimensions_chart(plain.leaderboard), charts.track_heatmap(plain.tracks),
+                  charts.consistency_chart(plain.tasks)):
+        spec = _spec(chart)
+        text = next(iter(spec["datasets"].values()))[0]["text"]
+        assert spec["mark"]["type"] == "text" and text == charts.NO_GRADE

@@ -115,7 +115,7 @@ def test_explain_of_a_hasty_run_in_the_demo(suite: gk.Evaluation) -> None:
     assert not all(why.facts.get_column("passed").to_list())
     assert "judged evidence_linkage" in repr(why)
     html = why._repr_html_()
-    assert "<table>" in html and worst["run_id"] in html
+    assert "<table class=\"gk-table\">" in html and worst["run_id"] in html
 
 
 def test_runs_frame_has_one_tidy_row_per_run(suite: gk.Evaluation) -> None:

@@ -1,0 +1,237 @@
+"""Tables for people: any frame of an evaluation formatted for reading (and for the HTML
+report), and the one-row-per-setup summary (``ev.summary``).
+
+:func:`table` formats a frame without changing it: every row shown (no elision), numbers
+rounded by what they are (rates to 3 decimals, seconds to 2, p-values as ``< 0.001`` below
+that, counts with thousands separators), a rate and its 95% interval as ``0.737 [0.643,
+0.814]``, null as ``—``, a column null in every row left out (and named in a note), column
+headers in words, numbers right-aligned and the first column kept in view. Every text is
+escaped. The raw frames (``ev.grades``, ...) stay as they
+are; this is only how they read.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import polars as pl
+
+from grade_kit.schema import DIMENSIONS, SHORT_LABELS, Results
+
+__all__ = ["MAX_TABLE_ROWS", "Table", "column_label", "summary_table", "table"]
+
+MAX_TABLE_ROWS = 5_000
+"""The most rows a table shows; a longer frame is cut there with a line that says so and
+how many rows there are (the frames themselves always hold every row)."""
+
+_WORDS = {"e2e": "E2E", "p50": "P50", "p90": "P90", "ci": "CI", "n": "n", "id": "id",
+          "s": "", "diff": "difference", "b": "B", "a": "A", "num": "number"}
+_SECONDS = ("e2e_", "working_", "span_", "waiting_")
+_RATES = ("_rate", "coverage", "composite", "rubric_score", *DIMENSIONS,
+          "finding_stability", "ranking_stability", "metric_variance", "mean_a", "mean_b")
+
+
+def column_label(name: str) -> str:
+    """A column name in words: ``e2e_p50`` -> ``E2E P50 (s)``, ``resolved_rate`` ->
+    ``resolved rate``, a GRADE dimension -> its short label."""
+    if name in SHORT_LABELS:
+        return SHORT_LABELS[name]
+    words = [_WORDS.get(w, w) for w in name.split("_")]
+    text = " ".join(w for w in words if w)
+    if name.startswith(_SECONDS) and not name.endswith("_n"):
+        text += " (s)"
+    return text
+
+
+def _is_seconds(name: str) -> bool:
+    return (name.startswith(_SECONDS) and not name.endswith("_n")) or name.endswith("_s")
+
+
+def _number(value: float, name: str) -> str:
+    if not math.isfinite(value):
+        return str(value)
+    if name in ("p_value", "p_holm", "p"):
+        return "< 0.001" if value < 0.001 else f"{value:.3g}"
+    if _is_seconds(name):
+        return f"{value:,.2f}"
+    if name.endswith(_RATES) or name.startswith("ci_"):
+        return f"{value:.3f}"
+    return f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
+
+
+def _cell(value: Any, name: str) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return _number(value, name)
+    if isinstance(value, list | tuple):
+        return ", ".join(_cell(v, name) for v in value)
+    return str(value)
+
+
+def _merge_intervals(frame: pl.DataFrame) -> tuple[pl.DataFrame, set[str]]:
+    """``X_rate`` with ``X_ci_low`` and ``X_ci_high`` as one text column ``X_rate``
+    (``0.737 [0.643, 0.814]``); also ``mean_diff_b_minus_a`` with ``ci_low``/``ci_high``."""
+    merged: set[str] = set()
+    pairs = [(c, c.removesuffix("_rate") + "_ci_low", c.removesuffix("_rate") + "_ci_high")
+             for c in frame.columns if c.endswith("_rate")]
+    pairs.append(("mean_diff_b_minus_a", "ci_low", "ci_high"))
+    for value, low, high in pairs:
+        if {value, low, high} <= set(frame.columns):
+            texts = [None if v is None else _number(v, value) + (
+                "" if lo is None else f" [{_number(lo, value)}, {_number(hi, value)}]")
+                for v, lo, hi in frame.select(value, low, high).iter_rows()]
+            frame = frame.with_columns(pl.Series(value, texts, dtype=pl.String)).drop(low, high)
+            merged.add(value)
+    return frame, merged
+
+
+@dataclass(frozen=True)
+class Table:
+    """A frame formatted for reading: shows as an HTML table in Jupyter and in the report,
+    as aligned text elsewhere. ``frame`` is the frame as given (unchanged)."""
+
+    frame: pl.DataFrame
+    title: str | None = None
+    note: str | None = None
+
+    def _empty_columns(self) -> list[str]:
+        """Columns null in every row (left out of the table, and named in a note)."""
+        if not self.frame.height:
+            return []
+        return [c for c in self.frame.columns
+                if self.frame.get_column(c).null_count() == self.frame.height]
+
+    def _cells(self) -> tuple[list[str], list[list[str]], list[bool]]:
+        kept = self.frame.drop(self._empty_columns()).head(MAX_TABLE_ROWS)
+        shown, merged = _merge_intervals(kept)
+        numeric = [dtype.is_numeric() or name in merged
+                   for name, dtype in shown.schema.items()]
+        header = [column_label(c) for c in shown.columns]
+        rows = [[_cell(v, name) for v, name in zip(row, shown.columns, strict=True)]
+                for row in shown.iter_rows()]
+        return header, rows, numeric
+
+    def _notes(self) -> list[str]:
+        out = [self.note] if self.note else []
+        empty = self._empty_columns()
+        if empty:
+            out.append("Left out, with no value in any row: "
+                       + ", ".join(column_label(c) for c in empty) + ".")
+        if self.frame.height > MAX_TABLE_ROWS:
+            out.append(f"The first {MAX_TABLE_ROWS:,} of {self.frame.height:,} rows are "
+                       "shown; the frame holds them all.")
+        return out
+
+    def _repr_html_(self) -> str:
+        header, rows, numeric = self._cells()
+        cls = ["gk-num" if n else "gk-text" for n in numeric]
+        head = "".join(f'<th class="{c}">{html.escape(h)}</th>'
+                       for h, c in zip(header, cls, strict=True))
+        body = "".join("<tr>" + "".join(f'<td class="{c}">{html.escape(v)}</td>'
+                                        for v, c in zip(row, cls, strict=True)) + "</tr>"
+                       for row in rows)
+        title = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
+        foot = "".join(f'<p class="gk-note">{html.escape(n)}</p>' for n in self._notes())
+        empty = ('<p class="gk-note">No rows.</p>' if not rows else "")
+        return (f"{_STYLE}<div class=\"gk-table-wrap\"><table class=\"gk-table\">{title}"
+                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+                f"{empty}{foot}")
+
+    def __repr__(self) -> str:
+        header, rows, numeric = self._cells()
+        widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
+
+        def line(cells: Sequence[str]) -> str:
+            return "  ".join(c.rjust(w) if n else c.ljust(w)
+                             for c, w, n in zip(cells, widths, numeric, strict=True)).rstrip()
+
+        out = ([self.title] if self.title else []) + [line(header)]
+        out += [line(r) for r in rows] or ["(no rows)"]
+        out += self._notes()
+        return "\n".join(out)
+
+
+_STYLE = ("<style>.gk-table-wrap{overflow-x:auto;max-width:100%}"
+          ".gk-table{border-collapse:collapse;font-size:13px;margin:0.5em 0}"
+          ".gk-table caption{text-align:left;font-weight:bold;padding:0.3em 0}"
+          ".gk-table th,.gk-table td{padding:3px 9px;border-bottom:1px solid #ddd;"
+          "white-space:nowrap}.gk-table th{background:#f4f4f4;font-weight:600}"
+          ".gk-table .gk-num{text-align:right;font-variant-numeric:tabular-nums}"
+          ".gk-table .gk-text{text-align:left}"
+          ".gk-table tr>:first-child{position:sticky;left:0;background:#fff}"
+          ".gk-table thead tr>:first-child{background:#f4f4f4}"
+          ".gk-note{font-size:12px;color:#555;margin:0.2em 0 0.8em}</style>")
+
+
+def table(frame: pl.DataFrame | pd.DataFrame, *, title: str | None = None,
+          note: str | None = None) -> Table:
+    """``frame`` formatted for reading (see the module docstring).
+
+    Args:
+        frame: Any frame of an evaluation (polars or pandas).
+        title: A caption; default none.
+        note: A line under the table; default none.
+    """
+    polars_frame = frame if isinstance(frame, pl.DataFrame) else pl.from_pandas(frame)
+    return Table(polars_frame, title, note)
+
+
+def summary_table(results: Results) -> Table:
+    """One row per setup, best resolved rate first (ties by name): N, the resolved rate with
+    its 95% Wilson interval, the other grades' rates, and where measured E2E P50 and P90,
+    working-time P50, timeouts, limits and failures, unique tool calls per run; the GRADE
+    composite and dimensions where some task has a GRADE rubric."""
+    setups = results.setups
+    rows: list[dict[str, Any]] = []
+    timed = any(s.timing.e2e_s.n for s in setups.values())
+    working = any(s.timing.working_s.n for s in setups.values())
+    stopped = any(s.timing.timeouts.count or s.timing.limits.count or s.timing.failures.count
+                  for s in setups.values())
+    tools = any(s.tool_calls.runs_exposed for s in setups.values())
+    graded = any(s.overall.tasks for s in setups.values())
+    for name, s in setups.items():
+        g, t = s.grades, s.timing
+        ci = g.wilson95.get("resolved")
+        row: dict[str, Any] = {"setup": name, "N": g.N, "resolved_rate": g.rates.resolved,
+                               "resolved_ci_low": None if ci is None else ci.low,
+                               "resolved_ci_high": None if ci is None else ci.high}
+        row.update(partial_rate=g.rates.partially_resolved,
+                   material_error_rate=g.rates.material_error,
+                   unresolved_rate=g.rates.unresolved, pending_rate=g.rates.pending_verification,
+                   not_run_rate=g.rates.not_run)
+        if timed:
+            row.update(e2e_n=t.e2e_s.n, e2e_p50=t.e2e_s.p50, e2e_p90=t.e2e_s.p90)
+        if working:
+            row.update(working_p50=t.working_s.p50)
+        if stopped:
+            row.update(timeouts=t.timeouts.count, limits=t.limits.count,
+                       failures=t.failures.count)
+        if tools:
+            row.update(tool_calls_per_run=s.tool_calls.per_run.mean)
+        if graded:
+            row.update(composite=s.overall.composite,
+                       **s.overall.dimensions.model_dump())
+        rows.append(row)
+    frame = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame(
+        schema={"setup": pl.String})
+    if rows:
+        frame = frame.sort(["resolved_rate", "setup"], descending=[True, False],
+                           nulls_last=True)
+    plan = results.plan
+    note = (f"Rates over N = questions × R (R = {plan.repeats}, "
+            + ("inferred" if plan.inferred else "stated by the source"
+               if plan.rule.startswith("stated") else "given")
+            + "); the resolved rate with its 95% Wilson interval"
+            + (", too narrow when R > 1" if plan.repeats > 1 else "")
+            + ". Sorted by resolved rate.")
+    return Table(frame, "Summary: one row per setup", note)

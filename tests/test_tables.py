@@ -1,0 +1,61 @@
+"""Tables for people (grade_kit.tables): formatting by hand, every row shown, text escaped,
+and the summary that adapts to the data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+import grade_kit as gk
+from grade_kit.tables import column_label, table
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_cells_are_formatted_by_what_they_are() -> None:
+    frame = pl.DataFrame({
+        "setup": ["<b>x</b>", "y"], "N": [1234, 5],
+        "resolved_rate": [0.7368421, None], "resolved_ci_low": [0.643, None],
+        "resolved_ci_high": [0.8141, None], "e2e_p50": [12.114, 3.0],
+        "p_value": [0.0004, 0.0625], "nothing": [None, None]},
+        schema_overrides={"nothing": pl.Float64})
+    text = repr(table(frame, title="T"))
+    lines = text.splitlines()
+    assert lines[0] == "T"
+    assert lines[1].split("  ")[0] == "setup" and "E2E P50 (s)" in lines[1]
+    assert "1,234" in lines[2] and "0.737 [0.643, 0.814]" in lines[2]
+    assert "12.11" in lines[2] and "< 0.001" in lines[2] and "0.0625" in lines[3]
+    assert "—" in lines[3]  # a null rate
+    assert lines[-1] == "Left out, with no value in any row: nothing."
+    page = table(frame)._repr_html_()
+    assert "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
+    assert 'class="gk-num">1,234<' in page and "nothing" not in page.split("Left out")[0]
+
+
+def test_every_row_is_shown() -> None:
+    frame = pl.DataFrame({"task_id": [f"t{i}" for i in range(300)], "n": list(range(300))})
+    text = repr(table(frame))
+    assert text.count("\n") == 300 and "t299" in text and "…" not in text
+    assert table(frame)._repr_html_().count("<tr>") == 301
+
+
+def test_column_labels_in_words() -> None:
+    assert column_label("e2e_p50") == "E2E P50 (s)"
+    assert column_label("e2e_n") == "E2E n"
+    assert column_label("working_p90") == "working P90 (s)"
+    assert column_label("grounding_accuracy") == "ground"
+    assert column_label("mean_diff_b_minus_a") == "mean difference B minus A"
+
+
+def test_the_summary_adapts_to_the_data() -> None:
+    demo = gk.evaluate(ROOT / "fixtures" / "tasks", ROOT / "fixtures" / "runs", judge="rules",
+                       grader="rules").summary
+    assert demo.frame.get_column("setup").to_list() == ["careful", "hasty", "erratic"]
+    assert {"e2e_p50", "composite", "tool_calls_per_run", "timeouts"} <= set(
+        demo.frame.columns)
+    tau = gk.evaluate(ROOT / "tests" / "data" / "realdata" / "tau_bench_gpt4o_airline").summary
+    assert not {"e2e_p50", "composite", "working_p50", "timeouts"} & set(tau.frame.columns)
+    row = repr(tau).splitlines()[2]
+    assert row.startswith("gpt-4o") and "0.420 [0.354, 0.489]" in row  # 84 of 200
+    assert "R = 4, inferred" in repr(tau)
