@@ -67,6 +67,10 @@ NO_GRADE = ("No GRADE scores: these runs' tasks carry no GRADE rubric (plain que
             "every imported log), so only grades, timing and tool calls are scored.")
 """What a GRADE chart says instead of drawing nothing."""
 
+NO_COMPARISON = ("No comparison: it needs two setups with questions both ran (here there is "
+                 "one setup, or no paired question).")
+"""What a comparison chart says instead of drawing nothing."""
+
 MAX_TICKS = 2_000
 """The most tasks a consistency chart draws one by one; beyond, it shows each setup's
 distribution in bins of 0.02 (and says so)."""
@@ -300,10 +304,13 @@ def consistency_chart(tasks: pl.DataFrame | pd.DataFrame) -> Chart:
 
 def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
                       subset: str = "all") -> Chart:
-    """Measured paired differences (B - A) with their 95% bootstrap intervals, per metric."""
+    """Measured paired differences (B - A) with their 95% bootstrap intervals, per metric
+    (one line saying why, where nothing was measured)."""
     frame = (_polars(comparisons)
              .filter((pl.col("subset") == subset) & (pl.col("label") == "measured"))
              .with_columns(pair=pl.col("compared") + " - " + pl.col("baseline")))
+    if not frame.height:
+        return _note(f"Paired differences on {subset} questions", NO_COMPARISON)
     data: Any = frame.to_pandas()
     base = alt.Chart(data)
     points = base.mark_point(filled=True, size=70, color=PALETTE[0]).encode(
@@ -328,6 +335,9 @@ def significance_chart(comparisons: pl.DataFrame | pd.DataFrame,
     frame = _polars(comparisons).filter((pl.col("subset") == subset)
                                         & (pl.col("metric") == metric)
                                         & pl.col("p_holm").is_not_null())
+    if not frame.height:
+        return _note(f"Is the {metric.removesuffix('_rate').replace('_', ' ')} rate "
+                     "difference real?", NO_COMPARISON)
     one = frame.select(row="compared", column="baseline", difference="mean_diff_b_minus_a",
                        p="p_value", p_holm="p_holm", n="n_questions")
     other = frame.select(row="baseline", column="compared",

@@ -36,6 +36,10 @@ _RATES = ("_rate", "coverage", "composite", "rubric_score", *DIMENSIONS,
           "finding_stability", "ranking_stability", "metric_variance", "mean_a", "mean_b")
 
 
+_PLAIN_INTS = {"seed", "line", "repeat", "track", "position", "year"}
+"""Integer columns that are labels, not quantities: no thousands separators."""
+
+
 def column_label(name: str) -> str:
     """A column name in words: ``e2e_p50`` -> ``E2E P50 (s)``, ``resolved_rate`` ->
     ``resolved rate``, a GRADE dimension -> its short label."""
@@ -70,7 +74,7 @@ def _cell(value: Any, name: str) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int):
-        return f"{value:,}"
+        return str(value) if name in _PLAIN_INTS else f"{value:,}"
     if isinstance(value, float):
         return _number(value, name)
     if isinstance(value, list | tuple):
@@ -168,6 +172,7 @@ _STYLE = ("<style>.gk-table-wrap{overflow-x:auto;max-width:100%}"
           "white-space:nowrap}.gk-table th{background:#f4f4f4;font-weight:600}"
           ".gk-table .gk-num{text-align:right;font-variant-numeric:tabular-nums}"
           ".gk-table .gk-text{text-align:left}"
+          ".gk-table td.gk-text{white-space:normal;max-width:48em;overflow-wrap:anywhere}"
           ".gk-table tr>:first-child{position:sticky;left:0;background:#fff}"
           ".gk-table thead tr>:first-child{background:#f4f4f4}"
           ".gk-note{font-size:12px;color:#555;margin:0.2em 0 0.8em}</style>")

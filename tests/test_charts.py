@@ -127,3 +127,7 @@ def test_many_tasks_are_binned_and_no_grade_says_why() -> None:
         spec = _spec(chart)
         text = next(iter(spec["datasets"].values()))[0]["text"]
         assert spec["mark"]["type"] == "text" and text == charts.NO_GRADE
+    for chart in (charts.comparisons_chart(plain.comparisons),
+                  charts.significance_chart(plain.comparisons)):
+        spec = _spec(chart)
+        assert next(iter(spec["datasets"].values()))[0]["text"] == charts.NO_COMPARISON
