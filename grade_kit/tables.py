@@ -23,7 +23,7 @@ import polars as pl
 
 from grade_kit.schema import DIMENSIONS, SHORT_LABELS, Results
 
-__all__ = ["MAX_TABLE_ROWS", "Table", "column_label", "summary_table", "table"]
+__all__ = ["LONG_TEXT", "MAX_TABLE_ROWS", "Table", "column_label", "summary_table", "table"]
 
 MAX_TABLE_ROWS = 5_000
 """The most rows a table shows; a longer frame is cut there with a line that says so and
@@ -35,6 +35,9 @@ _SECONDS = ("e2e_", "working_", "span_", "waiting_")
 _RATES = ("_rate", "coverage", "composite", "rubric_score", *DIMENSIONS,
           "finding_stability", "ranking_stability", "metric_variance", "mean_a", "mean_b")
 
+
+LONG_TEXT = 40
+"""A text cell longer than this wraps (a warning, a reason); shorter ones never break."""
 
 _PLAIN_INTS = {"seed", "line", "repeat", "track", "position", "year"}
 """Integer columns that are labels, not quantities: no thousands separators."""
@@ -141,9 +144,9 @@ class Table:
         cls = ["gk-num" if n else "gk-text" for n in numeric]
         head = "".join(f'<th class="{c}">{html.escape(h)}</th>'
                        for h, c in zip(header, cls, strict=True))
-        body = "".join("<tr>" + "".join(f'<td class="{c}">{html.escape(v)}</td>'
-                                        for v, c in zip(row, cls, strict=True)) + "</tr>"
-                       for row in rows)
+        body = "".join("<tr>" + "".join(
+            f'<td class="{c}{" gk-long" if len(v) > LONG_TEXT else ""}">{html.escape(v)}</td>'
+            for v, c in zip(row, cls, strict=True)) + "</tr>" for row in rows)
         title = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
         foot = "".join(f'<p class="gk-note">{html.escape(n)}</p>' for n in self._notes())
         empty = ('<p class="gk-note">No rows.</p>' if not rows else "")
@@ -172,7 +175,8 @@ _STYLE = ("<style>.gk-table-wrap{overflow-x:auto;max-width:100%}"
           "white-space:nowrap}.gk-table th{background:#f4f4f4;font-weight:600}"
           ".gk-table .gk-num{text-align:right;font-variant-numeric:tabular-nums}"
           ".gk-table .gk-text{text-align:left}"
-          ".gk-table td.gk-text{white-space:normal;max-width:48em;overflow-wrap:anywhere}"
+          ".gk-table td.gk-long{white-space:normal;min-width:24em;max-width:48em;"
+          "overflow-wrap:break-word}"
           ".gk-table tr>:first-child{position:sticky;left:0;background:#fff}"
           ".gk-table thead tr>:first-child{background:#f4f4f4}"
           ".gk-note{font-size:12px;color:#555;margin:0.2em 0 0.8em}</style>")
