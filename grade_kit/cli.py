@@ -46,6 +46,12 @@ def _report(evaluation: Evaluation, paths: dict[str, Path], what: str) -> None:
         print(f"  {name:<10} {path}")
 
 
+def _bar(args: argparse.Namespace) -> bool:
+    """Whether to show a progress bar: for a person at a terminal only (never with
+    ``--quiet``, never into a log file or a pipe, where its redraws would interleave)."""
+    return not args.quiet and sys.stderr.isatty()
+
+
 def _sources(args: argparse.Namespace) -> tuple[Path | list[Path], list[Path] | None]:
     """What to evaluate: (TASKS, RUNS); (TASKS, None) for a packed store (which must come
     alone); (every path, None) when the paths are other tools' logs (Inspect ``.eval`` or
@@ -90,7 +96,7 @@ def _score(args: argparse.Namespace) -> int:
             arguments={k: (str(v) if isinstance(v, Path) else
                            [str(x) for x in v] if isinstance(v, list) else v)
                        for k, v in vars(args).items() if k not in ("func", "quiet")},
-            map_partitions=None if pool is None else pool.map, progress=not args.quiet)
+            map_partitions=None if pool is None else pool.map, progress=_bar(args))
     finally:
         if pool is not None:
             pool.shutdown()
@@ -127,7 +133,7 @@ def _judge(args: argparse.Namespace) -> int:
     inputs = _model_inputs(args)
     judge: Any = JUDGES["rules"] if args.rules else LLMJudge(
         args.endpoint, args.model, api_key_env=args.api_key_env, cache=_cache(args),
-        concurrency=args.concurrency, seed=args.seed, progress=not args.quiet)
+        concurrency=args.concurrency, seed=args.seed, progress=_bar(args))
     recorded = {(j.run_id, j.dimension) for j in raw_records(inputs.judgements)}
     out = [j for j in judge(inputs.tasks, inputs.runs) if (j.run_id, j.dimension) not in recorded]
     write_records(args.out, out)
@@ -146,7 +152,7 @@ def _grade(args: argparse.Namespace) -> int:
     inputs = _model_inputs(args)
     grader: Any = RuleGrader() if args.rules else LLMGrader(
         args.endpoint, args.model, api_key_env=args.api_key_env, cache=_cache(args),
-        concurrency=args.concurrency, seed=args.seed, progress=not args.quiet)
+        concurrency=args.concurrency, seed=args.seed, progress=_bar(args))
     recorded = {g.run_id for g in raw_records(inputs.grades)}
     out = grader(inputs.tasks, select_records(inputs.runs, lambda r: r.run_id not in recorded))
     write_records(args.out, out)
@@ -217,10 +223,10 @@ def _demo(args: argparse.Namespace) -> int:
             print("demo: judging and grading through the demo judge model over HTTP")
             inputs = read_inputs(root / "tasks", stores, packs=root / "packs")
             holder["v"] = model_verdicts(url, JUDGE_MODEL, inputs.tasks, inputs.runs,
-                                         out / "verdicts")
+                                         out / "verdicts", progress=sys.stderr.isatty())
 
         runs = fetch_demo_runs(root, out / "runs", latency_scale=args.latency_scale,
-                               then=verdicts_over_http)
+                               then=verdicts_over_http, progress=sys.stderr.isatty())
         v = holder["v"]
         how = "runs fetched over HTTP"
         verdict_args = {"judgements": v.judgements, "grades": v.grades}
@@ -322,7 +328,7 @@ def _fetch(args: argparse.Namespace) -> int:
     report = fetch(loaded.records, responder, args.out, setup=args.setup or args.model,
                    repeats=args.repeats, concurrency=args.concurrency,
                    timeout_s=args.timeout, rate_per_second=args.rate,
-                   rerun_failed=args.rerun_failed, progress=not args.quiet)
+                   rerun_failed=args.rerun_failed, progress=_bar(args))
     for torn in report.torn:
         print(f"warning: {args.out}: a torn last line was set aside in "
               f"{args.out}.torn and its slot fetched again: {torn[:120]!r}", file=sys.stderr)

@@ -4,6 +4,7 @@ it runs, the bar only when asked (the CLI asks unless --quiet), and never a misc
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,9 +69,13 @@ def test_a_store_has_its_own_stages(tmp_path: Path,
                                            "standard statistics", "results", "done"]
 
 
-def test_the_cli_shows_the_bar_unless_quiet(tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_shows_the_bar_unless_quiet(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
     args = ["score", str(EXAMPLE / "tasks"), str(EXAMPLE / "runs.jsonl")]
+    assert main([*args, "--out", str(tmp_path / "log")]) == 0  # stderr is no terminal here
+    err = capsys.readouterr().err
+    assert "stages" not in err and "writing" in err  # a log gets lines, never a bar's redraws
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # as at a terminal
     assert main([*args, "--out", str(tmp_path / "a")]) == 0
     err = capsys.readouterr().err
     assert "evaluate: 5/5 stages" in err and "writing" in err

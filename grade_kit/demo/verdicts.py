@@ -50,20 +50,22 @@ def setup_pairs(runs: Sequence[Run], repeat: int = 1) -> list[tuple[str, str]]:
 
 
 def model_verdicts(url: str, model: str, tasks: Sequence[Task], runs: Sequence[Run],
-                   out: Path, *, seed: int = 0, concurrency: int = 16) -> DemoVerdicts:
+                   out: Path, *, seed: int = 0, concurrency: int = 16,
+                   progress: bool = True) -> DemoVerdicts:
     """Judge and grade ``runs`` by ``model`` at ``url`` and run the bias controls.
 
     Writes under ``out``: ``judgements.jsonl``, ``grades.jsonl`` (the records, read back by
     :func:`grade_kit.evaluate` like any recorded ones), ``pairwise.jsonl`` (each pair asked in
     both orders, flips flagged), ``calibration.md`` (the internal consistency review) and the
-    verdict caches under ``out/cache``.
+    verdict caches under ``out/cache``. ``progress`` shows the judge's and grader's bars;
+    default True.
     """
     out.mkdir(parents=True, exist_ok=True)
     cache = out / "cache"
     judge = LLMJudge(url, model, cache=cache / "judge.jsonl", concurrency=concurrency,
-                     seed=seed)
+                     seed=seed, progress=progress)
     grader = LLMGrader(url, model, cache=cache / "grader.jsonl", concurrency=concurrency,
-                       seed=seed)
+                       seed=seed, progress=progress)
     paths = {name: out / name for name in ("judgements.jsonl", "grades.jsonl",
                                            "pairwise.jsonl", "calibration.md")}
     write_records(paths["judgements.jsonl"], judge(tasks, runs))
