@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import Sequence
 from typing import Any, Literal, cast
 
 import altair as alt
@@ -31,16 +32,25 @@ __all__ = [
     "dimensions_chart",
     "grade_distribution_chart",
     "latency_chart",
+    "legend_table",
     "rates_chart",
+    "setup_order",
+    "short_labels",
     "significance_chart",
     "timing_charts",
     "tool_calls_chart",
     "track_heatmap",
 ]
 
-PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
-           "#000000"]
-"""Okabe-Ito: distinguishable with every common colour-vision deficiency."""
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000"]
+"""Okabe-Ito without its yellow (too faint on white): distinguishable with every common
+colour-vision deficiency. Beyond seven setups the colours repeat and a second encoding (a
+line's dash, a point's shape) tells the setups apart."""
+
+DASHES = [[1, 0], [6, 3], [2, 2], [8, 3, 2, 3]]
+SHAPES = ["circle", "square", "triangle-up", "diamond"]
+LABEL_CHARS = 30
+"""The longest setup label a chart shows (full names in tooltips and in the legend table)."""
 
 STATE_COLOURS = {"resolved": "#009E73", "partially_resolved": "#56B4E9",
                  "material_error": "#D55E00", "unresolved": "#E69F00",
@@ -58,9 +68,118 @@ def _polars(frame: pl.DataFrame | pd.DataFrame) -> pl.DataFrame:
     return frame if isinstance(frame, pl.DataFrame) else pl.from_pandas(frame)
 
 
-def _setup_colour(setups: list[str]) -> alt.Color:
-    return alt.Color("setup:N", title="setup",
-                     scale=alt.Scale(domain=setups, range=PALETTE[:max(1, len(setups))]))
+def setup_order(grades: pl.DataFrame | pd.DataFrame) -> list[str]:
+    """The setups by the primary outcome: resolved rate on all questions, best first (ties
+    by name). Pass it as ``order`` to every chart of an evaluation, so each setup keeps one
+    place and one colour on all of them."""
+    frame = _polars(grades).filter(pl.col("subset") == "all")
+    return (frame.sort(["resolved_rate", "setup"], descending=[True, False], nulls_last=True)
+            .get_column("setup").to_list())
+
+
+_SEPARATORS = "/-_ .:"
+
+
+def short_labels(names: Sequence[str]) -> dict[str, str]:
+    """A short, unique label per setup name: the common prefix and suffix of all the names
+    elided (at a separator, so no word is cut), the rest cut in the middle to
+    :data:`LABEL_CHARS`; the full name wherever that would not be unique."""
+    names = list(dict.fromkeys(names))
+    if len(names) < 2:
+        return {n: _middle_cut(n) for n in names}
+    prefix = _common_prefix(names)
+    suffix = _common_prefix([n[::-1] for n in names])
+    cut = {}
+    for n in names:
+        core = n[len(prefix):len(n) - len(suffix) if suffix else None]
+        cut[n] = _middle_cut(core) if core else _middle_cut(n)
+    if len(set(cut.values())) < len(names):
+        return {n: n for n in names}
+    return cut
+
+
+def _common_prefix(names: list[str]) -> str:
+    """The longest common prefix of ``names`` ending right after a separator."""
+    first = min(names, key=len)
+    end = 0
+    for i, ch in enumerate(first):
+        if any(n[i] != ch for n in names):
+            break
+        if ch in _SEPARATORS:
+            end = i + 1
+    return first[:end]
+
+
+def _middle_cut(text: str) -> str:
+    if len(text) <= LABEL_CHARS:
+        return text
+    keep = LABEL_CHARS - 1
+    return text[:keep - keep // 2] + "…" + text[len(text) - keep // 2:]
+
+
+def legend_table(order: Sequence[str]) -> pl.DataFrame:
+    """Each setup's short label, full name and colour, in ``order`` (one table for the page;
+    charts show the labels)."""
+    labels = short_labels(order)
+    return pl.DataFrame({"label": [labels[s] for s in order], "setup": list(order),
+                         "colour": [PALETTE[i % len(PALETTE)] for i in range(len(order))]},
+                        schema={"label": pl.String, "setup": pl.String, "colour": pl.String})
+
+
+def _order(frame: pl.DataFrame, order: Sequence[str] | None) -> list[str]:
+    """``order`` with any setup of ``frame`` it lacks appended (sorted); default the frame's
+    setups sorted by name."""
+    present = sorted(set(frame.get_column("setup").to_list()))
+    given = list(order or [])
+    return given + [s for s in present if s not in given]
+
+
+def _labelled(frame: pl.DataFrame, order: list[str]) -> pl.DataFrame:
+    """``frame`` with each setup's short label (``label``) beside its full name."""
+    labels = short_labels(order)
+    return frame.with_columns(label=pl.col("setup").replace_strict(
+        labels, default=pl.col("setup"), return_dtype=pl.String))
+
+
+def _setup_colour(order: list[str]) -> alt.Color:
+    """One colour per setup, the same on every chart given the same ``order``."""
+    labels = short_labels(order)
+    domain = [labels[s] for s in order]
+    return alt.Color("label:N", title="setup", sort=domain,
+                     scale=alt.Scale(domain=domain, range=[
+                         PALETTE[i % len(PALETTE)] for i in range(max(1, len(domain)))]),
+                     legend=alt.Legend(labelLimit=260, symbolLimit=0))
+
+
+def _setup_axis(order: list[str], channel: type[Any] = alt.Y) -> Any:
+    """A setup axis (labels, in ``order``); an offset channel has no axis of its own."""
+    labels = short_labels(order)
+    sort = [labels[s] for s in order]
+    if channel is alt.XOffset:
+        return channel("label:N", sort=sort, title=None)
+    return channel("label:N", sort=sort, title=None, axis=alt.Axis(labelLimit=260))
+
+
+def _second(order: list[str]) -> dict[str, Any]:
+    """Beyond the palette's colours, a dash per setup (for lines); empty otherwise."""
+    if len(order) <= len(PALETTE):
+        return {}
+    labels = short_labels(order)
+    domain = [labels[s] for s in order]
+    return {"strokeDash": alt.StrokeDash("label:N", sort=domain, legend=None, scale=alt.Scale(
+        domain=domain, range=[DASHES[(i // len(PALETTE)) % len(DASHES)]
+                              for i in range(len(domain))]))}
+
+
+def _shape(order: list[str]) -> dict[str, Any]:
+    """Beyond the palette's colours, a shape per setup (for points); empty otherwise."""
+    if len(order) <= len(PALETTE):
+        return {}
+    labels = short_labels(order)
+    domain = [labels[s] for s in order]
+    return {"shape": alt.Shape("label:N", sort=domain, legend=None, scale=alt.Scale(
+        domain=domain, range=[SHAPES[(i // len(PALETTE)) % len(SHAPES)]
+                              for i in range(len(domain))]))}
 
 
 NO_GRADE = ("No GRADE scores: these runs' tasks carry no GRADE rubric (plain questions, as in "
@@ -76,35 +195,42 @@ MAX_TICKS = 2_000
 distribution in bins of 0.02 (and says so)."""
 
 
-def composite_chart(leaderboard: pl.DataFrame | pd.DataFrame) -> Chart:
-    """The GRADE composite per setup, best first, with how many dimensions it is over (one
-    line saying why, where no setup has a composite)."""
+Order = Sequence[str] | None
+"""Setups in the order (and colours) every chart of an evaluation shares
+(:func:`setup_order`); None: each chart's own setups by name."""
+
+
+def composite_chart(leaderboard: pl.DataFrame | pd.DataFrame, order: Order = None) -> Chart:
+    """The GRADE composite per setup, with how many dimensions it is over (one line saying
+    why, where no setup has a composite)."""
     lb = _polars(leaderboard).select("setup", "composite", "dimensions_computed", "tasks")
     if lb.get_column("composite").null_count() == lb.height:
         return _note("GRADE composite per setup", NO_GRADE)
-    setups = lb.get_column("setup").to_list()
-    chart = alt.Chart(lb.to_pandas(), title="GRADE composite per setup").mark_bar().encode(
+    setups = _order(lb, order)
+    chart = alt.Chart(_labelled(lb, setups).to_pandas(), title="GRADE composite per setup"
+                      ).mark_bar().encode(
         x=alt.X("composite:Q", title="composite (0-1)", scale=alt.Scale(domain=[0, 1])),
-        y=alt.Y("setup:N", sort=setups, title=None),
-        color=_setup_colour(setups),
+        y=_setup_axis(setups), color=_setup_colour(setups),
         tooltip=["setup", alt.Tooltip("composite:Q", format=".3f"),
                  alt.Tooltip("dimensions_computed:Q", title="over dimensions"), "tasks"],
     )
     return cast(Chart, chart)
 
 
-def dimensions_chart(leaderboard: pl.DataFrame | pd.DataFrame) -> Chart:
+def dimensions_chart(leaderboard: pl.DataFrame | pd.DataFrame, order: Order = None) -> Chart:
     """The six GRADE dimensions per setup (a missing dimension is absent, never 0)."""
     lb = _polars(leaderboard)
     long = lb.unpivot(index="setup", on=list(DIMENSIONS), variable_name="dimension",
                       value_name="score").drop_nulls("score").with_columns(
-        label=pl.col("dimension").replace_strict(SHORT_LABELS))
+        dimension_label=pl.col("dimension").replace_strict(SHORT_LABELS))
     if not long.height:
         return _note("GRADE dimensions per setup", NO_GRADE)
-    setups = lb.get_column("setup").to_list()
-    chart = alt.Chart(long.to_pandas(), title="GRADE dimensions per setup").mark_bar().encode(
-        x=alt.X("label:N", title="dimension", sort=[SHORT_LABELS[d] for d in DIMENSIONS]),
-        xOffset=alt.XOffset("setup:N", sort=setups),
+    setups = _order(lb, order)
+    chart = alt.Chart(_labelled(long, setups).to_pandas(), title="GRADE dimensions per setup"
+                      ).mark_bar().encode(
+        x=alt.X("dimension_label:N", title="dimension",
+                sort=[SHORT_LABELS[d] for d in DIMENSIONS]),
+        xOffset=_setup_axis(setups, alt.XOffset),
         y=alt.Y("score:Q", title="score (0-1)", scale=alt.Scale(domain=[0, 1])),
         color=_setup_colour(setups),
         tooltip=["setup", "dimension", alt.Tooltip("score:Q", format=".3f")],
@@ -112,64 +238,71 @@ def dimensions_chart(leaderboard: pl.DataFrame | pd.DataFrame) -> Chart:
     return cast(Chart, chart)
 
 
-def track_heatmap(tracks: pl.DataFrame | pd.DataFrame) -> Chart:
+def track_heatmap(tracks: pl.DataFrame | pd.DataFrame, order: Order = None) -> Chart:
     """Track x dimension heatmap, one panel per setup."""
     frame = _polars(tracks)
     long = frame.unpivot(index=["setup", "track"], on=list(DIMENSIONS),
                          variable_name="dimension", value_name="score").drop_nulls("score")
     if not long.height:
         return _note("Dimensions by track", NO_GRADE)
-    long = long.with_columns(label=pl.col("dimension").replace_strict(SHORT_LABELS),
-                             track=pl.col("track").cast(pl.String))
+    setups = _order(long, order)
+    labels = short_labels(setups)
+    long = _labelled(long, setups).with_columns(
+        dimension_label=pl.col("dimension").replace_strict(SHORT_LABELS),
+        track=pl.col("track").cast(pl.String))
     chart = alt.Chart(long.to_pandas(), title="Dimensions by track").mark_rect().encode(
-        x=alt.X("label:N", title="dimension", sort=[SHORT_LABELS[d] for d in DIMENSIONS]),
+        x=alt.X("dimension_label:N", title="dimension",
+                sort=[SHORT_LABELS[d] for d in DIMENSIONS]),
         y=alt.Y("track:O", title="track"),
         color=alt.Color("score:Q", title="score", scale=alt.Scale(scheme="viridis",
                                                                    domain=[0, 1])),
-        facet=alt.Facet("setup:N", title=None, columns=3),
+        facet=alt.Facet("label:N", title=None, columns=3, sort=[labels[s] for s in setups]),
         tooltip=["setup", "track", "dimension", alt.Tooltip("score:Q", format=".3f")],
     )
     return cast(Chart, chart)
 
 
-def grade_distribution_chart(grades: pl.DataFrame | pd.DataFrame,
-                             subset: str = "all") -> Chart:
+def grade_distribution_chart(grades: pl.DataFrame | pd.DataFrame, subset: str = "all",
+                             order: Order = None) -> Chart:
     """Slots per grade state as stacked bars over N (pending and not run shown)."""
     frame = _polars(grades).filter(pl.col("subset") == subset)
     long = frame.unpivot(index=["setup", "N"], on=list(GRADE_STATES), variable_name="state",
                          value_name="slots")
-    order = list(GRADE_STATES)
-    chart = alt.Chart(long.to_pandas(),
-                     title=f"Grades over N = questions x repeats ({subset} questions)"
-                     ).mark_bar().encode(
+    states = list(GRADE_STATES)
+    setups = _order(frame, order)
+    chart = alt.Chart(_labelled(long, setups).to_pandas(),
+                      title=f"Grades over N = questions x repeats ({subset} questions)"
+                      ).mark_bar().encode(
         x=alt.X("slots:Q", title="slots (of N)", stack="zero"),
-        y=alt.Y("setup:N", title=None),
-        color=alt.Color("state:N", title="state", sort=order,
-                        scale=alt.Scale(domain=order,
-                                        range=[STATE_COLOURS[s] for s in order])),
+        y=_setup_axis(setups),
+        color=alt.Color("state:N", title="state", sort=states,
+                        scale=alt.Scale(domain=states,
+                                        range=[STATE_COLOURS[s] for s in states])),
         order=alt.Order("state_rank:Q"),
         tooltip=["setup", "state", "slots", "N"],
-    ).transform_calculate(state_rank=f"indexof({order!r}, datum.state)")
+    ).transform_calculate(state_rank=f"indexof({states!r}, datum.state)")
     return cast(Chart, chart)
 
 
 def rates_chart(grades: pl.DataFrame | pd.DataFrame, state: str = "resolved",
-                subset: str = "all") -> Chart:
+                subset: str = "all", order: Order = None) -> Chart:
     """One grade rate per setup with its 95% Wilson interval over N."""
     frame = _polars(grades).filter(pl.col("subset") == subset).select(
         "setup", "N", rate=pl.col(f"{state}_rate"), low=pl.col(f"{state}_ci_low"),
         high=pl.col(f"{state}_ci_high"))
-    base = alt.Chart(frame.to_pandas())
-    setups = frame.get_column("setup").to_list()
-    points = base.mark_point(filled=True, size=80).encode(
-        x=alt.X("rate:Q", title=f"{state} rate", scale=alt.Scale(domain=[0, 1])),
-        y=alt.Y("setup:N", title=None), color=_setup_colour(setups),
+    setups = _order(frame, order)
+    base = alt.Chart(_labelled(frame, setups).to_pandas())
+    points = base.mark_point(filled=True, size=70).encode(
+        x=alt.X("rate:Q", title=f"{state.replace('_', ' ')} rate",
+                scale=alt.Scale(domain=[0, 1])),
+        y=_setup_axis(setups), color=_setup_colour(setups), **_shape(setups),
         tooltip=["setup", "N", alt.Tooltip("rate:Q", format=".3f"),
-                 alt.Tooltip("low:Q", format=".3f"), alt.Tooltip("high:Q", format=".3f")])
-    bars = base.mark_rule().encode(x="low:Q", x2="high:Q", y="setup:N",
+                 alt.Tooltip("low:Q", format=".3f", title="95% low"),
+                 alt.Tooltip("high:Q", format=".3f", title="95% high")])
+    bars = base.mark_rule().encode(x="low:Q", x2="high:Q", y=_setup_axis(setups),
                                    color=_setup_colour(setups))
     return cast(Chart, alt.layer(bars, points).properties(
-        title=f"{state} rate with 95% Wilson interval ({subset} questions)"))
+        title=f"{state.replace('_', ' ')} rate with 95% Wilson interval ({subset} questions)"))
 
 
 def _ecdf(values: pl.DataFrame, column: str) -> pl.DataFrame:
@@ -195,40 +328,58 @@ LATENCY_METRICS = {
 """What :func:`latency_chart` can show: run column, timing-frame prefix, axis and title."""
 
 
+SPAN_FOR_LOG = 10.0
+"""A latency axis is logarithmic when its largest value is more than this times its
+smallest (one slow setup would otherwise squash the others into a sliver)."""
+
+
 def latency_chart(runs: pl.DataFrame | pd.DataFrame, timing: pl.DataFrame | pd.DataFrame,
-                  metric: Literal["e2e", "working"] = "e2e") -> Chart:
-    """Latency ECDF per setup (primary runs with a sample), P50 and P90 marked; timeouts,
-    limits and failures are never samples: their counts are in the marks' tooltips.
+                  metric: Literal["e2e", "working"] = "e2e", order: Order = None) -> Chart:
+    """Latency ECDF per setup (primary runs with a sample), P50 and P90 marked and labelled;
+    a log axis when the values span more than :data:`SPAN_FOR_LOG` times; timeouts, limits
+    and failures are never samples: their counts are in the marks' tooltips.
 
     Args:
         runs: ``ev.runs``.
         timing: ``ev.timing``.
         metric: ``"e2e"`` (default; received - submitted) or ``"working"`` (working time,
             where the source records it; docs/methodology.md §4 "Timing").
+        order: The setups' order and colours (:func:`setup_order`); default by name.
     """
     column, prefix, axis, title = LATENCY_METRICS[metric]
     frame = _polars(runs).filter(pl.col("is_primary") & (pl.col("status") == "delivered")
                                  & pl.col(column).is_not_null())
-    curve = _ecdf(frame.select("setup", column), column)
     stats = _polars(timing).filter(pl.col("subset") == "all").select(
         "setup", pl.col(f"{prefix}_n").alias("n"), f"{prefix}_p50", f"{prefix}_p90",
         "timeouts", "limits", "failures")
-    setups = stats.get_column("setup").to_list()
+    setups = _order(stats, order)
+    curve = _labelled(_ecdf(frame.select("setup", column), column), setups)
+    positive = curve.filter(pl.col("seconds") > 0).get_column("seconds").to_list()
+    spans = bool(positive) and max(positive) > SPAN_FOR_LOG * min(positive)
+    scale = (alt.Scale(type="symlog" if len(positive) < curve.height else "log")
+             if spans else alt.Scale(zero=True))
     lines = alt.Chart(curve.to_pandas()).mark_line(interpolate="step-after").encode(
-        x=alt.X("seconds:Q", title=axis),
+        x=alt.X("seconds:Q", title=axis + (" (log scale)" if spans else ""), scale=scale),
         y=alt.Y("fraction:Q", title="share of runs at or below", scale=alt.Scale(
             domain=[0, 1])),
-        color=_setup_colour(setups),
+        color=_setup_colour(setups), **_second(setups),
         tooltip=["setup", alt.Tooltip("seconds:Q", format=".2f"),
                  alt.Tooltip("fraction:Q", format=".2f"), "n"])
-    marks = stats.unpivot(index=["setup", "n", "timeouts", "limits", "failures"],
-                          on=[f"{prefix}_p50", f"{prefix}_p90"], variable_name="statistic",
-                          value_name="seconds").drop_nulls("seconds")
+    marks = _labelled(stats.unpivot(index=["setup", "n", "timeouts", "limits", "failures"],
+                                    on=[f"{prefix}_p50", f"{prefix}_p90"],
+                                    variable_name="statistic", value_name="seconds")
+                      .drop_nulls("seconds").with_columns(
+        mark=pl.col("statistic").str.slice(len(prefix) + 1).str.to_uppercase()), setups)
     rules = alt.Chart(marks.to_pandas()).mark_rule(strokeDash=[4, 3]).encode(
-        x="seconds:Q", color=_setup_colour(setups),
+        x=alt.X("seconds:Q", scale=scale), color=_setup_colour(setups),
         tooltip=["setup", "statistic", alt.Tooltip("seconds:Q", format=".2f"),
                  alt.Tooltip("n:Q", title="n"), "timeouts", "limits", "failures"])
-    return cast(Chart, alt.layer(lines, rules).properties(
+    names = alt.Chart(marks.to_pandas()).mark_text(
+        align="left", baseline="top", dx=3, dy=3, fontSize=10).encode(
+        x=alt.X("seconds:Q", scale=scale), y=alt.value(0), text="mark:N",
+        color=_setup_colour(setups),
+        tooltip=["setup", "statistic", alt.Tooltip("seconds:Q", format=".2f")])
+    return cast(Chart, alt.layer(lines, rules, names).properties(
         title=f"{title} (ECDF; dashed: P50 and nearest-rank P90; timeouts, limits and "
               "failures excluded)"))
 
@@ -241,8 +392,8 @@ def _note(title: str, text: str) -> alt.Chart:
     return cast(alt.Chart, chart)
 
 
-def timing_charts(runs: pl.DataFrame | pd.DataFrame,
-                  timing: pl.DataFrame | pd.DataFrame) -> Chart:
+def timing_charts(runs: pl.DataFrame | pd.DataFrame, timing: pl.DataFrame | pd.DataFrame,
+                  order: Order = None) -> Chart:
     """The E2E latency ECDF (:func:`latency_chart`) and, below it, the working-time ECDF when
     some delivered primary run records working time. Where a metric has no sample, one line
     says why instead of an empty chart (runs without timestamps: no E2E)."""
@@ -250,32 +401,33 @@ def timing_charts(runs: pl.DataFrame | pd.DataFrame,
     delivered = int(frame.get_column("delivered").sum())
     parts: list[Any] = []
     if int(frame.get_column("e2e_n").sum()):
-        parts.append(latency_chart(runs, timing))
+        parts.append(latency_chart(runs, timing, order=order))
     else:
         missing = int(frame.get_column("missing_timestamps").sum())
         parts.append(_note("E2E latency", (
             f"No E2E sample: {missing} of {delivered} delivered runs lack a submitted or "
             "received timestamp" if missing else f"No E2E sample: {delivered} delivered runs")))
     if int(frame.get_column("working_n").sum()):
-        parts.append(latency_chart(runs, timing, metric="working"))
+        parts.append(latency_chart(runs, timing, metric="working", order=order))
     return cast(Chart, parts[0] if len(parts) == 1 else alt.vconcat(*parts))
 
 
-def tool_calls_chart(runs: pl.DataFrame | pd.DataFrame) -> Chart:
+def tool_calls_chart(runs: pl.DataFrame | pd.DataFrame, order: Order = None) -> Chart:
     """Unique tool calls per delivered primary run that exposed tool events, per setup."""
     frame = (_polars(runs).filter(pl.col("is_primary") & pl.col("tool_calls").is_not_null())
              .group_by("setup", "tool_calls").len().sort("setup", "tool_calls"))
-    setups = sorted(set(frame.get_column("setup").to_list()))
-    chart = alt.Chart(frame.to_pandas(), title="Unique tool calls per run").mark_bar().encode(
+    setups = _order(frame, order)
+    chart = alt.Chart(_labelled(frame, setups).to_pandas(), title="Unique tool calls per run"
+                      ).mark_bar().encode(
         x=alt.X("tool_calls:O", title="unique tool calls in the run"),
-        xOffset=alt.XOffset("setup:N"),
+        xOffset=_setup_axis(setups, alt.XOffset),
         y=alt.Y("len:Q", title="runs"), color=_setup_colour(setups),
         tooltip=["setup", alt.Tooltip("tool_calls:Q", title="calls"),
                  alt.Tooltip("len:Q", title="runs")])
     return cast(Chart, chart)
 
 
-def consistency_chart(tasks: pl.DataFrame | pd.DataFrame) -> Chart:
+def consistency_chart(tasks: pl.DataFrame | pd.DataFrame, order: Order = None) -> Chart:
     """Consistency per task and setup (null where a task has fewer than 2 runs): one tick a
     task up to :data:`MAX_TICKS` tasks, else each setup's tasks counted in bins of 0.02."""
     frame = _polars(tasks).select("setup", "task_id", "consistency").drop_nulls("consistency")
@@ -283,11 +435,11 @@ def consistency_chart(tasks: pl.DataFrame | pd.DataFrame) -> Chart:
     if not frame.height:
         return _note(title, "No consistency: no GRADE task has 2 or more runs of one setup."
                      if _polars(tasks).height else NO_GRADE)
-    setups = sorted(set(frame.get_column("setup").to_list()))
+    setups = _order(frame, order)
     if frame.height > MAX_TICKS:
         binned = (frame.with_columns(bin=(pl.col("consistency") * 50).floor().clip(0, 49) / 50)
                   .group_by("setup", "bin").agg(tasks=pl.len()).sort("setup", "bin"))
-        chart = alt.Chart(binned.to_pandas(), title=(
+        chart = alt.Chart(_labelled(binned, setups).to_pandas(), title=(
             f"{title} ({frame.height:,} tasks: counted in bins of 0.02)")).mark_bar().encode(
             x=alt.X("bin:Q", title="consistency (0-1, bins of 0.02)",
                     scale=alt.Scale(domain=[0, 1])),
@@ -295,9 +447,10 @@ def consistency_chart(tasks: pl.DataFrame | pd.DataFrame) -> Chart:
             color=_setup_colour(setups), opacity=alt.value(0.7),
             tooltip=["setup", alt.Tooltip("bin:Q", format=".2f", title="from"), "tasks"])
         return cast(Chart, chart)
-    chart = alt.Chart(frame.to_pandas(), title=title).mark_tick(thickness=2).encode(
+    chart = alt.Chart(_labelled(frame, setups).to_pandas(), title=title).mark_tick(
+        thickness=2).encode(
         x=alt.X("consistency:Q", title="consistency (0-1)", scale=alt.Scale(domain=[0, 1])),
-        y=alt.Y("setup:N", title=None), color=_setup_colour(setups),
+        y=_setup_axis(setups), color=_setup_colour(setups),
         tooltip=["setup", "task_id", alt.Tooltip("consistency:Q", format=".3f")])
     return cast(Chart, chart)
 
@@ -328,7 +481,8 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
 
 
 def significance_chart(comparisons: pl.DataFrame | pd.DataFrame,
-                       metric: str = "resolved_rate", subset: str = "all") -> Chart:
+                       metric: str = "resolved_rate", subset: str = "all",
+                       order: Order = None) -> Chart:
     """A setup x setup matrix of one grade rate's paired test: each cell the Holm-adjusted
     p-value of the pair (docs/methodology.md §5 "Significance"), coloured by it (darker: a
     smaller p), with the row setup's rate minus the column setup's in the tooltip."""
@@ -343,16 +497,21 @@ def significance_chart(comparisons: pl.DataFrame | pd.DataFrame,
     other = frame.select(row="baseline", column="compared",
                          difference=-pl.col("mean_diff_b_minus_a"), p="p_value",
                          p_holm="p_holm", n="n_questions")
+    setups = _order(pl.DataFrame({"setup": one.get_column("row").to_list()
+                                  + one.get_column("column").to_list()}), order)
+    labels = short_labels(setups)
     cells = pl.concat([one, other]).with_columns(
         label=pl.when(pl.col("p_holm") < 0.001).then(pl.lit("<0.001"))
-        .otherwise(pl.col("p_holm").round(3).cast(pl.String)))
-    order = sorted(set(cells.get_column("row").to_list()))
+        .otherwise(pl.col("p_holm").round(3).cast(pl.String)),
+        row_label=pl.col("row").replace_strict(labels, return_dtype=pl.String),
+        column_label=pl.col("column").replace_strict(labels, return_dtype=pl.String))
+    sort = [labels[s] for s in setups if s in set(cells.get_column("row").to_list())]
     data: Any = cells.to_pandas()
     name = metric.removesuffix("_rate").replace("_", " ")
     base = alt.Chart(data).encode(
-        x=alt.X("column:N", sort=order, title="against (column)",
+        x=alt.X("column_label:N", sort=sort, title="against (column)",
                 axis=alt.Axis(labelAngle=-30, labelLimit=160)),
-        y=alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labelLimit=200)),
+        y=alt.Y("row_label:N", sort=sort, title=None, axis=alt.Axis(labelLimit=200)),
         tooltip=[alt.Tooltip("row:N", title="setup"), alt.Tooltip("column:N", title="against"),
                  alt.Tooltip("difference:Q", format="+.3f", title=f"{name} rate difference"),
                  alt.Tooltip("p:Q", format=".3g", title="p"),
@@ -364,7 +523,7 @@ def significance_chart(comparisons: pl.DataFrame | pd.DataFrame,
     text = base.mark_text(fontSize=12).encode(
         text="label:N", color=alt.condition("datum.p_holm < 0.05", alt.value("white"),
                                             alt.value("black")))
-    side = max(90, 60 * len(order))
+    side = max(90, 60 * len(sort))
     return cast(Chart, alt.layer(heat, text).properties(
         width=side, height=side,
         title=f"Is the {name} rate difference real? Holm-adjusted p of each pair ({subset} "

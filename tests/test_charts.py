@@ -131,3 +131,72 @@ def test_many_tasks_are_binned_and_no_grade_says_why() -> None:
                   charts.significance_chart(plain.comparisons)):
         spec = _spec(chart)
         assert next(iter(spec["datasets"].values()))[0]["text"] == charts.NO_COMPARISON
+
+
+def test_short_labels_elide_what_every_name_shares() -> None:
+    names = ["anthropic/claude-3-5-sonnet-20241022", "anthropic/claude-3-5-haiku-20241022"]
+    assert charts.short_labels(names) == {names[0]: "sonnet", names[1]: "haiku"}
+    assert charts.short_labels(["a"]) == {"a": "a"}
+    long = [f"provider/family-of-models-variant-number-{i:02d}-2026-01-01" for i in range(12)]
+    labels = charts.short_labels(long)
+    assert len(set(labels.values())) == 12 and all(len(v) <= 30 for v in labels.values())
+    assert labels[long[3]] == "03"
+    # a name that is another's prefix keeps labels unique
+    assert len(set(charts.short_labels(["m", "m-large"]).values())) == 2
+
+
+def _colours(spec: Any) -> dict[str, str]:
+    """label -> colour of every colour scale in a spec (layers and concatenations too)."""
+    out: dict[str, str] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            colour = node.get("encoding", {}).get("color", {})
+            scale = colour.get("scale", {}) if isinstance(colour, dict) else {}
+            if colour.get("field") == "label" and "domain" in scale:
+                for label, value in zip(scale["domain"], scale["range"], strict=True):
+                    assert out.setdefault(label, value) == value
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    return out
+
+
+def test_one_colour_and_one_place_per_setup_on_every_chart(ev: gk.Evaluation) -> None:
+    order = charts.setup_order(ev.grades)
+    resolved = dict(ev.grades.filter(pl.col("subset") == "all")
+                    .select("setup", "resolved_rate").iter_rows())
+    assert order == sorted(resolved, key=lambda s: (-resolved[s], s))
+    built = [charts.composite_chart(ev.leaderboard, order=order),
+             charts.dimensions_chart(ev.leaderboard, order=order),
+             charts.rates_chart(ev.grades, order=order),
+             charts.timing_charts(ev.runs, ev.timing, order=order),
+             charts.tool_calls_chart(ev.runs, order=order),
+             charts.consistency_chart(ev.tasks, order=order)]
+    maps = [_colours(_spec(chart)) for chart in built]
+    assert all(m == maps[0] for m in maps) and len(maps[0]) == len(order)
+    assert "#F0E442" not in maps[0].values()  # the faint yellow is never used
+    legend = charts.legend_table(order)
+    assert legend.get_column("setup").to_list() == order
+    assert dict(zip(legend["label"], legend["colour"], strict=True)) == maps[0]
+
+
+def test_a_wide_latency_span_is_drawn_on_a_log_axis_and_many_setups_get_dashes() -> None:
+    setups = [f"org/model-{i:02d}" for i in range(12)]
+    runs = pl.DataFrame({"setup": [s for s in setups for _ in range(20)],
+                         "is_primary": True, "status": "delivered",
+                         "e2e_s": [(100.0 if s == setups[0] else 1.0) + k / 10
+                                   for s in setups for k in range(20)]})
+    timing = pl.DataFrame({"setup": setups, "subset": "all", "e2e_n": 20,
+                           "e2e_p50": [101.0] + [2.0] * 11, "e2e_p90": [102.0] + [2.8] * 11,
+                           "timeouts": 0, "limits": 0, "failures": 0})
+    spec = _spec(charts.latency_chart(runs, timing, order=setups))
+    line = spec["layer"][0]["encoding"]
+    assert line["x"]["scale"]["type"] == "log" and "log scale" in line["x"]["title"]
+    assert "strokeDash" in line  # 12 setups: colours repeat, dashes tell them apart
+    texts = [r["mark"] for rows in spec["datasets"].values() for r in rows if "mark" in r]
+    assert sorted(set(texts)) == ["P50", "P90"]  # the marks are labelled
