@@ -169,17 +169,21 @@ class Table:
 
 
 _STYLE = ("<style>.gk-table-wrap{overflow-x:auto;max-width:100%}"
-          ".gk-table{border-collapse:collapse;font-size:13px;margin:0.5em 0}"
-          ".gk-table caption{text-align:left;font-weight:bold;padding:0.3em 0}"
-          ".gk-table th,.gk-table td{padding:3px 9px;border-bottom:1px solid #ddd;"
-          "white-space:nowrap}.gk-table th{background:#f4f4f4;font-weight:600}"
-          ".gk-table .gk-num{text-align:right;font-variant-numeric:tabular-nums}"
-          ".gk-table .gk-text{text-align:left}"
-          ".gk-table td.gk-long{white-space:normal;min-width:24em;max-width:48em;"
+          "table.gk-table{border-collapse:collapse;font-size:13px;margin:0.5em 0}"
+          "table.gk-table caption{text-align:left;font-weight:bold;padding:0.3em 0}"
+          "table.gk-table th,table.gk-table td{padding:3px 9px;border:none;"
+          "border-bottom:1px solid #ddd;white-space:nowrap;vertical-align:top}"
+          "table.gk-table th{background:#f4f4f4;font-weight:600}"
+          "table.gk-table th.gk-num,table.gk-table td.gk-num{text-align:right;"
+          "font-variant-numeric:tabular-nums}"
+          "table.gk-table th.gk-text,table.gk-table td.gk-text{text-align:left}"
+          "table.gk-table td.gk-long{white-space:normal;min-width:24em;max-width:48em;"
           "overflow-wrap:break-word}"
-          ".gk-table tr>:first-child{position:sticky;left:0;background:#fff}"
-          ".gk-table thead tr>:first-child{background:#f4f4f4}"
+          "table.gk-table tr>:first-child{position:sticky;left:0;background:#fff}"
+          "table.gk-table thead tr>:first-child{background:#f4f4f4}"
           ".gk-note{font-size:12px;color:#555;margin:0.2em 0 0.8em}</style>")
+"""The tables' look: specific enough (``table.gk-table td.gk-text``) to win over the
+notebook page's own table rules (JupyterLab right-aligns every cell)."""
 
 
 def table(frame: pl.DataFrame | pd.DataFrame, *, title: str | None = None,
