@@ -253,14 +253,16 @@ def _demo(args: argparse.Namespace) -> int:
                  **{k: str(Path(v).resolve()) if isinstance(v, Path) else v
                     for k, v in verdict_args.items()},
                  **({} if args.recorded else {"judge": None, "grader": None})},
-                out / "html")
+                out / "html", title="grade_kit demo: three simulated setups, 40 tasks, "
+                                    "5 repeats")
     _print_rejects([r.message() for r in evaluation.inputs.rejected])
     print(f"demo: scored {len(evaluation.inputs.runs)} {how} of "
           f"{len(evaluation.inputs.tasks)} tasks, {by}")
     print(evaluation)
     print(f"demo: scorecard at {paths['scorecard']}")
     if index is not None:
-        print(f"demo: open {index.resolve()}")
+        print(f"demo: every page: {index.resolve()}")
+        print(f"demo: the report to mail: {(index.parent / 'report.html').resolve()}")
     return 0
 
 
@@ -303,8 +305,8 @@ def _report_cmd(args: argparse.Namespace) -> int:
         "packs": absolute(args.packs)}
     for name, value in args.parameter or []:
         parameters[name] = yaml.safe_load(value)  # -p weakest 3, -p judge null
-    index = build_report(parameters, args.out)
-    print(f"report: {index}")
+    index = build_report(parameters, args.out, title=args.title)
+    print(f"report: {index.parent / 'report.html'} (one page to mail); each page: {index}")
     return 0
 
 
@@ -606,6 +608,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("-p", "--parameter", nargs=2, action="append",
                         metavar=("NAME", "VALUE"),
                         help="a notebook parameter (value read as YAML), repeatable")
+    report.add_argument("--title", help="the title of report.html (default: from the inputs' "
+                                        "file names)")
     report.add_argument("--out", type=Path, required=True, help="output folder")
     report.set_defaults(func=_report_cmd)
 

@@ -66,7 +66,7 @@ from grade_kit.schema import (
 )
 from grade_kit.sniff import LogSource, log_files
 from grade_kit.standard import DEFAULT_SEED, StandardResults, standard_results
-from grade_kit.tables import Table, summary_table, table
+from grade_kit.tables import Table, provenance_table, summary_table, table
 
 __all__ = ["Evaluation", "MapPartitions", "RunExplanation", "evaluate", "score_partition"]
 
@@ -323,6 +323,12 @@ class Evaluation:
         (:func:`grade_kit.tables.summary_table`): N, the resolved rate with its 95%
         interval, the other grades, timing, tool calls and GRADE scores where they exist."""
         return summary_table(self.results)
+
+    @property
+    def provenance(self) -> Table:
+        """What made these figures, formatted (:func:`grade_kit.tables.provenance_table`):
+        version, time, each input by name and SHA-256, R, seeds, judges and graders."""
+        return provenance_table(self.results)
 
     @property
     def leaderboard(self) -> Frame:

@@ -23,7 +23,8 @@ import polars as pl
 
 from grade_kit.schema import DIMENSIONS, SHORT_LABELS, Results
 
-__all__ = ["LONG_TEXT", "MAX_TABLE_ROWS", "Table", "column_label", "summary_table", "table"]
+__all__ = ["LONG_TEXT", "MAX_TABLE_ROWS", "Table", "column_label", "provenance_table",
+           "summary_table", "table"]
 
 MAX_TABLE_ROWS = 5_000
 """The most rows a table shows; a longer frame is cut there with a line that says so and
@@ -248,3 +249,20 @@ def summary_table(results: Results) -> Table:
             + (", too narrow when R > 1" if plan.repeats > 1 else "")
             + ". Sorted by resolved rate.")
     return Table(frame, "Summary: one row per setup", note)
+
+
+def provenance_table(results: Results) -> Table:
+    """What made these figures, for a page's footer: the grade_kit version and time, each
+    input file by name (never its folder) with its SHA-256 prefix and records, R and how it
+    was set, the seeds, the judges and the graders."""
+    prov, plan = results.provenance, results.plan
+    rows = [("grade_kit", prov.grade_kit_version), ("made", prov.created_at)]
+    rows += [(f"input: {f.kind}", f"{f.path.replace(chr(92), '/').rsplit('/', 1)[-1]} "
+              f"(sha256 {f.sha256[:12] if f.sha256 else '—'}…, {f.records:,} records, "
+              f"{f.rejected:,} rejected)") for f in prov.inputs]
+    rows.append(("R", f"{plan.repeats} ({plan.rule})"))
+    rows += [(f"seed: {name}", str(seed)) for name, seed in sorted(prov.seeds.items())]
+    rows.append(("judges", ", ".join(prov.judges) or "none"))
+    rows.append(("graders", ", ".join(prov.graders) or "none"))
+    frame = pl.DataFrame(rows, schema={"item": pl.String, "value": pl.String}, orient="row")
+    return Table(frame, "Provenance")

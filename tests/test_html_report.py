@@ -195,3 +195,35 @@ def test_a_failing_report_leaves_no_page_behind(tmp_path: Path) -> None:
 def test_the_index_names_no_local_folder(report: Path) -> None:
     index = (report / "index.html").read_text()
     assert str(ROOT) not in index and "runs.jsonl" in index
+
+
+def test_report_html_is_one_page_to_mail(report: Path) -> None:
+    """Every section in one page: a title, a table of contents whose every link lands on a
+    heading, the provenance last, no folder of this machine, nothing loaded from anywhere."""
+    page = (report / "report.html").read_text()
+    ids = set(re.findall(r'id="([^"]+)"', page))
+    links = re.findall(r'href="#([^"]+)"', page)
+    targets = [link for link in links if link not in ("",)]
+    assert {"GRADE-scorecard", "Timing-and-tool-calls", "Comparing-setups", "Explorer",
+            "Provenance"} <= set(targets)
+    assert all(t in ids for t in targets)
+    assert page.index('id="Provenance"') > page.index('id="Explorer"')  # the footer is last
+    assert "grade_kit report: runs.jsonl" in page and "sha256" in page
+    assert str(report.parent) not in page and str(ROOT) not in page
+    assert not re.search(r"<script[^>]+src=", page) and page.count("window.vegaEmbed=") == 1
+    assert 'href="report.html"' in (report / "index.html").read_text()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+def test_report_html_draws_every_chart_offline(report: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
+         "--host-resolver-rules=MAP * ~NOTFOUND", "--virtual-time-budget=20000",
+         "--dump-dom", (report / "report.html").as_uri()],
+        capture_output=True, text=True, timeout=180)
+    charts = (report / "report.html").read_text().count('class="gk-chart"')
+    rendered = len(re.findall(r'<svg[^>]*class="marks"', done.stdout))
+    assert charts >= 8 and rendered == charts
+    assert "pwned</title>" not in done.stdout

@@ -20,8 +20,10 @@ from jupyter_client.manager import AsyncKernelManager
 
 from grade_kit.io import InputError
 from grade_kit.report.files import atomic_write
+from grade_kit.report.markdown import md_cell
 
-__all__ = ["NOTEBOOKS", "NOTEBOOK_DIR", "ReportError", "build_report", "export_html"]
+__all__ = ["FOOTER_TAG", "NOTEBOOKS", "NOTEBOOK_DIR", "ReportError", "build_report",
+           "default_title", "export_html", "merge_pages"]
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 """The notebooks of a checkout (``notebooks/``)."""
@@ -54,14 +56,15 @@ def _vega_bundle() -> str:
     return bundle.replace("</script", "<\\/script")
 
 
-def export_html(notebook: Path, out: Path, title: str, bundle: str | None = None) -> Path:
-    """Export an executed notebook to offline HTML: no input cells, no parameters cells,
-    no CDN scripts, the chart libraries inlined once."""
+def export_html(notebook: Path | Any, out: Path, title: str, bundle: str | None = None) -> Path:
+    """Export an executed notebook (a file, or a notebook node) to offline HTML: no input
+    cells, no parameters cells, no CDN scripts, the chart libraries inlined once."""
     import nbformat
     from nbconvert import HTMLExporter
     from nbconvert.preprocessors import TagRemovePreprocessor
 
-    nb = nbformat.read(notebook, as_version=4)
+    nb = (nbformat.read(notebook, as_version=4) if isinstance(notebook, Path)
+          else notebook)
     nb.metadata["title"] = title
     # no widget state: widgets need a kernel, so each output's static HTML is exported
     # instead (and no widget manager script is fetched)
@@ -78,6 +81,14 @@ def export_html(notebook: Path, out: Path, title: str, bundle: str | None = None
         path.write_text(body, encoding="utf-8")
 
     return atomic_write(out, write)
+
+
+def default_title(parameters: Mapping[str, Any]) -> str:
+    """``grade_kit report: <the runs' (or logs') file names>``, at most three named."""
+    given = parameters.get("runs") or parameters.get("tasks") or []
+    names = [Path(str(p)).name for p in (given if isinstance(given, list) else [given])]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"grade_kit report: {shown}" if shown else "grade_kit report"
 
 
 def _portable(value: Any) -> Any:
@@ -101,6 +112,9 @@ def _index(pages: Sequence[Page], parameters: Mapping[str, Any]) -> str:
             "style-src 'unsafe-inline'\"><title>grade_kit report</title>"
             "<style>body{font-family:sans-serif;max-width:50em;margin:2em auto}"
             "td{padding:0 1em}</style></head><body><h1>grade_kit report</h1>"
+            "<p><a href=\"report.html\"><b>report.html</b></a>: every page in one, with a "
+            "table of contents and the provenance: the one to mail (it opens offline from "
+            "an attachment).</p><p>Its sections, one page each:</p>"
             f"<ul>{items}</ul><h2>Parameters</h2><table>{params}</table></body></html>\n")
 
 
@@ -122,7 +136,7 @@ class _LocalKernelManager(AsyncKernelManager):
 
 def build_report(parameters: Mapping[str, Any], out_dir: Path | str, *,
                  notebooks: Sequence[str] = NOTEBOOKS,
-                 notebook_dir: Path = NOTEBOOK_DIR) -> Path:
+                 notebook_dir: Path = NOTEBOOK_DIR, title: str | None = None) -> Path:
     """Run each notebook with papermill on the ``python3`` kernel and export it.
 
     Args:
@@ -131,9 +145,12 @@ def build_report(parameters: Mapping[str, Any], out_dir: Path | str, *,
         out_dir: Where ``<name>.ipynb`` (executed), ``<name>.html`` and ``index.html`` go.
         notebooks: Which notebooks; default all of :data:`NOTEBOOKS`.
         notebook_dir: Where they are; default the checkout's ``notebooks/``.
+        title: The title of ``report.html``; default from the inputs' file names
+            (:func:`default_title`).
 
     Returns:
-        The path of ``index.html``.
+        The path of ``index.html``; ``report.html`` (every page in one, with a table of
+        contents: the one to mail) is beside it.
 
     Raises:
         ReportError: naming the notebook and the failing cell (``out_dir`` is then left as
@@ -145,7 +162,8 @@ def build_report(parameters: Mapping[str, Any], out_dir: Path | str, *,
     # succeeded: a failing report leaves no partial pages (nor stale ones mixed with new).
     out = Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
     try:
-        _build(parameters, out, notebooks, notebook_dir.resolve())
+        _build(parameters, out, notebooks, notebook_dir.resolve(),
+               title or default_title(parameters))
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)
         raise
@@ -156,8 +174,51 @@ def build_report(parameters: Mapping[str, Any], out_dir: Path | str, *,
     return final / "index.html"
 
 
+FOOTER_TAG = "footer"
+"""Cells tagged so (the provenance) go to the end of ``report.html``."""
+
+
+def _anchor(heading: str) -> str:
+    """The id nbconvert gives a Markdown heading (its text, spaces as ``-``)."""
+    return heading.strip().replace(" ", "-")
+
+
+def merge_pages(executed: Sequence[Path], title: str) -> Any:
+    """One notebook of the executed notebooks, for ``report.html``: a title and a table of
+    contents linking each notebook's section, the notebooks in order, and the cells tagged
+    :data:`FOOTER_TAG` (the provenance) last."""
+    import nbformat
+
+    parts = [nbformat.read(path, as_version=4) for path in executed]
+    body: list[Any] = []
+    footer: list[Any] = []
+    toc: list[str] = []
+    for nb in parts:
+        for cell in nb.cells:
+            tags = cell.get("metadata", {}).get("tags", [])
+            if FOOTER_TAG in tags:
+                footer.append(cell)
+                continue
+            body.append(cell)
+            if cell.cell_type == "markdown":
+                for line in cell.source.splitlines():
+                    if line.startswith(("# ", "## ")) and not line.startswith("## Parameters"):
+                        level = 0 if line.startswith("# ") else 1
+                        heading = line.lstrip("#").strip()
+                        toc.append(f"{'    ' * level}- [{heading}](#{_anchor(heading)})")
+    for cell in footer:
+        for line in cell.get("source", "").splitlines() if cell.cell_type == "markdown" else ():
+            if line.startswith("## "):
+                toc.append(f"- [{line[3:].strip()}](#{_anchor(line[3:])})")
+    head = nbformat.v4.new_markdown_cell(
+        f"# {md_cell(title)}\n\n**Contents**\n\n" + "\n".join(toc))
+    merged = nbformat.v4.new_notebook(cells=[head, *body, *footer])
+    merged.metadata = parts[0].metadata if parts else {}
+    return merged
+
+
 def _build(parameters: Mapping[str, Any], out: Path, notebooks: Sequence[str],
-           notebook_dir: Path) -> Path:
+           notebook_dir: Path, title: str) -> Path:
     """:func:`build_report` into ``out``."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -191,6 +252,8 @@ def _build(parameters: Mapping[str, Any], out: Path, notebooks: Sequence[str],
             os.environ.pop("GRADE_KIT_OFFLINE_HTML", None)
         else:
             os.environ["GRADE_KIT_OFFLINE_HTML"] = previous
+    merged = merge_pages([p.executed for p in pages], title)
+    export_html(merged, out / "report.html", title, bundle)
     text = _index(pages, parameters)
 
     def write(path: Path) -> None:
