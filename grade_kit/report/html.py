@@ -25,8 +25,9 @@ from grade_kit.report.markdown import md_cell
 __all__ = ["FOOTER_TAG", "NOTEBOOKS", "NOTEBOOK_DIR", "ReportError", "build_report",
            "default_title", "export_html", "merge_pages"]
 
-NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
-"""The notebooks of a checkout (``notebooks/``)."""
+NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+"""The notebooks: ``grade_kit/notebooks``, a link to the checkout's ``notebooks/`` (the one
+copy), copied into a wheel as package data, so an installed grade_kit reports too."""
 
 NOTEBOOKS = ("scorecard", "timing_and_tools", "compare", "explorer")
 """The notebooks ``grade-kit report`` runs, in index order."""
