@@ -1,0 +1,131 @@
+"""report.html as a new reader sees it, in headless Chromium with every request blocked, on
+the demo's inputs and on the shipped logs of other teams (Inspect, tau-bench): no raw frame
+(``shape:``, a dtype row, an elided row), no chart without marks, no all-null table, one
+colour per setup across every chart of the page, no local folder, and the resolved rate's
+significance matrix holding the p-values of ``ev.comparisons``."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+import grade_kit as gk
+from grade_kit.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+FIX = ROOT / "fixtures"
+REAL = ROOT / "tests" / "data" / "realdata"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+CASES: dict[str, tuple[list[str], list[str]]] = {
+    "demo": ([str(FIX / "tasks"), str(FIX / "runs")], ["--judge", "rules", "--grader", "rules"]),
+    "inspect": ([str(REAL / "inspect_ai_testlogs")], []),
+    "tau-bench": ([str(REAL / "tau_bench_gpt4o_airline" / "gpt-4o-airline.json")], []),
+}
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = {}
+    for name, (paths, options) in CASES.items():
+        folder = tmp_path_factory.mktemp(name) / "report"
+        assert main(["report", *paths, *options, "--out", str(folder)]) == 0
+        out[name] = folder / "report.html"
+    return out
+
+
+def _specs(page: str) -> list[dict[str, Any]]:
+    """The Vega-Lite specs embedded in the page's charts."""
+    return [json.loads(m.group(1).replace("\\u003c", "<").replace("\\u003e", ">")
+                       .replace("\\u0026", "&"))
+            for m in re.finditer(r"var spec=(\{.*?\});function go\(\)", page)]
+
+
+def _colour_maps(spec: Any) -> list[dict[str, str]]:
+    """label -> colour of every setup colour scale in a spec."""
+    found: list[dict[str, str]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            colour = node.get("encoding", {}).get("color", {})
+            scale = colour.get("scale", {}) if isinstance(colour, dict) else {}
+            if isinstance(colour, dict) and colour.get("field") == "label" and "domain" in scale:
+                found.append(dict(zip(scale["domain"], scale["range"], strict=True)))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    return found
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_page_reads_as_a_report(reports: dict[str, Path], case: str) -> None:
+    page = reports[case].read_text(encoding="utf-8")
+    assert str(reports[case].parent) not in page and str(ROOT) not in page
+    maps = [m for spec in _specs(page) for m in _colour_maps(spec)]
+    assert maps, "no chart colours its setups"
+    merged: dict[str, str] = {}
+    for m in maps:  # one colour per setup across every chart of the page
+        for label, colour in m.items():
+            assert merged.setdefault(label, colour) == colour, (label, colour)
+    assert len(set(merged.values())) == len(merged)  # and no two setups share one
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_what_a_reader_sees(reports: dict[str, Path], tmp_path: Path, case: str) -> None:
+    from tests.devtools import Browser
+
+    assert CHROMIUM is not None
+    browser = Browser(CHROMIUM, tmp_path / "profile")
+    try:
+        browser.open(reports[case], settle_s=5.0)
+        text = browser.evaluate("document.body.innerText")
+        assert "shape:" not in text
+        dtype_rows = [line for line in text.splitlines()
+                      if line.split() and set(line.split()) <= {"str", "i64", "f64", "bool",
+                                                                  "u32", "---", "list[str]"}]
+        assert not dtype_rows, dtype_rows[:3]
+        cells = browser.evaluate("Array.from(document.querySelectorAll('table.gk-table td'))"
+                                 ".map(td => td.innerText.trim())")
+        assert cells and "…" not in cells  # no elided row
+        empty = browser.evaluate("""Array.from(document.querySelectorAll('table.gk-table'))
+          .filter(t => t.querySelectorAll('tbody td').length > 0 &&
+                       Array.from(t.querySelectorAll('tbody td')).every(
+                         td => td.innerText.trim() === '—')).length""")
+        assert empty == 0  # no all-null table
+        charts = browser.evaluate("document.querySelectorAll('.gk-chart').length")
+        marked = browser.evaluate("""Array.from(document.querySelectorAll('.gk-chart')).filter(
+          c => c.querySelectorAll('svg.marks [role="graphics-symbol"], svg.marks text')
+               .length > 0).length""")
+        assert charts >= 6 and marked == charts  # every chart has marks (or its one line)
+        assert browser.errors() == []
+    finally:
+        browser.close()
+
+
+def test_the_significance_matrix_holds_the_comparisons_p_values(
+        reports: dict[str, Path]) -> None:
+    for case in ("demo", "inspect"):
+        page = reports[case].read_text(encoding="utf-8")
+        (matrix,) = [s for s in _specs(page)
+                     if str(s.get("title", "")).startswith("Is the resolved rate")]
+        cells = [r for rows in matrix["datasets"].values() for r in rows]
+        paths, options = CASES[case]
+        ev = gk.evaluate(*paths, **({"judge": "rules", "grader": "rules"} if options else {}))
+        resolved = ev.comparisons.filter((pl.col("subset") == "all")
+                                         & (pl.col("metric") == "resolved_rate"))
+        assert resolved.height and len(cells) == 2 * resolved.height
+        for row in resolved.iter_rows(named=True):
+            pair = {row["baseline"], row["compared"]}
+            assert {c["p_holm"] for c in cells if {c["row"], c["column"]} == pair} == {
+                row["p_holm"]}
