@@ -162,23 +162,24 @@ def _setup_axis(order: list[str], channel: type[Any] = alt.Y) -> Any:
 
 def _second(order: list[str]) -> dict[str, Any]:
     """Beyond the palette's colours, a dash per setup (for lines); empty otherwise."""
-    if len(order) <= len(PALETTE):
-        return {}
-    labels = short_labels(order)
-    domain = [labels[s] for s in order]
-    return {"strokeDash": alt.StrokeDash("label:N", sort=domain, legend=None, scale=alt.Scale(
-        domain=domain, range=[DASHES[(i // len(PALETTE)) % len(DASHES)]
-                              for i in range(len(domain))]))}
+    return _beyond_palette(order, "strokeDash", alt.StrokeDash, DASHES)
 
 
 def _shape(order: list[str]) -> dict[str, Any]:
     """Beyond the palette's colours, a shape per setup (for points); empty otherwise."""
+    return _beyond_palette(order, "shape", alt.Shape, SHAPES)
+
+
+def _beyond_palette(order: list[str], name: str, channel: Any,
+                    values: Sequence[Any]) -> dict[str, Any]:
+    """A second encoding of the setups (the colours repeat past the palette: each repeat of
+    a colour gets the next of ``values``); empty with no more setups than colours."""
     if len(order) <= len(PALETTE):
         return {}
     labels = short_labels(order)
     domain = [labels[s] for s in order]
-    return {"shape": alt.Shape("label:N", sort=domain, legend=None, scale=alt.Scale(
-        domain=domain, range=[SHAPES[(i // len(PALETTE)) % len(SHAPES)]
+    return {name: channel("label:N", sort=domain, legend=None, scale=alt.Scale(
+        domain=domain, range=[values[(i // len(PALETTE)) % len(values)]
                               for i in range(len(domain))]))}
 
 

@@ -12,6 +12,7 @@ import pytest
 import grade_kit as gk
 from grade_kit import charts
 from grade_kit.schema import DIMENSIONS
+from tests.specs import colour_maps, one_colour_each
 
 
 @pytest.fixture(scope="module")
@@ -145,27 +146,6 @@ def test_short_labels_elide_what_every_name_shares() -> None:
     assert len(set(charts.short_labels(["m", "m-large"]).values())) == 2
 
 
-def _colours(spec: Any) -> dict[str, str]:
-    """label -> colour of every colour scale in a spec (layers and concatenations too)."""
-    out: dict[str, str] = {}
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            colour = node.get("encoding", {}).get("color", {})
-            scale = colour.get("scale", {}) if isinstance(colour, dict) else {}
-            if colour.get("field") == "label" and "domain" in scale:
-                for label, value in zip(scale["domain"], scale["range"], strict=True):
-                    assert out.setdefault(label, value) == value
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(spec)
-    return out
-
-
 def test_one_colour_and_one_place_per_setup_on_every_chart(ev: gk.Evaluation) -> None:
     order = charts.setup_order(ev.grades)
     resolved = dict(ev.grades.filter(pl.col("subset") == "all")
@@ -177,7 +157,7 @@ def test_one_colour_and_one_place_per_setup_on_every_chart(ev: gk.Evaluation) ->
              charts.timing_charts(ev.runs, ev.timing, order=order),
              charts.tool_calls_chart(ev.runs, order=order),
              charts.consistency_chart(ev.tasks, order=order)]
-    maps = [_colours(_spec(chart)) for chart in built]
+    maps = [one_colour_each(colour_maps(_spec(chart))) for chart in built]
     assert all(m == maps[0] for m in maps) and len(maps[0]) == len(order)
     assert "#F0E442" not in maps[0].values()  # the faint yellow is never used
     legend = charts.legend_table(order)

@@ -17,6 +17,7 @@ import pytest
 
 import grade_kit as gk
 from grade_kit.cli import main
+from tests.specs import colour_maps, one_colour_each
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "fixtures"
@@ -47,36 +48,13 @@ def _specs(page: str) -> list[dict[str, Any]]:
             for m in re.finditer(r"var spec=(\{.*?\});function go\(\)", page)]
 
 
-def _colour_maps(spec: Any) -> list[dict[str, str]]:
-    """label -> colour of every setup colour scale in a spec."""
-    found: list[dict[str, str]] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            colour = node.get("encoding", {}).get("color", {})
-            scale = colour.get("scale", {}) if isinstance(colour, dict) else {}
-            if isinstance(colour, dict) and colour.get("field") == "label" and "domain" in scale:
-                found.append(dict(zip(scale["domain"], scale["range"], strict=True)))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(spec)
-    return found
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_page_reads_as_a_report(reports: dict[str, Path], case: str) -> None:
     page = reports[case].read_text(encoding="utf-8")
     assert str(reports[case].parent) not in page and str(ROOT) not in page
-    maps = [m for spec in _specs(page) for m in _colour_maps(spec)]
+    maps = [m for spec in _specs(page) for m in colour_maps(spec)]
     assert maps, "no chart colours its setups"
-    merged: dict[str, str] = {}
-    for m in maps:  # one colour per setup across every chart of the page
-        for label, colour in m.items():
-            assert merged.setdefault(label, colour) == colour, (label, colour)
+    merged = one_colour_each(maps)  # one colour per setup across every chart of the page
     assert len(set(merged.values())) == len(merged)  # and no two setups share one
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -86,6 +86,23 @@ SUBSET_MEANING = {
 }
 
 
+def _measured(metric: str, meaning: str, diffs: np.ndarray, mean_diff: float,
+              better: str | None, a: str, b: str, seed: int, resamples: int,
+              **fields: Any) -> Figure:
+    """A *measured* figure: the paired differences' bootstrap interval, and a direction only
+    when it excludes 0 and the metric has a better side (``fields``: means, p-value...)."""
+    ci = bootstrap_mean_ci(diffs, seed, resamples)
+    excludes = None if ci is None else bool(ci[0] > 0 or ci[1] < 0)
+    direction = None
+    if better is not None and excludes:
+        improves = (mean_diff < 0) if better == "lower" else (mean_diff > 0)
+        direction = f"{b} {'better' if improves else 'worse'} than {a}"
+    return Figure(metric=metric, label="measured", meaning=meaning, n_questions=len(diffs),
+                  mean_diff_b_minus_a=mean_diff,
+                  ci95=None if ci is None else Interval(low=ci[0], high=ci[1]),
+                  ci_excludes_zero=excludes, direction=direction, **fields)
+
+
 def _grade_rate_figures(paired: pl.DataFrame, a: str, b: str, repeats: int, where: str,
                         seed: int, resamples: int) -> list[Figure]:
     """Each grade's rate on the paired questions, B - A, with its bootstrap interval and its
@@ -110,18 +127,10 @@ def _grade_rate_figures(paired: pl.DataFrame, a: str, b: str, repeats: int, wher
         slots = len(ca) * repeats  # the rates as counts over slots: one exact division each
         mean_diff = (sum(cb) - sum(ca)) / slots
         diffs = (np.asarray(cb, dtype=float) - np.asarray(ca, dtype=float)) / repeats
-        ci = bootstrap_mean_ci(diffs, seed, resamples)
-        excludes = None if ci is None else bool(ci[0] > 0 or ci[1] < 0)
-        direction = None
-        if better is not None and excludes:
-            improves = (mean_diff < 0) if better == "lower" else (mean_diff > 0)
-            direction = f"{b} {'better' if improves else 'worse'} than {a}"
         p, test = paired_count_test(ca, cb, repeats, seed)
-        figures.append(Figure(
-            metric=metric, label="measured", meaning=meaning, n_questions=len(ca),
-            mean_a=sum(ca) / slots, mean_b=sum(cb) / slots, mean_diff_b_minus_a=mean_diff,
-            ci95=None if ci is None else Interval(low=ci[0], high=ci[1]),
-            ci_excludes_zero=excludes, direction=direction, p_value=p, test=test))
+        figures.append(_measured(
+            metric, meaning, diffs, mean_diff, better, a, b, seed, resamples,
+            mean_a=sum(ca) / slots, mean_b=sum(cb) / slots, p_value=p, test=test))
     return figures
 
 
@@ -170,18 +179,9 @@ def compare_setups(per_question: pl.DataFrame, a: str, b: str, questions: Sequen
         xb = both.get_column(f"{metric}_b").to_numpy().astype(float)
         diffs = xb - xa
         mean_diff = fmean(diffs.tolist())
-        ci = bootstrap_mean_ci(diffs, seed, resamples)
-        excludes = None if ci is None else bool(ci[0] > 0 or ci[1] < 0)
-        direction = None
-        if better is not None and excludes:
-            improves = (mean_diff < 0) if better == "lower" else (mean_diff > 0)
-            direction = f"{b} {'better' if improves else 'worse'} than {a}"
-        figures.append(Figure(
-            metric=metric, label="measured", meaning=meaning, n_questions=len(diffs),
-            mean_a=fmean(xa.tolist()), mean_b=fmean(xb.tolist()),
-            mean_diff_b_minus_a=mean_diff,
-            ci95=None if ci is None else Interval(low=ci[0], high=ci[1]),
-            ci_excludes_zero=excludes, direction=direction))
+        figures.append(_measured(metric, meaning, diffs, mean_diff, better, a, b, seed,
+                                 resamples, mean_a=fmean(xa.tolist()),
+                                 mean_b=fmean(xb.tolist())))
         if metric == "e2e_median_s":
             figures.append(Figure(
                 metric="e2e_seconds_over_plan", label="conditional estimate",
