@@ -468,3 +468,21 @@ def test_bad_judge_options_are_a_value_error(options: dict[str, Any]) -> None:
 
     with pytest.raises(ValueError, match=next(iter(options))):
         LLMJudge("http://127.0.0.1:9/v1", "j", **options)
+
+
+def test_a_record_json_cannot_hold_is_failed_in_words() -> None:
+    """A responder's own metadata may hold a NaN or an object JSON cannot write: the record
+    is written failed with the reason, never a crash of the fetch or a line score rejects."""
+    from datetime import datetime
+
+    from grade_kit.fetch.run import checked
+
+    record = {"run_id": "r", "setup": "s", "task_id": "t", "repeat": 1,
+              "status": "delivered", "response": {"text": "x"},
+              "events": {"submitted": "2026-01-01T00:00:00+00:00"},
+              "metadata": {"when": datetime(2026, 1, 1), "ratio": math.nan}}
+    out = checked(record)
+    assert out["status"] == "failed" and out["response"] is None
+    assert out["error"].startswith("the reply breaks the run contract: ")
+    assert set(out["metadata"]) == {"clock", "received_text"}
+    json.dumps(out, allow_nan=False)  # a line score reads

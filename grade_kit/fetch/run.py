@@ -209,16 +209,18 @@ def check_options(*, repeats: int, concurrency: int, timeout_s: float,
 
 def _contract_problem(record: dict[str, Any]) -> str | None:
     """Why ``record``'s JSON line would be rejected by ``score`` (the same parser and run
-    contract, docs/methodology.md §2, §6), or None when it would be accepted."""
+    contract, docs/methodology.md §2, §6), as `` at <field>: <why>`` or ``: <why>``, or None
+    when it would be accepted."""
     try:
         line = json.dumps(record, ensure_ascii=False, sort_keys=True, allow_nan=False)
         Run.model_validate(loads_json(line))
-    except ValueError as exc:  # pydantic's ValidationError, ParseError and json's are ValueErrors
-        if isinstance(exc, ParseError) or not hasattr(exc, "errors"):
-            return str(exc).splitlines()[0]
+    except (ValueError, TypeError) as exc:  # pydantic's, the parser's, json's (a NaN, or an
+        # object JSON cannot hold, in a responder's metadata)
+        if isinstance(exc, ParseError | TypeError) or not hasattr(exc, "errors"):
+            return ": " + str(exc).splitlines()[0]
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "(the record)"
-        return f"{where}: {first['msg']}"
+        return f" at {where}: {first['msg']}"
     return None
 
 
@@ -240,7 +242,7 @@ def checked(record: dict[str, Any], secrets: tuple[str, ...] = ()) -> dict[str, 
         events["stopped"] = events.pop("received")
     failed = {**record, "status": "failed", "response": None, "tool_calls": None,
               "usage": None, "events": events,
-              "error": f"the reply breaks the run contract at {problem}",
+              "error": f"the reply breaks the run contract{problem}",
               "metadata": {**(record.get("metadata") or {}), "received_text": json.dumps(
                   kept, ensure_ascii=False, default=str)[:RECEIPT_BODY_CHARS]}}
     if _contract_problem(failed) is None:
