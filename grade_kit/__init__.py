@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from grade_kit.adapters import read_inspect, read_tau_bench
-    from grade_kit.evaluate import Evaluation, RunExplanation, evaluate, score_partition
+    from grade_kit.evaluate import Evaluation, RunExplanation, evaluate, reopen, score_partition
     from grade_kit.fetch import HTTPAgent, OpenAIChat, PythonCallable, Replay, fetch, fetch_setups
     from grade_kit.frames import COLUMNS, EvalData
     from grade_kit.grade import (
@@ -138,6 +138,7 @@ __all__ = [
     "read_inputs",
     "read_inspect",
     "read_tau_bench",
+    "reopen",
     "run_composites",
     "run_grades",
     "run_scores",
@@ -158,6 +159,7 @@ _EXPORTS: dict[str, str] = {
     "Evaluation": "grade_kit.evaluate",
     "RunExplanation": "grade_kit.evaluate",
     "evaluate": "grade_kit.evaluate",
+    "reopen": "grade_kit.evaluate",
     "score_partition": "grade_kit.evaluate",
     "HTTPAgent": "grade_kit.fetch",
     "OpenAIChat": "grade_kit.fetch",

@@ -245,16 +245,10 @@ def _demo(args: argparse.Namespace) -> int:
 
         if NOTEBOOK_DIR.is_dir():
             print("demo: running the notebooks into offline HTML scorecards")
-            runs_param = ([str(Path(r).resolve()) for r in runs] if isinstance(runs, list)
-                          else str(Path(runs).resolve()))
+            # every notebook reopens the one evaluation just written, never scores again
             index = build_report(
-                {"tasks": str((root / "tasks").resolve()), "runs": runs_param,
-                 "packs": str((root / "packs").resolve()),
-                 **{k: str(Path(v).resolve()) if isinstance(v, Path) else v
-                    for k, v in verdict_args.items()},
-                 **({} if args.recorded else {"judge": None, "grader": None})},
-                out / "html", title="grade_kit demo: three simulated setups, 40 tasks, "
-                                    "5 repeats")
+                {"scored": str(Path(args.out).resolve())}, out / "html",
+                title="grade_kit demo: three simulated setups, 40 tasks, 5 repeats")
     _print_rejects([r.message() for r in evaluation.inputs.rejected])
     print(f"demo: scored {len(evaluation.inputs.runs)} {how} of "
           f"{len(evaluation.inputs.tasks)} tasks, {by}")
@@ -286,26 +280,53 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
+EVALUATION_PARAMETERS = ("judgements", "grades", "judge", "grader", "repeats", "packs")
+"""The notebook parameters that change the evaluation itself (``-p`` may set them too)."""
+
+
 def _report_cmd(args: argparse.Namespace) -> int:
+    """Evaluate once (or reopen a scored folder), then run every notebook on that one
+    evaluation (``scored``); the scored folder is kept beside the pages (``scored/``)."""
+    import shutil
+    import tempfile
+
     import yaml
 
-    from grade_kit.report.html import build_report
+    from grade_kit.reopen import STATE_DIR
+    from grade_kit.report.files import output_folder
+    from grade_kit.report.html import build_report, default_title
 
-    def absolute(value: Path | None) -> str | None:
-        return None if value is None else str(Path(value).resolve())
-
-    tasks, runs = _sources(args)
-    parameters: dict[str, object] = {
-        "tasks": ([absolute(t) for t in tasks] if isinstance(tasks, list)
-                  else absolute(tasks)),
-        "runs": (None if runs is None
-                 else [absolute(r) for r in runs] if len(runs) > 1 else absolute(runs[0])),
-        "judgements": absolute(args.judgements), "grades": absolute(args.grades),
-        "judge": args.judge, "grader": args.grader, "repeats": args.repeats,
-        "packs": absolute(args.packs)}
-    for name, value in args.parameter or []:
-        parameters[name] = yaml.safe_load(value)  # -p weakest 3, -p judge null
-    index = build_report(parameters, args.out, title=args.title)
+    overrides = {name: yaml.safe_load(value)  # -p weakest 3, -p judge null
+                 for name, value in args.parameter or []}
+    out = output_folder(args.out)
+    given = Path(args.tasks)
+    staging: Path | None = None
+    if (given / STATE_DIR / "state.json").is_file():
+        if args.runs:
+            raise InputError(f"{given}: a scored folder holds its evaluation; give no RUNS")
+        scored, title = given.resolve(), default_title({"runs": str(given.resolve())})
+    else:
+        tasks, runs = _sources(args)
+        options = {name: getattr(args, name) for name in EVALUATION_PARAMETERS}
+        options.update({k: v for k, v in overrides.items() if k in EVALUATION_PARAMETERS})
+        evaluation = evaluate(tasks, runs, progress=sys.stderr.isatty(), **options)
+        staging = Path(tempfile.mkdtemp(prefix=".scored-", dir=out.parent))
+        evaluation.write(staging)
+        scored = staging
+        named = runs if runs is not None else tasks
+        title = default_title({"runs": [str(p) for p in named] if isinstance(named, list)
+                               else str(named)})
+    parameters: dict[str, object] = {"scored": str(scored), **{
+        k: v for k, v in overrides.items() if k not in EVALUATION_PARAMETERS}}
+    try:
+        index = build_report(parameters, out, title=args.title or title)
+    except BaseException:
+        if staging is not None:  # a failed report leaves the folder as it was
+            shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if staging is not None:  # the one evaluation the pages show, beside them
+        shutil.rmtree(out / "scored", ignore_errors=True)
+        os.replace(staging, out / "scored")
     print(f"report: {index.parent / 'report.html'} (one page to mail); each page: {index}")
     return 0
 

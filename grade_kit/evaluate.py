@@ -53,6 +53,7 @@ from grade_kit.packed import (
     store_tasks,
     store_warnings,
 )
+from grade_kit.reopen import read_state, write_state
 from grade_kit.report.files import write_outputs
 from grade_kit.report.results import build_results
 from grade_kit.schema import (
@@ -462,12 +463,17 @@ class Evaluation:
 
     def write(self, out_dir: Path | str) -> dict[str, Path]:
         """Write results.json, scorecard.md, the Parquet frames and rejects.jsonl under
-        ``out_dir``: exactly the files of ``grade-kit score``.
+        ``out_dir``: exactly the files of ``grade-kit score``; and the evaluation's state
+        (``evaluation/``), from which :func:`reopen` gives this evaluation back without
+        scoring again (not for an evaluation of a packed store: reopen the store).
 
         Returns:
             The written paths by name.
         """
-        return write_outputs(out_dir, self)
+        written = write_outputs(out_dir, self)
+        state = write_state(Path(out_dir), self.inputs, self.data, self.scores,
+                            self.standard, self.kind)
+        return written if state is None else {**written, "state": state}
 
     def _summary(self) -> str:
         n_setups = len(self.results.setups)
@@ -498,6 +504,25 @@ class Evaluation:
             parts.append(f"<p>{len(self.inputs.rejected)} input records rejected: see "
                          "<code>.rejected</code>.</p>")
         return "".join(parts)
+
+
+def reopen(folder: Path | str, *, frames: FrameKind | None = None) -> Evaluation:
+    """The evaluation ``ev.write(folder)`` (or ``grade-kit score --out folder``) wrote, read
+    back from its Parquet and JSON files without scoring again: the same frames, results
+    and explanations (the run records are read only when something asks for them).
+
+    Args:
+        folder: An output folder of ``ev.write`` or ``grade-kit score``.
+        frames: ``"polars"`` or ``"pandas"``; default the kind the evaluation had.
+
+    Raises:
+        InputError: when ``folder`` holds no evaluation state.
+    """
+    inputs, data, scores, standard, results, kind = read_state(folder)
+    chosen = frames or kind
+    if chosen not in ("polars", "pandas"):
+        raise ValueError(f"frames must be 'polars' or 'pandas', not {chosen!r}")
+    return Evaluation(inputs, data, scores, standard, results, cast(FrameKind, chosen))
 
 
 def _inputs(tasks: Records | Inputs, runs: Records | None, judgements: Records | None,

@@ -96,10 +96,33 @@ def test_model_text_is_escaped_in_every_page(report: Path) -> None:
 
 def test_a_failing_cell_names_the_notebook_and_the_cell(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(EXAMPLE / "tasks"), str(EXAMPLE / "runs.jsonl"),
+                 "-p", "weakest", "not-a-number", "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert re.search(r"error: scorecard\.ipynb: cell \d+ failed: \w+", err), err
+    # a missing input fails before any notebook runs: one line naming the file
     assert main(["report", str(EXAMPLE / "tasks"), str(tmp_path / "missing.jsonl"),
                  "--out", str(tmp_path / "out")]) == 1
-    err = capsys.readouterr().err
-    assert re.search(r"error: \w+\.ipynb: cell \d+ failed: InputError", err), err
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "missing.jsonl" in err[0] and ".ipynb" not in err[0]
+
+
+def test_the_report_scores_once_and_reads_a_scored_folder(tmp_path: Path) -> None:
+    """The notebooks show the one evaluation the command made (kept as scored/), and a
+    scored folder reports as it is, without its inputs."""
+    assert main(["report", str(EXAMPLE / "tasks"), str(EXAMPLE / "runs.jsonl"),
+                 "--judge", "rules", "--out", str(tmp_path / "a")]) == 0
+    scored = tmp_path / "a" / "scored"
+    assert (scored / "results.json").is_file() and (scored / "evaluation").is_dir()
+    executed = json.loads((tmp_path / "a" / "scorecard.ipynb").read_text())
+    params = executed["metadata"]["papermill"]["parameters"]
+    assert set(params) == {"scored"}  # the notebooks reopen it: no input is read again
+    assert main(["report", str(scored), "--out", str(tmp_path / "b")]) == 0
+    summary = re.search(r"Summary: one row per setup.*?</table>",
+                        (tmp_path / "b" / "scorecard.html").read_text(), re.S)
+    first = re.search(r"Summary: one row per setup.*?</table>",
+                      (tmp_path / "a" / "scorecard.html").read_text(), re.S)
+    assert summary and first and summary.group(0) == first.group(0)
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
@@ -194,7 +217,7 @@ def test_a_failing_report_leaves_no_page_behind(tmp_path: Path) -> None:
 
 def test_the_index_names_no_local_folder(report: Path) -> None:
     index = (report / "index.html").read_text()
-    assert str(ROOT) not in index and "runs.jsonl" in index
+    assert str(ROOT) not in index and str(report.parent) not in index and "scored" in index
 
 
 def test_report_html_is_one_page_to_mail(report: Path) -> None:

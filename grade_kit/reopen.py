@@ -1,0 +1,195 @@
+"""Score once, report many: an evaluation's state written beside its outputs, and read back
+as the same :class:`~grade_kit.evaluate.Evaluation` without scoring again (:func:`reopen`).
+
+``ev.write(DIR)`` writes ``DIR/evaluation/``: every frame of the evaluation as Parquet (the
+tidy input frames, the GRADE scores, the standard's frames), the input records as JSONL (the
+runs, judgements and grade records as accepted, for the explorer and the review sheet), and
+``state.json`` (the tasks, rejects, warnings, input files, import notes and the setups
+compared). The typed results come from ``DIR/results.json``. Reopening reads Parquet and
+JSON only; the run records are read when something asks for them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, cast, overload
+
+import msgspec
+import polars as pl
+from pydantic import BaseModel
+
+from grade_kit._fastread import raw_records
+from grade_kit.frames import COLUMNS, EvalData
+from grade_kit.grade import GradeScores
+from grade_kit.inputs import Inputs
+from grade_kit.io import InputError, Rejected, load_grades, load_judgements, load_runs
+from grade_kit.schema import (
+    Grade,
+    InputFile,
+    Judgement,
+    Results,
+    Run,
+    SubsetSetup,
+    Task,
+    WarningItem,
+)
+from grade_kit.standard import StandardResults
+
+__all__ = ["STATE_DIR", "STATE_VERSION", "read_state", "write_state"]
+
+STATE_DIR = "evaluation"
+"""The folder under an output folder that holds the evaluation's state."""
+STATE_VERSION = 1
+
+_DATA = [name for name in COLUMNS if name != "scores"]
+_SCORES = ["runs", "consistency", "tasks", "tracks", "packs", "overall", "matches"]
+_STANDARD = ["graded", "plan_frame", "slots", "e2e", "per_question", "unique_calls"]
+
+
+def _line(record: Any) -> bytes:
+    if isinstance(record, BaseModel):
+        return record.model_dump_json().encode() + b"\n"
+    return msgspec.json.encode(record) + b"\n"
+
+
+def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
+                standard: StandardResults, kind: str) -> Path | None:
+    """Write the state of one evaluation under ``out`` (replacing an earlier one whole);
+    None, writing nothing, for an evaluation of a packed store (reopen the store itself)."""
+    if "store" in data.extra:
+        return None
+    staging = Path(tempfile.mkdtemp(prefix=f".{STATE_DIR}-", dir=out))
+    try:
+        for prefix, names, owner in (("data", _DATA, data), ("scores", _SCORES, scores),
+                                     ("standard", _STANDARD, standard)):
+            for name in names:
+                getattr(owner, name).write_parquet(staging / f"{prefix}-{name}.parquet")
+        counts = {}
+        for name, records in (("runs", inputs.runs), ("judgements", inputs.judgements),
+                              ("grades", inputs.grades)):
+            raw = raw_records(records)
+            with (staging / f"{name}.jsonl").open("wb") as handle:
+                for record in raw:
+                    handle.write(_line(record))
+            counts[name] = len(raw)
+        state = {
+            "version": STATE_VERSION, "frames": kind, "counts": counts,
+            "tasks": [_task_record(t) for t in inputs.tasks],
+            "rejected": [asdict(r) for r in inputs.rejected],
+            "warnings": [w.model_dump(mode="json") for w in inputs.warnings],
+            "files": [f.model_dump(mode="json") for f in inputs.files],
+            "notes": list(inputs.notes), "stated_repeats": dict(inputs.stated_repeats),
+            "compared": list(standard.compared)}
+        (staging / "state.json").write_text(json.dumps(state, ensure_ascii=False),
+                                            encoding="utf-8")
+        final = out / STATE_DIR
+        old = None
+        if final.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{STATE_DIR}-old-", dir=out))
+            os.replace(final, old / STATE_DIR)
+        os.replace(staging, final)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        return final
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _task_record(task: Task) -> dict[str, Any]:
+    """A loaded task as a record its model reads back: a gold fact resolved from a pack's
+    ground truth keeps its value (the key is in the ``facts`` frame)."""
+    record = task.model_dump(mode="json")
+    for fact in record.get("gold_facts") or []:
+        if fact.get("value") is not None:
+            fact.pop("ground_truth", None)
+    return record
+
+
+class _RecordsFile(Sequence[Any]):
+    """Records of a JSONL file, read (by the loaders, so checked as ever) when first asked
+    for; its length is known without reading it."""
+
+    def __init__(self, path: Path, count: int, kind: str, tasks: Sequence[Task]) -> None:
+        self._path, self._count, self._kind, self._tasks = path, count, kind, tasks
+        self._records: Sequence[Any] | None = None
+
+    def _loaded(self) -> Sequence[Any]:
+        if self._records is None:
+            if self._kind == "runs":
+                self._records = load_runs(self._path, self._tasks).records
+            elif self._kind == "judgements":
+                self._records = load_judgements(self._path).records
+            else:
+                self._records = load_grades(self._path).records
+        return self._records
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Any]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        return self._loaded()[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._loaded())
+
+
+def read_state(folder: Path | str) -> tuple[Inputs, EvalData, GradeScores,
+                                             StandardResults, Results, str]:
+    """The parts of the evaluation written under ``folder`` (an output folder of
+    ``ev.write`` or ``grade-kit score``).
+
+    Raises:
+        InputError: when the folder holds no evaluation state (or another version's).
+    """
+    folder = Path(folder)
+    state_dir = folder / STATE_DIR
+    meta_path = state_dir / "state.json"
+    if not meta_path.is_file() or not (folder / "results.json").is_file():
+        raise InputError(f"{folder}: no scored evaluation (written by ev.write or grade-kit "
+                         "score: results.json and evaluation/state.json)")
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    if meta.get("version") != STATE_VERSION:
+        raise InputError(f"{folder}: evaluation state of version {meta.get('version')}, this "
+                         f"grade_kit reads version {STATE_VERSION}: score the inputs again")
+
+    def frames(prefix: str, names: list[str]) -> dict[str, pl.DataFrame]:
+        return {n: pl.read_parquet(state_dir / f"{prefix}-{n}.parquet") for n in names}
+
+    results = Results.model_validate_json((folder / "results.json").read_text(encoding="utf-8"))
+    tasks = [Task.model_validate(t) for t in meta["tasks"]]
+    counts = meta["counts"]
+    inputs = Inputs(
+        tasks=tasks,
+        runs=cast(Sequence[Run], _RecordsFile(state_dir / "runs.jsonl", counts["runs"],
+                                              "runs", tasks)),
+        judgements=cast(Sequence[Judgement], _RecordsFile(
+            state_dir / "judgements.jsonl", counts["judgements"], "judgements", tasks)),
+        grades=cast(Sequence[Grade], _RecordsFile(state_dir / "grades.jsonl",
+                                                  counts["grades"], "grades", tasks)),
+        rejected=[Rejected(**r) for r in meta["rejected"]],
+        warnings=[WarningItem.model_validate(w) for w in meta["warnings"]],
+        files=[InputFile.model_validate(f) for f in meta["files"]],
+        notes=list(meta["notes"]), stated_repeats=dict(meta["stated_repeats"]))
+    data = EvalData.from_frames(frames("data", _DATA))
+    scores = GradeScores(**frames("scores", _SCORES))
+    standard = StandardResults(
+        **frames("standard", _STANDARD), plan=results.plan,
+        setups={name: SubsetSetup(grades=s.grades, timing=s.timing, tool_calls=s.tool_calls)
+                for name, s in results.setups.items()},
+        reruns={name: list(s.reruns) for name, s in results.setups.items()},
+        common=results.common_subset, comparisons=list(results.comparisons),
+        compared=list(meta["compared"]))
+    return inputs, data, scores, standard, results, str(meta["frames"])

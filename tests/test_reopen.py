@@ -1,0 +1,64 @@
+"""Score once, report many: gk.reopen(DIR) gives back the evaluation ev.write(DIR) wrote,
+frame for frame, without scoring again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import grade_kit as gk
+from grade_kit.io import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+FIX = ROOT / "fixtures"
+EXAMPLE = FIX / "example"
+
+
+def _same(a: gk.Evaluation, b: gk.Evaluation) -> None:
+    for name in ("tasks", "weights", "facts", "claims", "claim_terms", "runs", "items",
+                 "metrics", "events", "tool_calls", "judgements", "grades"):
+        assert_frame_equal(getattr(a.data, name), getattr(b.data, name))
+    for name in ("runs", "consistency", "tasks", "tracks", "packs", "overall", "matches"):
+        assert_frame_equal(getattr(a.scores, name), getattr(b.scores, name))
+    for name in ("graded", "plan_frame", "slots", "e2e", "per_question", "unique_calls"):
+        assert_frame_equal(getattr(a.standard, name), getattr(b.standard, name))
+    for name in ("leaderboard", "runs", "grades", "timing", "tool_calls", "comparisons",
+                 "rejected", "warnings"):
+        assert_frame_equal(getattr(a, name), getattr(b, name))
+    assert a.results == b.results and a.standard.compared == b.standard.compared
+    assert repr(a) == repr(b) and repr(a.summary) == repr(b.summary)
+    assert a.inputs.rejected == b.inputs.rejected and a.inputs.files == b.inputs.files
+
+
+def test_reopen_equals_the_evaluation_that_wrote_it(tmp_path: Path) -> None:
+    ev = gk.evaluate(EXAMPLE / "tasks", EXAMPLE / "runs.jsonl",
+                     judgements=EXAMPLE / "judgements.jsonl", grades=EXAMPLE / "grades.jsonl",
+                     judge="rules")
+    written = ev.write(tmp_path)
+    assert written["state"] == tmp_path / "evaluation"
+    again = gk.reopen(tmp_path)
+    _same(ev, again)
+    worst = ev.runs.sort("composite").get_column("run_id")[0]
+    assert repr(ev.explain(worst)) == repr(again.explain(worst))
+    # the records are read back only when asked for, and then equal
+    assert len(again.inputs.runs) == len(ev.inputs.runs)
+    assert [r.model_dump() for r in again.inputs.runs] == [
+        r.model_dump() for r in gk.read_inputs(EXAMPLE / "tasks", EXAMPLE / "runs.jsonl").runs]
+    pandas = gk.reopen(tmp_path, frames="pandas")
+    assert not isinstance(pandas.runs, pl.DataFrame)
+
+
+def test_an_imported_log_and_a_rewrite_reopen_too(tmp_path: Path) -> None:
+    ev = gk.evaluate(ROOT / "tests" / "data" / "inspect_constructed" / "agentic.json")
+    ev.write(tmp_path)
+    ev.write(tmp_path)  # a second write replaces the state whole
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".evaluation")) == []
+    _same(ev, gk.reopen(tmp_path))
+
+
+def test_a_folder_without_state_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no scored evaluation"):
+        gk.reopen(tmp_path)
