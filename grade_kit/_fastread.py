@@ -368,6 +368,11 @@ class FlatRuns(ModelSequence[Run]):
         """Each run's :class:`RunKey`, in order."""
         return self._keys
 
+    def lines(self) -> Iterator[str]:
+        """Each run's validated line, as read from its file, in order."""
+        for location in self._locations:
+            yield self._read(*location)
+
     def __repr__(self) -> str:
         return f"FlatRuns({len(self)} runs)"
 

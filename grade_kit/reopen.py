@@ -24,7 +24,7 @@ import msgspec
 import polars as pl
 from pydantic import BaseModel
 
-from grade_kit._fastread import raw_records
+from grade_kit._fastread import FlatRuns, raw_records
 from grade_kit.frames import COLUMNS, EvalData
 from grade_kit.grade import GradeScores
 from grade_kit.inputs import Inputs
@@ -73,11 +73,14 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
         counts = {}
         for name, records in (("runs", inputs.runs), ("judgements", inputs.judgements),
                               ("grades", inputs.grades)):
-            raw = raw_records(records)
             with (staging / f"{name}.jsonl").open("wb") as handle:
-                for record in raw:
-                    handle.write(_line(record))
-            counts[name] = len(raw)
+                if isinstance(records, FlatRuns):  # read in parallel: their lines as read
+                    for text in records.lines():
+                        handle.write(text.strip().encode() + b"\n")
+                else:
+                    for record in raw_records(records):
+                        handle.write(_line(record))
+            counts[name] = len(records)
         state = {
             "version": STATE_VERSION, "frames": kind, "counts": counts,
             "tasks": [_task_record(t) for t in inputs.tasks],

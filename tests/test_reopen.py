@@ -10,6 +10,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import grade_kit as gk
+from grade_kit._fastread import FlatRuns
 from grade_kit.io import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,3 +63,19 @@ def test_an_imported_log_and_a_rewrite_reopen_too(tmp_path: Path) -> None:
 def test_a_folder_without_state_is_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no scored evaluation"):
         gk.reopen(tmp_path)
+
+
+def test_runs_read_in_parallel_reopen_as_records(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run files read by two processes are kept as their lines, not as the light keys the
+    parallel reader holds: reopened, every run is the record it was."""
+    from grade_kit import _parallel
+
+    monkeypatch.setattr(_parallel, "PARALLEL_BYTES", 0)
+    ev = gk.evaluate(FIX / "tasks", FIX / "runs", judge="rules")
+    assert isinstance(ev.inputs.runs, FlatRuns)  # the parallel reader's light records
+    ev.write(tmp_path)
+    again = gk.reopen(tmp_path)
+    _same(ev, again)
+    expected = gk.read_inputs(FIX / "tasks", FIX / "runs", workers=1).runs
+    assert [r.model_dump() for r in again.inputs.runs] == [r.model_dump() for r in expected]
