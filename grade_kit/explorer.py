@@ -19,7 +19,6 @@ from typing import Any
 
 import polars as pl
 
-from grade_kit._fastread import raw_records
 from grade_kit.evaluate import Evaluation
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.judges.model import answer_alias
@@ -107,9 +106,10 @@ class Explorer:
         self.evaluation = evaluation
         self.rows = rows
         self._runs = to_polars(evaluation.runs)
-        records = evaluation.inputs.runs
-        self._records = records
-        self._index = {r.run_id: i for i, r in enumerate(raw_records(records))}
+        self._records = evaluation.inputs.runs
+        # the runs frame holds the records' ids in their order: no record is read for it
+        self._index = {rid: i for i, rid in enumerate(
+            evaluation.data.runs.get_column("run_id").to_list())}
         self.filters = {c: w.Dropdown(options=_options(self._runs, c), value=ALL,
                                       description=c.replace("_id", ""))
                         for c in FILTERS}

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, cast, overload
 
 import msgspec
+import numpy as np
 import polars as pl
 from pydantic import BaseModel
 
@@ -29,6 +30,7 @@ from grade_kit.frames import COLUMNS, EvalData
 from grade_kit.grade import GradeScores
 from grade_kit.inputs import Inputs
 from grade_kit.io import InputError, Rejected, load_grades, load_judgements, load_runs
+from grade_kit.parse import loads_json
 from grade_kit.schema import (
     Grade,
     InputFile,
@@ -122,6 +124,8 @@ class _RecordsFile(Sequence[Any]):
     def __init__(self, path: Path, count: int, kind: str, tasks: Sequence[Task]) -> None:
         self._path, self._count, self._kind, self._tasks = path, count, kind, tasks
         self._records: Sequence[Any] | None = None
+        self._starts: list[int] | None = None
+        self._one: dict[int, Any] = {}
 
     def _loaded(self) -> Sequence[Any]:
         if self._records is None:
@@ -143,7 +147,28 @@ class _RecordsFile(Sequence[Any]):
     def __getitem__(self, index: slice) -> Sequence[Any]: ...
 
     def __getitem__(self, index: int | slice) -> Any:
-        return self._loaded()[index]
+        if self._records is not None or isinstance(index, slice):
+            return self._loaded()[index]
+        return self._record_at(index)
+
+    def _record_at(self, index: int) -> Any:
+        """One record, read from its own line (the explorer shows one run at a time)."""
+        if index < 0:
+            index += self._count
+        if not 0 <= index < self._count:
+            raise IndexError(index)
+        if index not in self._one:
+            if self._starts is None:  # where each line starts, found once
+                ends = np.flatnonzero(np.frombuffer(self._path.read_bytes(), np.uint8) == 10)
+                self._starts = [0, *(ends + 1).tolist()]
+            with self._path.open("rb") as handle:
+                handle.seek(self._starts[index])
+                text = handle.readline().decode("utf-8")
+            data = loads_json(text)
+            self._one[index] = (Run.model_validate(data) if self._kind == "runs" else
+                                Judgement.model_validate(data) if self._kind == "judgements"
+                                else Grade.model_validate(data))
+        return self._one[index]
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self._loaded())

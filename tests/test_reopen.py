@@ -79,3 +79,16 @@ def test_runs_read_in_parallel_reopen_as_records(tmp_path: Path,
     _same(ev, again)
     expected = gk.read_inputs(FIX / "tasks", FIX / "runs", workers=1).runs
     assert [r.model_dump() for r in again.inputs.runs] == [r.model_dump() for r in expected]
+
+
+def test_one_record_is_read_from_its_own_line(tmp_path: Path) -> None:
+    """The explorer shows one run at a time: reading it does not read every record."""
+    ev = gk.evaluate(EXAMPLE / "tasks", EXAMPLE / "runs.jsonl")
+    ev.write(tmp_path)
+    runs = gk.reopen(tmp_path).inputs.runs
+    third = runs[2]
+    assert getattr(runs, "_records") is None  # nothing else was read
+    assert third.model_dump() == list(ev.inputs.runs)[2].model_dump()
+    assert runs[-1].model_dump() == list(ev.inputs.runs)[-1].model_dump()
+    with pytest.raises(IndexError):
+        runs[len(runs)]
