@@ -437,6 +437,11 @@ class FlatVerdicts(ModelSequence[Model]):
             self._built[index] = model
         return model
 
+    def lines(self) -> Iterator[str]:
+        """Each record's validated line, as read from its file, in order."""
+        for part, line, offset, length in self._where.iter_rows():
+            yield self._read(self._paths[part], line, offset, length)
+
     @property
     def raw(self) -> list[Any]:
         """Each record as the loaders read it (a struct, or the model where the reference

@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 from pydantic import BaseModel
 
-from grade_kit._fastread import FlatRuns, raw_records
+from grade_kit._fastread import FlatRuns, FlatVerdicts, raw_records
 from grade_kit.frames import COLUMNS, EvalData
 from grade_kit.grade import GradeScores
 from grade_kit.inputs import Inputs
@@ -76,7 +76,8 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
         for name, records in (("runs", inputs.runs), ("judgements", inputs.judgements),
                               ("grades", inputs.grades)):
             with (staging / f"{name}.jsonl").open("wb") as handle:
-                if isinstance(records, FlatRuns):  # read in parallel: their lines as read
+                if isinstance(records, FlatRuns | FlatVerdicts):  # read in parallel: their
+                    # lines as read (the parallel reader keeps keys and frames, not records)
                     for text in records.lines():
                         handle.write(text.strip().encode() + b"\n")
                 else:

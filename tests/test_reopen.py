@@ -92,3 +92,20 @@ def test_one_record_is_read_from_its_own_line(tmp_path: Path) -> None:
     assert runs[-1].model_dump() == list(ev.inputs.runs)[-1].model_dump()
     with pytest.raises(IndexError):
         runs[len(runs)]
+
+
+def test_verdicts_read_in_parallel_reopen_as_records(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from grade_kit import _parallel
+    from grade_kit._fastread import FlatVerdicts
+
+    monkeypatch.setattr(_parallel, "PARALLEL_BYTES", 0)
+    ev = gk.evaluate(EXAMPLE / "tasks", EXAMPLE / "runs.jsonl",
+                     judgements=EXAMPLE / "judgements.jsonl", grades=EXAMPLE / "grades.jsonl")
+    assert isinstance(ev.inputs.judgements, FlatVerdicts)
+    ev.write(tmp_path)
+    again = gk.reopen(tmp_path)
+    _same(ev, again)
+    for name in ("judgements", "grades"):
+        assert [r.model_dump() for r in getattr(again.inputs, name)] == [
+            r.model_dump() for r in getattr(ev.inputs, name)]
