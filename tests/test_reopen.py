@@ -87,7 +87,7 @@ def test_one_record_is_read_from_its_own_line(tmp_path: Path) -> None:
     ev.write(tmp_path)
     runs = gk.reopen(tmp_path).inputs.runs
     third = runs[2]
-    assert getattr(runs, "_records") is None  # nothing else was read
+    assert runs._records is None  # nothing else was read
     assert third.model_dump() == list(ev.inputs.runs)[2].model_dump()
     assert runs[-1].model_dump() == list(ev.inputs.runs)[-1].model_dump()
     with pytest.raises(IndexError):
