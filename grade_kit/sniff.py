@@ -29,10 +29,12 @@ def file_kind(path: Path | str) -> FileKind:
     """The kind of the file at ``path``, from its first :data:`HEAD_BYTES` bytes.
 
     ``inspect``: a zip holding ``header.json`` or ``_journal/start.json`` (an ``.eval`` log),
-    or a JSON object whose head has ``"eval"`` and ``"version"`` keys; ``tau-bench``: a JSON
+    or one JSON document (its first line opens it alone, or is longer than the head) whose
+    head has ``"eval"`` and ``"version"`` keys; ``tau-bench``: such a document that is an
     array whose first record has ``"traj"``, ``"reward"`` or ``"task_id"`` keys (tau-bench),
     or an object with ``"simulations"`` (tau2-bench); ``jsonl``: a first line that is a JSON
-    object on its own; ``zip``, ``binary`` (more than 1% NUL bytes), ``html``, ``json``
+    object on its own; ``zip``, ``binary`` (over 10% undecodable or control bytes), ``html``,
+    ``json``
     (anything else: the loaders read it line by line) or ``empty``.
     """
     path = Path(path)
@@ -45,31 +47,42 @@ def file_kind(path: Path | str) -> FileKind:
         except zipfile.BadZipFile:
             return "zip"
         return "inspect" if names & {"header.json", "_journal/start.json"} else "zip"
-    if head.count(b"\x00") > len(head) // 100:  # text never holds NULs; one stray is a line's
+    text = head.decode("utf-8", "replace")
+    if _not_text(text) > len(text) // 10:  # a stray bad byte is a line's: reject that line
         return "binary"
-    text = head.decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
+    text = text.lstrip("\ufeff \t\r\n")
     if not text:
         return "empty"
     lowered = text[:200].lower()
     if lowered.startswith(("<!doctype html", "<html", "<?xml", "<head", "<body")):
         return "html"
-    first = text.split("\n", 1)[0].strip()
+    first, _, rest = text.partition("\n")
+    first = first.strip()
     if first.startswith("{"):
         try:
             if isinstance(json.loads(first), dict):
                 return "jsonl"
         except ValueError:
             pass
+    # A log is one JSON document: its first line opens it alone (pretty-printed), or holds
+    # more than the head (one long line). Anything else is read line by line by the loaders,
+    # each bad line a reject (a JSONL file whose first line is broken is still JSONL).
+    document = first in ("{", "[") or not rest
+    if document and first.startswith("{"):
         if '"eval"' in text and '"version"' in text:
             return "inspect"
         if '"simulations"' in text:
             return "tau-bench"
-        return "json"
-    if text.startswith("["):
-        if any(key in text for key in ('"traj"', '"reward"', '"task_id"')):
-            return "tau-bench"
-        return "json"
-    return "json" if text.startswith(('"', "{", "[")) else "binary"
+    if document and first.startswith("[") and any(
+            key in text for key in ('"traj"', '"reward"', '"task_id"')):
+        return "tau-bench"
+    return "json"  # text: the loaders read it line by line
+
+
+def _not_text(text: str) -> int:
+    """Characters no text file holds: undecodable bytes and control characters other than
+    tab, line feed and carriage return."""
+    return sum(1 for ch in text if ch == "\ufffd" or (ch < " " and ch not in "\t\n\r"))
 
 
 def _candidates(item: Path) -> list[Path]:
@@ -117,7 +130,7 @@ def not_runs_error(path: Path | str, kind: FileKind) -> str | None:
         return (f"{path}: not a JSONL file of records but {what}: score it directly "
                 f"(grade-kit score {path} --out DIR) or import it first "
                 f"(grade-kit import {kind} {path} --out DIR)")
-    what = {"zip": "a zip archive", "binary": "binary data (NUL bytes in its first bytes)",
+    what = {"zip": "a zip archive", "binary": "binary data (not text)",
             "html": "an HTML page"}[kind]
     return (f"{path}: not a JSONL file of records but {what}; run, judgement and grade files "
             "hold one JSON object a line (docs/methodology.md §2)")

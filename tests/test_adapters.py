@@ -249,3 +249,20 @@ def test_a_file_that_is_not_jsonl_given_as_runs_is_one_error_line(
     assert code == 1 and len(err) == 1, err
     assert err[0].startswith(f"error: {path}: not a JSONL file of records") and hint in err[0]
     assert not (tmp_path / "out" / "rejects.jsonl").exists()
+
+
+@pytest.mark.parametrize("first", ['["an", "array", {"task_id": 1, "reward": 0}]',
+                                   '{"eval": "broken', "plain text, not JSON", '{"simulations'])
+def test_a_jsonl_file_with_a_broken_first_line_is_still_read_line_by_line(
+        tmp_path: Path, first: str) -> None:
+    """Only a whole JSON document is taken for a log: a JSONL file whose first line is
+    broken (whatever keys it mentions) keeps its good lines, the first rejected."""
+    import grade_kit as gk
+
+    good = {"run_id": "r1", "setup": "s", "task_id": "q", "repeat": 1,
+            "status": "delivered", "response": {"text": "x"}}
+    path = tmp_path / "runs.jsonl"
+    path.write_text(first + "\n" + json.dumps(good) + "\n")
+    inputs = gk.read_inputs([{"task_id": "q", "prompt": "?"}], path)
+    assert [r.run_id for r in inputs.runs] == ["r1"]
+    assert [r.line for r in inputs.rejected] == [1]
