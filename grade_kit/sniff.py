@@ -33,9 +33,8 @@ def file_kind(path: Path | str) -> FileKind:
     head has ``"eval"`` and ``"version"`` keys; ``tau-bench``: such a document that is an
     array whose first record has ``"traj"``, ``"reward"`` or ``"task_id"`` keys (tau-bench),
     or an object with ``"simulations"`` (tau2-bench); ``jsonl``: a first line that is a JSON
-    object on its own; ``zip``, ``binary`` (over 10% undecodable or control bytes), ``html``,
-    ``json``
-    (anything else: the loaders read it line by line) or ``empty``.
+    object on its own; ``zip``; ``binary`` (over 10% undecodable or control bytes);
+    ``html``; ``json`` (any other text: the loaders read it line by line); ``empty``.
     """
     path = Path(path)
     with path.open("rb") as handle:
