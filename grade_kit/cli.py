@@ -311,6 +311,7 @@ def _report_cmd(args: argparse.Namespace) -> int:
         options.update({k: v for k, v in overrides.items() if k in EVALUATION_PARAMETERS})
         evaluation = evaluate(tasks, runs, progress=sys.stderr.isatty(), **options)
         staging = Path(tempfile.mkdtemp(prefix=".scored-", dir=out.parent))
+        os.chmod(staging, 0o755)  # readable as the pages are (mkdtemp makes it 0700)
         evaluation.write(staging)
         scored = staging
         named = runs if runs is not None else tasks

@@ -67,6 +67,7 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
     if "store" in data.extra:
         return None
     staging = Path(tempfile.mkdtemp(prefix=f".{STATE_DIR}-", dir=out))
+    os.chmod(staging, 0o755)  # readable as the other outputs are (mkdtemp makes it 0700)
     try:
         for prefix, names, owner in (("data", _DATA, data), ("scores", _SCORES, scores),
                                      ("standard", _STANDARD, standard)):
@@ -78,7 +79,7 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
             with (staging / f"{name}.jsonl").open("wb") as handle:
                 if isinstance(records, FlatRuns | FlatVerdicts):  # read in parallel: their
                     # lines as read (the parallel reader keeps keys and frames, not records)
-                    for text in records.lines():
+                    for text in records.lines():  # (a byte-order mark never among them)
                         handle.write(text.strip().encode() + b"\n")
                 else:
                     for record in raw_records(records):

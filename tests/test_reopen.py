@@ -109,3 +109,18 @@ def test_verdicts_read_in_parallel_reopen_as_records(tmp_path: Path,
     for name in ("judgements", "grades"):
         assert [r.model_dump() for r in getattr(again.inputs, name)] == [
             r.model_dump() for r in getattr(ev.inputs, name)]
+
+
+def test_a_first_line_with_a_byte_order_mark_reopens(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from grade_kit import _parallel
+
+    monkeypatch.setattr(_parallel, "PARALLEL_BYTES", 0)
+    text = (EXAMPLE / "runs.jsonl").read_text(encoding="utf-8")
+    runs = tmp_path / "runs.jsonl"
+    runs.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    ev = gk.evaluate(EXAMPLE / "tasks", runs)
+    ev.write(tmp_path / "out")
+    again = gk.reopen(tmp_path / "out")
+    assert [r.run_id for r in again.inputs.runs] == [r.run_id for r in ev.inputs.runs]
+    assert oct((tmp_path / "out" / "evaluation").stat().st_mode & 0o777) == "0o755"
