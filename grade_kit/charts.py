@@ -11,6 +11,7 @@ reached, whatever the number of runs.
 from __future__ import annotations
 
 import json
+import math
 import os
 import uuid
 from collections.abc import Sequence
@@ -329,6 +330,17 @@ LATENCY_METRICS = {
 """What :func:`latency_chart` can show: run column, timing-frame prefix, axis and title."""
 
 
+LABEL_LINES = 20
+"""Lines from the top a latency chart's P50/P90 labels use before they start again."""
+
+
+def _decades(values: list[float]) -> list[float]:
+    """The powers of ten a log axis over ``values`` ticks at (1, 10, 100, ...)."""
+    low = math.floor(math.log10(min(values)))
+    high = math.ceil(math.log10(max(values)))
+    return [10.0 ** k for k in range(low, high + 1)]
+
+
 SPAN_FOR_LOG = 10.0
 """A latency axis is logarithmic when its largest value is more than this times its
 smallest (one slow setup would otherwise squash the others into a sliver)."""
@@ -360,7 +372,8 @@ def latency_chart(runs: pl.DataFrame | pd.DataFrame, timing: pl.DataFrame | pd.D
     scale = (alt.Scale(type="symlog" if len(positive) < curve.height else "log")
              if spans else alt.Scale(zero=True))
     lines = alt.Chart(curve.to_pandas()).mark_line(interpolate="step-after").encode(
-        x=alt.X("seconds:Q", title=axis + (" (log scale)" if spans else ""), scale=scale),
+        x=alt.X("seconds:Q", title=axis + (" (log scale)" if spans else ""), scale=scale,
+                axis=alt.Axis(values=_decades(positive)) if spans else alt.Axis()),
         y=alt.Y("fraction:Q", title="share of runs at or below", scale=alt.Scale(
             domain=[0, 1])),
         color=_setup_colour(setups), **_second(setups),
@@ -371,13 +384,19 @@ def latency_chart(runs: pl.DataFrame | pd.DataFrame, timing: pl.DataFrame | pd.D
                                     variable_name="statistic", value_name="seconds")
                       .drop_nulls("seconds").with_columns(
         mark=pl.col("statistic").str.slice(len(prefix) + 1).str.to_uppercase()), setups)
+    # each label on its own line from the top (setup by setup, P50 then P90), so close
+    # marks never print over each other
+    place = {s: i for i, s in enumerate(setups)}
+    marks = marks.with_columns(offset=((pl.col("setup").replace_strict(place, default=0)
+                                        * 2 + (pl.col("mark") == "P90").cast(pl.Int64))
+                                       % LABEL_LINES) * 11)
     rules = alt.Chart(marks.to_pandas()).mark_rule(strokeDash=[4, 3]).encode(
         x=alt.X("seconds:Q", scale=scale), color=_setup_colour(setups),
         tooltip=["setup", "statistic", alt.Tooltip("seconds:Q", format=".2f"),
                  alt.Tooltip("n:Q", title="n"), "timeouts", "limits", "failures"])
     names = alt.Chart(marks.to_pandas()).mark_text(
-        align="left", baseline="top", dx=3, dy=3, fontSize=10).encode(
-        x=alt.X("seconds:Q", scale=scale), y=alt.value(0), text="mark:N",
+        align="left", baseline="top", dx=3, dy=2, fontSize=10).encode(
+        x=alt.X("seconds:Q", scale=scale), y=alt.Y("offset:Q", scale=None), text="mark:N",
         color=_setup_colour(setups),
         tooltip=["setup", "statistic", alt.Tooltip("seconds:Q", format=".2f")])
     return cast(Chart, alt.layer(lines, rules, names).properties(
@@ -461,23 +480,28 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
     """Measured paired differences (B - A) with their 95% bootstrap intervals, per metric
     (one line saying why, where nothing was measured)."""
     frame = (_polars(comparisons)
-             .filter((pl.col("subset") == subset) & (pl.col("label") == "measured"))
-             .with_columns(pair=pl.col("compared") + " - " + pl.col("baseline")))
+             .filter((pl.col("subset") == subset) & (pl.col("label") == "measured")))
     if not frame.height:
         return _note(f"Paired differences on {subset} questions", NO_COMPARISON)
+    labels = short_labels(sorted(set(frame.get_column("baseline").to_list())
+                                 | set(frame.get_column("compared").to_list())))
+    frame = frame.with_columns(pair=pl.col("compared").replace_strict(labels) + " - "
+                               + pl.col("baseline").replace_strict(labels))
     data: Any = frame.to_pandas()
     base = alt.Chart(data)
     points = base.mark_point(filled=True, size=70, color=PALETTE[0]).encode(
         x=alt.X("mean_diff_b_minus_a:Q", title="mean paired difference (B - A)"),
         y=alt.Y("pair:N", title=None),
-        tooltip=["pair", "metric", "n_questions",
+        tooltip=["compared", "baseline", "metric", "n_questions",
                  alt.Tooltip("mean_diff_b_minus_a:Q", format=".4g", title="difference"),
                  alt.Tooltip("ci_low:Q", format=".4g"), alt.Tooltip("ci_high:Q", format=".4g"),
                  "direction"])
     bars = base.mark_rule(color=PALETTE[0]).encode(x="ci_low:Q", x2="ci_high:Q", y="pair:N")
     zero = base.mark_rule(color="#999999", strokeDash=[2, 2]).encode(x=alt.datum(0))
     return cast(Chart, alt.layer(zero, bars, points).facet(
-        row=alt.Row("metric:N", title=None)).resolve_scale(x="independent").properties(
+        row=alt.Row("metric:N", title=None, header=alt.Header(
+            labelAngle=0, labelAlign="left", labelOrient="top", labelFontWeight="bold"))
+    ).resolve_scale(x="independent").properties(
         title=f"Paired differences on {subset} questions (measured, 95% bootstrap CI)"))
 
 

@@ -85,11 +85,14 @@ def most_informative_first(runs: pl.DataFrame) -> pl.DataFrame:
             .drop("_rank", "disagreement"))
 
 
-def _rows_html(shown: pl.DataFrame, rows: int) -> str:
-    """The first ``rows`` of ``shown`` as a formatted table, saying how many more there are."""
+def _rows_html(shown: pl.DataFrame, rows: int, live: bool = True) -> str:
+    """The first ``rows`` of ``shown`` as a formatted table, saying how many more there are
+    and (``live``) how to reach them, or (static) where they are."""
     more = shown.height - rows
-    return table(shown.head(rows), note=(f"{more:,} more runs: narrow the filters to see "
-                                         "them" if more > 0 else None))._repr_html_()
+    reach = ("narrow the filters to see them" if live
+             else "every run is in ev.runs, and the live explorer filters them")
+    return table(shown.head(rows), note=(f"{more:,} more runs: {reach}." if more > 0
+                                         else None))._repr_html_()
 
 
 class Explorer:
@@ -167,7 +170,7 @@ class Explorer:
                 "setup and grade:</p>" + table(counts)._repr_html_()
                 + f"<p>The {min(self.rows, self._runs.height)} most informative of "
                 f"{self._runs.height} runs (material errors, then questions the setups "
-                "disagree on, then the weakest):</p>" + _rows_html(shown, self.rows))
+                "disagree on, then the weakest):</p>" + _rows_html(shown, self.rows, False))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         bundle: dict[str, Any] = dict(self.widget._repr_mimebundle_() or {})

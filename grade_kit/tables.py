@@ -238,16 +238,26 @@ def summary_table(results: Results) -> Table:
         rows.append(row)
     frame = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame(
         schema={"setup": pl.String})
+    zero: list[str] = []
     if rows:
         frame = frame.sort(["resolved_rate", "setup"], descending=[True, False],
                            nulls_last=True)
+        # a grade no setup has is a word in the note, not a column of zeros (the page stays
+        # as wide as a reader's screen)
+        zero = [c for c in ("partial_rate", "material_error_rate", "unresolved_rate",
+                            "pending_rate", "not_run_rate")
+                if frame.get_column(c).fill_null(0).eq(0).all()]
+        frame = frame.drop(zero)
     plan = results.plan
     note = (f"Rates over N = questions × R (R = {plan.repeats}, "
             + ("inferred" if plan.inferred else "stated by the source"
                if plan.rule.startswith("stated") else "given")
             + "); the resolved rate with its 95% Wilson interval"
             + (", too narrow when R > 1" if plan.repeats > 1 else "")
-            + ". Sorted by resolved rate.")
+            + ". Sorted by resolved rate."
+            + (" Rate 0 for every setup, left out: "
+               + ", ".join(column_label(c).removesuffix(" rate") for c in zero) + "."
+               if zero else ""))
     return Table(frame, "Summary: one row per setup", note)
 
 

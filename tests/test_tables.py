@@ -59,3 +59,6 @@ def test_the_summary_adapts_to_the_data() -> None:
     row = repr(tau).splitlines()[2]
     assert row.startswith("gpt-4o") and "0.420 [0.354, 0.489]" in row  # 84 of 200
     assert "R = 4, inferred" in repr(tau)
+    # a grade no setup has is named in the note, not a column of zeros
+    assert "unresolved_rate" in tau.frame.columns and "partial_rate" not in tau.frame.columns
+    assert "left out: partial, material error, pending, not run." in repr(tau)
