@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from grade_kit.adapters import read_inspect, read_tau_bench
-    from grade_kit.evaluate import Evaluation, RunExplanation, evaluate, reopen, score_partition
+    from grade_kit.evaluate import (
+        Evaluation,
+        RunExplanation,
+        evaluate,
+        reopen,
+        reopen_or_evaluate,
+        score_partition,
+    )
     from grade_kit.fetch import HTTPAgent, OpenAIChat, PythonCallable, Replay, fetch, fetch_setups
     from grade_kit.frames import COLUMNS, EvalData
     from grade_kit.grade import (
@@ -139,6 +146,7 @@ __all__ = [
     "read_inspect",
     "read_tau_bench",
     "reopen",
+    "reopen_or_evaluate",
     "run_composites",
     "run_grades",
     "run_scores",
@@ -160,6 +168,7 @@ _EXPORTS: dict[str, str] = {
     "RunExplanation": "grade_kit.evaluate",
     "evaluate": "grade_kit.evaluate",
     "reopen": "grade_kit.evaluate",
+    "reopen_or_evaluate": "grade_kit.evaluate",
     "score_partition": "grade_kit.evaluate",
     "HTTPAgent": "grade_kit.fetch",
     "OpenAIChat": "grade_kit.fetch",

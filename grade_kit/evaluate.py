@@ -525,6 +525,22 @@ def reopen(folder: Path | str, *, frames: FrameKind | None = None) -> Evaluation
     return Evaluation(inputs, data, scores, standard, results, cast(FrameKind, chosen))
 
 
+def reopen_or_evaluate(scored: Path | str | None, tasks: Records | Inputs | None = None,
+                       runs: Records | None = None, **options: Any) -> Evaluation:
+    """What a notebook shows: the scored folder ``scored`` reopened (:func:`reopen`; ``grade-kit
+    report`` scores once and passes it), or, without one, :func:`evaluate` of ``tasks`` and
+    ``runs`` with ``options`` (a notebook opened on its own).
+
+    Raises:
+        ValueError: with neither a scored folder nor tasks.
+    """
+    if scored:
+        return reopen(scored)
+    if tasks is None:
+        raise ValueError("give a scored folder, or the tasks (and runs) to evaluate")
+    return evaluate(tasks, runs, **options)
+
+
 def _inputs(tasks: Records | Inputs, runs: Records | None, judgements: Records | None,
             grades: Records | None, packs: Path | str | None) -> Inputs:
     if isinstance(tasks, Inputs):

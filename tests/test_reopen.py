@@ -124,3 +124,16 @@ def test_a_first_line_with_a_byte_order_mark_reopens(tmp_path: Path,
     again = gk.reopen(tmp_path / "out")
     assert [r.run_id for r in again.inputs.runs] == [r.run_id for r in ev.inputs.runs]
     assert oct((tmp_path / "out" / "evaluation").stat().st_mode & 0o777) == "0o755"
+
+
+def test_a_page_reopens_a_scored_folder_or_evaluates(tmp_path: Path) -> None:
+    """What each notebook calls: the scored folder when the report passes one, else the
+    inputs evaluated; neither is a clear error."""
+    ev = gk.evaluate(EXAMPLE / "tasks", EXAMPLE / "runs.jsonl")
+    ev.write(tmp_path)
+    _same(ev, gk.reopen_or_evaluate(tmp_path))
+    fresh = gk.reopen_or_evaluate(None, EXAMPLE / "tasks", EXAMPLE / "runs.jsonl", judge=None)
+    assert fresh.results.setups.keys() == ev.results.setups.keys()
+    assert not isinstance(fresh.inputs.runs, type(gk.reopen(tmp_path).inputs.runs))
+    with pytest.raises(ValueError, match="scored folder, or the tasks"):
+        gk.reopen_or_evaluate(None)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import functools
+import math
 import os
 import ssl
 import threading
@@ -32,10 +33,28 @@ from typing import Any, TypeVar
 
 import aiohttp
 
-__all__ = ["MAX_BODY_BYTES", "MAX_HEADER_BYTES", "MAX_LINE_BYTES", "MAX_STREAM_BYTES",
-           "RECEIPT_BODY_CHARS", "REDACTED", "TRANSPORT_ERRORS", "MissingKeyError", "Reply",
-           "ReplyTooLarge", "Sessions", "endpoint_offset", "post", "receipt", "redact",
-           "request_headers", "run_sync", "secret_values"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_HEADER_BYTES",
+    "MAX_LINE_BYTES",
+    "MAX_STREAM_BYTES",
+    "RECEIPT_BODY_CHARS",
+    "REDACTED",
+    "TRANSPORT_ERRORS",
+    "MissingKeyError",
+    "Reply",
+    "ReplyTooLarge",
+    "Sessions",
+    "check_positive",
+    "check_whole",
+    "endpoint_offset",
+    "post",
+    "receipt",
+    "redact",
+    "request_headers",
+    "run_sync",
+    "secret_values",
+]
 
 T = TypeVar("T")
 
@@ -112,6 +131,27 @@ def redact(value: T, secrets: Iterable[str]) -> T:
 
     out: T = clean(value)
     return out
+
+
+def check_whole(name: str, value: object, low: int) -> None:
+    """Refuse an option that is not a whole number of at least ``low`` (a bool is not).
+
+    Raises:
+        ValueError: naming the option and what it must be.
+    """
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise ValueError(f"{name} must be a whole number of at least {low}, not {value!r}")
+
+
+def check_positive(name: str, value: object) -> None:
+    """Refuse an option that is not a finite number above 0 (a timeout, a rate).
+
+    Raises:
+        ValueError: naming the option and what it must be.
+    """
+    if (not isinstance(value, int | float) or isinstance(value, bool)
+            or not math.isfinite(value) or value <= 0):
+        raise ValueError(f"{name} must be a finite number above 0, not {value!r}")
 
 
 def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:

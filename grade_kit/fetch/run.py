@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import hashlib
 import json
-import math
 import socket
 import time
 from collections.abc import Sequence
@@ -33,7 +32,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from grade_kit.fetch.http import RECEIPT_BODY_CHARS, redact, secret_values
+from grade_kit.fetch.http import (
+    RECEIPT_BODY_CHARS,
+    check_positive,
+    check_whole,
+    redact,
+    secret_values,
+)
 from grade_kit.fetch.responders import (
     RESPONSE_FORMAT_INSTRUCTION,
     Answer,
@@ -192,19 +197,12 @@ def check_options(*, repeats: int, concurrency: int, timeout_s: float,
     Raises:
         ValueError: naming the option and what it must be.
     """
-    def whole(name: str, value: object, low: int) -> None:
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            raise ValueError(f"{name} must be a whole number of at least {low}, not {value!r}")
-
-    whole("repeats", repeats, 1)
-    whole("concurrency", concurrency, 1)
-    whole("retries", retries, 0)
-    for name, value in (("timeout_s", timeout_s), ("rate_per_second", rate_per_second)):
-        if value is None and name == "rate_per_second":
-            continue
-        if (not isinstance(value, int | float) or isinstance(value, bool)
-                or not math.isfinite(value) or value <= 0):
-            raise ValueError(f"{name} must be a finite number above 0, not {value!r}")
+    check_whole("repeats", repeats, 1)
+    check_whole("concurrency", concurrency, 1)
+    check_whole("retries", retries, 0)
+    check_positive("timeout_s", timeout_s)
+    if rate_per_second is not None:
+        check_positive("rate_per_second", rate_per_second)
 
 
 def _contract_problem(record: dict[str, Any]) -> str | None:

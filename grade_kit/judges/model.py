@@ -16,7 +16,6 @@ import asyncio
 import hashlib
 import hmac
 import json
-import math
 import os
 import threading
 from collections.abc import Sequence
@@ -29,6 +28,8 @@ import aiohttp
 from grade_kit.fetch.http import (
     TRANSPORT_ERRORS,
     Sessions,
+    check_positive,
+    check_whole,
     post,
     redact,
     request_headers,
@@ -142,12 +143,8 @@ class ModelClient:
     def __init__(self, base_url: str, model: str, *, api_key_env: str | None = None,
                  cache: Path | str | None = None, concurrency: int = 8,
                  timeout_s: float = 120.0, progress: bool = True) -> None:
-        if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
-            raise ValueError(f"concurrency must be a whole number of at least 1, not "
-                             f"{concurrency!r}")
-        if (not isinstance(timeout_s, int | float) or isinstance(timeout_s, bool)
-                or not math.isfinite(timeout_s) or timeout_s <= 0):
-            raise ValueError(f"timeout_s must be a finite number above 0, not {timeout_s!r}")
+        check_whole("concurrency", concurrency, 1)
+        check_positive("timeout_s", timeout_s)
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key_env = api_key_env
