@@ -294,37 +294,41 @@ def _report_cmd(args: argparse.Namespace) -> int:
 
     from grade_kit.reopen import STATE_DIR
     from grade_kit.report.files import output_folder
-    from grade_kit.report.html import build_report, default_title
+    from grade_kit.report.html import ReportKernels, build_report, default_title
 
     overrides = {name: yaml.safe_load(value)  # -p weakest 3, -p judge null
                  for name, value in args.parameter or []}
     out = output_folder(args.out)
     given = Path(args.tasks)
     staging: Path | None = None
-    if (given / STATE_DIR / "state.json").is_file():
-        if args.runs:
-            raise InputError(f"{given}: a scored folder holds its evaluation; give no RUNS")
-        scored, title = given.resolve(), default_title({"runs": str(given.resolve())})
-    else:
-        tasks, runs = _sources(args)
-        options = {name: getattr(args, name) for name in EVALUATION_PARAMETERS}
-        options.update({k: v for k, v in overrides.items() if k in EVALUATION_PARAMETERS})
-        evaluation = evaluate(tasks, runs, progress=sys.stderr.isatty(), **options)
-        staging = Path(tempfile.mkdtemp(prefix=".scored-", dir=out.parent))
-        os.chmod(staging, 0o755)  # readable as the pages are (mkdtemp makes it 0700)
-        evaluation.write(staging)
-        scored = staging
-        named = runs if runs is not None else tasks
-        title = default_title({"runs": [str(p) for p in named] if isinstance(named, list)
-                               else str(named)})
-    parameters: dict[str, object] = {"scored": str(scored), **{
-        k: v for k, v in overrides.items() if k not in EVALUATION_PARAMETERS}}
-    try:
-        index = build_report(parameters, out, title=args.title or title)
-    except BaseException:
-        if staging is not None:  # a failed report leaves the folder as it was
-            shutil.rmtree(staging, ignore_errors=True)
-        raise
+    # the notebooks' kernels boot and import while the inputs are scored
+    with ReportKernels() as kernels:
+        try:
+            if (given / STATE_DIR / "state.json").is_file():
+                if args.runs:
+                    raise InputError(f"{given}: a scored folder holds its evaluation; give "
+                                     "no RUNS")
+                scored, title = given.resolve(), default_title({"runs": str(given.resolve())})
+            else:
+                tasks, runs = _sources(args)
+                options = {name: getattr(args, name) for name in EVALUATION_PARAMETERS}
+                options.update({k: v for k, v in overrides.items()
+                                if k in EVALUATION_PARAMETERS})
+                evaluation = evaluate(tasks, runs, progress=sys.stderr.isatty(), **options)
+                staging = Path(tempfile.mkdtemp(prefix=".scored-", dir=out.parent))
+                os.chmod(staging, 0o755)  # readable as the pages are (mkdtemp makes it 0700)
+                evaluation.write(staging)
+                scored = staging
+                named = runs if runs is not None else tasks
+                title = default_title({"runs": [str(p) for p in named]
+                                       if isinstance(named, list) else str(named)})
+            parameters: dict[str, object] = {"scored": str(scored), **{
+                k: v for k, v in overrides.items() if k not in EVALUATION_PARAMETERS}}
+            index = build_report(parameters, out, title=args.title or title, kernels=kernels)
+        except BaseException:
+            if staging is not None:  # a failed report leaves the folder as it was
+                shutil.rmtree(staging, ignore_errors=True)
+            raise
     if staging is not None:  # the one evaluation the pages show, beside them
         shutil.rmtree(out / "scored", ignore_errors=True)
         os.replace(staging, out / "scored")

@@ -53,7 +53,7 @@ from grade_kit.packed import (
     store_tasks,
     store_warnings,
 )
-from grade_kit.reopen import read_state, write_state
+from grade_kit.reopen import STATE_DIR, read_state, write_state
 from grade_kit.report.files import write_outputs
 from grade_kit.report.results import build_results
 from grade_kit.schema import (
@@ -525,17 +525,42 @@ def reopen(folder: Path | str, *, frames: FrameKind | None = None) -> Evaluation
     return Evaluation(inputs, data, scores, standard, results, cast(FrameKind, chosen))
 
 
+_LAST_REOPENED: dict[str, Any] = {}
+"""The evaluation :func:`reopen_or_evaluate` reopened last, and which writing of which folder."""
+
+
+def _written(folder: Path) -> tuple[str, ...]:
+    """Which writing of a scored folder: its path, and its state's and results' identity
+    (inode, size and modification time: ``ev.write`` replaces both files)."""
+    marks = [str(folder.resolve())]
+    for path in (folder / STATE_DIR / "state.json", folder / "results.json"):
+        try:
+            stat = path.stat()
+        except OSError:
+            return ()  # nothing to remember: reopen says what is missing
+        marks.append(f"{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}")
+    return tuple(marks)
+
+
 def reopen_or_evaluate(scored: Path | str | None, tasks: Records | Inputs | None = None,
                        runs: Records | None = None, **options: Any) -> Evaluation:
     """What a notebook shows: the scored folder ``scored`` reopened (:func:`reopen`; ``grade-kit
     report`` scores once and passes it), or, without one, :func:`evaluate` of ``tasks`` and
     ``runs`` with ``options`` (a notebook opened on its own).
 
+    The same unchanged scored folder asked for again in one process is the same
+    :class:`Evaluation`, not read again (a kernel that runs several of ``grade-kit report``'s
+    notebooks reads it once); a folder written again since is read again.
+
     Raises:
         ValueError: with neither a scored folder nor tasks.
     """
     if scored:
-        return reopen(scored)
+        key = _written(Path(scored))
+        if _LAST_REOPENED.get("key") != key:
+            _LAST_REOPENED.clear()
+            _LAST_REOPENED.update(key=key, evaluation=reopen(scored))
+        return cast(Evaluation, _LAST_REOPENED["evaluation"])
     if tasks is None:
         raise ValueError("give a scored folder, or the tasks (and runs) to evaluate")
     return evaluate(tasks, runs, **options)

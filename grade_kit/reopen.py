@@ -3,10 +3,11 @@ as the same :class:`~grade_kit.evaluate.Evaluation` without scoring again (:func
 
 ``ev.write(DIR)`` writes ``DIR/evaluation/``: every frame of the evaluation as Parquet (the
 tidy input frames, the GRADE scores, the standard's frames), the input records as JSONL (the
-runs, judgements and grade records as accepted, for the explorer and the review sheet), and
-``state.json`` (the tasks, rejects, warnings, input files, import notes and the setups
-compared). The typed results come from ``DIR/results.json``. Reopening reads Parquet and
-JSON only; the run records are read when something asks for them.
+runs, judgements and grade records as accepted, for the explorer and the review sheet), each
+with ``<name>.starts.npy`` (where each of its lines starts), and ``state.json`` (the tasks,
+rejects, warnings, input files, import notes and the setups compared). The typed results
+come from ``DIR/results.json``. Reopening reads Parquet and JSON only; the run records are
+read when something asks for them.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ __all__ = ["STATE_DIR", "STATE_VERSION", "read_state", "write_state"]
 
 STATE_DIR = "evaluation"
 """The folder under an output folder that holds the evaluation's state."""
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 _DATA = [name for name in COLUMNS if name != "scores"]
 _SCORES = ["runs", "consistency", "tasks", "tracks", "packs", "overall", "matches"]
@@ -76,14 +77,21 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
         counts = {}
         for name, records in (("runs", inputs.runs), ("judgements", inputs.judgements),
                               ("grades", inputs.grades)):
+            if isinstance(records, FlatRuns | FlatVerdicts):  # read in parallel: their
+                # lines as read (the parallel reader keeps keys and frames, not records)
+                lines: Iterator[bytes] = (text.strip().encode() + b"\n"  # (no byte-order
+                                          for text in records.lines())  # mark among them)
+            else:
+                lines = (_line(record) for record in raw_records(records))
+            lengths = []
             with (staging / f"{name}.jsonl").open("wb") as handle:
-                if isinstance(records, FlatRuns | FlatVerdicts):  # read in parallel: their
-                    # lines as read (the parallel reader keeps keys and frames, not records)
-                    for text in records.lines():  # (a byte-order mark never among them)
-                        handle.write(text.strip().encode() + b"\n")
-                else:
-                    for record in raw_records(records):
-                        handle.write(_line(record))
+                for line in lines:
+                    handle.write(line)
+                    lengths.append(len(line))
+            # where each line starts: the explorer reads one run without scanning the file
+            starts = np.zeros(len(lengths), dtype=np.int64)
+            np.cumsum(lengths[:-1], out=starts[1:])
+            np.save(staging / f"{name}.starts.npy", starts)
             counts[name] = len(records)
         state = {
             "version": STATE_VERSION, "frames": kind, "counts": counts,
@@ -126,7 +134,7 @@ class _RecordsFile(Sequence[Any]):
     def __init__(self, path: Path, count: int, kind: str, tasks: Sequence[Task]) -> None:
         self._path, self._count, self._kind, self._tasks = path, count, kind, tasks
         self._records: Sequence[Any] | None = None
-        self._starts: list[int] | None = None
+        self._starts: np.ndarray | None = None
         self._one: dict[int, Any] = {}
 
     def _loaded(self) -> Sequence[Any]:
@@ -160,11 +168,10 @@ class _RecordsFile(Sequence[Any]):
         if not 0 <= index < self._count:
             raise IndexError(index)
         if index not in self._one:
-            if self._starts is None:  # where each line starts, found once
-                ends = np.flatnonzero(np.frombuffer(self._path.read_bytes(), np.uint8) == 10)
-                self._starts = [0, *(ends + 1).tolist()]
+            if self._starts is None:  # where each line starts (written beside it)
+                self._starts = np.load(self._path.with_suffix(".starts.npy"))
             with self._path.open("rb") as handle:
-                handle.seek(self._starts[index])
+                handle.seek(int(self._starts[index]))
                 text = handle.readline().decode("utf-8")
             data = loads_json(text)
             self._one[index] = (Run.model_validate(data) if self._kind == "runs" else

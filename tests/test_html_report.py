@@ -107,6 +107,56 @@ def test_a_failing_cell_names_the_notebook_and_the_cell(
     assert len(err) == 1 and "missing.jsonl" in err[0] and ".ipynb" not in err[0]
 
 
+def _notebook(folder: Path, name: str, *sources: str) -> None:
+    import nbformat
+
+    cells = [nbformat.v4.new_code_cell("scored = None", metadata={"tags": ["parameters"]}),
+             *(nbformat.v4.new_code_cell(source) for source in sources)]
+    notebook = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": {
+        "name": "python3", "language": "python", "display_name": "Python 3"}})
+    nbformat.write(notebook, folder / f"{name}.ipynb")
+
+
+def test_notebooks_sharing_a_kernel_see_nothing_of_each_other(tmp_path: Path) -> None:
+    """One kernel runs the notebooks one after another: the second sees no name the first
+    defined, and its failing cell has the number it has when run alone (parameters 1,
+    injected parameters 2, then 3, 4, 5)."""
+    from grade_kit.report.html import ReportError, ReportKernels, build_report
+
+    _notebook(tmp_path, "first", "leaked = 1", "import math")
+    _notebook(tmp_path, "second", "assert 'leaked' not in globals() and 'math' not in globals()",
+              "x = 1", "1 / 0")
+    out = tmp_path / "out"
+    with ReportKernels(("first", "second"), count=1) as kernels:
+        assert len(kernels.kernels) == 1
+        with pytest.raises(ReportError, match=r"^second\.ipynb: cell 5 failed: "
+                                              r"ZeroDivisionError"):
+            build_report({"scored": "x"}, out, notebooks=("first", "second"),
+                         notebook_dir=tmp_path, kernels=kernels)
+    assert not out.exists() and [p.name for p in tmp_path.iterdir() if
+                                 p.name.startswith(".out")] == []
+    with pytest.raises(ValueError, match="at least 1"):
+        ReportKernels(("first",), count=0)
+
+
+def test_the_chart_libraries_are_built_once_and_kept(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inlined chart script is kept in the cache folder and reused; a damaged copy is
+    rebuilt, and a cache folder that cannot be written is no error."""
+    from grade_kit.report import html as report_html
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    bundle = report_html._vega_bundle()
+    kept = list((tmp_path / "cache" / "grade_kit").glob("vega-bundle-*.js"))
+    assert len(kept) == 1 and kept[0].read_text() == bundle and "vegaEmbed" in bundle
+    assert "</script" not in bundle
+    kept[0].write_text("truncated")
+    assert report_html._vega_bundle() == bundle and kept[0].read_text() == bundle
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))  # not a folder
+    assert report_html._vega_bundle() == bundle
+
+
 def test_the_report_scores_once_and_reads_a_scored_folder(tmp_path: Path) -> None:
     """The notebooks show the one evaluation the command made (kept as scored/), and a
     scored folder reports as it is, without its inputs."""

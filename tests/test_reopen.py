@@ -92,6 +92,19 @@ def test_one_record_is_read_from_its_own_line(tmp_path: Path) -> None:
     assert runs[-1].model_dump() == list(ev.inputs.runs)[-1].model_dump()
     with pytest.raises(IndexError):
         runs[len(runs)]
+    # every line's start is written beside the records: each record, read alone, is its own
+    fresh = gk.reopen(tmp_path).inputs.runs
+    assert [fresh[i].run_id for i in range(len(fresh))] == [r.run_id for r in ev.inputs.runs]
+    assert fresh._records is None
+
+
+def test_an_empty_records_file_has_no_line_to_read(tmp_path: Path) -> None:
+    ev = gk.evaluate(EXAMPLE / "tasks", EXAMPLE / "runs.jsonl")  # no judgements recorded
+    ev.write(tmp_path)
+    judgements = gk.reopen(tmp_path).inputs.judgements
+    assert len(judgements) == 0
+    with pytest.raises(IndexError):
+        judgements[0]
 
 
 def test_verdicts_read_in_parallel_reopen_as_records(tmp_path: Path,
@@ -137,3 +150,20 @@ def test_a_page_reopens_a_scored_folder_or_evaluates(tmp_path: Path) -> None:
     assert not isinstance(fresh.inputs.runs, type(gk.reopen(tmp_path).inputs.runs))
     with pytest.raises(ValueError, match="scored folder, or the tasks"):
         gk.reopen_or_evaluate(None)
+
+
+def test_a_scored_folder_asked_for_again_is_read_once(tmp_path: Path) -> None:
+    """A kernel that runs several notebooks reads their one scored folder once; a folder
+    written again since is read again."""
+    ev = gk.evaluate(EXAMPLE / "tasks", EXAMPLE / "runs.jsonl")
+    ev.write(tmp_path / "a")
+    ev.write(tmp_path / "b")
+    first = gk.reopen_or_evaluate(tmp_path / "a")
+    assert gk.reopen_or_evaluate(str(tmp_path / "a")) is first
+    other = gk.reopen_or_evaluate(tmp_path / "b")
+    assert other is not first
+    graded = gk.evaluate(EXAMPLE / "tasks", EXAMPLE / "runs.jsonl", grader="rules")
+    graded.write(tmp_path / "b")  # the same folder, written again
+    again = gk.reopen_or_evaluate(tmp_path / "b")
+    assert again is not other
+    assert_frame_equal(again.grades, graded.grades)

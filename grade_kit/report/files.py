@@ -22,8 +22,9 @@ from grade_kit.report.markdown import scorecard_markdown
 if TYPE_CHECKING:
     from grade_kit.evaluate import Evaluation
 
-__all__ = ["OUTPUT_FILES", "atomic_write", "indented_json", "indented_model_pieces",
-           "output_folder", "record_line", "write_outputs", "write_records"]
+__all__ = ["OUTPUT_FILES", "atomic_write", "atomic_write_text", "indented_json",
+           "indented_model_pieces", "output_folder", "record_line", "write_outputs",
+           "write_records"]
 
 LOCK_FILE = ".grade-kit.lock"
 """Held while a run writes its files into a folder."""
@@ -129,6 +130,11 @@ def _text(text: str) -> Callable[[Path], None]:
     def write(path: Path) -> None:
         path.write_text(text, encoding="utf-8")
     return write
+
+
+def atomic_write_text(path: Path, text: str) -> Path:
+    """:func:`atomic_write` of ``text`` (UTF-8)."""
+    return atomic_write(path, _text(text))
 
 
 def _pieces(pieces: Iterator[str]) -> Callable[[Path], None]:

@@ -11,18 +11,21 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 from jupyter_client.manager import AsyncKernelManager
+from jupyter_core.utils import run_sync
 
+from grade_kit.charts import OFFLINE_ENV
 from grade_kit.io import InputError
-from grade_kit.report.files import atomic_write
+from grade_kit.report.files import atomic_write_text
 from grade_kit.report.markdown import md_cell
 
-__all__ = ["FOOTER_TAG", "NOTEBOOKS", "NOTEBOOK_DIR", "ReportError", "build_report",
+__all__ = ["FOOTER_TAG", "NOTEBOOKS", "NOTEBOOK_DIR", "ReportError", "ReportKernels",
+           "build_report",
            "default_title", "export_html", "merge_pages"]
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
@@ -49,12 +52,38 @@ class Page:
     executed: Path
 
 
+def _cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/grade_kit`` (default ``~/.cache/grade_kit``)."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "grade_kit"
+
+
 def _vega_bundle() -> str:
+    """The chart libraries (vega, vega-lite, vega-embed) as one script, inlined in each page.
+    vl-convert builds it (1-2 s of CPU); the build is kept in the user's cache folder, one
+    file per vl-convert version, and reused (rebuilt when the file is missing or cannot be
+    read or does not define ``vegaEmbed``; a cache folder that cannot be written is no
+    error)."""
+    from importlib.metadata import version
+
     import vl_convert
 
+    cached = _cache_dir() / f"vega-bundle-vl-convert-{version('vl-convert-python')}.js"
+    try:
+        kept = cached.read_text(encoding="utf-8")
+        if "vegaEmbed" in kept:
+            return kept
+    except (OSError, UnicodeDecodeError):
+        pass
     make_bundle = cast(Any, vl_convert.javascript_bundle)  # its stub wants a snippet; the
     bundle: str = make_bundle()  # default (None) is the one that defines window.vegaEmbed
-    return bundle.replace("</script", "<\\/script")
+    bundle = bundle.replace("</script", "<\\/script")
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(cached, bundle)
+    except OSError:
+        pass
+    return bundle
 
 
 def export_html(notebook: Path | Any, out: Path, title: str, bundle: str | None = None) -> Path:
@@ -78,10 +107,7 @@ def export_html(notebook: Path | Any, out: Path, title: str, bundle: str | None 
     exporter.register_preprocessor(remover, enabled=True)
     body, _ = exporter.from_notebook_node(nb, resources={"vega_bundle": bundle or
                                                          _vega_bundle()})
-    def write(path: Path) -> None:
-        path.write_text(body, encoding="utf-8")
-
-    return atomic_write(out, write)
+    return atomic_write_text(out, body)
 
 
 def default_title(parameters: Mapping[str, Any]) -> str:
@@ -122,12 +148,47 @@ def _index(pages: Sequence[Page], parameters: Mapping[str, Any]) -> str:
 class _LocalKernelManager(AsyncKernelManager):
     """A kernel reached over IPC sockets in a private temporary folder (mode 0700), never a
     TCP port: nothing else on the machine can read the kernel's traffic, and the kernel has
-    no reason to warn that it runs over TCP without encryption."""
+    no reason to warn that it runs over TCP without encryption. It remembers the clients it
+    hands out, so :meth:`close` stops them with the kernel (one kernel runs several
+    notebooks, each with its own client)."""
 
     def __init__(self, **kwargs: Any) -> None:
         folder = tempfile.mkdtemp(prefix="gk-kernel-")
         super().__init__(transport="ipc", ip=os.path.join(folder, "k"), **kwargs)
         self._socket_folder = folder
+        self._clients: list[Any] = []
+
+    def client(self, **kwargs: Any) -> Any:
+        return self.own(super().client(**kwargs))
+
+    def own(self, client: Any) -> Any:
+        """Stop ``client`` in :meth:`close`."""
+        self._clients.append(client)
+        return client
+
+    def fresh_namespace(self) -> None:
+        """Empty the kernel's namespace and restart its cell count between two notebooks: a
+        notebook sees nothing the one before it defined (imported modules stay loaded), and a
+        failing cell is numbered as in the notebook run alone."""
+        client = self.blocking_client()
+        client.start_channels()
+        try:
+            reply = client.execute_interactive(
+                "get_ipython().run_line_magic('reset', '-f')\n"
+                "get_ipython().execution_count = 1", store_history=False, timeout=60,
+                output_hook=lambda message: None)
+        finally:
+            client.stop_channels()
+        if reply["content"]["status"] != "ok":
+            raise ReportError(f"the kernel could not be reset between notebooks: "
+                              f"{reply['content'].get('evalue')}")
+
+    def close(self) -> None:
+        """Stop every client and shut the kernel down."""
+        for made in self._clients:
+            made.stop_channels()
+        if self.has_kernel:
+            run_sync(self.shutdown_kernel)(now=True)
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
@@ -135,10 +196,70 @@ class _LocalKernelManager(AsyncKernelManager):
             shutil.rmtree(self._socket_folder, ignore_errors=True)
 
 
+WARM_UP = ("import grade_kit.charts, grade_kit.evaluate, grade_kit.explorer, grade_kit.tables, "
+           "grade_kit.report")
+"""What a report's kernel imports as it starts (what the notebooks' first cells import)."""
+
+
+class ReportKernels:
+    """The kernels a report's notebooks run on, started when made, so they boot and import
+    grade_kit while the caller is still busy (``grade-kit report`` makes them before it
+    scores). One kernel per two cores, at least one and at most one per notebook: the
+    other core scores and exports (on 2 cores, one kernel made a 100k-run report 1-2 s
+    faster than two). The notebooks are dealt round-robin over the kernels; those of one
+    kernel run one after another in an emptied namespace
+    (:meth:`_LocalKernelManager.fresh_namespace`), sharing its imports and the reopened
+    evaluation (:func:`~grade_kit.evaluate.reopen_or_evaluate`); the kernels run at once.
+    A context manager: leaving it shuts every kernel down.
+
+    Args:
+        notebooks: The notebooks to run; default all of :data:`NOTEBOOKS`.
+        count: How many kernels; default one per two cores (as above).
+
+    Raises:
+        ValueError: when ``count`` is below 1.
+    """
+
+    def __init__(self, notebooks: Sequence[str] = NOTEBOOKS, count: int | None = None) -> None:
+        self.notebooks = tuple(notebooks)
+        if count is not None and count < 1:
+            raise ValueError(f"count must be at least 1, not {count}")
+        count = count or max(1, (os.cpu_count() or 2) // 2)
+        count = min(count, max(1, len(self.notebooks)))
+        self.groups = [list(self.notebooks[k::count]) for k in range(count)]
+        # the kernels render charts for an offline page (grade_kit.charts reads this)
+        env = {**os.environ, OFFLINE_ENV: "1"}
+        self.kernels: list[_LocalKernelManager] = []
+        try:
+            for _ in self.groups:
+                kernel = _LocalKernelManager(kernel_name="python3")
+                self.kernels.append(kernel)
+                run_sync(kernel.start_kernel)(env=env)
+                warm = kernel.blocking_client()
+                kernel.own(warm)
+                warm.start_channels()  # sent, not awaited: the imports run meanwhile
+                warm.execute(WARM_UP, silent=True, store_history=False)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Shut every kernel down."""
+        for kernel in self.kernels:
+            kernel.close()
+
+    def __enter__(self) -> ReportKernels:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def build_report(parameters: Mapping[str, Any], out_dir: Path | str, *,
                  notebooks: Sequence[str] = NOTEBOOKS,
-                 notebook_dir: Path = NOTEBOOK_DIR, title: str | None = None) -> Path:
-    """Run each notebook with papermill on the ``python3`` kernel and export it.
+                 notebook_dir: Path = NOTEBOOK_DIR, title: str | None = None,
+                 kernels: ReportKernels | None = None) -> Path:
+    """Run each notebook with papermill on a ``python3`` kernel and export it.
 
     Args:
         parameters: Injected into every notebook's ``parameters`` cell (paths should be
@@ -148,6 +269,8 @@ def build_report(parameters: Mapping[str, Any], out_dir: Path | str, *,
         notebook_dir: Where they are; default the checkout's ``notebooks/``.
         title: The title of ``report.html``; default from the inputs' file names
             (:func:`default_title`).
+        kernels: Kernels started ahead for ``notebooks`` (the caller shuts them down);
+            default: started here, one per core, and shut down at the end.
 
     Returns:
         The path of ``index.html``; ``report.html`` (every page in one, with a table of
@@ -163,8 +286,16 @@ def build_report(parameters: Mapping[str, Any], out_dir: Path | str, *,
     # succeeded: a failing report leaves no partial pages (nor stale ones mixed with new).
     out = Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
     try:
-        _build(parameters, out, notebooks, notebook_dir.resolve(),
-               title or default_title(parameters))
+        if kernels is None:
+            with ReportKernels(notebooks) as started:
+                _build(parameters, out, started, notebook_dir.resolve(),
+                       title or default_title(parameters))
+        else:
+            if kernels.notebooks != tuple(notebooks):
+                raise ValueError(f"the kernels were started for {kernels.notebooks}, not "
+                                 f"{tuple(notebooks)}")
+            _build(parameters, out, kernels, notebook_dir.resolve(),
+                   title or default_title(parameters))
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)
         raise
@@ -218,46 +349,49 @@ def merge_pages(executed: Sequence[Path], title: str) -> Any:
     return merged
 
 
-def _build(parameters: Mapping[str, Any], out: Path, notebooks: Sequence[str],
+def _build(parameters: Mapping[str, Any], out: Path, kernels: ReportKernels,
            notebook_dir: Path, title: str) -> Path:
     """:func:`build_report` into ``out``."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    bundle = _vega_bundle()
-    previous = os.environ.get("GRADE_KIT_OFFLINE_HTML")
-    os.environ["GRADE_KIT_OFFLINE_HTML"] = "1"  # the kernel renders charts for the page
-    def run(name: str) -> Page:
-        source = notebook_dir / f"{name}.ipynb"
-        if not source.is_file():
-            raise ReportError(f"{source}: no such notebook")
-        executed = out / f"{name}.ipynb"
-        try:
-            # no ``cwd``: papermill would chdir this whole process, from four threads at
-            # once (every path the notebooks get is absolute)
-            papermill.execute_notebook(str(source), str(executed), parameters=dict(parameters),
-                                       kernel_name="python3", progress_bar=False,
-                                       log_output=False,
-                                       kernel_manager_class=_LocalKernelManager)
-        except PapermillExecutionError as exc:
-            raise ReportError(f"{source.name}: cell {exc.exec_count} failed: {exc.ename}: "
-                              f"{exc.evalue}") from exc
-        page = export_html(executed, out / f"{name}.html", name.replace("_", " "), bundle)
+    notebooks = kernels.notebooks
+    for name in notebooks:
+        if not (notebook_dir / f"{name}.ipynb").is_file():
+            raise ReportError(f"{notebook_dir / f'{name}.ipynb'}: no such notebook")
+
+    exports = ThreadPoolExecutor(max_workers=1)  # a page exported while its kernel goes on
+
+    def export(name: str, executed: Path) -> Page:
+        page = export_html(executed, out / f"{name}.html", name.replace("_", " "),
+                           bundle.result())
         return Page(name, page, executed)
 
-    try:  # one kernel per notebook, at once
-        with ThreadPoolExecutor(max_workers=max(1, len(notebooks))) as pool:
-            pages = list(pool.map(run, notebooks))
-    finally:
-        if previous is None:
-            os.environ.pop("GRADE_KIT_OFFLINE_HTML", None)
-        else:
-            os.environ["GRADE_KIT_OFFLINE_HTML"] = previous
+    def run(kernel: _LocalKernelManager, group: list[str]) -> list[Future[Page]]:
+        pages = []
+        for i, name in enumerate(group):
+            if i:
+                kernel.fresh_namespace()
+            source = notebook_dir / f"{name}.ipynb"
+            executed = out / f"{name}.ipynb"
+            try:
+                # no ``cwd``: papermill would chdir this whole process, from several
+                # threads at once (every path the notebooks get is absolute)
+                papermill.execute_notebook(str(source), str(executed),
+                                           parameters=dict(parameters),
+                                           kernel_name="python3", progress_bar=False,
+                                           log_output=False, km=kernel)
+            except PapermillExecutionError as exc:
+                raise ReportError(f"{source.name}: cell {exc.exec_count} failed: "
+                                  f"{exc.ename}: {exc.evalue}") from exc
+            pages.append(exports.submit(export, name, executed))
+        return pages
+
+    with exports, ThreadPoolExecutor(max_workers=len(kernels.groups)) as pool:
+        bundle = exports.submit(_vega_bundle)  # while the kernels run the notebooks
+        made = {p.name: p for group in pool.map(run, kernels.kernels, kernels.groups)
+                for p in (page.result() for page in group)}
+    pages = [made[name] for name in notebooks]
     merged = merge_pages([p.executed for p in pages], title)
-    export_html(merged, out / "report.html", title, bundle)
-    text = _index(pages, parameters)
-
-    def write(path: Path) -> None:
-        path.write_text(text, encoding="utf-8")
-
-    return atomic_write(out / "index.html", write)
+    export_html(merged, out / "report.html", title, bundle.result())
+    return atomic_write_text(out / "index.html", _index(pages, parameters))
