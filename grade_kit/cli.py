@@ -196,14 +196,15 @@ def _fixtures(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    root = Path(args.fixtures) if args.fixtures is not None else DEFAULT_FIXTURES
-    if not (root / "tasks").is_dir() or not (root / "runs").is_dir():
-        from grade_kit.demo import build_fixtures
+    from grade_kit.demo import build_fixtures, demo_fixtures
 
-        if args.fixtures is None:
-            root = Path(args.out) / "fixtures"
-        print(f"demo: no fixtures at {root}; generating them (seed 42)")
-        build_fixtures(root)
+    if args.fixtures is None:
+        root = demo_fixtures()  # the checkout's, or built once into the cache folder
+    else:
+        root = Path(args.fixtures)
+        if not (root / "tasks").is_dir() or not (root / "runs").is_dir():
+            print(f"demo: no fixtures at {root}; generating them (seed 42)")
+            build_fixtures(root)
     out = Path(args.out)
     if args.recorded:
         runs: Path | list[Path] = root / "runs"
@@ -365,11 +366,13 @@ def _fetch(args: argparse.Namespace) -> int:
 
 
 def _demo_server(args: argparse.Namespace) -> int:
+    from grade_kit.demo import demo_fixtures
     from grade_kit.demo.server import DemoServer
 
-    root = Path(args.fixtures) if args.fixtures is not None else DEFAULT_FIXTURES
+    root = Path(args.fixtures) if args.fixtures is not None else demo_fixtures()
     if not (root / "tasks").is_dir():
-        raise InputError(f"{root}: no fixtures (run `grade-kit fixtures` or pass --fixtures)")
+        raise InputError(f"{root}: no fixtures (run `grade-kit fixtures --out {root}/packs "
+                         f"--tasks {root}/tasks`, or leave --fixtures out for the demo's)")
     tasks = load_tasks(root / "tasks", root / "packs").records
     server = DemoServer(tasks, root / "packs", port=args.port,
                         latency_scale=args.latency_scale, fixed_latency_s=args.fixed_latency,
@@ -679,7 +682,8 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_argument("--warm-repeats", type=_bounded(0, 10_000), default=0,
                         help="compute repeats 1..N of every answer before serving (default 0)")
     server.add_argument("--fixtures", type=Path, default=None,
-                        help="fixtures folder (default ./fixtures)")
+                        help="fixtures folder (default: the demo's, the checkout's fixtures/ "
+                             "or, outside a checkout, built once into ~/.cache/grade_kit)")
     server.set_defaults(func=_demo_server)
 
     fixtures = sub.add_parser("fixtures", help="generate the fixture packs (seed 42)")
@@ -694,8 +698,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", type=Path, default=Path("reports") / "demo",
                       help="output folder (default reports/demo)")
     demo.add_argument("--fixtures", type=Path, default=None,
-                      help="fixtures folder with packs/, tasks/ and runs/ (default ./fixtures "
-                           "when present, else generated under --out)")
+                      help="fixtures folder with packs/, tasks/ and runs/ (default: the "
+                           "checkout's fixtures/ or, outside a checkout, built once into "
+                           "~/.cache/grade_kit; a folder given without them is generated)")
     demo.add_argument("--recorded", action="store_true",
                       help="score the recorded runs instead of fetching them over HTTP")
     demo.add_argument("--no-report", action="store_true",

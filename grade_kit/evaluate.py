@@ -546,14 +546,16 @@ def reopen_or_evaluate(scored: Path | str | None, tasks: Records | Inputs | None
                        runs: Records | None = None, **options: Any) -> Evaluation:
     """What a notebook shows: the scored folder ``scored`` reopened (:func:`reopen`; ``grade-kit
     report`` scores once and passes it), or, without one, :func:`evaluate` of ``tasks`` and
-    ``runs`` with ``options`` (a notebook opened on its own).
+    ``runs`` with ``options`` (a notebook opened on its own); with neither, the demo suite and
+    its recorded runs (:func:`~grade_kit.demo.demo_fixtures`: the same wherever the notebook
+    runs from).
 
     The same unchanged scored folder asked for again in one process is the same
     :class:`Evaluation`, not read again (a kernel that runs several of ``grade-kit report``'s
     notebooks reads it once); a folder written again since is read again.
 
     Raises:
-        ValueError: with neither a scored folder nor tasks.
+        ValueError: with runs but no tasks.
     """
     if scored:
         key = _written(Path(scored))
@@ -562,7 +564,12 @@ def reopen_or_evaluate(scored: Path | str | None, tasks: Records | Inputs | None
             _LAST_REOPENED.update(key=key, evaluation=reopen(scored))
         return cast(Evaluation, _LAST_REOPENED["evaluation"])
     if tasks is None:
-        raise ValueError("give a scored folder, or the tasks (and runs) to evaluate")
+        if runs is not None:
+            raise ValueError("give the tasks of these runs (or a scored folder)")
+        from grade_kit.demo import demo_fixtures
+
+        fixtures = demo_fixtures()
+        tasks, runs = fixtures / "tasks", fixtures / "runs"
     return evaluate(tasks, runs, **options)
 
 

@@ -227,6 +227,7 @@ def test_a_relative_out_folder_works(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_the_fetch_notebook_fetches_from_a_real_server(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from another folder with its default tasks and packs (the demo suite's)."""
     import papermill
 
     from grade_kit.demo.server import DemoServer
@@ -240,8 +241,7 @@ def test_the_fetch_notebook_fetches_from_a_real_server(tmp_path: Path,
     try:
         papermill.execute_notebook(
             str(ROOT / "notebooks" / "fetch.ipynb"), str(tmp_path / "fetch.ipynb"),
-            parameters={"tasks": str(fixtures / "tasks"), "packs": str(fixtures / "packs"),
-                        "endpoint": server.url, "models": ["hasty"], "repeats": 1,
+            parameters={"endpoint": server.url, "models": ["hasty"], "repeats": 1,
                         "api_key_env": "GK_NB_KEY",
                         "timeout_s": server.timeout_s, "out": str(tmp_path / "runs")},
             kernel_name="python3", cwd=str(tmp_path), progress_bar=False)
@@ -253,6 +253,18 @@ def test_the_fetch_notebook_fetches_from_a_real_server(tmp_path: Path,
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
+
+
+def test_a_notebook_runs_on_its_defaults_from_any_folder(tmp_path: Path) -> None:
+    """`papermill notebooks/scorecard.ipynb out.ipynb` from another folder, no parameter:
+    the notebook shows the demo suite and its recorded runs, found from the package."""
+    import papermill
+
+    papermill.execute_notebook(str(ROOT / "notebooks" / "scorecard.ipynb"),
+                               str(tmp_path / "out.ipynb"), kernel_name="python3",
+                               cwd=str(tmp_path), progress_bar=False)
+    text = (tmp_path / "out.ipynb").read_text()
+    assert "Evaluation(3 setups, 40 tasks, 600 runs" in text
 
 
 def test_a_failing_report_leaves_no_page_behind(tmp_path: Path) -> None:

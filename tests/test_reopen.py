@@ -141,15 +141,17 @@ def test_a_first_line_with_a_byte_order_mark_reopens(tmp_path: Path,
 
 def test_a_page_reopens_a_scored_folder_or_evaluates(tmp_path: Path) -> None:
     """What each notebook calls: the scored folder when the report passes one, else the
-    inputs evaluated; neither is a clear error."""
+    inputs evaluated, else the demo's; runs without tasks are a clear error."""
     ev = gk.evaluate(EXAMPLE / "tasks", EXAMPLE / "runs.jsonl")
     ev.write(tmp_path)
     _same(ev, gk.reopen_or_evaluate(tmp_path))
     fresh = gk.reopen_or_evaluate(None, EXAMPLE / "tasks", EXAMPLE / "runs.jsonl", judge=None)
     assert fresh.results.setups.keys() == ev.results.setups.keys()
     assert not isinstance(fresh.inputs.runs, type(gk.reopen(tmp_path).inputs.runs))
-    with pytest.raises(ValueError, match="scored folder, or the tasks"):
-        gk.reopen_or_evaluate(None)
+    with pytest.raises(ValueError, match="give the tasks of these runs"):
+        gk.reopen_or_evaluate(None, None, EXAMPLE / "runs.jsonl")
+    demo = gk.reopen_or_evaluate(None)  # neither: the demo suite and its recorded runs
+    assert (len(demo.inputs.tasks), len(demo.inputs.runs)) == (40, 600)
 
 
 def test_a_scored_folder_asked_for_again_is_read_once(tmp_path: Path) -> None:

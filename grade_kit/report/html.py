@@ -19,6 +19,7 @@ from typing import Any, cast
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.utils import run_sync
 
+from grade_kit.cache import cache_dir
 from grade_kit.charts import OFFLINE_ENV
 from grade_kit.io import InputError
 from grade_kit.report.files import atomic_write_text
@@ -52,12 +53,6 @@ class Page:
     executed: Path
 
 
-def _cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/grade_kit`` (default ``~/.cache/grade_kit``)."""
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "grade_kit"
-
-
 def _vega_bundle() -> str:
     """The chart libraries (vega, vega-lite, vega-embed) as one script, inlined in each page.
     vl-convert builds it (1-2 s of CPU); the build is kept in the user's cache folder, one
@@ -68,7 +63,7 @@ def _vega_bundle() -> str:
 
     import vl_convert
 
-    cached = _cache_dir() / f"vega-bundle-vl-convert-{version('vl-convert-python')}.js"
+    cached = cache_dir() / f"vega-bundle-vl-convert-{version('vl-convert-python')}.js"
     try:
         kept = cached.read_text(encoding="utf-8")
         if "vegaEmbed" in kept:
