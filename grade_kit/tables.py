@@ -268,8 +268,8 @@ def provenance_table(results: Results) -> Table:
     prov, plan = results.provenance, results.plan
     rows = [("grade_kit", prov.grade_kit_version), ("made", prov.created_at)]
     rows += [(f"input: {f.kind}", f"{f.path.replace(chr(92), '/').rsplit('/', 1)[-1]} "
-              f"(sha256 {f.sha256[:12] if f.sha256 else '—'}…, {f.records:,} records, "
-              f"{f.rejected:,} rejected)") for f in prov.inputs]
+              f"({f'sha256 {f.sha256[:12]}…' if f.sha256 else 'no file: records given'}, "
+              f"{f.records:,} records, {f.rejected:,} rejected)") for f in prov.inputs]
     rows.append(("R", f"{plan.repeats} ({plan.rule})"))
     rows += [(f"seed: {name}", str(seed)) for name, seed in sorted(prov.seeds.items())]
     rows.append(("judges", ", ".join(prov.judges) or "none"))

@@ -8,6 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import grade_kit as gk
 from grade_kit.adapters.inspect_ai import import_inspect
 from grade_kit.adapters.tau_bench import import_tau2_bench, import_tau_bench
 from grade_kit.cli import main
@@ -266,3 +267,22 @@ def test_a_jsonl_file_with_a_broken_first_line_is_still_read_line_by_line(
     inputs = gk.read_inputs([{"task_id": "q", "prompt": "?"}], path)
     assert [r.run_id for r in inputs.runs] == ["r1"]
     assert [r.line for r in inputs.rejected] == [1]
+
+
+def test_the_provenance_names_each_log_read_with_its_hash() -> None:
+    """A report of other tools' logs says which files made it: each log by name with its
+    SHA-256 and the runs it gave (the converted records have no file of their own)."""
+    import hashlib
+
+    from grade_kit.tables import provenance_table
+
+    logs = sorted((REAL / "tau2_grok_airline_relaxed_task8").glob("*.json"))
+    ev = gk.evaluate(logs)
+    read = [f for f in ev.results.provenance.inputs if f.kind == "tau-bench log"]
+    assert [(Path(f.path).name, f.sha256) for f in read] == [
+        (p.name, hashlib.sha256(p.read_bytes()).hexdigest()) for p in logs]
+    assert sum(f.records for f in read) == len(ev.inputs.runs)
+    shown = provenance_table(ev.results).frame.get_column("value").to_list()
+    assert any(v.startswith(logs[0].name + " (sha256 " + read[0].sha256[:12]) for v in shown)
+    assert not any(str(REAL) in v for v in shown)
+    assert any(v.startswith("<runs> (no file: records given") for v in shown)

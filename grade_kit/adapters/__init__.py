@@ -22,7 +22,8 @@ from grade_kit.adapters.common import (
 from grade_kit.adapters.inspect_ai import import_inspect
 from grade_kit.adapters.tau_bench import import_tau2_bench, import_tau_bench, import_tau_file
 from grade_kit.inputs import Inputs
-from grade_kit.io import InputError
+from grade_kit.io import InputError, sha256_of
+from grade_kit.schema import InputFile
 
 __all__ = [
     "Imported",
@@ -87,6 +88,9 @@ def import_logs(source: Source, paths: Path | str | Sequence[Path | str], *,
             raise InputError(f"{path}: cannot read as {NAMES[source]}: {exc}") from exc
         if not part.runs:
             raise InputError(f"{path}: {NAMES[source]} with no samples or trials")
+        part.files = [InputFile(kind=f"{source} log", path=str(path),
+                                sha256=sha256_of(str(path)), records=len(part.runs),
+                                rejected=0)]
         parts.append(part)
     return merge_imported(parts)
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grade_kit.inputs import Inputs, read_inputs
-from grade_kit.schema import Grade, Run, Task, WarningItem
+from grade_kit.schema import Grade, InputFile, Run, Task, WarningItem
 
 __all__ = ["Imported", "grade_for_outcome", "merge_imported", "to_inputs", "write_imported"]
 
@@ -27,6 +27,8 @@ class Imported:
     stated_repeats: dict[str, int] = field(default_factory=dict)
     """R as each source states it (what states it -> R), for the plan (docs/methodology.md
     §4 "Rates")."""
+    files: list[InputFile] = field(default_factory=list)
+    """The logs read, each with its SHA-256 and the runs it gave (the provenance)."""
 
 
 def grade_for_outcome(run_id: str, outcome: str, grader: str, reason: str) -> Grade:
@@ -75,6 +77,7 @@ def merge_imported(parts: list[Imported]) -> Imported:
         out.grades.extend(part.grades)
         out.notes.extend(part.notes)
         out.stated_repeats.update(part.stated_repeats)
+        out.files.extend(part.files)
     return out
 
 
@@ -113,5 +116,6 @@ def to_inputs(imported: Imported) -> Inputs:
     return Inputs(tasks=inputs.tasks, runs=inputs.runs, judgements=inputs.judgements,
                   grades=inputs.grades, rejected=inputs.rejected,
                   warnings=[*inputs.warnings, *notes], run_lines=inputs.run_lines,
-                  files=inputs.files, notes=list(dict.fromkeys(imported.notes)),
+                  files=[*imported.files, *inputs.files],
+                  notes=list(dict.fromkeys(imported.notes)),
                   stated_repeats=dict(imported.stated_repeats))
