@@ -22,8 +22,10 @@ import pandas as pd
 import polars as pl
 
 from grade_kit.schema import DIMENSIONS, GRADE_STATES, SHORT_LABELS
+from grade_kit.tables import NO_COMPARISON, NO_GRADE, NO_TOOL_CALLS, absent_html, no_timing
 
 __all__ = [
+    "ABSENT_META",
     "OFFLINE_ENV",
     "PALETTE",
     "Chart",
@@ -183,14 +185,6 @@ def _beyond_palette(order: list[str], name: str, channel: Any,
         domain=domain, range=[values[(i // len(PALETTE)) % len(values)]
                               for i in range(len(domain))]))}
 
-
-NO_GRADE = ("No GRADE scores: these runs' tasks carry no GRADE rubric (plain questions, as in "
-            "every imported log), so only grades, timing and tool calls are scored.")
-"""What a GRADE chart says instead of drawing nothing."""
-
-NO_COMPARISON = ("No comparison: it needs two setups with questions both ran (here there is "
-                 "one setup, or no paired question).")
-"""What a comparison chart says instead of drawing nothing."""
 
 MAX_TICKS = 2_000
 """The most tasks a consistency chart draws one by one; beyond, it shows each setup's
@@ -404,11 +398,17 @@ def latency_chart(runs: pl.DataFrame | pd.DataFrame, timing: pl.DataFrame | pd.D
               "failures excluded)"))
 
 
+ABSENT_META = "grade_kit_absent"
+"""The key of a note chart's ``usermeta``: why the chart has nothing to draw."""
+
+
 def _note(title: str, text: str) -> alt.Chart:
-    """A chart of one line of text: why a chart has nothing to draw (never an empty axis)."""
+    """A chart of one line of text: why a chart has nothing to draw (never an empty axis).
+    Its ``usermeta`` carries the sentence: a report page shows it as one marked line of text
+    (:func:`~grade_kit.tables.absent_html`) instead of a chart."""
     chart = alt.Chart(pd.DataFrame({"text": [text]}), title=title).mark_text(
         align="left", baseline="middle", fontSize=13, x=5).encode(
-        text="text:N").properties(width=520, height=30)
+        text="text:N").properties(width=520, height=30, usermeta={ABSENT_META: text})
     return cast(alt.Chart, chart)
 
 
@@ -424,9 +424,7 @@ def timing_charts(runs: pl.DataFrame | pd.DataFrame, timing: pl.DataFrame | pd.D
         parts.append(latency_chart(runs, timing, order=order))
     else:
         missing = int(frame.get_column("missing_timestamps").sum())
-        parts.append(_note("E2E latency", (
-            f"No E2E sample: {missing} of {delivered} delivered runs lack a submitted or "
-            "received timestamp" if missing else f"No E2E sample: {delivered} delivered runs")))
+        parts.append(_note("E2E latency", no_timing(delivered, missing)))
     if int(frame.get_column("working_n").sum()):
         parts.append(latency_chart(runs, timing, metric="working", order=order))
     return cast(Chart, parts[0] if len(parts) == 1 else alt.vconcat(*parts))
@@ -436,6 +434,8 @@ def tool_calls_chart(runs: pl.DataFrame | pd.DataFrame, order: Order = None) -> 
     """Unique tool calls per delivered primary run that exposed tool events, per setup."""
     frame = (_polars(runs).filter(pl.col("is_primary") & pl.col("tool_calls").is_not_null())
              .group_by("setup", "tool_calls").len().sort("setup", "tool_calls"))
+    if not frame.height:
+        return _note("Unique tool calls per run", NO_TOOL_CALLS)
     setups = _order(frame, order)
     chart = alt.Chart(_labelled(frame, setups).to_pandas(), title="Unique tool calls per run"
                       ).mark_bar().encode(
@@ -569,6 +569,11 @@ def _script_safe(spec: dict[str, Any]) -> str:
 
 
 def _offline_renderer(spec: dict[str, Any], **_: Any) -> dict[str, str]:
+    absent = (spec.get("usermeta") or {}).get(ABSENT_META)
+    if absent:  # a note: one line of text, not a chart
+        title = spec.get("title")
+        return {"text/html": absent_html(str(absent), title if isinstance(title, str) else
+                                         (title or {}).get("text"))}
     target = f"gk-vis-{uuid.uuid4().hex}"
     script = (f"(function(){{var spec={_script_safe(spec)};function go(){{"
               f"if(window.vegaEmbed){{vegaEmbed('#{target}',spec,{{renderer:'svg',"

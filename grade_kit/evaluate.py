@@ -67,7 +67,7 @@ from grade_kit.schema import (
 )
 from grade_kit.sniff import LogSource, log_files
 from grade_kit.standard import DEFAULT_SEED, StandardResults, standard_results
-from grade_kit.tables import Table, provenance_table, summary_table, table
+from grade_kit.tables import Absent, Table, absences, provenance_table, summary_table, table
 
 __all__ = ["Evaluation", "MapPartitions", "RunExplanation", "evaluate", "score_partition"]
 
@@ -332,6 +332,13 @@ class Evaluation:
         return provenance_table(self.results)
 
     @property
+    def absent(self) -> Absent:
+        """Why a kind of figure does not exist here (:class:`grade_kit.tables.Absent`:
+        ``grade``, ``timing``, ``comparison``, each a sentence or None): what a table shows
+        instead (``gk.table(ev.leaderboard, absent=ev.absent.grade)``)."""
+        return absences(self.results)
+
+    @property
     def leaderboard(self) -> Frame:
         """One row per setup, best composite first (see the class docstring)."""
         return _as_kind(self._frames["leaderboard"], self.kind)
@@ -476,11 +483,15 @@ class Evaluation:
         return written if state is None else {**written, "state": state}
 
     def _summary(self) -> str:
-        n_setups = len(self.results.setups)
-        return (f"{n_setups} setups, {len(self.inputs.tasks)} tasks, {len(self.inputs.runs)} "
-                f"runs, R = {self.results.plan.repeats}"
+        def count(n: int, noun: str) -> str:
+            return f"{n} {noun}{'' if n == 1 else 's'}"
+
+        return (f"{count(len(self.results.setups), 'setup')}, "
+                f"{count(len(self.inputs.tasks), 'task')}, {count(len(self.inputs.runs), 'run')}, "
+                f"R = {self.results.plan.repeats}"
                 f"{' (inferred)' if self.results.plan.inferred else ''}, "
-                f"{len(self.inputs.rejected)} rejected, {len(self.results.warnings)} warnings")
+                f"{len(self.inputs.rejected)} rejected, "
+                f"{count(len(self.results.warnings), 'warning')}")
 
     def __repr__(self) -> str:
         lines = [f"Evaluation({self._summary()})"]

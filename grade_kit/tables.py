@@ -23,8 +23,10 @@ import polars as pl
 
 from grade_kit.schema import DIMENSIONS, SHORT_LABELS, Results
 
-__all__ = ["LONG_TEXT", "MAX_TABLE_ROWS", "Table", "column_label", "provenance_table",
-           "summary_table", "table"]
+__all__ = ["ABSENT_ATTRIBUTE", "LONG_TEXT", "MAX_TABLE_ROWS", "NO_COMPARISON", "NO_GRADE",
+           "NO_TOOL_CALLS",
+           "Absent", "Table", "absences", "absent_html", "column_label", "no_timing",
+           "provenance_table", "summary_table", "table"]
 
 MAX_TABLE_ROWS = 5_000
 """The most rows a table shows; a longer frame is cut there with a line that says so and
@@ -111,6 +113,10 @@ class Table:
     frame: pl.DataFrame
     title: str | None = None
     note: str | None = None
+    absent: str | None = None
+    """Why this table's data does not exist; shown instead of the table (one sentence)."""
+    empty: str | None = None
+    """What an empty frame shows instead of "No rows."."""
 
     def _empty_columns(self) -> list[str]:
         """Columns null in every row (left out of the table, and named in a note)."""
@@ -141,6 +147,8 @@ class Table:
         return out
 
     def _repr_html_(self) -> str:
+        if self.absent is not None:
+            return absent_html(self.absent, self.title)
         header, rows, numeric = self._cells()
         cls = ["gk-num" if n else "gk-text" for n in numeric]
         head = "".join(f'<th class="{c}">{html.escape(h)}</th>'
@@ -150,12 +158,15 @@ class Table:
             for v, c in zip(row, cls, strict=True)) + "</tr>" for row in rows)
         title = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
         foot = "".join(f'<p class="gk-note">{html.escape(n)}</p>' for n in self._notes())
-        empty = ('<p class="gk-note">No rows.</p>' if not rows else "")
+        empty = (f'<p class="gk-note">{html.escape(self.empty or "No rows.")}</p>'
+                 if not rows else "")
         return (f"{_STYLE}<div class=\"gk-table-wrap\"><table class=\"gk-table\">{title}"
                 f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
                 f"{empty}{foot}")
 
     def __repr__(self) -> str:
+        if self.absent is not None:
+            return f"{self.title}: {self.absent}" if self.title else self.absent
         header, rows, numeric = self._cells()
         widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
 
@@ -164,7 +175,7 @@ class Table:
                              for c, w, n in zip(cells, widths, numeric, strict=True)).rstrip()
 
         out = ([self.title] if self.title else []) + [line(header)]
-        out += [line(r) for r in rows] or ["(no rows)"]
+        out += [line(r) for r in rows] or [self.empty or "(no rows)"]
         out += self._notes()
         return "\n".join(out)
 
@@ -188,16 +199,81 @@ notebook page's own table rules (JupyterLab right-aligns every cell)."""
 
 
 def table(frame: pl.DataFrame | pd.DataFrame, *, title: str | None = None,
-          note: str | None = None) -> Table:
+          note: str | None = None, absent: str | None = None,
+          empty: str | None = None) -> Table:
     """``frame`` formatted for reading (see the module docstring).
 
     Args:
         frame: Any frame of an evaluation (polars or pandas).
         title: A caption; default none.
         note: A line under the table; default none.
+        absent: Why the data of this table does not exist (one of :class:`Absent`'s
+            sentences, e.g. ``ev.absent.grade``); when given, that sentence is shown instead
+            of the table, and ``grade-kit report`` leaves out a section that holds only
+            such sentences. Default none: the table is shown.
+        empty: What an empty frame shows; default "No rows.".
     """
     polars_frame = frame if isinstance(frame, pl.DataFrame) else pl.from_pandas(frame)
-    return Table(polars_frame, title, note)
+    return Table(polars_frame, title, note, absent, empty)
+
+
+ABSENT_ATTRIBUTE = "data-gk-absent"
+"""Marks the HTML of an output whose data does not exist; its value is the reason."""
+
+NO_GRADE = ("No GRADE scores: these runs' tasks carry no GRADE rubric (plain questions, as in "
+            "every imported log), so only grades, timing and tool calls are scored.")
+"""Why GRADE figures (composite, dimensions, consistency) do not exist."""
+
+NO_COMPARISON = ("No comparison: it needs two setups with questions both ran (here there is "
+                 "one setup, or no paired question).")
+"""Why comparisons (paired differences, significance, ranks, planning) do not exist."""
+
+
+NO_TOOL_CALLS = ("No tool calls: no delivered primary run exposed its tool events (the runs "
+                 "record none, or they used no tool).")
+"""Why tool-call figures do not exist."""
+
+
+def no_timing(delivered: int, missing: int) -> str:
+    """Why E2E latency does not exist: how many delivered runs lack a timestamp."""
+    return (f"No E2E sample: {missing} of {delivered} delivered runs lack a submitted or "
+            "received timestamp." if missing else f"No E2E sample: {delivered} delivered runs.")
+
+
+def absent_html(reason: str, title: str | None = None) -> str:
+    """One sentence shown where a table or chart has no data: ``title: reason``, marked
+    (:data:`ABSENT_ATTRIBUTE`) so a report can leave out a section made only of them."""
+    lead = f"<b>{html.escape(title)}</b>: " if title else ""
+    return (f'<p class="gk-note gk-absent" {ABSENT_ATTRIBUTE}="{html.escape(reason)}">'
+            f"{lead}{html.escape(reason)}</p>")
+
+
+@dataclass(frozen=True)
+class Absent:
+    """Why a kind of figure does not exist in an evaluation (None: it does): the sentence a
+    table (``gk.table(..., absent=ev.absent.grade)``) or chart shows instead, the same one
+    ``grade-kit report`` gives for a section it leaves out."""
+
+    grade: str | None
+    """No setup has a GRADE composite: :data:`NO_GRADE`."""
+    timing: str | None
+    """No delivered primary run has an E2E sample: :func:`no_timing`."""
+    comparison: str | None
+    """No pair of setups has a question both ran: :data:`NO_COMPARISON`."""
+    tool_calls: str | None
+    """No delivered primary run exposed its tool events: :data:`NO_TOOL_CALLS`."""
+
+
+def absences(results: Results) -> Absent:
+    """What :class:`Absent` says of these results."""
+    setups = results.setups.values()
+    delivered = sum(s.timing.delivered for s in setups)
+    missing = sum(s.timing.missing_timestamps for s in setups)
+    return Absent(
+        grade=None if any(s.overall.composite is not None for s in setups) else NO_GRADE,
+        timing=None if any(s.timing.e2e_s.n for s in setups) else no_timing(delivered, missing),
+        comparison=None if results.comparisons else NO_COMPARISON,
+        tool_calls=None if any(s.tool_calls.runs_exposed for s in setups) else NO_TOOL_CALLS)
 
 
 def summary_table(results: Results) -> Table:

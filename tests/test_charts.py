@@ -132,6 +132,14 @@ def test_many_tasks_are_binned_and_no_grade_says_why() -> None:
                   charts.significance_chart(plain.comparisons)):
         spec = _spec(chart)
         assert next(iter(spec["datasets"].values()))[0]["text"] == charts.NO_COMPARISON
+    # a note carries its sentence: a report page shows that line, marked, not a chart
+    note = charts.tool_calls_chart(plain.runs)
+    assert _spec(note)["usermeta"] == {charts.ABSENT_META: charts.NO_TOOL_CALLS}
+    shown = charts._offline_renderer(_spec(note))["text/html"]
+    assert shown.startswith('<p class="gk-note gk-absent" data-gk-absent="No tool calls:')
+    assert "<b>Unique tool calls per run</b>" in shown and "vegaEmbed" not in shown
+    drawn = charts._offline_renderer(_spec(charts.rates_chart(plain.grades)))["text/html"]
+    assert "vegaEmbed" in drawn and "data-gk-absent" not in drawn
 
 
 def test_short_labels_elide_what_every_name_shares() -> None:

@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -137,6 +138,46 @@ def test_notebooks_sharing_a_kernel_see_nothing_of_each_other(tmp_path: Path) ->
                                  p.name.startswith(".out")] == []
     with pytest.raises(ValueError, match="at least 1"):
         ReportKernels(("first",), count=0)
+
+
+def _section(heading: str | None, *outputs: str) -> list[Any]:
+    import nbformat
+
+    cells = [nbformat.v4.new_markdown_cell(f"{heading}\n\nIntro.")] if heading else []
+    for out in outputs:
+        cell = nbformat.v4.new_code_cell("x")
+        cell.outputs = [nbformat.v4.new_output("display_data", data={"text/html": out})]
+        cells.append(cell)
+    return cells
+
+
+def test_sections_without_data_are_left_out_with_one_line_why() -> None:
+    """A section whose every output is a marked sentence is left out; neighbours left out
+    for the same reason share one line; a page whose every section is is one line."""
+    import nbformat
+
+    from grade_kit.report.html import LEFT_OUT_TAG, leave_out_absent
+    from grade_kit.tables import absent_html
+
+    grade, compare = "No GRADE scores.", "No comparison."
+    table_html = "<table><tr><td>1</td></tr></table>"
+    cells = [*_section("# Page", table_html), *_section("## A", absent_html(grade, "t")),
+             *_section("## B", absent_html(grade), absent_html(grade)),
+             *_section("## C", absent_html(grade), table_html),
+             *_section("## D", absent_html(compare)), *_section("## E")]
+    kept = leave_out_absent(nbformat.v4.new_notebook(cells=cells)).cells
+    sources = [c.source for c in kept if c.cell_type == "markdown"]
+    assert sources == ["# Page\n\nIntro.", "**A** and **B**: left out. No GRADE scores.",
+                       "## C\n\nIntro.", "**D**: left out. No comparison.", "## E\n\nIntro."]
+    assert [LEFT_OUT_TAG in c.metadata.get("tags", []) for c in kept if c.source.startswith(
+        "**")] == [True, True]
+    assert sum(c.cell_type == "code" for c in kept) == 3  # Page's and C's (its sentence kept)
+    whole = [*_section("# Comparing", absent_html(compare)), *_section("## X",
+                                                                        absent_html(compare))]
+    (line,) = leave_out_absent(nbformat.v4.new_notebook(cells=whole)).cells
+    assert line.source == "**Comparing**: left out. No comparison."
+    untouched = nbformat.v4.new_notebook(cells=_section("# P", table_html))
+    assert leave_out_absent(untouched).cells == untouched.cells
 
 
 def test_the_chart_libraries_are_built_once_and_kept(tmp_path: Path,

@@ -259,4 +259,4 @@ def test_timing_charts_show_working_time_or_say_why_there_is_no_e2e(
     assert note["mark"]["type"] == "text" and "vconcat" not in note
     text = next(iter(note["datasets"].values()))[0]["text"]
     assert text == ("No E2E sample: 200 of 200 delivered runs lack a submitted or received "
-                    "timestamp")
+                    "timestamp.")

@@ -62,3 +62,40 @@ def test_the_summary_adapts_to_the_data() -> None:
     # a grade no setup has is named in the note, not a column of zeros
     assert "unresolved_rate" in tau.frame.columns and "partial_rate" not in tau.frame.columns
     assert "left out: partial, material error, pending, not run." in repr(tau)
+
+
+def test_a_table_whose_data_does_not_exist_says_why_in_one_marked_line() -> None:
+    from grade_kit.tables import ABSENT_ATTRIBUTE
+
+    frame = pl.DataFrame({"setup": ["a"], "composite": [None]}, schema_overrides={
+        "composite": pl.Float64})
+    shown = table(frame, title="Leaderboard", absent="No GRADE <rubric>.")
+    page = shown._repr_html_()
+    assert "<table" not in page
+    assert f'{ABSENT_ATTRIBUTE}="No GRADE &lt;rubric&gt;."' in page
+    assert "<b>Leaderboard</b>: No GRADE &lt;rubric&gt;." in page
+    assert repr(shown) == "Leaderboard: No GRADE <rubric>."
+    assert repr(table(frame, absent=None)).startswith("setup")  # None: shown as ever
+    nothing = frame.clear()
+    assert "No input record was rejected." in table(nothing, empty="No input record was "
+                                                    "rejected.")._repr_html_()
+    assert "No rows." in table(nothing)._repr_html_()
+    assert repr(table(nothing, empty="None.")).splitlines()[-1] == "None."
+
+
+def test_what_does_not_exist_is_said_once_per_kind() -> None:
+    """tau-bench's airline log: one setup, no GRADE rubric, no timestamps, tool calls
+    exposed; the example: every kind exists."""
+    from grade_kit.tables import NO_COMPARISON, NO_GRADE
+
+    evaluation = gk.evaluate(ROOT / "tests" / "data" / "realdata" / "tau_bench_gpt4o_airline"
+                             / "gpt-4o-airline.json")
+    assert repr(evaluation).startswith("Evaluation(1 setup, 50 tasks, 200 runs, R = 4")
+    tau = evaluation.absent
+    assert tau.grade == NO_GRADE and tau.comparison == NO_COMPARISON
+    assert tau.timing == ("No E2E sample: 200 of 200 delivered runs lack a submitted or "
+                          "received timestamp.")
+    assert tau.tool_calls is None
+    example = ROOT / "fixtures" / "example"
+    full = gk.evaluate(example / "tasks", example / "runs.jsonl", judge="rules").absent
+    assert (full.grade, full.timing, full.comparison, full.tool_calls) == (None,) * 4

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -24,10 +25,21 @@ from grade_kit.charts import OFFLINE_ENV
 from grade_kit.io import InputError
 from grade_kit.report.files import atomic_write_text
 from grade_kit.report.markdown import md_cell
+from grade_kit.tables import ABSENT_ATTRIBUTE
 
-__all__ = ["FOOTER_TAG", "NOTEBOOKS", "NOTEBOOK_DIR", "ReportError", "ReportKernels",
-           "build_report",
-           "default_title", "export_html", "merge_pages"]
+__all__ = [
+    "FOOTER_TAG",
+    "LEFT_OUT_TAG",
+    "NOTEBOOKS",
+    "NOTEBOOK_DIR",
+    "ReportError",
+    "ReportKernels",
+    "build_report",
+    "default_title",
+    "export_html",
+    "leave_out_absent",
+    "merge_pages",
+]
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 """The notebooks: ``grade_kit/notebooks``, a link to the checkout's ``notebooks/`` (the one
@@ -88,8 +100,8 @@ def export_html(notebook: Path | Any, out: Path, title: str, bundle: str | None 
     from nbconvert import HTMLExporter
     from nbconvert.preprocessors import TagRemovePreprocessor
 
-    nb = (nbformat.read(notebook, as_version=4) if isinstance(notebook, Path)
-          else notebook)
+    nb = leave_out_absent(nbformat.read(notebook, as_version=4) if isinstance(notebook, Path)
+                          else notebook)
     nb.metadata["title"] = title
     # no widget state: widgets need a kernel, so each output's static HTML is exported
     # instead (and no widget manager script is fetched)
@@ -310,13 +322,101 @@ def _anchor(heading: str) -> str:
     return heading.strip().replace(" ", "-")
 
 
+_ABSENT_REASON = re.compile(ABSENT_ATTRIBUTE + r'="([^"]*)"')
+
+
+def _heading(cell: Any) -> tuple[int, str] | None:
+    """A Markdown cell's heading (level 1 or 2, its text), or None."""
+    if cell.cell_type != "markdown":
+        return None
+    first = cell.source.lstrip().split("\n", 1)[0]
+    for level, mark in ((1, "# "), (2, "## ")):
+        if first.startswith(mark):
+            return level, first[len(mark):].strip()
+    return None
+
+
+def _absence(cells: Sequence[Any]) -> str | None:
+    """Why a section's data does not exist: the reason of its outputs when every output of
+    its code cells is a marked sentence (:func:`~grade_kit.tables.absent_html`), else None
+    (a section with no output at all is not absent)."""
+    reasons = []
+    for cell in cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if output.get("output_type") not in ("display_data", "execute_result"):
+                continue
+            found = _ABSENT_REASON.search(str(output.get("data", {}).get("text/html", "")))
+            if found is None:
+                return None
+            reasons.append(html.unescape(found.group(1)))
+    return reasons[0] if reasons else None
+
+
+def _left_out(headings: Sequence[str], reason: str) -> Any:
+    import nbformat
+
+    names = [f"**{md_cell(h)}**" for h in headings]
+    named = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return nbformat.v4.new_markdown_cell(f"{named}: left out. {md_cell(reason)}",
+                                         metadata={"tags": [LEFT_OUT_TAG]})
+
+
+LEFT_OUT_TAG = "left-out"
+"""Tags the line that stands for the sections a page left out."""
+
+
+def leave_out_absent(nb: Any) -> Any:
+    """The notebook with each section whose data does not exist left out, one line saying
+    why in its place: a section (a level-2 heading and the cells up to the next heading) is
+    left out when every output of its cells is a marked sentence (``gk.table(...,
+    absent=...)``, a chart's note); neighbouring sections left out for the same reason share
+    one line. When every section of the notebook is left out, so is the notebook, under its
+    title. Sections with data are kept as they are (an absent output among them keeps its
+    sentence)."""
+    sections: list[list[Any]] = [[]]
+    for cell in nb.cells:
+        if _heading(cell) is not None:
+            sections.append([])
+        sections[-1].append(cell)
+    sections = [s for s in sections if s]
+    reasons = [_absence(s) for s in sections]
+    present = [s for s, r in zip(sections, reasons, strict=True)
+               if r is None and any(c.get("outputs") for c in s)]
+    kept: list[Any] = []
+    if not present and any(reasons):
+        title = next((h[1] for s in sections if (h := _heading(s[0])) and h[0] == 1), "")
+        first = next(r for r in reasons if r)
+        kept = [_left_out([title or "This page"], first)]
+    else:
+        pending: list[str] = []
+        pending_reason = ""
+        for section, reason in zip(sections, reasons, strict=True):
+            heading = _heading(section[0])
+            if reason is not None and heading is not None and heading[0] == 2:
+                if pending and reason != pending_reason:
+                    kept.append(_left_out(pending, pending_reason))
+                    pending = []
+                pending.append(heading[1])
+                pending_reason = reason
+                continue
+            if pending:
+                kept.append(_left_out(pending, pending_reason))
+                pending = []
+            kept.extend(section)
+        if pending:
+            kept.append(_left_out(pending, pending_reason))
+    out = nb.copy()
+    out.cells = kept
+    return out
+
+
 def merge_pages(executed: Sequence[Path], title: str) -> Any:
     """One notebook of the executed notebooks, for ``report.html``: a title and a table of
     contents linking each notebook's section, the notebooks in order, and the cells tagged
     :data:`FOOTER_TAG` (the provenance) last."""
     import nbformat
 
-    parts = [nbformat.read(path, as_version=4) for path in executed]
+    parts = [leave_out_absent(nbformat.read(path, as_version=4)) for path in executed]
     body: list[Any] = []
     footer: list[Any] = []
     toc: list[str] = []
