@@ -67,7 +67,15 @@ from grade_kit.schema import (
 )
 from grade_kit.sniff import LogSource, log_files
 from grade_kit.standard import DEFAULT_SEED, StandardResults, standard_results
-from grade_kit.tables import Absent, Table, absences, provenance_table, summary_table, table
+from grade_kit.tables import (
+    Absent,
+    Table,
+    absences,
+    pending_state,
+    provenance_table,
+    summary_table,
+    table,
+)
 
 __all__ = ["Evaluation", "MapPartitions", "RunExplanation", "evaluate", "score_partition"]
 
@@ -495,6 +503,9 @@ class Evaluation:
 
     def __repr__(self) -> str:
         lines = [f"Evaluation({self._summary()})"]
+        pending = pending_state(self.results)
+        if pending:
+            lines.append(f"  {pending}")
         for row in self._frames["leaderboard"].head(10).iter_rows(named=True):
             comp = "—" if row["composite"] is None else f"{row['composite']:.3f}"
             lines.append(f"  {row['setup']}: composite {comp} over "
@@ -505,7 +516,9 @@ class Evaluation:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
+        pending = pending_state(self.results)
         parts = [f"<p><b>Evaluation</b>: {html.escape(self._summary())}</p>",
+                 f"<p><b>{html.escape(pending)}</b></p>" if pending else "",
                  self.summary._repr_html_()]
         if self.results.warnings:
             items = "".join(f"<li>{html.escape(w.message if w.source is None else str(w))}"

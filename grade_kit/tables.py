@@ -24,9 +24,8 @@ import polars as pl
 from grade_kit.schema import DIMENSIONS, SHORT_LABELS, Results
 
 __all__ = ["ABSENT_ATTRIBUTE", "LONG_TEXT", "MAX_TABLE_ROWS", "NO_COMPARISON", "NO_GRADE",
-           "NO_TOOL_CALLS",
-           "Absent", "Table", "absences", "absent_html", "column_label", "no_timing",
-           "provenance_table", "summary_table", "table"]
+           "NO_TOOL_CALLS", "Absent", "Table", "absences", "absent_html", "column_label",
+           "no_timing", "pending_state", "provenance_table", "summary_table", "table"]
 
 MAX_TABLE_ROWS = 5_000
 """The most rows a table shows; a longer frame is cut there with a line that says so and
@@ -276,6 +275,23 @@ def absences(results: Results) -> Absent:
         tool_calls=None if any(s.tool_calls.runs_exposed for s in setups) else NO_TOOL_CALLS)
 
 
+def pending_state(results: Results) -> str | None:
+    """The grade state, said first where a run is pending verification (a delivered run
+    with no grade record, docs/methodology.md §4 "Grades"): how many of N, and why, with
+    what to pass when no grader ran; None when nothing is pending."""
+    setups = results.setups.values()
+    pending = sum(s.grades.counts.pending_verification for s in setups)
+    if not pending:
+        return None
+    total = sum(s.grades.N for s in setups)
+    if results.provenance.graders:
+        return (f"{pending:,} of N = {total:,} pending verification: these runs have no "
+                "grade record.")
+    return (f"{pending:,} of N = {total:,} pending verification: no grade records and no "
+            "grader; pass grader='rules' (grade-kit: --grader rules), a model grader, or "
+            "grade records, or the resolved rate counts none of them.")
+
+
 def summary_table(results: Results) -> Table:
     """One row per setup, best resolved rate first (ties by name): N, the resolved rate with
     its 95% Wilson interval, the other grades' rates, and where measured E2E P50 and P90,
@@ -325,7 +341,9 @@ def summary_table(results: Results) -> Table:
                 if frame.get_column(c).fill_null(0).eq(0).all()]
         frame = frame.drop(zero)
     plan = results.plan
-    note = (f"Rates over N = questions × R (R = {plan.repeats}, "
+    pending = pending_state(results)
+    note = ((f"{pending} " if pending else "")
+            + f"Rates over N = questions × R (R = {plan.repeats}, "
             + ("inferred" if plan.inferred else "stated by the source"
                if plan.rule.startswith("stated") else "given")
             + "); the resolved rate with its 95% Wilson interval"

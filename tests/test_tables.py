@@ -99,3 +99,28 @@ def test_what_does_not_exist_is_said_once_per_kind() -> None:
     example = ROOT / "fixtures" / "example"
     full = gk.evaluate(example / "tasks", example / "runs.jsonl", judge="rules").absent
     assert (full.grade, full.timing, full.comparison, full.tool_calls) == (None,) * 4
+
+
+def test_runs_pending_verification_are_said_first() -> None:
+    """Without a grader the first thing a reader sees is why the resolved rate is low: the
+    fixtures' 600 slots hold 592 delivered runs (8 timed out or failed), none graded."""
+    from grade_kit.tables import pending_state
+
+    fixtures = ROOT / "fixtures"
+    ungraded = gk.evaluate(fixtures / "tasks", fixtures / "runs", judge="rules")
+    state = pending_state(ungraded.results)
+    assert state is not None and state.startswith("592 of N = 600 pending verification: no "
+                                                  "grade records and no grader; pass "
+                                                  "grader='rules'")
+    assert repr(ungraded).splitlines()[1] == f"  {state}"
+    assert ungraded._repr_html_().index(state.split(":")[0]) < ungraded._repr_html_().index(
+        "Summary: one row per setup")
+    assert ungraded.summary.note is not None and ungraded.summary.note.startswith(state)
+    graded = gk.evaluate(fixtures / "tasks", fixtures / "runs", judge="rules", grader="rules")
+    assert pending_state(graded.results) is None
+    assert "pending" not in repr(graded).splitlines()[1]
+    example = ROOT / "fixtures" / "example"
+    partly = gk.evaluate(example / "tasks", example / "runs.jsonl",
+                         grades=example / "grades.jsonl")
+    assert pending_state(partly.results) == ("2 of N = 30 pending verification: these runs "
+                                             "have no grade record.")
