@@ -208,13 +208,16 @@ def _graded_in(path: Path) -> set[str]:
 class BlindGradingPanel:
     """Grade answers blind: each shown with its question under a seeded alias only (no setup,
     run id, timing or tools); every grade is appended to ``grades_file`` as it is saved
-    (:func:`record_grade`), and answers already in the file are not offered again.
+    (:func:`record_grade`), and answers already in the file are not offered again. Every
+    field starts empty for each answer (a grade is never carried over to the next), Save
+    asks for both the core conclusion and the request fulfilment, and Undo takes the last
+    save of this panel back out of the file and offers its answer again.
 
     Args:
         tasks: The tasks.
         runs: The runs (delivered primary answers are offered, in a seeded order).
         grades_file: The grades JSONL file to append to (read first, to skip graded runs);
-            None shows how to start (no answer is offered).
+            None shows how to start, with no form and no Save (no answer is offered).
         grader: Written as each record's ``grader``; default ``"person"``.
         seed: Seed of the aliases and the order; default 0.
     """
@@ -237,23 +240,34 @@ class BlindGradingPanel:
         todo = sorted(offered, key=lambda r: r.run_id)
         random.Random(seed).shuffle(todo)
         self.queue: list[Run] = todo
+        self.total = len(todo)
         self.saved = 0
-        self.core = w.Dropdown(options=["correct", "material_error", "no_gradable_conclusion",
-                                        "pending"], description="core")
-        self.fulfilment = w.Dropdown(options=["full", "partial", "not_met", "pending"],
-                                     description="fulfilment")
+        self._undo: list[tuple[Run, int, int]] = []  # (run, file size before, after)
+        wide = w.Layout(width="100%")
+        label = {"description_width": "9em"}
+        self.core = w.Dropdown(options=[("choose", None), "correct", "material_error",
+                                        "no_gradable_conclusion", "pending"],
+                               value=None, description="core", style=label)
+        self.fulfilment = w.Dropdown(options=[("choose", None), "full", "partial", "not_met",
+                                              "pending"], value=None,
+                                     description="fulfilment", style=label)
         self.asking = w.Checkbox(description="asks for more information")
-        self.claim = w.Text(description="claim")
-        self.evidence = w.Text(description="evidence")
-        self.effect = w.Text(description="effect")
-        self.reason = w.Textarea(description="reason")
+        self.claim = w.Text(description="claim", layout=wide, style=label)
+        self.evidence = w.Text(description="evidence", layout=wide, style=label)
+        self.effect = w.Text(description="effect", layout=wide, style=label)
+        self.reason = w.Textarea(description="reason", layout=w.Layout(width="100%",
+                                                                         height="5em"),
+                                 style=label)
         self.save_button = w.Button(description="Save grade", button_style="primary")
-        self.save_button.on_click(lambda _b: self.save())
+        self.save_button.on_click(lambda _b: self._save_clicked())
+        self.undo_button = w.Button(description="Undo last save", disabled=True)
+        self.undo_button.on_click(lambda _b: self.undo())
         self.status = w.HTML()
         self.answer = w.HTML()
-        self.widget = w.VBox([self.answer, w.HBox([self.core, self.fulfilment, self.asking]),
-                              self.claim, self.evidence, self.effect, self.reason,
-                              self.save_button, self.status])
+        form = [w.HBox([self.core, self.fulfilment, self.asking]), self.claim, self.evidence,
+                self.effect, self.reason, w.HBox([self.save_button, self.undo_button]),
+                self.status]
+        self.widget = w.VBox([self.answer, *(form if self.path is not None else [])])
         self._show()
 
     def current_alias(self) -> str | None:
@@ -263,51 +277,104 @@ class BlindGradingPanel:
         run = self.queue[0]
         return answer_alias(self.seed, run.task_id, run.run_id)
 
+    def _progress(self) -> str:
+        return (f"{self.total - len(self.queue)} of {self.total} graded "
+                f"({self.saved} saved here, {len(self.queue)} left)")
+
+    def _clear(self) -> None:
+        """Every field back to empty: the next answer starts ungraded."""
+        self.core.value = None
+        self.fulfilment.value = None
+        self.asking.value = False
+        for box in (self.claim, self.evidence, self.effect, self.reason):
+            box.value = ""
+
     def _show(self) -> None:
         if self.path is None:
             self.answer.value = ("<p>No grades file: set <code>grading_file</code> (the "
                                  "explorer notebook's parameter) to grade blind.</p>")
             return
+        self.undo_button.disabled = not self._undo
         if not self.queue:
             self.answer.value = "<p>Every answer is graded.</p>"
-            self.status.value = f"{self.saved} saved to {html.escape(str(self.path))}"
+            self.save_button.disabled = True
+            self.status.value = (f"{html.escape(self._progress())}; grades in "
+                                 f"{html.escape(str(self.path))}")
             return
+        self.save_button.disabled = False
         run = self.queue[0]
         task = self._tasks[run.task_id]
         self.answer.value = (
-            f"<h4>Answer {html.escape(str(self.current_alias()))} ({len(self.queue)} left)</h4>"
+            f"<h4>Answer {html.escape(str(self.current_alias()))}: "
+            f"{html.escape(self._progress())}</h4>"
             f"<p><b>Question</b></p><pre style='white-space:pre-wrap'>"
             f"{html.escape(task.prompt)}</pre><p><b>Answer</b></p>"
             f"<pre style='white-space:pre-wrap'>{html.escape(answer_text(run))}</pre>")
 
+    def _save_clicked(self) -> None:
+        try:
+            self.save()
+        except ValueError as exc:
+            self.status.value = f"<b>Not saved</b>: {html.escape(str(exc))}"
+
     def save(self) -> Grade | None:
         """Save the grade entered for the answer on screen (appended and fsynced at once),
-        then show the next answer. Returns the record, or None when nothing is left.
+        then clear every field and show the next answer. Returns the record, or None when
+        nothing is left (or there is no grades file).
 
         Raises:
-            ValueError: when the entry is not a valid grade record (the answer stays).
+            ValueError: when the core conclusion or the request fulfilment is not chosen, or
+                the entry is not a valid grade record (the answer stays, nothing is written).
         """
         if not self.queue or self.path is None:
             return None
-        core = self.core.value
+        core, fulfilment = self.core.value, self.fulfilment.value
+        if core is None or fulfilment is None:
+            raise ValueError("choose the core conclusion and the request fulfilment first")
         grade = Grade.model_validate({
             "run_id": self.queue[0].run_id, "core_conclusion": core,
-            "request_fulfilment": self.fulfilment.value,
+            "request_fulfilment": fulfilment,
             "material_error": ("yes" if core == "material_error" else
                                "pending" if core == "pending" else "no"),
             "claim": self.claim.value or None, "evidence": self.evidence.value or None,
             "effect": self.effect.value or None, "grader": self.grader,
             "reason": self.reason.value or None,
             "needs_more_information": bool(self.asking.value)})
+        before = self.path.stat().st_size if self.path.is_file() else 0
         record_grade(self.path, grade)
-        self.queue.pop(0)
+        self._undo.append((self.queue.pop(0), before, self.path.stat().st_size))
         self.saved += 1
-        for box in (self.claim, self.evidence, self.effect, self.reason):
-            box.value = ""
-        self.asking.value = False
-        self.status.value = f"saved {self.saved} to {html.escape(str(self.path))}"
+        self._clear()
+        self.status.value = f"saved: {html.escape(self._progress())}"
         self._show()
         return grade
+
+    def undo(self) -> Run | None:
+        """Take this panel's last save back out of the grades file and offer its answer
+        again (fields empty). Returns that run, or None when there is nothing to undo.
+
+        Raises:
+            ValueError: when the file changed since that save (another writer appended or
+                truncated it): nothing is removed.
+        """
+        if not self._undo or self.path is None:
+            return None
+        run, before, after = self._undo[-1]
+        size = self.path.stat().st_size if self.path.is_file() else -1
+        if size != after:
+            raise ValueError(f"{self.path} changed since the last save ({size} bytes, not "
+                             f"{after}): nothing undone")
+        with self.path.open("r+b") as handle:
+            handle.truncate(before)
+            handle.flush()
+            os.fsync(handle.fileno())
+        self._undo.pop()
+        self.queue.insert(0, run)
+        self.saved -= 1
+        self._clear()
+        self.status.value = f"undone: {html.escape(self._progress())}"
+        self._show()
+        return run
 
     def static_html(self) -> str:
         """What a page without a kernel shows."""

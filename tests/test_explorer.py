@@ -76,9 +76,17 @@ def test_blind_grades_are_appended_at_once_and_never_offered_twice(tmp_path: Pat
                       "request_fulfilment": "partial", "material_error": "yes",
                       "claim": "the claim", "grader": "ana", "needs_more_information": True}
     assert panel.claim.value == "" and len(panel.queue) == 2
+    # every field starts empty for the next answer: nothing is carried over
+    assert (panel.core.value, panel.fulfilment.value, panel.asking.value) == (None, None, False)
+    assert "1 of 3 graded (1 saved here, 2 left)" in panel.answer.value
+    with pytest.raises(ValueError, match="choose the core conclusion"):
+        panel.save()
+    panel.save_button.click()  # a click without a choice writes nothing and says why
+    assert len(path.read_text().splitlines()) == 1 and "Not saved" in panel.status.value
     again = BlindGradingPanel(TASKS, RUNS, path, grader="ana", seed=3)  # a new kernel
     assert first not in {r.run_id for r in again.queue} and len(again.queue) == 2
     while again.queue:
+        again.core.value, again.fulfilment.value = "correct", "full"
         again.save()
     assert "Every answer is graded" in again.answer.value and again.save() is None
     graded = gk.evaluate(TASKS, RUNS, grades=path)
@@ -86,8 +94,31 @@ def test_blind_grades_are_appended_at_once_and_never_offered_twice(tmp_path: Pat
     assert graded.results.setups["A"].grades.ungraded == 0
 
 
+def test_the_last_save_can_be_undone(tmp_path: Path) -> None:
+    path = tmp_path / "blind.jsonl"
+    path.write_text('{"run_id": "elsewhere", "core_conclusion": "correct"}\n')
+    panel = BlindGradingPanel(TASKS, RUNS, path, seed=3)
+    assert panel.undo() is None and panel.undo_button.disabled
+    kept = path.read_bytes()
+    first = panel.queue[0]
+    panel.core.value, panel.fulfilment.value, panel.claim.value = "correct", "full", "x"
+    panel.save()
+    assert not panel.undo_button.disabled
+    panel.undo_button.click()
+    assert path.read_bytes() == kept  # exactly the line written, no more
+    assert panel.queue[0] is first and panel.saved == 0 and panel.claim.value == ""
+    panel.core.value, panel.fulfilment.value = "correct", "full"
+    panel.save()
+    with path.open("a") as handle:  # another writer appended since
+        handle.write("{}\n")
+    with pytest.raises(ValueError, match="changed since the last save"):
+        panel.undo()
+    assert len(path.read_text().splitlines()) == 3
+
+
 def test_without_a_grades_file_the_panel_offers_nothing() -> None:
     panel = BlindGradingPanel(TASKS, RUNS, None)
     assert panel.queue == [] and panel.save() is None
+    assert list(panel.widget.children) == [panel.answer]  # no form, no Save
     assert "set <code>grading_file</code>" in panel.answer.value
     assert "needs a live kernel and a grades file" in panel._repr_mimebundle_()["text/html"]
