@@ -279,6 +279,10 @@ def test_the_fetch_notebook_fetches_from_a_real_server(tmp_path: Path,
     secret = "sk-test-NOTEBOOK-9876543210"
     monkeypatch.setenv("GK_NB_KEY", secret)  # the kernel inherits it; the files must not
     server = DemoServer(tasks, fixtures / "packs", latency_scale=0.01).start()
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "hasty.jsonl").write_text(json.dumps(  # one slot failed before
+        {"run_id": "seeded-failure", "setup": "hasty", "task_id": tasks[0].task_id,
+         "repeat": 1, "status": "failed", "error": "seeded"}) + "\n")
     try:
         papermill.execute_notebook(
             str(ROOT / "notebooks" / "fetch.ipynb"), str(tmp_path / "fetch.ipynb"),
@@ -286,9 +290,20 @@ def test_the_fetch_notebook_fetches_from_a_real_server(tmp_path: Path,
                         "api_key_env": "GK_NB_KEY",
                         "timeout_s": server.timeout_s, "out": str(tmp_path / "runs")},
             kernel_name="python3", cwd=str(tmp_path), progress_bar=False)
+        first = [json.loads(x) for x in (tmp_path / "runs" / "hasty.jsonl").read_text()
+                 .splitlines()]
+        failed = {r["run_id"] for r in first if r["status"] != "delivered"}
+        assert "seeded-failure" in failed  # a resumed fetch left the failed slot as it was
+        papermill.execute_notebook(  # again, re-running what failed: each once, linked
+            str(ROOT / "notebooks" / "fetch.ipynb"), str(tmp_path / "again.ipynb"),
+            parameters={"endpoint": server.url, "models": ["hasty"], "repeats": 1,
+                        "api_key_env": "GK_NB_KEY", "rerun_failed": True,
+                        "timeout_s": server.timeout_s, "out": str(tmp_path / "runs")},
+            kernel_name="python3", cwd=str(tmp_path), progress_bar=False)
     finally:
         server.stop()
     lines = (tmp_path / "runs" / "hasty.jsonl").read_text().splitlines()
+    assert sorted(json.loads(x)["attempt_of"] for x in lines[len(first):]) == sorted(failed)
     assert len({json.loads(x)["task_id"] for x in lines}) == 40
     assert "hasty: 40 slots planned" in (tmp_path / "fetch.ipynb").read_text()
     for path in tmp_path.rglob("*"):
