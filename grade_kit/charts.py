@@ -558,7 +558,12 @@ def significance_chart(comparisons: pl.DataFrame | pd.DataFrame,
 OFFLINE_ENV = "GRADE_KIT_OFFLINE_HTML"
 """When this environment variable is ``1`` (``grade-kit report`` sets it for the notebooks it
 runs), charts render as a bare ``vegaEmbed`` call whose libraries the report's page inlines
-once; otherwise Altair's default renderer is used (JupyterLab shows charts natively)."""
+once (interactive, with tooltips). Otherwise, importing this module switches Altair from its
+default renderer (which loads vega from a CDN, so draws nothing offline, and whose Vega-Lite 6
+specs JupyterLab's own renderer does not take) to ``svg``: each chart drawn by vl-convert as
+an SVG image, which JupyterLab, classic Notebook and VS Code show with or without internet,
+and a saved notebook shows again on reopening (static: no tooltips). A renderer the user
+enabled before the import is kept; ``alt.renderers.enable(...)`` after it chooses another."""
 
 
 def _script_safe(spec: dict[str, Any]) -> str:
@@ -585,3 +590,5 @@ def _offline_renderer(spec: dict[str, Any], **_: Any) -> dict[str, str]:
 alt.renderers.register("grade_kit_offline", _offline_renderer)
 if os.environ.get(OFFLINE_ENV) == "1":
     alt.renderers.enable("grade_kit_offline")
+elif alt.renderers.active == "default":  # chosen once, here (see OFFLINE_ENV)
+    alt.renderers.enable("svg")

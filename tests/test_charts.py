@@ -188,3 +188,34 @@ def test_a_wide_latency_span_is_drawn_on_a_log_axis_and_many_setups_get_dashes()
     assert "strokeDash" in line  # 12 setups: colours repeat, dashes tell them apart
     texts = [r["mark"] for rows in spec["datasets"].values() for r in rows if "mark" in r]
     assert sorted(set(texts)) == ["P50", "P90"]  # the marks are labelled
+
+
+@pytest.mark.parametrize(("before", "env", "active"), [
+    (None, None, "svg"), (None, "1", "grade_kit_offline"), ("html", None, "html")])
+def test_the_renderer_is_chosen_once_on_import(before: str | None, env: str | None,
+                                               active: str) -> None:
+    """In a notebook a chart draws without the network (an SVG image, never a CDN script);
+    in grade-kit report's kernels it is the offline page's vegaEmbed call; a renderer the
+    user chose first is kept."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import altair as alt\n"
+            + (f"alt.renderers.enable({before!r})\n" if before else "")
+            + "import grade_kit.charts as c, polars as pl\n"
+            "chart = c.rates_chart(pl.DataFrame({'setup': ['a'], 'subset': ['all'], 'N': [10],"
+            " 'resolved_rate': [0.5], 'resolved_ci_low': [0.4], 'resolved_ci_high': [0.6]}))\n"
+            "bundle = chart._repr_mimebundle_()\n"
+            "bundle = bundle[0] if isinstance(bundle, tuple) else bundle\n"
+            "print(alt.renderers.active, sorted(bundle), 'cdn.jsdelivr' in str(bundle))")
+    environment = {k: v for k, v in os.environ.items() if k != "GRADE_KIT_OFFLINE_HTML"}
+    if env:
+        environment["GRADE_KIT_OFFLINE_HTML"] = env
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=environment, check=True).stdout.split()
+    assert out[0] == active
+    if active == "svg":
+        assert "'image/svg+xml'" in " ".join(out) and out[-1] == "False"
+    if active == "grade_kit_offline":
+        assert out[1:-1] == ["['text/html']"] and out[-1] == "False"

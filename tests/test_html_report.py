@@ -313,7 +313,8 @@ def test_the_fetch_notebook_fetches_from_a_real_server(tmp_path: Path,
 
 def test_a_notebook_runs_on_its_defaults_from_any_folder(tmp_path: Path) -> None:
     """`papermill notebooks/scorecard.ipynb out.ipynb` from another folder, no parameter:
-    the notebook shows the demo suite and its recorded runs, found from the package."""
+    the notebook shows the demo suite and its recorded runs, found from the package, and
+    its charts as SVG images."""
     import papermill
 
     papermill.execute_notebook(str(ROOT / "notebooks" / "scorecard.ipynb"),
@@ -321,6 +322,8 @@ def test_a_notebook_runs_on_its_defaults_from_any_folder(tmp_path: Path) -> None
                                cwd=str(tmp_path), progress_bar=False)
     text = (tmp_path / "out.ipynb").read_text()
     assert "Evaluation(3 setups, 40 tasks, 600 runs" in text
+    # its charts draw without the network: SVG images, no script from a CDN
+    assert "image/svg+xml" in text and "cdn.jsdelivr" not in text and "vega@" not in text
 
 
 def test_a_failing_report_leaves_no_page_behind(tmp_path: Path) -> None:
