@@ -342,8 +342,9 @@ class Evaluation:
     @property
     def absent(self) -> Absent:
         """Why a kind of figure does not exist here (:class:`grade_kit.tables.Absent`:
-        ``grade``, ``timing``, ``comparison``, each a sentence or None): what a table shows
-        instead (``gk.table(ev.leaderboard, absent=ev.absent.grade)``)."""
+        ``grade``, ``timing``, ``comparison``, ``tool_calls``, each a sentence or None): what
+        a table shows instead (``gk.table(ev.leaderboard, absent=ev.absent.grade)``) and why
+        ``grade-kit report`` leaves a section out."""
         return absences(self.results)
 
     @property
