@@ -521,10 +521,10 @@ class Evaluation:
         parts = [f"<p><b>Evaluation</b>: {html.escape(self._summary())}</p>",
                  f"<p><b>{html.escape(pending)}</b></p>" if pending else "",
                  self.summary._repr_html_()]
-        if self.results.warnings:
-            items = "".join(f"<li>{html.escape(w.message if w.source is None else str(w))}"
-                            "</li>" for w in self.results.warnings)
-            parts.append(f"<p>Warnings:</p><ul>{items}</ul>")
+        if self.results.warnings:  # listed once, by .warnings (the scorecard's own section)
+            count = len(self.results.warnings)
+            parts.append(f"<p>{count} warning{'' if count == 1 else 's'}: "
+                         "<code>.warnings</code> lists them.</p>")
         if self.inputs.rejected:
             parts.append(f"<p>{len(self.inputs.rejected)} input records rejected: see "
                          "<code>.rejected</code>.</p>")
