@@ -151,3 +151,12 @@ def test_setups_rank_in_their_intended_order(demo_results: dict[str, Any]) -> No
     for setup in overall.values():
         assert all(v is not None for v in setup["dimensions"].values())
         assert setup["tasks"] == 40
+
+
+def test_a_notebook_fetches_the_demo_suite_when_given_no_tasks(tmp_path: Path) -> None:
+    from grade_kit.demo import tasks_or_demo
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    assert tasks_or_demo(None, None) == (fixtures / "tasks", fixtures / "packs")
+    assert tasks_or_demo(None, tmp_path) == (fixtures / "tasks", tmp_path)
+    assert tasks_or_demo(tmp_path / "t", None) == (tmp_path / "t", None)  # no tool

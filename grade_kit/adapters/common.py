@@ -4,7 +4,6 @@ mapping, merging several logs, and writing or validating the result."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,7 +82,7 @@ def merge_imported(parts: list[Imported]) -> Imported:
 
 def write_imported(imported: Imported, out_dir: Path | str) -> dict[str, Path]:
     """Write ``tasks.jsonl``, ``runs.jsonl`` and ``grades.jsonl`` (and ``NOTES.md``)."""
-    from grade_kit.report.files import atomic_write
+    from grade_kit.report.files import atomic_write_text
     from grade_kit.report.markdown import md_cell
 
     out = Path(out_dir)
@@ -94,17 +93,11 @@ def write_imported(imported: Imported, out_dir: Path | str) -> dict[str, Path]:
         lines = [json.dumps(r.model_dump(mode="json", exclude_none=name == "tasks",
                                          by_alias=False), ensure_ascii=False) + "\n"
                  for r in records]
-        atomic_write(paths[name], _writer("".join(lines)))
-    paths["notes"] = atomic_write(out / "NOTES.md", _writer(
+        atomic_write_text(paths[name], "".join(lines))
+    paths["notes"] = atomic_write_text(out / "NOTES.md", (
         "# Import notes\n\n"
         + "".join(f"- {md_cell(n)}\n" for n in dict.fromkeys(imported.notes))))
     return paths
-
-
-def _writer(text: str) -> Callable[[Path], None]:
-    def write(path: Path) -> None:
-        path.write_text(text, encoding="utf-8")
-    return write
 
 
 def to_inputs(imported: Imported) -> Inputs:

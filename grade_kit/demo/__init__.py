@@ -31,6 +31,7 @@ __all__ = [
     "generate_packs",
     "record_runs",
     "solve",
+    "tasks_or_demo",
     "write_task_suite",
 ]
 
@@ -78,3 +79,14 @@ def demo_fixtures() -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return kept
+
+
+def tasks_or_demo(tasks: Path | str | None,
+                  packs: Path | str | None) -> tuple[Path | str, Path | str | None]:
+    """What a notebook fetches: ``tasks`` and ``packs`` as given; with ``tasks`` None, the
+    demo suite's tasks (:func:`demo_fixtures`) and, unless ``packs`` is given, its packs
+    (with tasks of one's own, ``packs`` None stays None: no SQL tool)."""
+    if tasks is not None:
+        return tasks, packs
+    fixtures = demo_fixtures()
+    return fixtures / "tasks", fixtures / "packs" if packs is None else packs
