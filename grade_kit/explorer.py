@@ -2,10 +2,11 @@
 run's answer, scores and :meth:`~grade_kit.Evaluation.explain`), and a blind-grading panel
 that appends each grade to a grades file as it is entered.
 
-Both degrade to static HTML where no kernel runs (an nbconvert export): each displays as the
-live widget in Jupyter and as static tables elsewhere (the HTML export drops the widget
-state, so the static tables are what a reader of the page sees). Model text is always
-escaped.
+Each displays as two outputs: a static copy (HTML tables), then the live widget. While the
+widget is on screen it hides the copy; where it cannot be (an nbconvert export, a notebook
+saved without widget state and opened again, an untrusted notebook, a front end without
+widgets) the copy shows, and the live view's "model not found" placeholder is hidden. Model
+text is always escaped.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from __future__ import annotations
 import html
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -25,9 +26,11 @@ from grade_kit.judges.model import answer_alias
 from grade_kit.report.files import record_line
 from grade_kit.schema import Grade, Run, Task
 from grade_kit.standard.blind.sheet import answer_text
-from grade_kit.tables import table
+from grade_kit.tables import cell_text, column_label, table
 
-__all__ = ["FILTERS", "BlindGradingPanel", "Explorer", "filter_runs", "record_grade"]
+__all__ = ["FILTERS", "INFORMATIVE", "KEYS_CLASS", "LISTED", "SORTS", "BlindGradingPanel",
+           "Explorer", "filter_runs", "listing", "most_informative_first", "record_grade",
+           "sort_runs"]
 
 FILTERS = ("setup", "track", "pack", "task_id", "grade")
 """The columns of :attr:`Evaluation.runs` the explorer filters on."""
@@ -63,10 +66,27 @@ def _options(frame: pl.DataFrame, column: str) -> list[Any]:
 
 SHOWN = ("run_id", "setup", "task_id", "repeat", "status", "grade", "composite", "e2e_s",
          "tool_calls")
-"""The columns of the explorer's run table."""
+"""The columns of the static explorer's run table."""
+
+LISTED = ("run_id", "setup", "grade", "composite", "e2e_s", "tool_calls")
+"""The columns of the live explorer's run list (the rest of a run is in its details)."""
 
 _GRADE_ORDER = {"material_error": 0, "partially_resolved": 1, "unresolved": 2,
                 "pending_verification": 3, "resolved": 4}
+
+INFORMATIVE = "most informative first"
+SORTS: dict[str, list[tuple[str, bool]]] = {
+    INFORMATIVE: [],
+    "lowest composite first": [("composite", False)],
+    "highest composite first": [("composite", True)],
+    "slowest first": [("e2e_s", True)],
+    "fastest first": [("e2e_s", False)],
+    "most tool calls first": [("tool_calls", True)],
+    "setup, task, repeat": [],
+    "run id": [("run_id", False)],
+}
+"""The live explorer's orders: (column, descending) keys, ties by setup, task and repeat;
+nulls always last. :data:`INFORMATIVE` is :func:`most_informative_first`."""
 
 
 def most_informative_first(runs: pl.DataFrame) -> pl.DataFrame:
@@ -85,18 +105,106 @@ def most_informative_first(runs: pl.DataFrame) -> pl.DataFrame:
             .drop("_rank", "disagreement"))
 
 
-def _rows_html(shown: pl.DataFrame, rows: int, live: bool = True) -> str:
+def sort_runs(runs: pl.DataFrame, order: str = INFORMATIVE) -> pl.DataFrame:
+    """``runs`` in one of the :data:`SORTS` orders (default the most informative first).
+
+    Raises:
+        ValueError: for an order that is not one of :data:`SORTS`.
+    """
+    if order not in SORTS:
+        raise ValueError(f"unknown order {order!r}; orders: {list(SORTS)}")
+    if order == INFORMATIVE:
+        return most_informative_first(runs)
+    keys = [*SORTS[order], ("setup", False), ("task_id", False), ("repeat", False),
+            ("run_id", False)]
+    return runs.sort([k for k, _ in keys], descending=[d for _, d in keys], nulls_last=True)
+
+
+def _rows_html(shown: pl.DataFrame, rows: int) -> str:
     """The first ``rows`` of ``shown`` as a formatted table, saying how many more there are
-    and (``live``) how to reach them, or (static) where they are."""
+    and where they are."""
     more = shown.height - rows
-    reach = ("narrow the filters to see them" if live
-             else "every run is in ev.runs, and the live explorer filters them")
+    reach = "every run is in ev.runs, and the live explorer filters and pages them"
     return table(shown.head(rows), note=(f"{more:,} more runs: {reach}." if more > 0
                                          else None))._repr_html_()
 
 
+def listing(page: pl.DataFrame) -> tuple[str, list[tuple[str, str]]]:
+    """The run list's header and one ``(label, run_id)`` option per row of ``page`` (rows of
+    ``ev.runs``): the :data:`LISTED` columns as every table formats them
+    (:func:`~grade_kit.tables.cell_text`), padded to a common width (ipywidgets shows the
+    spaces as no-break ones, so they line up), numbers right-aligned, run ids in full."""
+    numeric = [page.schema[c].is_numeric() for c in LISTED]
+    header = [column_label(c) for c in LISTED]
+    cells = [[cell_text(v, c) for v, c in zip(row, LISTED, strict=True)]
+             for row in page.select(*LISTED).iter_rows()]
+    widths = [max([len(header[i]), *(len(r[i]) for r in cells)]) for i in range(len(LISTED))]
+
+    def line(values: list[str]) -> str:
+        return "  ".join(v.rjust(n) if right else v.ljust(n)
+                         for v, n, right in zip(values, widths, numeric, strict=True)).rstrip()
+
+    ids = page.get_column("run_id").to_list()
+    return line(header), [(line(r), rid) for r, rid in zip(cells, ids, strict=True)]
+
+
+KEYS_CLASS = "gk-keys"
+"""The class of a live view whose keys are its own: in JupyterLab's command mode the arrow
+keys, Enter and the letters move between cells, so a list box or a drop-down could not be
+worked from the keyboard. A control of such a view marks itself
+``data-lm-suppress-shortcuts`` (JupyterLab's own switch) when it takes the focus, and the
+keys reach it."""
+
+_KEYS_SCRIPT = ("<script>if(!window.gkKeys){window.gkKeys=true;document.addEventListener("
+                "'focusin',function(e){var t=e.target;if(t&&t.closest&&t.closest("
+                f"'.{KEYS_CLASS}')){{t.setAttribute('data-lm-suppress-shortcuts','true')}}"
+                "},true)}</script>")
+
+
+def _static_copy(key: str, inner: str) -> str:
+    """A widget's static copy, shown where its live view cannot be: ``inner`` marked with
+    ``key``; a style that hides the live view's "model not found" placeholder in the same
+    cell (a notebook saved without widget state and opened again shows the copy instead);
+    and the one-line script that gives a live view's keys to its controls
+    (:data:`KEYS_CLASS`; it runs only where the notebook is trusted)."""
+    return (f'<div data-gk-static="{key}">{inner}</div><style>'
+            f'.jp-Cell:has([data-gk-static="{key}"]) .jp-OutputArea-child:has('
+            "> .jp-OutputArea-output.jupyter-widgets){display:none}</style>" + _KEYS_SCRIPT)
+
+
+def _live_style(key: str) -> str:
+    """The style the live view carries: it hides the static copy marked ``key`` while the
+    live view is on screen (and with it, when the view goes, the copy shows again)."""
+    return (f'<style>.jp-OutputArea-child:has([data-gk-static="{key}"]){{display:none}}'
+            ".gk-run-list select,.gk-run-head{font-family:var(--jp-code-font-family,monospace);"
+            "font-size:var(--jp-code-font-size,13px)}"
+            ".gk-run-list select{width:max-content;min-width:100%}"
+            ".gk-run-head{white-space:pre;padding:0 6px;font-weight:bold;"
+            "border-bottom:1px solid var(--jp-border-color1,#ccc)}"
+            ".gk-run-detail .widget-html-content{white-space:normal;min-width:0;width:100%}"
+            ".gk-run-detail pre{white-space:pre-wrap;overflow-wrap:anywhere}</style>")
+
+
+def _display_live(widget: Any, static_html: str, key: str, text: str) -> None:
+    """Display a widget as two outputs: its static copy (HTML; what nbconvert, an untrusted
+    or reopened notebook and a front end without widgets show), then the live view (with an
+    empty HTML alternative, so the copy is never shown twice)."""
+    from IPython.display import display
+
+    show = cast(Callable[..., None], display)  # IPython's display is untyped
+    show({"text/html": _static_copy(key, static_html), "text/plain": text}, raw=True)
+    bundle: dict[str, Any] = dict(widget._repr_mimebundle_() or {})
+    bundle["text/html"] = ""
+    show(bundle, raw=True)
+
+
 class Explorer:
-    """Filter the runs of an evaluation and read one run in full.
+    """Filter, sort and page the runs of an evaluation, and read one run in full beside them.
+
+    Each filter lists only the values that exist among the runs the other filters keep, with
+    their counts, so every combination offered matches some run. The run list is a list box:
+    click a run, or move through it with the arrow keys, and its details show on the right.
+    The first view is the most informative runs first (:func:`most_informative_first`).
 
     Args:
         evaluation: The :class:`~grade_kit.Evaluation` to explore.
@@ -104,27 +212,58 @@ class Explorer:
     """
 
     def __init__(self, evaluation: Evaluation, rows: int = 20) -> None:
+        import uuid
+
         import ipywidgets as w
 
         self.evaluation = evaluation
-        self.rows = rows
+        self.rows = max(1, rows)
+        self.page = 0
+        self.key = uuid.uuid4().hex
         self._runs = to_polars(evaluation.runs)
         self._records = evaluation.inputs.runs
         # the runs frame holds the records' ids in their order: no record is read for it
         self._index = {rid: i for i, rid in enumerate(
             evaluation.data.runs.get_column("run_id").to_list())}
-        self.filters = {c: w.Dropdown(options=_options(self._runs, c), value=ALL,
-                                      description=c.replace("_id", ""))
+        self._quiet = False
+        self._ordered = self._runs
+        label = {"description_width": "3.5em"}
+        self.filters = {c: w.Dropdown(options=[(ALL, ALL)], value=ALL, style=label,
+                                      description=c.removesuffix("_id"),
+                                      layout=w.Layout(width="15em"))
                         for c in FILTERS}
-        self.run_choice = w.Dropdown(options=[], description="run")
-        self.table = w.HTML()
-        self.detail = w.HTML()
+        self.sort = w.Dropdown(options=list(SORTS), value=INFORMATIVE, description="order",
+                               style=label, layout=w.Layout(width="17em"))
+        self.count = w.HTML()
+        self.count.add_class("gk-explorer-count")
+        self.head = w.HTML()
+        self.run_choice = w.Select(options=[], rows=self.rows, layout=w.Layout(width="auto"))
+        self.run_choice.add_class("gk-run-list")
+        self.previous = w.Button(description="◀ previous", layout=w.Layout(width="8em"),
+                                 tooltip="the previous page of runs")
+        self.next = w.Button(description="next ▶", layout=w.Layout(width="8em"),
+                             tooltip="the next page of runs")
+        self.where = w.HTML()
+        self.detail = w.HTML(layout=w.Layout(flex="1 1 30em", min_width="30em", max_height="46em",
+                                             overflow="auto", padding="0 0 0 1em"))
+        self.detail.add_class("gk-run-detail")
         for widget in self.filters.values():
             widget.observe(self._refresh, names="value")
+        self.sort.observe(self._refresh, names="value")
         self.run_choice.observe(self._show_run, names="value")
-        self.widget = w.VBox([w.HBox(list(self.filters.values())[:3]),
-                              w.HBox(list(self.filters.values())[3:]), self.table,
-                              self.run_choice, self.detail])
+        self.previous.on_click(lambda _b: self.turn(-1))
+        self.next.on_click(lambda _b: self.turn(1))
+        runs = w.VBox([self.count, w.Box([w.VBox([self.head, self.run_choice])],
+                                         layout=w.Layout(overflow="auto")),
+                       w.HBox([self.previous, self.next, self.where])],
+                      layout=w.Layout(flex="0 1 auto", max_width="100%"))
+        self.widget = w.VBox([
+            w.HTML(_live_style(self.key)),
+            w.HBox([*self.filters.values(), self.sort],
+                   layout=w.Layout(flex_flow="row wrap")),
+            w.HBox([runs, self.detail], layout=w.Layout(flex_flow="row wrap",
+                                                        align_items="flex-start"))])
+        self.widget.add_class(KEYS_CLASS)
         self._refresh()
 
     def chosen(self) -> dict[str, Any]:
@@ -137,14 +276,68 @@ class Explorer:
         assert isinstance(frame, pl.DataFrame)
         return frame
 
+    def _narrow(self) -> None:
+        """Each filter's options: the values among the runs the other filters keep, with
+        their counts; the chosen value stays (with a count of 0 if nothing has it)."""
+        chosen = self.chosen()
+        for column, widget in self.filters.items():
+            others = filter_runs(self._runs, **{c: v for c, v in chosen.items()
+                                                if c != column})
+            assert isinstance(others, pl.DataFrame)
+            counts = dict(others.get_column(column).drop_nulls().value_counts().iter_rows())
+            value = chosen[column]
+            if value != ALL and value not in counts:
+                counts[value] = 0
+            options = [(f"{ALL} {others.height:,}", ALL),
+                       *((f"{v} {counts[v]:,}", v) for v in sorted(counts))]
+            if tuple(widget.options) != tuple(options):
+                widget.options = options
+                widget.value = value
+
     def _refresh(self, _change: Any = None) -> None:
-        frame = most_informative_first(self.selected())
-        shown = frame.select(*SHOWN)
-        self.table.value = (f"<p>{frame.height} runs, the most informative first</p>"
-                            + _rows_html(shown, self.rows))
-        ids = frame.get_column("run_id").to_list()
-        self.run_choice.options = ids
-        self.run_choice.value = ids[0] if ids else None
+        if self._quiet:
+            return
+        self._quiet = True
+        try:
+            self._narrow()
+        finally:
+            self._quiet = False
+        self._ordered = sort_runs(self.selected(), self.sort.value)
+        self.page = 0
+        self._show_page()
+
+    @property
+    def pages(self) -> int:
+        """How many pages the runs the filters keep fill (at least 1)."""
+        return max(1, -(-self._ordered.height // self.rows))
+
+    def turn(self, by: int) -> None:
+        """Show the page ``by`` pages on (negative: back), within the first and last."""
+        self.page = min(max(self.page + by, 0), self.pages - 1)
+        self._show_page()
+
+    def _show_page(self) -> None:
+        total = self._ordered.height
+        page = self._ordered.slice(self.page * self.rows, self.rows)
+        header, options = listing(page)
+        self.count.value = (f"<b>{total:,}</b> of {self._runs.height:,} runs, "
+                            f"{html.escape(self.sort.value)}" if total else
+                            "<b>No run matches</b>: this evaluation holds no runs."
+                            if not self._runs.height else
+                            f"<b>No run matches</b> these filters: set one back to {ALL}.")
+        self.head.value = f"<div class='gk-run-head'>{html.escape(header)}</div>"
+        first = page.height and self.page * self.rows + 1
+        self.where.value = (f"runs {first:,}–{self.page * self.rows + page.height:,} of "
+                            f"{total:,} (page {self.page + 1:,} of {self.pages:,})"
+                            if total else "")
+        self.previous.disabled = self.page == 0
+        self.next.disabled = self.page >= self.pages - 1
+        self._quiet = True
+        try:
+            self.run_choice.options = options
+            self.run_choice.value = options[0][1] if options else None
+        finally:
+            self._quiet = False
         self._show_run()
 
     def run_html(self, run_id: str) -> str:
@@ -153,12 +346,17 @@ class Explorer:
         run = None if at is None else self._records[at]  # the one model built, on demand
         answer = (answer_text(run) if run is not None and run.response is not None
                   else "(no answer delivered)")
-        return (f"<h4>Answer</h4><pre style='white-space:pre-wrap'>{html.escape(answer)}</pre>"
+        return (f"<h4>Run {html.escape(run_id)}</h4><p><b>Answer</b></p>"
+                f"<pre style='white-space:pre-wrap'>{html.escape(answer)}</pre>"
                 + self.evaluation.explain(run_id)._repr_html_())
 
     def _show_run(self, _change: Any = None) -> None:
+        if self._quiet:
+            return
         run_id = self.run_choice.value
-        self.detail.value = "" if run_id is None else self.run_html(run_id)
+        self.detail.value = (self.run_html(run_id) if run_id is not None
+                             else "<p>Pick a run to read it here.</p>"
+                             if self.run_choice.options else "")
 
     def static_html(self) -> str:
         """What a page without a kernel shows: runs per setup and grade, and the first runs."""
@@ -166,16 +364,14 @@ class Explorer:
                   .pivot(on="grade", index="setup", values="run_id", aggregate_function="len")
                   .sort("setup").fill_null(0))
         shown = most_informative_first(self._runs).select(*SHOWN)
-        return ("<p><b>Explorer</b> (static: filters need a live kernel). Primary runs per "
-                "setup and grade:</p>" + table(counts)._repr_html_()
+        return ("<p><b>Explorer</b> (static: its filters need a live kernel; in Jupyter, run "
+                "this cell). Primary runs per setup and grade:</p>" + table(counts)._repr_html_()
                 + f"<p>The {min(self.rows, self._runs.height)} most informative of "
                 f"{self._runs.height} runs (material errors, then questions the setups "
-                "disagree on, then the weakest):</p>" + _rows_html(shown, self.rows, False))
+                "disagree on, then the weakest):</p>" + _rows_html(shown, self.rows))
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        bundle: dict[str, Any] = dict(self.widget._repr_mimebundle_() or {})
-        bundle["text/html"] = self.static_html()
-        return bundle
+    def _ipython_display_(self) -> None:
+        _display_live(self.widget, self.static_html(), self.key, repr(self))
 
     def __repr__(self) -> str:
         return f"Explorer({self._runs.height} runs; filters {', '.join(FILTERS)})"
@@ -226,6 +422,7 @@ class BlindGradingPanel:
                  grades_file: Path | str | None, *, grader: str = "person",
                  seed: int = 0) -> None:
         import random
+        import uuid
 
         import ipywidgets as w
 
@@ -267,7 +464,10 @@ class BlindGradingPanel:
         form = [w.HBox([self.core, self.fulfilment, self.asking]), self.claim, self.evidence,
                 self.effect, self.reason, w.HBox([self.save_button, self.undo_button]),
                 self.status]
-        self.widget = w.VBox([self.answer, *(form if self.path is not None else [])])
+        self.key = uuid.uuid4().hex
+        self.widget = w.VBox([w.HTML(_live_style(self.key)), self.answer,
+                              *(form if self.path is not None else [])])
+        self.widget.add_class(KEYS_CLASS)
         self._show()
 
     def current_alias(self) -> str | None:
@@ -383,10 +583,8 @@ class BlindGradingPanel:
         return (f"<p><b>Blind grading</b> needs a live kernel: {len(self.queue)} answers "
                 f"await a grade; grades go to <code>{html.escape(str(self.path))}</code>.</p>")
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        bundle: dict[str, Any] = dict(self.widget._repr_mimebundle_() or {})
-        bundle["text/html"] = self.static_html()
-        return bundle
+    def _ipython_display_(self) -> None:
+        _display_live(self.widget, self.static_html(), self.key, repr(self))
 
     def __repr__(self) -> str:
         return f"BlindGradingPanel({len(self.queue)} answers to grade -> {self.path})"

@@ -24,8 +24,9 @@ import polars as pl
 from grade_kit.schema import DIMENSIONS, SHORT_LABELS, Results
 
 __all__ = ["ABSENT_ATTRIBUTE", "LONG_TEXT", "MAX_TABLE_ROWS", "NO_COMPARISON", "NO_GRADE",
-           "NO_TOOL_CALLS", "Absent", "Table", "absences", "absent_html", "column_label",
-           "no_timing", "pending_state", "provenance_table", "summary_table", "table"]
+           "NO_TOOL_CALLS", "Absent", "Table", "absences", "absent_html", "cell_text",
+           "column_label", "no_timing", "pending_state", "provenance_table", "summary_table",
+           "table"]
 
 MAX_TABLE_ROWS = 5_000
 """The most rows a table shows; a longer frame is cut there with a line that says so and
@@ -73,7 +74,10 @@ def _number(value: float, name: str) -> str:
     return f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
 
 
-def _cell(value: Any, name: str) -> str:
+def cell_text(value: Any, name: str) -> str:
+    """One value of column ``name`` as every table shows it: ``—`` for null, ``yes``/``no``,
+    thousands separators (not for labels such as ``repeat``), seconds to 2 decimals, rates to
+    3, p-values to 3 significant digits (``< 0.001`` below)."""
     if value is None:
         return "—"
     if isinstance(value, bool):
@@ -83,7 +87,7 @@ def _cell(value: Any, name: str) -> str:
     if isinstance(value, float):
         return _number(value, name)
     if isinstance(value, list | tuple):
-        return ", ".join(_cell(v, name) for v in value)
+        return ", ".join(cell_text(v, name) for v in value)
     return str(value)
 
 
@@ -130,7 +134,7 @@ class Table:
         numeric = [dtype.is_numeric() or name in merged
                    for name, dtype in shown.schema.items()]
         header = [column_label(c) for c in shown.columns]
-        rows = [[_cell(v, name) for v, name in zip(row, shown.columns, strict=True)]
+        rows = [[cell_text(v, name) for v, name in zip(row, shown.columns, strict=True)]
                 for row in shown.iter_rows()]
         return header, rows, numeric
 

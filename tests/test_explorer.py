@@ -7,10 +7,18 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import polars as pl
 import pytest
 
 import grade_kit as gk
-from grade_kit.explorer import BlindGradingPanel, Explorer, filter_runs
+from grade_kit.explorer import (
+    KEYS_CLASS,
+    BlindGradingPanel,
+    Explorer,
+    filter_runs,
+    listing,
+    sort_runs,
+)
 from tests.conftest import make_run, make_task
 
 HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
@@ -38,21 +46,102 @@ def test_filters_keep_the_rows_that_match_and_return_the_same_kind() -> None:
         filter_runs(EV.runs, colour="red")
 
 
+def _ids(ex: Explorer) -> list[str]:
+    return [run_id for _label, run_id in ex.run_choice.options]
+
+
 def test_the_explorer_follows_its_filters_and_escapes_answers() -> None:
     ex = Explorer(EV)
     # the most informative first: the material error, the unresolved run, then resolved ones
-    options = list(ex.run_choice.options)
-    assert options[:2] == ["b2", "b1"] and sorted(options[2:]) == ["a1", "a2"]
+    assert _ids(ex)[:2] == ["b2", "b1"] and sorted(_ids(ex)[2:]) == ["a1", "a2"]
+    assert ex.run_choice.value == "b2" and "Run b2" in ex.detail.value
     ex.filters["setup"].value = "A"
     ex.filters["task_id"].value = "t2"
-    assert list(ex.run_choice.options) == ["a2"] and ex.run_choice.value == "a2"
+    assert _ids(ex) == ["a2"] and ex.run_choice.value == "a2"
     assert "&lt;script&gt;" in ex.detail.value and "<script>" not in ex.detail.value
-    assert "1 runs" in ex.table.value
-    ex.filters["grade"].value = "resolved"
-    assert list(ex.run_choice.options) == [] and ex.detail.value == ""
-    bundle = ex._repr_mimebundle_()
-    assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert "(static" in bundle["text/html"] and "<script>" not in bundle["text/html"]
+    assert "<b>1</b> of 4 runs" in ex.count.value
+    ex.run_choice.value = None  # nothing picked: the details say how to pick
+    assert ex.detail.value == "<p>Pick a run to read it here.</p>"
+
+
+def test_each_filter_offers_only_what_the_others_leave_with_counts() -> None:
+    ex = Explorer(EV)
+    assert list(ex.filters["setup"].options) == [("(all) 4", "(all)"), ("A 2", "A"),
+                                                 ("B 2", "B")]
+    ex.filters["setup"].value = "B"
+    # B's runs: b1 unresolved (failed), b2 material error; a1/a2's grades are not offered
+    grades = list(ex.filters["grade"].options)
+    assert [v for _, v in grades] == ["(all)", "material_error", "unresolved"]
+    assert grades[1] == ("material_error 1", "material_error")
+    ex.filters["grade"].value = "unresolved"
+    # the setup filter narrows in turn: only B has an unresolved run; B stays chosen
+    assert list(ex.filters["setup"].options) == [("(all) 1", "(all)"), ("B 1", "B")]
+    assert ex.filters["setup"].value == "B" and _ids(ex) == ["b1"]
+    ex.filters["grade"].value = "(all)"
+    assert sorted(_ids(ex)) == ["b1", "b2"]
+
+
+def test_the_run_list_pages_and_sorts() -> None:
+    ex = Explorer(EV, rows=3)
+    assert ex.pages == 2 and ex.previous.disabled and not ex.next.disabled
+    assert ex.where.value == "runs 1–3 of 4 (page 1 of 2)"
+    ex.next.click()
+    assert ex.page == 1 and len(ex.run_choice.options) == 1 and ex.next.disabled
+    assert ex.where.value == "runs 4–4 of 4 (page 2 of 2)"
+    assert ex.run_choice.value == _ids(ex)[0]  # a new page shows its first run
+    ex.turn(5)  # never past the last page
+    assert ex.page == 1
+    ex.sort.value = "run id"  # a new order starts on the first page
+    assert ex.page == 0 and _ids(ex) == ["a1", "a2", "b1"]
+    ex.sort.value = "highest composite first"
+    composite = dict(zip(EV.runs["run_id"], EV.runs["composite"], strict=True))
+    shown = [composite[r] for r in _ids(ex)]
+    scored = [c for c in shown if c is not None]
+    assert shown == [*sorted(scored, reverse=True), *[None] * (len(shown) - len(scored))]
+    assert len(scored) < len(shown)  # a run without a composite comes last
+    with pytest.raises(ValueError, match="unknown order"):
+        sort_runs(EV.runs, "alphabetical")
+
+
+def test_the_listing_aligns_its_columns_and_keeps_run_ids_whole() -> None:
+    page = pl.DataFrame({"run_id": ["a-very-long-run-id-kept-whole", "b"], "setup": ["A", "B"],
+                         "grade": ["resolved", None], "composite": [0.5, 0.25],
+                         "e2e_s": [12.345, None], "tool_calls": [3, 10]})
+    header, options = listing(page)
+    assert header == ("run id                         setup  grade     composite  E2E (s)"
+                      "  tool calls")
+    assert [v for _, v in options] == ["a-very-long-run-id-kept-whole", "b"]
+    assert [label for label, _ in options] == [
+        "a-very-long-run-id-kept-whole  A      resolved      0.500    12.35           3",
+        "b                              B      —             0.250        —          10"]
+
+
+def test_an_evaluation_without_runs_says_so() -> None:
+    ex = Explorer(gk.evaluate(TASKS, []))
+    assert "No run matches" in ex.count.value and "holds no runs" in ex.count.value
+    assert ex.run_choice.options == () and ex.detail.value == "" and ex.where.value == ""
+
+
+def test_a_widget_shows_as_its_static_copy_then_its_live_view(monkeypatch) -> None:
+    import IPython.display
+
+    shown: list[dict[str, object]] = []
+    monkeypatch.setattr(IPython.display, "display",
+                        lambda bundle, raw=False: shown.append(bundle))
+    ex = Explorer(EV)
+    ex._ipython_display_()
+    static, live = shown
+    assert f'data-gk-static="{ex.key}"' in str(static["text/html"])
+    assert "(static: its filters need a live kernel" in str(static["text/html"])
+    assert "<script>alert" not in str(static["text/html"])  # the hostile answer is escaped
+    # the live view: the widget, and no HTML of its own (the copy is never shown twice)
+    assert "application/vnd.jupyter.widget-view+json" in live and live["text/html"] == ""
+    # while on screen it hides its copy; a reopened notebook hides the orphaned view instead
+    assert f'[data-gk-static="{ex.key}"]){{display:none}}' in ex.widget.children[0].value
+    assert ".jp-OutputArea-output.jupyter-widgets){display:none}" in str(static["text/html"])
+    # its controls take their own keys (JupyterLab's command mode would move between cells)
+    assert KEYS_CLASS in ex.widget._dom_classes
+    assert "data-lm-suppress-shortcuts" in str(static["text/html"])
 
 
 def test_blind_grades_are_appended_at_once_and_never_offered_twice(tmp_path: Path) -> None:
@@ -119,6 +208,6 @@ def test_the_last_save_can_be_undone(tmp_path: Path) -> None:
 def test_without_a_grades_file_the_panel_offers_nothing() -> None:
     panel = BlindGradingPanel(TASKS, RUNS, None)
     assert panel.queue == [] and panel.save() is None
-    assert list(panel.widget.children) == [panel.answer]  # no form, no Save
+    assert list(panel.widget.children)[1:] == [panel.answer]  # its style; no form, no Save
     assert "set <code>grading_file</code>" in panel.answer.value
-    assert "needs a live kernel and a grades file" in panel._repr_mimebundle_()["text/html"]
+    assert "needs a live kernel and a grades file" in panel.static_html()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -14,6 +15,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +39,27 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class Lab:
+    url: str
+    root: Path
+    """The folder the server serves (and the kernels run in)."""
+
+
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A JupyterLab server on 127.0.0.1 over a copy of the notebooks, with its own settings,
-    data and runtime folders; its base URL."""
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """A JupyterLab server on 127.0.0.1 over a copy of the notebooks (the explorer's blind
+    grades going to ``blind.jsonl`` beside it), with its own settings, data and runtime
+    folders."""
     root = tmp_path_factory.mktemp("lab")
     for name in NOTEBOOKS:
-        shutil.copy(ROOT / "notebooks" / f"{name}.ipynb", root / f"{name}.ipynb")
+        notebook = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())
+        if name == "explorer":
+            cell = notebook["cells"][1]
+            assert "parameters" in cell["metadata"]["tags"]
+            cell["source"] = [re.sub(r"^grading_file = None", 'grading_file = "blind.jsonl"',
+                                     line) for line in cell["source"]]
+        (root / f"{name}.ipynb").write_text(json.dumps(notebook))
     home = tmp_path_factory.mktemp("jupyter")
     settings = home / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
@@ -74,13 +90,22 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 if time.monotonic() > deadline or server.poll() is not None:
                     raise RuntimeError("JupyterLab did not start") from None
                 time.sleep(0.5)
-        yield url
+        yield Lab(url, root)
     finally:
         server.terminate()
         try:
             server.wait(timeout=30)
         except subprocess.TimeoutExpired:
             server.kill()
+
+
+def _stop_kernels(lab: str) -> None:
+    """End every session (and its kernel), as closing JupyterLab would."""
+    with urllib.request.urlopen(f"{lab}/api/sessions?token={TOKEN}", timeout=5) as reply:
+        sessions = json.load(reply)
+    for session in sessions:
+        urllib.request.urlopen(urllib.request.Request(
+            f"{lab}/api/sessions/{session['id']}?token={TOKEN}", method="DELETE"), timeout=30)
 
 
 def _wait_for_kernel(lab: str, path: str) -> None:
@@ -103,48 +128,161 @@ def _charts_in(name: str) -> int:
                and "".join(cell["source"]).lstrip().startswith("charts."))
 
 
-@pytest.mark.parametrize("name", NOTEBOOKS)
-def test_a_notebook_runs_all_and_every_chart_draws_offline(lab: str, name: str) -> None:
+def _options(select: Any) -> list[str]:
+    """The options of a list box as shown (ipywidgets writes their spaces as no-break)."""
+    return [o.replace("\u00a0", " ") for o in select.locator("option").all_text_contents()]
+
+
+class Browser:
+    """One Chromium page on the lab, watching what the page asks for and what it logs."""
+
+    def __init__(self, lab: Lab, driver: Any) -> None:
+        self.lab = lab.url
+        self.left: list[str] = []
+        self.errors: list[str] = []
+        self.browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        self.page = self.browser.new_page(viewport={"width": 1600, "height": 1000})
+
+        def request(req: Any) -> None:
+            if not req.url.startswith(("http://127.0.0.1", "ws://127.0.0.1", "data:",
+                                       "blob:")):
+                self.left.append(req.url)
+
+        self.page.on("request", request)
+        self.page.on("console",
+                     lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def open(self, name: str, workspace: str) -> None:
+        """The notebook alone in a workspace of its own (reset), its kernel idle."""
+        self.page.goto(f"{self.lab}/lab/workspaces/{workspace}/tree/{name}.ipynb?reset"
+                       f"&token={TOKEN}")
+        self.page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+        _wait_for_kernel(self.lab, f"{name}.ipynb")
+
+    def run_all(self) -> None:
+        self.page.get_by_role("menuitem", name="Run", exact=True).click()
+        self.page.get_by_text("Run All Cells", exact=True).click()
+        self.page.wait_for_function(  # every code cell has run: a number, no star
+            """() => { const p = Array.from(document.querySelectorAll(
+                 '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputArea-prompt'));
+               return p.length > 0 && p.every(e => /[0-9]/.test(e.innerText)); }""",
+            timeout=180_000)
+        self.page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
+                                    timeout=120_000)
+
+    def failed_cells(self) -> int:
+        return int(self.page.evaluate("""() => document.querySelectorAll(
+            '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+            ).length + Array.from(document.querySelectorAll('.jp-RenderedText'))
+            .filter(e => e.innerText.includes('Traceback')).length"""))
+
+    def visible_text(self, selector: str) -> list[str]:
+        return list(self.page.evaluate("""(s) => Array.from(document.querySelectorAll(s))
+            .filter(e => e.getBoundingClientRect().height > 0).map(e => e.innerText)""",
+                                       selector))
+
+
+@pytest.mark.parametrize("name", [n for n in NOTEBOOKS if n != "explorer"])
+def test_a_notebook_runs_all_and_every_chart_draws_offline(lab: Lab, name: str) -> None:
     from playwright.sync_api import sync_playwright
 
-    left: list[str] = []
-    errors: list[str] = []
     with sync_playwright() as driver:
-        browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        seen = Browser(lab, driver)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-
-            def request(req: Any) -> None:
-                if not req.url.startswith(("http://127.0.0.1", "ws://127.0.0.1", "data:",
-                                           "blob:")):
-                    left.append(req.url)
-
-            page.on("request", request)
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            # a workspace of its own, reset: only this notebook is open
-            page.goto(f"{lab}/lab/workspaces/{name}/tree/{name}.ipynb?reset&token={TOKEN}")
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
-            _wait_for_kernel(lab, f"{name}.ipynb")
-            page.get_by_role("menuitem", name="Run", exact=True).click()
-            page.get_by_text("Run All Cells", exact=True).click()
-            page.wait_for_function(  # every code cell has run: a number, no star
-                """() => { const p = Array.from(document.querySelectorAll(
-                     '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputArea-prompt'));
-                   return p.length > 0 && p.every(e => /[0-9]/.test(e.innerText)); }""",
-                timeout=180_000)
-            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
-                                   timeout=120_000)
-            drawn = page.evaluate("""() => Array.from(document.querySelectorAll(
+            seen.open(name, name)
+            seen.run_all()
+            drawn = seen.page.evaluate("""() => Array.from(document.querySelectorAll(
                 '.jp-RenderedSVG svg, .jp-RenderedSVG img, .jp-RenderedImage img'))
                 .filter(e => e.getBoundingClientRect().width > 50).length""")
-            failed = page.evaluate("""() => document.querySelectorAll(
-                '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
-                ).length + Array.from(document.querySelectorAll('.jp-RenderedText'))
-                .filter(e => e.innerText.includes('Traceback')).length""")
+            failed = seen.failed_cells()
         finally:
-            browser.close()
+            seen.browser.close()
     assert failed == 0
     assert drawn == _charts_in(name)
-    assert errors == []
-    assert left == []
+    assert seen.errors == []
+    assert seen.left == []
+
+
+def test_the_explorer_filters_shows_runs_saves_a_blind_grade_and_reopens_static(
+        lab: Lab) -> None:
+    """Run All; choose a filter (the list and the other filters follow); click a run and
+    step to the next with the arrow key (its details follow); turn the page; grade one
+    answer blind (on disk at once); save, stop the kernel, open again: each widget's static
+    copy shows and no "model not found"."""
+    from playwright.sync_api import sync_playwright
+
+    grades = lab.root / "blind.jsonl"
+    with sync_playwright() as driver:
+        seen = Browser(lab, driver)
+        page = seen.page
+        try:
+            seen.open("explorer", "explorer")
+            seen.run_all()
+            assert seen.failed_cells() == 0
+            count = page.locator(".gk-explorer-count")
+            assert count.inner_text().startswith("600 of 600 runs")
+            setup = page.locator(".widget-dropdown:has(> label:text-is('setup')) select")
+            label = _options(setup)[1]  # "careful 200"
+            chosen, runs = label.rsplit(" ", 1)
+            setup.select_option(index=1)
+            page.wait_for_function("""(n) => document.querySelector('.gk-explorer-count')
+                .innerText.startsWith(n + ' of 600 runs')""", arg=runs)
+            grade = page.locator(".widget-dropdown:has(> label:text-is('grade')) select")
+            offered = sum(int(t.rsplit(" ", 1)[1]) for t in
+                          _options(grade)[1:])
+            assert offered == int(runs)  # the grade filter counts only this setup's runs
+            listed = page.locator(".gk-run-list select")
+            options = _options(listed)
+            assert len(options) == 20 and all(chosen in o for o in options)
+            listed.select_option(index=3)
+            third = options[3].split()[0]
+            page.wait_for_function("""(id) => document.querySelector('.gk-run-detail')
+                .innerText.includes('Run ' + id)""", arg=third)
+            listed.focus()
+            page.keyboard.press("ArrowDown")
+            fourth = options[4].split()[0]
+            page.wait_for_function("""(id) => document.querySelector('.gk-run-detail')
+                .innerText.includes('Run ' + id)""", arg=fourth)
+            page.get_by_role("button", name="next ▶").click()
+            page.get_by_text(f"runs 21–40 of {int(runs)}").wait_for()
+            # blind grading: one answer graded and saved to disk
+            page.locator(".widget-dropdown:has(> label:text-is('core')) select").select_option(
+                label="correct")
+            page.locator(".widget-dropdown:has(> label:text-is('fulfilment')) select"
+                         ).select_option(label="full")
+            page.get_by_role("button", name="Save grade").click()
+            deadline = time.monotonic() + 30
+            while not (grades.is_file() and grades.read_text().count("\n") == 1):
+                assert time.monotonic() < deadline, "no grade on disk within 30 s"
+                time.sleep(0.2)
+            saved = json.loads(grades.read_text())
+            assert (saved["core_conclusion"], saved["request_fulfilment"]) == ("correct",
+                                                                              "full")
+            page.get_by_text("1 of ").first.wait_for()
+            before_reopening = list(seen.errors)
+            page.get_by_role("menuitem", name="File", exact=True).click()
+            page.locator("li[data-command='docmanager:save']").click()
+            page.wait_for_function("""() => !document.querySelector(
+                '.lm-TabBar-tab.jp-mod-dirty')""")
+            _stop_kernels(lab.url)
+            seen.open("explorer", "reopened")
+            page.wait_for_function("""() => !Array.from(document.querySelectorAll(
+                '.jp-OutputArea-output')).some(e => e.innerText.includes('Loading widget'))""",
+                                   timeout=60_000)
+            time.sleep(1)
+            missing = [t for t in seen.visible_text(".jp-OutputArea-output")
+                       if "model not found" in t]
+            static = seen.visible_text("[data-gk-static]")
+        finally:
+            seen.browser.close()
+    assert missing == []
+    assert len(static) == 2 and "(static: its filters need a live kernel" in static[0]
+    assert "needs a live kernel" in static[1]
+    assert before_reopening == []
+    # opened again, the widget manager logs each view whose model went with the kernel (one
+    # line per widget; the page shows the static copies): nothing else
+    reopened = seen.errors[len(before_reopening):]
+    assert len(reopened) == 2 and all(e.startswith("Error: widget model not found")
+                                      for e in reopened), reopened
+    assert seen.left == []
