@@ -182,7 +182,8 @@ def _live_style(key: str) -> str:
             ".gk-run-head{white-space:pre;padding:0 6px;font-weight:bold;"
             "border-bottom:1px solid var(--jp-border-color1,#ccc)}"
             ".gk-run-detail .widget-html-content{white-space:normal;min-width:0;width:100%}"
-            ".gk-run-detail pre{white-space:pre-wrap;overflow-wrap:anywhere}</style>")
+            ".gk-run-detail pre{white-space:pre-wrap;overflow-wrap:break-word;word-break:normal}"
+            "</style>")
 
 
 def _display_live(widget: Any, static_html: str, key: str, text: str) -> None:
@@ -346,7 +347,7 @@ class Explorer:
         run = None if at is None else self._records[at]  # the one model built, on demand
         answer = (answer_text(run) if run is not None and run.response is not None
                   else "(no answer delivered)")
-        return (f"<h4>Run {html.escape(run_id)}</h4><p><b>Answer</b></p>"
+        return (f"<h4>Answer of run {html.escape(run_id)}</h4>"
                 f"<pre style='white-space:pre-wrap'>{html.escape(answer)}</pre>"
                 + self.evaluation.explain(run_id)._repr_html_())
 

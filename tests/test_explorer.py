@@ -54,7 +54,7 @@ def test_the_explorer_follows_its_filters_and_escapes_answers() -> None:
     ex = Explorer(EV)
     # the most informative first: the material error, the unresolved run, then resolved ones
     assert _ids(ex)[:2] == ["b2", "b1"] and sorted(_ids(ex)[2:]) == ["a1", "a2"]
-    assert ex.run_choice.value == "b2" and "Run b2" in ex.detail.value
+    assert ex.run_choice.value == "b2" and "Answer of run b2" in ex.detail.value
     ex.filters["setup"].value = "A"
     ex.filters["task_id"].value = "t2"
     assert _ids(ex) == ["a2"] and ex.run_choice.value == "a2"

@@ -238,12 +238,12 @@ def test_the_explorer_filters_shows_runs_saves_a_blind_grade_and_reopens_static(
             listed.select_option(index=3)
             third = options[3].split()[0]
             page.wait_for_function("""(id) => document.querySelector('.gk-run-detail')
-                .innerText.includes('Run ' + id)""", arg=third)
+                .innerText.includes('Answer of run ' + id)""", arg=third)
             listed.focus()
             page.keyboard.press("ArrowDown")
             fourth = options[4].split()[0]
             page.wait_for_function("""(id) => document.querySelector('.gk-run-detail')
-                .innerText.includes('Run ' + id)""", arg=fourth)
+                .innerText.includes('Answer of run ' + id)""", arg=fourth)
             page.get_by_role("button", name="next ▶").click()
             page.get_by_text(f"runs 21–40 of {int(runs)}").wait_for()
             # blind grading: one answer graded and saved to disk
