@@ -39,13 +39,14 @@ typecheck: $(STAMP)
 bench: $(STAMP)           ## speed figures (not assertions)
 	$(BIN)/python -m benchmarks.bench
 
-bench-scale: $(STAMP)     ## rich inputs at 100k/300k/1M runs, stage by stage; 10M-run statistics
+bench-scale: $(STAMP)     ## rich inputs at 100k/300k/1M runs and per-task vocabularies at 100k, stage by stage; 10M-run statistics
 	$(BIN)/python -m benchmarks.scale
+	$(BIN)/python -m benchmarks.scale --sizes 100000 --stats 0 --per-task-vocabulary
 
 bench-store: $(STAMP)     ## pack and evaluate a store vs in memory: time, peak RSS, same results
 	$(BIN)/python -m benchmarks.store_bench
 
-bench-plain: $(STAMP)     ## a plain row-at-a-time GRADE (methodology §3) vs gk.evaluate at 100k: time, differing figures
+bench-plain: $(STAMP)     ## a plain row-at-a-time GRADE (methodology §3) vs gk.evaluate at 100k, both shapes: time, differing figures
 	$(BIN)/python -m benchmarks.plain
 
 bench-compare: $(STAMP)   ## the two newest benchmarks/results/*.json side by side

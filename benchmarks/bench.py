@@ -29,7 +29,7 @@ from typing import Any
 
 import psutil
 
-from grade_kit.evaluate import evaluate
+from grade_kit.evaluation import evaluate
 from grade_kit.frames import EvalData
 from grade_kit.grade import grade_scores
 from grade_kit.inputs import read_inputs

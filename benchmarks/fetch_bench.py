@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from grade_kit.demo.server import demo_server_process
-from grade_kit.fetch import OpenAIChat, RunStore, fetch_async
+from grade_kit.fetching import OpenAIChat, RunStore, fetch_async
 from grade_kit.io import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,7 +59,7 @@ def kills(times: int, seed: int = 7) -> None:
             tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "runs.jsonl"
         script = (
-            "from grade_kit.fetch import OpenAIChat, fetch\n"
+            "from grade_kit.fetching import OpenAIChat, fetch\n"
             "from grade_kit.io import load_tasks\n"
             f"tasks = load_tasks({str(FIX / 'tasks')!r}, {str(FIX / 'packs')!r}).records\n"
             f"fetch(tasks, OpenAIChat({url!r}, 'careful'), {str(store)!r}, setup='careful',"

@@ -34,7 +34,6 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from grade_kit.judges.grader import ASKING_PHRASES
 from grade_kit.schema import (
     DIMENSIONS,
     PER_RUN_DIMENSIONS,
@@ -44,7 +43,14 @@ from grade_kit.schema import (
     Run,
     Task,
 )
-from grade_kit.text import contains_run, normalize, normalize_value, parse_number, tokenize
+from grade_kit.text import (
+    ASKING_PHRASES,
+    contains_run,
+    normalize,
+    normalize_value,
+    parse_number,
+    tokenize,
+)
 
 __all__ = [
     "aggregate_differences",
@@ -779,15 +785,21 @@ def main() -> None:
                              "temporary folder")
     parser.add_argument("--runs", type=int, default=100_000,
                         help="runs of the generated input (default 100,000)")
+    parser.add_argument("--shape", choices=("rich", "per-task", "both"), default="both",
+                        help="the generated input's shape: every task on one shared "
+                             "vocabulary (rich), each task with words, claims and patterns of "
+                             "its own (per-task), or one after the other (default)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = args.folder
-        if folder is None:
-            from benchmarks.scale import write_inputs
+    if args.folder is not None:
+        _compare(args.folder)
+        return
+    from benchmarks.scale import write_inputs
 
-            folder = Path(tmp)
-            write_inputs(folder, args.runs)
-        _compare(folder)
+    for shape in ("rich", "per-task") if args.shape == "both" else (args.shape,):
+        with tempfile.TemporaryDirectory() as tmp:
+            print(f"{args.runs:,} runs, {shape} shape:", flush=True)
+            write_inputs(Path(tmp), args.runs, per_task=shape == "per-task")
+            _compare(Path(tmp))
 
 
 def _compare(folder: Path) -> None:

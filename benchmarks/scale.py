@@ -35,12 +35,12 @@ import polars as pl
 from benchmarks.bench import PeakRSS, figures_header, save_figures, stage
 from grade_kit.frames import EvalData
 from grade_kit.grade import (
-    _aggregate,
-    _claim_matches,
-    _consistency_scores,
     _grade_runs,
     _run_scores,
-    _task_scores,
+    aggregate_scores,
+    claim_matches,
+    consistency_scores,
+    task_scores,
 )
 from grade_kit.inputs import read_inputs
 
@@ -198,7 +198,8 @@ def pipeline(n_runs: int, inputs_folder: Path | None = None,
     """Every stage of ``gk.evaluate`` and ``write`` on ``n_runs`` synthetic runs (generated
     in a temporary folder, or kept in ``inputs_folder/<n_runs>`` and generated only when
     that folder has none: the same seed gives the same files)."""
-    from grade_kit.evaluate import Evaluation, _version
+    from grade_kit import __version__
+    from grade_kit.evaluation import Evaluation
     from grade_kit.grade import GradeScores
     from grade_kit.report.results import build_results
     from grade_kit.schema import Provenance
@@ -230,26 +231,26 @@ def pipeline(n_runs: int, inputs_folder: Path | None = None,
 
         def per_run() -> tuple[Any, Any, Any]:
             grade_runs = _grade_runs(data)
-            matches = _claim_matches(data.claims, data.claim_terms, grade_runs, data.items,
+            matches = claim_matches(data.claims, data.claim_terms, grade_runs, data.items,
                                      None)
             return grade_runs, matches, _run_scores(data, grade_runs, matches)
 
         grade_runs, matches, runs_scored = stage("GRADE per-run scoring", n_runs, per_run,
                                                  stages, echo=True)
-        consistency = stage("consistency", n_runs, lambda: _consistency_scores(
+        consistency = stage("consistency", n_runs, lambda: consistency_scores(
             grade_runs, data.items, data.metrics), stages, echo=True)
 
         def aggregate() -> GradeScores:
-            per_task = _task_scores(runs_scored, consistency, data.tasks, data.weights)
+            per_task = task_scores(runs_scored, consistency, data.tasks, data.weights)
             return GradeScores(runs=runs_scored, consistency=consistency, tasks=per_task,
-                               tracks=_aggregate(per_task, "track"),
-                               packs=_aggregate(per_task, "pack"),
-                               overall=_aggregate(per_task, "overall"), matches=matches)
+                               tracks=aggregate_scores(per_task, "track"),
+                               packs=aggregate_scores(per_task, "pack"),
+                               overall=aggregate_scores(per_task, "overall"), matches=matches)
 
         scores = stage("aggregation", n_runs, aggregate, stages, echo=True)
         standard = stage("standard statistics", n_runs,
                           lambda: standard_results(data, None, scores.tasks), stages, echo=True)
-        provenance = Provenance(grade_kit_version=_version(),
+        provenance = Provenance(grade_kit_version=__version__,
                                 created_at=datetime.now(UTC).isoformat(), inputs=inputs.files,
                                 arguments={}, seeds={}, judges=[], graders=[])
         results = stage("typed results", n_runs, lambda: build_results(

@@ -27,20 +27,17 @@ on either; :class:`LazyRecords` hands out validated pydantic models, built on fi
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Annotated, Any, Generic, Literal, NamedTuple, TypeVar, cast, overload
+from collections.abc import Callable, Iterator, Sequence
+from typing import Annotated, Any, Generic, Literal, TypeVar, cast, overload
 
 import msgspec
-import numpy as np
-import polars as pl
 from pydantic import BaseModel
 
-from grade_kit.parse import MAX_DEPTH, loads_json
-from grade_kit.schema import MAX_REPEAT, MAX_TOKENS, MAX_WORKING_S, Run, parse_timestamp
+from grade_kit.parse import MAX_DEPTH
+from grade_kit.schema import MAX_REPEAT, MAX_TOKENS, MAX_WORKING_S, parse_timestamp
 
-__all__ = ["FastGrade", "FastJudgement", "FastRun", "FlatRuns", "FlatVerdicts", "LazyRecords",
-           "LazySequence", "ModelSequence", "RunKey", "concat_records", "decode_fast",
-           "decode_lines_fast", "raw_records", "select_records"]
+__all__ = ["FastGrade", "FastJudgement", "FastRun", "LazyRecords", "LazySequence",
+           "ModelSequence", "concat_records", "decode_fast", "raw_records", "select_records"]
 
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_TOKENS)]
@@ -193,64 +190,7 @@ def decode_fast(text: str, struct: type[Struct]) -> Struct | None:
 _TYPED: dict[type[msgspec.Struct], msgspec.json.Decoder[Any]] = {}
 
 
-def decode_lines_fast(lines: Sequence[bytes], struct: type[Struct]) -> list[Struct | None]:
-    """:func:`decode_fast` of many lines at once: each of ``lines`` (a file's lines as bytes,
-    without their newlines) as ``struct`` where the reference path would surely accept it
-    with the same values, else None (then that line goes the loaders' way, line by line).
-
-    A line is taken here when it holds no ``\\u`` escape and no carriage return, nests no
-    deeper than :data:`~grade_kit.parse.MAX_DEPTH` and decodes as ``struct`` on its own
-    (msgspec refuses bytes that are not UTF-8, as Python's decoder does, and a byte-order
-    mark, which the loaders drop from a file's first line: those go line by line). That no key
-    repeats in any of them is checked for all at once, as :func:`decode_fast` checks one
-    line (their plain JSON re-encoded holds as many colons as they do); when it does not
-    hold, each is checked by :func:`decode_fast` instead. The byte checks are made on all
-    the lines together where they pass there (the usual case), else line by line.
-    """
-    decoder = _TYPED.get(struct)
-    if decoder is None:
-        decoder = _TYPED[struct] = msgspec.json.Decoder(struct)
-    out: list[Struct | None] = [None] * len(lines)
-    if not lines:
-        return out
-    joined = b"\n".join(lines)
-    if b"\\u" not in joined and b"\r" not in joined:
-        candidates: Iterable[int] = np.flatnonzero(
-            _brackets_per_line(joined, lines) <= MAX_DEPTH).tolist()
-    else:
-        candidates = (index for index, line in enumerate(lines)
-                      if b"\\u" not in line and b"\r" not in line
-                      and line.count(b"[") + line.count(b"{") <= MAX_DEPTH)
-    taken: list[int] = []
-    for index in candidates:
-        try:
-            out[index] = decoder.decode(lines[index])
-        except _DOUBT:
-            continue
-        taken.append(index)
-    chosen = [lines[i] for i in taken]
-    try:
-        unique_keys = _no_key_repeated(sum(line.count(b":") for line in chosen),
-                                       _PLAIN.decode(b"[" + b",".join(chosen) + b"]"))
-    except _DOUBT:
-        unique_keys = False
-    if not unique_keys:
-        for index in taken:
-            out[index] = decode_fast(lines[index].decode("utf-8"), struct)
-    return out
-
-
-def _brackets_per_line(joined: bytes, lines: Sequence[bytes]) -> np.ndarray:
-    """How many ``[`` and ``{`` each of ``lines`` holds (``joined`` is them, newline-joined)."""
-    data = np.frombuffer(joined, dtype=np.uint8)
-    opens = np.flatnonzero((data == ord("[")) | (data == ord("{")))
-    ends = np.cumsum(np.fromiter(map(len, lines), dtype=np.int64, count=len(lines)) + 1)
-    return np.diff(np.searchsorted(opens, ends), prepend=0)
-
-
 Model = TypeVar("Model", bound=BaseModel)
-
-
 Item = TypeVar("Item")
 
 
@@ -322,140 +262,6 @@ class LazyRecords(ModelSequence[Model]):
     def raw(self) -> list[Any]:
         """The stored values: structs not yet asked for, models already built."""
         return self._items
-
-
-class RunKey(NamedTuple):
-    """The fields of a loaded run that the checks across lines and the field-only readers
-    of a :class:`FlatRuns` use."""
-
-    run_id: str
-    setup: str
-    task_id: str
-    repeat: int
-    attempt_of: str | None
-    status: str
-
-
-class FlatRuns(ModelSequence[Run]):
-    """Runs read in parallel (``grade_kit._parallel``): already flattened into the run
-    frames, each kept as where its validated line is (file, line, byte offset, length) and
-    built as a :class:`~grade_kit.schema.Run` (strict JSON and the model, the reference path)
-    only when asked for. :func:`raw_records` gives :class:`RunKey` values (run_id, setup,
-    task_id, repeat, attempt_of, status); code that needs other fields asks for the models.
-    """
-
-    def __init__(self, keys: list[RunKey], locations: list[tuple[str, int, int, int]],
-                 frames: dict[str, Any], read: Callable[[str, int, int, int], str]) -> None:
-        self._keys = keys
-        self._locations = locations
-        self._read = read
-        self.frames = frames
-        self._built: dict[int, Run] = {}
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def _item_at(self, index: int) -> Run:
-        model = self._built.get(index)
-        if model is None:
-            model = _read_back(Run, None, self._read, self._locations[index],
-                               self._keys[index].run_id)
-            self._built[index] = model
-        return model
-
-    @property
-    def raw(self) -> list[RunKey]:
-        """Each run's :class:`RunKey`, in order."""
-        return self._keys
-
-    def lines(self) -> Iterator[str]:
-        """Each run's validated line, as read from its file, in order."""
-        for location in self._locations:
-            yield self._read(*location)
-
-    def __repr__(self) -> str:
-        return f"FlatRuns({len(self)} runs)"
-
-
-def _read_back(model: type[Model], fast: type[msgspec.Struct] | None,
-               read: Callable[[str, int, int, int], str],
-               location: tuple[str, int, int, int], run_id: str) -> Any:
-    """The record of ``run_id`` read again from its validated line at ``location`` (path,
-    line, byte offset, length) as ``model``, or with ``fast`` as the loaders first read it
-    (its struct where :func:`decode_fast` takes the line, else the model).
-
-    Raises:
-        ValueError: naming the file and line, when the line no longer reads as that record.
-    """
-    path, line = location[:2]
-    try:
-        text = read(*location)
-        record: Any = None if fast is None else decode_fast(text, fast)
-        if record is None:
-            record = model.model_validate(loads_json(text))
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}:{line}: the record read there cannot be read again "
-                         f"(the file changed since it was read?): {exc}") from exc
-    if record.run_id != run_id:
-        raise ValueError(f"{path}:{line}: the file changed since it was read "
-                         f"(run {run_id!r} is no longer there)")
-    return record
-
-
-class FlatVerdicts(ModelSequence[Model]):
-    """Judgements or grades read in parallel (``grade_kit._parallel``): already in their
-    frame (:func:`grade_kit.frames.verdict_frames`' columns), each kept as where its
-    validated line is, and built as its model (strict JSON and the model, the reference path)
-    only when asked for. :func:`raw_records` reads every line back once, as the loaders did
-    (structs where the fast path takes a line); code that needs only the frame's columns
-    reads ``frame``."""
-
-    def __init__(self, model: type[Model], fast: type[msgspec.Struct], frame: pl.DataFrame,
-                 paths: list[str], where: pl.DataFrame,
-                 read: Callable[[str, int, int, int], str]) -> None:
-        self._model = model
-        self._fast = fast
-        self.frame = frame
-        self._paths = paths
-        self._where = where  # part (index in paths), line, offset, length
-        self._read = read
-        self._built: dict[int, Model] = {}
-        self._raw: list[Any] | None = None
-
-    def __len__(self) -> int:
-        return self.frame.height
-
-    def _location(self, index: int) -> tuple[str, int, int, int]:
-        part, line, offset, length = self._where.row(index)
-        return self._paths[part], line, offset, length
-
-    def _item_at(self, index: int) -> Model:
-        model = self._built.get(index)
-        if model is None:
-            model = _read_back(self._model, None, self._read, self._location(index),
-                               self.frame.get_column("run_id")[index])
-            self._built[index] = model
-        return model
-
-    def lines(self) -> Iterator[str]:
-        """Each record's validated line, as read from its file, in order."""
-        for part, line, offset, length in self._where.iter_rows():
-            yield self._read(self._paths[part], line, offset, length)
-
-    @property
-    def raw(self) -> list[Any]:
-        """Each record as the loaders read it (a struct, or the model where the reference
-        path read it), in order; read back from the files on first use."""
-        if self._raw is None:
-            run_ids = self.frame.get_column("run_id").to_list()
-            self._raw = [_read_back(self._model, self._fast, self._read,
-                                    (self._paths[part], line, offset, length), run_ids[i])
-                         for i, (part, line, offset, length)
-                         in enumerate(self._where.iter_rows())]
-        return self._raw
-
-    def __repr__(self) -> str:
-        return f"FlatVerdicts({self._model.__name__} x {len(self)})"
 
 
 def concat_records(model: type[Model], *parts: Sequence[Model]) -> LazyRecords[Model]:

@@ -13,11 +13,10 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from grade_kit._fastread import raw_records, select_records
-from grade_kit.evaluate import Evaluation, evaluate
+from grade_kit.evaluation import Evaluation, evaluate
 from grade_kit.inputs import read_inputs
 from grade_kit.io import InputError, find_packs_dir, load_tasks
-from grade_kit.judges import JUDGES
+from grade_kit.judges import JUDGES, new_grades, new_judgements
 from grade_kit.packed import DEFAULT_CHUNK_LINES, DEFAULT_PARTITIONS, is_store, pack
 from grade_kit.schema import MAX_REPEAT
 from grade_kit.sniff import log_files
@@ -127,15 +126,14 @@ def _cache(args: argparse.Namespace) -> Path:
 
 
 def _judge(args: argparse.Namespace) -> int:
+    from grade_kit.atomic import write_records
     from grade_kit.judges.llm import LLMJudge
-    from grade_kit.report.files import write_records
 
     inputs = _model_inputs(args)
     judge: Any = JUDGES["rules"] if args.rules else LLMJudge(
         args.endpoint, args.model, api_key_env=args.api_key_env, cache=_cache(args),
         concurrency=args.concurrency, seed=args.seed, progress=_bar(args))
-    recorded = {(j.run_id, j.dimension) for j in raw_records(inputs.judgements)}
-    out = [j for j in judge(inputs.tasks, inputs.runs) if (j.run_id, j.dimension) not in recorded]
+    out = new_judgements(judge, inputs)
     write_records(args.out, out)
     unusable = sum(1 for j in out if j.score is None)
     print(f"judged {len({j.run_id for j in out})} runs with {judge.name}: {len(out)} "
@@ -144,17 +142,16 @@ def _judge(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
+    from grade_kit.atomic import write_records
     from grade_kit.judges.calibration import calibration_review
     from grade_kit.judges.grader import RuleGrader
     from grade_kit.judges.llm_grader import LLMGrader
-    from grade_kit.report.files import write_records
 
     inputs = _model_inputs(args)
     grader: Any = RuleGrader() if args.rules else LLMGrader(
         args.endpoint, args.model, api_key_env=args.api_key_env, cache=_cache(args),
         concurrency=args.concurrency, seed=args.seed, progress=_bar(args))
-    recorded = {g.run_id for g in raw_records(inputs.grades)}
-    out = grader(inputs.tasks, select_records(inputs.runs, lambda r: r.run_id not in recorded))
+    out = new_grades(grader, inputs)
     write_records(args.out, out)
     pending = sum(1 for g in out if "pending" in (g.core_conclusion, g.request_fulfilment))
     print(f"graded {len(out)} runs with {grader.name} ({pending} pending) -> {args.out}")
@@ -293,9 +290,9 @@ def _report_cmd(args: argparse.Namespace) -> int:
 
     import yaml
 
-    from grade_kit.reopen import STATE_DIR
     from grade_kit.report.files import output_folder
     from grade_kit.report.html import ReportKernels, build_report, default_title
+    from grade_kit.state import STATE_DIR
 
     overrides = {name: yaml.safe_load(value)  # -p weakest 3, -p judge null
                  for name, value in args.parameter or []}
@@ -338,7 +335,7 @@ def _report_cmd(args: argparse.Namespace) -> int:
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    from grade_kit.fetch import HTTPAgent, OpenAIChat, fetch
+    from grade_kit.fetching import HTTPAgent, OpenAIChat, fetch
 
     if args.agent is None and (args.endpoint is None or args.model is None):
         raise InputError("fetch needs --endpoint and --model (an OpenAI-compatible "

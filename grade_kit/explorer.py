@@ -20,10 +20,10 @@ from typing import Any, cast
 
 import polars as pl
 
-from grade_kit.evaluate import Evaluation
+from grade_kit.atomic import record_line
+from grade_kit.evaluation import Evaluation
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.judges.model import answer_alias
-from grade_kit.report.files import record_line
 from grade_kit.schema import Grade, Run, Task
 from grade_kit.standard.blind.sheet import answer_text
 from grade_kit.tables import cell_text, column_label, table

@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from grade_kit._chunks import in_pieces
-from grade_kit._fastread import FlatRuns, FlatVerdicts, raw_records
+from grade_kit._fastread import raw_records
 from grade_kit._gc import gc_paused
 from grade_kit.schema import DIMENSIONS, Grade, Judgement, Run, Task
 from grade_kit.text import normalize, normalize_column, normalize_value, parse_number
@@ -279,8 +279,6 @@ def run_frames(
         tag_records: Also give every frame a :data:`RECORD` column (UInt32, last): the row's
             run as its index in ``runs``, which tells apart two records with one run_id.
     """
-    if isinstance(runs, FlatRuns):  # read in parallel: flattened as they were read
-        return dict(runs.frames)
     runs = raw_records(runs)  # field reads only: no model is built for a loaded run
     r: dict[str, list[Any]] = {k: [] for k in COLUMNS["runs"]}
     it: dict[str, list[Any]] = {k: [] for k in COLUMNS["items"] if k != "norm"}
@@ -428,13 +426,9 @@ def _flatten_runs(runs: Sequence[Any], line_list: Iterable[int | None],
 def verdict_frames(
     judgements: Sequence[Judgement] = (), grades: Sequence[Grade] = ()
 ) -> dict[str, pl.DataFrame]:
-    """The ``judgements`` and ``grades`` frames (see :data:`COLUMNS`); records read in
-    parallel carry theirs (:class:`~grade_kit._fastread.FlatVerdicts`)."""
-    flat = {name: records.frame for name, records in (("judgements", judgements),
-                                                      ("grades", grades))
-            if isinstance(records, FlatVerdicts)}
-    judgements = () if "judgements" in flat else raw_records(judgements)
-    grades = () if "grades" in flat else raw_records(grades)
+    """The ``judgements`` and ``grades`` frames (see :data:`COLUMNS`)."""
+    judgements = raw_records(judgements)
+    grades = raw_records(grades)
     j = _frame("judgements", {
         "run_id": [x.run_id for x in judgements],
         "dimension": [x.dimension for x in judgements],
@@ -444,7 +438,7 @@ def verdict_frames(
         "method": [f"judge:{x.judge}" for x in judgements],
     })
     g = _frame("grades", {k: [getattr(x, k) for x in grades] for k in COLUMNS["grades"]})
-    return {"judgements": j, "grades": g} | flat
+    return {"judgements": j, "grades": g}
 
 
 def frames_repr(name: str, frames: dict[str, pl.DataFrame]) -> str:

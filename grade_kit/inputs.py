@@ -21,7 +21,9 @@ from grade_kit.io import (
     Records,
     Rejected,
     input_files,
-    load_runs_and_verdicts,
+    load_grades,
+    load_judgements,
+    load_runs,
     load_tasks,
 )
 from grade_kit.packed import StoreRuns
@@ -87,7 +89,6 @@ def read_inputs(
     judgements: Records | None = None,
     grades: Records | None = None,
     packs: Path | str | None = None,
-    workers: int | None = None,
 ) -> Inputs:
     """Read and validate an evaluation's inputs, keeping every reject.
 
@@ -103,23 +104,15 @@ def read_inputs(
             dimensions stay null unless a judge fills them).
         grades: Grade records, as files or records; default None (every run ungraded).
         packs: Folder of packs for ``ground_truth`` keys; default found next to ``tasks``.
-        workers: Processes that read run files of 64 MB or more (decoded and flattened
-            there, the same records and rejects; docs/scaling.md); default 2 on a machine
-            with 2 or more cores; 1 reads everything in this process.
 
     Returns:
         The :class:`Inputs`; rejects are listed in file order, tasks first.
     """
-    task_loads: list[Loaded[Task]] = []
-
-    def task_records() -> Sequence[Task]:  # loaded while the reading processes read
-        task_loads.append(load_tasks(tasks, packs))
-        return task_loads[0].records
-
+    task_load = load_tasks(tasks, packs)
     with gc_paused():  # millions of small objects; see grade_kit._gc
-        run_load, j_load, g_load = load_runs_and_verdicts(
-            runs, task_records, judgements=judgements, grades=grades, workers=workers)
-    task_load = task_loads[0]
+        run_load = load_runs(runs, task_load.records)
+        j_load = None if judgements is None else load_judgements(judgements, run_load.records)
+        g_load = None if grades is None else load_grades(grades, run_load.records)
     parts: list[tuple[str, Loaded[Any]]] = [("tasks", task_load), ("runs", run_load)]
     j_records: Sequence[Judgement] = []
     g_records: Sequence[Grade] = []

@@ -29,7 +29,6 @@ from grade_kit._fastread import (
     FastGrade,
     FastJudgement,
     FastRun,
-    FlatRuns,
     LazyRecords,
     decode_fast,
     raw_records,
@@ -58,9 +57,11 @@ __all__ = [
     "load_grades",
     "load_judgements",
     "load_runs",
-    "load_runs_and_verdicts",
     "load_tasks",
+    "read_jsonl",
+    "record_sources",
     "run_files",
+    "task_as_data",
     "write_rejects",
 ]
 
@@ -186,7 +187,7 @@ Check = Callable[[Any, int, str], tuple[str | None, str] | None]
 by field names only): None, or the (field, reason) of a reject."""
 
 
-def _read_jsonl(
+def read_jsonl(
     source: str,
     lines: Iterator[Line],
     model: type[Model],
@@ -203,7 +204,7 @@ def _read_jsonl(
     return out
 
 
-def _sources(given: Records, name: str) -> list[tuple[str, Iterator[Line]]]:
+def record_sources(given: Records, name: str) -> list[tuple[str, Iterator[Line]]]:
     """(source name, lines) of JSONL files or in-memory records; in-memory records are named
     ``<name>`` and numbered from 1."""
     if is_in_memory(given):
@@ -369,7 +370,9 @@ def _lookup(data: Any, dotted: str) -> Any:
     return node
 
 
-def _task_as_data(record: Mapping[str, Any] | BaseModel) -> Any:
+def task_as_data(record: Mapping[str, Any] | BaseModel) -> Any:
+    """A task record as plain data (a model dumped as JSON, nulls left out; a mapping as
+    it is): the form a tasks file holds."""
     if not isinstance(record, BaseModel):
         return record
     data = record.model_dump(mode="json", exclude_none=True)
@@ -437,7 +440,7 @@ def _task_sources(path: Records,
     if is_in_memory(path):
         records = cast(Sequence[Mapping[str, Any] | BaseModel], path)
         for number, record in enumerate(records, start=1):
-            text = json.dumps(_task_as_data(record), ensure_ascii=False, default=str)
+            text = json.dumps(task_as_data(record), ensure_ascii=False, default=str)
             yield "<tasks>", number, text, ".jsonl"
         return
     path = Path(path)  # type: ignore[arg-type]
@@ -689,8 +692,7 @@ class RunChecks:
         return kept, rejected
 
 
-def load_runs(paths: Records, tasks: Sequence[Task] | None = None, *,
-              workers: int | None = None) -> Loaded[Run]:
+def load_runs(paths: Records, tasks: Sequence[Task] | None = None) -> Loaded[Run]:
     """Load run records (one attempt per JSONL line, docs/methodology.md §2) from one or more
     files, or from in-memory records.
 
@@ -704,28 +706,18 @@ def load_runs(paths: Records, tasks: Sequence[Task] | None = None, *,
         paths: A JSONL file, a folder of them, a list of either, or in-memory run records
             (mappings or :class:`~grade_kit.schema.Run`; named ``<runs>`` in rejects).
         tasks: The loaded tasks; when None, task ids are not checked.
-        workers: Processes that read run files of :data:`~grade_kit._parallel.PARALLEL_BYTES`
-            or more in all (same records, lines and rejects; docs/scaling.md); default
-            :func:`~grade_kit._parallel.read_workers` (2 where there are 2 cores); 1 reads
-            in this process.
 
     Returns:
         Accepted runs in file order, their lines, and the rejects.
     """
-    plan = _parallel_plan(paths, workers)
-    if plan is not None:
-        from grade_kit import _parallel  # the parallel reader is built on these loaders
-
-        return _parallel.load_runs_parallel(plan[0], RunChecks(tasks, len(plan[0])),
-                                            plan[1])[0]
-    sources_ = _sources(paths, "runs")
+    sources_ = record_sources(paths, "runs")
     checks = RunChecks(tasks, len(sources_))
     accepted: list[Any] = []  # FastRun structs and Run models, read by field names only
     lines: list[int | None] = []
     sources: list[str] = []
     rejected: list[Rejected] = []
     for source, source_lines in sources_:
-        part = _read_jsonl(source, source_lines, Run, checks.checker(source), FastRun)
+        part = read_jsonl(source, source_lines, Run, checks.checker(source), FastRun)
         accepted.extend(part.records)
         lines.extend(part.lines)
         rejected.extend(part.rejected)
@@ -738,82 +730,6 @@ def load_runs(paths: Records, tasks: Sequence[Task] | None = None, *,
     out.sources.extend(sources[i] for i in keep)
     out.rejected.sort(key=lambda r: (r.source, r.line or 0))
     return out
-
-
-def _parallel_plan(paths: Records, workers: int | None) -> tuple[list[Path], int] | None:
-    """(files, workers) when the run files ``paths`` are read in parallel
-    (:mod:`grade_kit._parallel`): more than one worker, regular files only, and
-    :data:`~grade_kit._parallel.PARALLEL_BYTES` or more in all; else None."""
-    if is_in_memory(paths):
-        return None
-    from grade_kit import _parallel  # the parallel reader is built on these loaders
-
-    files = run_files(cast(Path | str | Sequence[Path | str], paths))
-    n_workers = _parallel.read_workers() if workers is None else workers
-    if (n_workers > 1 and all(f.is_file() for f in files)
-            and sum(f.stat().st_size for f in files) >= _parallel.PARALLEL_BYTES):
-        return files, n_workers
-    return None
-
-
-def _verdict_files(given: Records | None) -> list[Path] | None:
-    """The files of judgements or grades ``given`` when they can be decoded by the reading
-    processes (all regular files), else None (then they are loaded here after the runs,
-    which also raises any error about them where the sequential loader does)."""
-    if given is None or is_in_memory(given):
-        return None
-    try:
-        files = run_files(cast(Path | str | Sequence[Path | str], given))
-    except InputError:
-        return None
-    return files if all(f.is_file() for f in files) else None
-
-
-def load_runs_and_verdicts(
-    runs: Records, tasks: Sequence[Task] | Callable[[], Sequence[Task]] | None = None, *,
-    judgements: Records | None = None, grades: Records | None = None,
-    workers: int | None = None,
-) -> tuple[Loaded[Run], Loaded[Judgement] | None, Loaded[Grade] | None]:
-    """:func:`load_runs`, then :func:`load_judgements` and :func:`load_grades` against the
-    runs that loaded (None for what is not given), with the same records and rejects.
-
-    When the runs are read in parallel, judgement and grade files are decoded by the same
-    reading processes after the runs, and only checked here (docs/scaling.md); ``tasks``
-    given as a function is then called once the reading processes have their work (it loads
-    the tasks while they read), else first.
-    """
-    plan = _parallel_plan(runs, workers)
-    verdict_files = {kind: files for kind, files in (("judgements", _verdict_files(judgements)),
-                                                       ("grades", _verdict_files(grades)))
-                     if files is not None}
-    loaded: dict[str, Loaded[Any]] = {}
-    if plan is None:
-        run_load = load_runs(runs, tasks() if callable(tasks) else tasks, workers=workers)
-    else:
-        from grade_kit import _parallel  # the parallel reader is built on these loaders
-
-        def verdict_checks(
-            run_load: Loaded[Run]) -> dict[str, _parallel.VerdictChecks[Any]]:
-            run_ids = _run_ids(run_load.records)
-            every: dict[str, _parallel.VerdictChecks[Any]] = {
-                "judgements": _parallel.VerdictChecks(Judgement,
-                                                      VerdictCheck("judgements", run_ids)),
-                "grades": _parallel.VerdictChecks(Grade, VerdictCheck("grades", run_ids))}
-            return {kind: every[kind] for kind in verdict_files}
-
-        def run_checks() -> RunChecks:
-            return RunChecks(tasks() if callable(tasks) else tasks, len(plan[0]))
-
-        run_load, loaded = _parallel.load_runs_parallel(
-            plan[0], run_checks, plan[1], verdict_files,
-            verdict_checks if verdict_files else None)
-    j_load: Loaded[Judgement] | None = loaded.get("judgements")
-    g_load: Loaded[Grade] | None = loaded.get("grades")
-    if j_load is None and judgements is not None:
-        j_load = load_judgements(judgements, run_load.records)
-    if g_load is None and grades is not None:
-        g_load = load_grades(grades, run_load.records)
-    return run_load, j_load, g_load
 
 
 CHECK_LINES = 65_536
@@ -832,7 +748,7 @@ def _load_verdicts(given: Records, name: str, model: type[Model], check: Verdict
                    fast: type[msgspec.Struct]) -> Loaded[Model]:
     kept: list[Any] = []
     out: Loaded[Model] = Loaded(records=LazyRecords(model, kept))
-    for source, lines in _sources(given, name):
+    for source, lines in record_sources(given, name):
         for chunk in line_chunks(lines, CHECK_LINES):
             part = checked_verdicts(source, chunk, model, fast, check)
             kept.extend(part.records)
@@ -846,7 +762,7 @@ def checked_verdicts(source: str, lines: list[Line], model: type[Model],
                      fast: type[msgspec.Struct], check: VerdictCheck) -> Loaded[Any]:
     """Judgement or grade ``lines`` of ``source`` (the next ones in file order) through their
     model, then through ``check``; every reject in line order."""
-    part = _read_jsonl(source, iter(lines), model, None, fast)
+    part = read_jsonl(source, iter(lines), model, None, fast)
     failed = check.rejects(part.records, part.lines)
     if not failed:
         return part
@@ -956,11 +872,8 @@ class VerdictCheck:
         return standing, out
 
 
-def _run_ids(runs: Sequence[Run]) -> pl.Series | set[str]:
-    """The ids of the loaded runs, which judgements and grades must name: a column of the
-    runs read in parallel (their frame's), else a set."""
-    if isinstance(runs, FlatRuns):
-        return cast(pl.Series, runs.frames["runs"].get_column("run_id"))
+def _run_ids(runs: Sequence[Run]) -> set[str]:
+    """The ids of the loaded runs, which judgements and grades must name."""
     return {r.run_id for r in raw_records(runs)}
 
 

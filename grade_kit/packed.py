@@ -52,13 +52,13 @@ from grade_kit.io import (
     Rejected,
     RunChecks,
     VerdictCheck,
-    _read_jsonl,
-    _sources,
-    _task_as_data,
     checked_verdicts,
     input_files,
     line_chunks,
     load_tasks,
+    read_jsonl,
+    record_sources,
+    task_as_data,
     write_rejects,
 )
 from grade_kit.schema import Grade, InputFile, Judgement, Run, Task, WarningItem
@@ -322,12 +322,12 @@ def _pack(root: Path, tasks: Records, runs: Records, judgements: Records | None,
     task_load = load_tasks(tasks, packs)
     with (root / "tasks.jsonl").open("w", encoding="utf-8") as handle:
         for task in task_load.records:
-            handle.write(json.dumps(_task_as_data(task), ensure_ascii=False) + "\n")
+            handle.write(json.dumps(task_as_data(task), ensure_ascii=False) + "\n")
     (root / "task_frames").mkdir()
     for name, frame in task_frames(task_load.records).items():
         frame.write_parquet(root / "task_frames" / f"{name}.parquet")
     writer = _Writer(root, partitions)
-    run_sources = _sources(runs, "runs")
+    run_sources = record_sources(runs, "runs")
     checks = RunChecks(task_load.records, len(run_sources))
     slot_of: dict[str, tuple[str, str, int]] = {}
     held: list[tuple[Any, int | None, str]] = []
@@ -337,7 +337,7 @@ def _pack(root: Path, tasks: Records, runs: Records, judgements: Records | None,
     for source, lines in run_sources:
         check = checks.checker(source)
         for chunk in line_chunks(lines, chunk_lines):
-            part = _read_jsonl(source, iter(chunk), Run, check, FastRun)
+            part = read_jsonl(source, iter(chunk), Run, check, FastRun)
             run_rejects.extend(part.rejected)
             primaries, primary_lines = [], []
             for record, line in zip(part.records, part.lines, strict=True):
@@ -379,7 +379,7 @@ def _pack(root: Path, tasks: Records, runs: Records, judgements: Records | None,
             continue
         sources: list[str] = []
         rejects: list[Rejected] = []
-        for source, lines in _sources(given, name):
+        for source, lines in record_sources(given, name):
             for chunk in line_chunks(lines, chunk_lines):
                 part = checked_verdicts(source, chunk, model, fast, check_)
                 rejects.extend(part.rejected)

@@ -32,6 +32,7 @@ __all__ = [
     "MAX_REPEAT",
     "MAX_TOKENS",
     "MAX_WORKING_S",
+    "MODEL_GRADER_PREFIXES",
     "PER_RUN_DIMENSIONS",
     "PROJECT_WEIGHTS",
     "SHORT_LABELS",
@@ -430,6 +431,11 @@ class Judgement(_In):
         if self.score is None and not self.reason:
             raise ValueError("a null score needs a reason")
         return self
+
+
+MODEL_GRADER_PREFIXES = ("llm:", "llm-grader:", "model:")
+"""A judge or grader name with one of these prefixes is a model (calibration reports of
+model-only grading are labelled an internal consistency review)."""
 
 
 class Grade(_In):

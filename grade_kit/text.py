@@ -14,18 +14,23 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Mapping
 from functools import lru_cache
+from typing import Any
 
 import polars as pl
 
 from grade_kit._chunks import in_pieces
 
 __all__ = [
+    "ASKING_PHRASES",
     "TOKEN_PATTERN",
+    "asks_for_more_information",
     "contains_run",
     "normalize",
     "normalize_column",
     "normalize_value",
+    "only_asks",
     "padded",
     "parse_number",
     "tokenize",
@@ -151,3 +156,32 @@ def parse_number(value: object) -> float | None:
     if not math.isfinite(number):
         return None
     return number / scale
+
+
+ASKING_PHRASES: tuple[str, ...] = (
+    "could you", "can you", "would you", "do you mean", "did you mean", "do you want",
+    "please provide", "please clarify", "please specify", "please confirm", "please share",
+    "please let me know", "let me know which", "i need more information",
+    "need more information from you", "which one do you",
+)
+"""Phrases that ask the user for more information (rule 5), matched as token runs."""
+
+_ASKING = [padded(normalize(p)) for p in ASKING_PHRASES]
+
+
+def only_asks(response: Mapping[str, Any]) -> bool:
+    """Whether an answer (a response mapping) only asks the user for more information: no
+    non-empty key finding, and its text or a finding contains an asking phrase (rule 5).
+    The fetch layer sends a task's follow-up protocol message then; the rule grader grades
+    such an answer by :func:`asks_for_more_information` on its normalised texts."""
+    findings = [str(f) for f in response.get("key_findings") or []]
+    if any(normalize(f) for f in findings):
+        return False
+    texts = [*findings, str(response.get("text") or "")]
+    return any(p in padded(normalize(t)) for t in texts for p in _ASKING)
+
+
+def asks_for_more_information(norms: pl.Expr) -> pl.Expr:
+    """Whether a normalised text (``norm``) contains one of :data:`ASKING_PHRASES`."""
+    padded_norm = pl.lit(" ") + norms + pl.lit(" ")
+    return pl.any_horizontal([padded_norm.str.contains(p, literal=True) for p in _ASKING])

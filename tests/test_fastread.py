@@ -24,7 +24,6 @@ from grade_kit._fastread import (
     FastUsage,
     LazyRecords,
     decode_fast,
-    decode_lines_fast,
     raw_records,
 )
 from grade_kit.frames import run_frames, verdict_frames
@@ -275,39 +274,6 @@ def _reference_model(model: type[BaseModel], text: str) -> BaseModel | None:
         return model.model_validate(data) if isinstance(data, dict) else None
     except (ParseError, ValueError):
         return None
-
-
-@pytest.mark.parametrize("seed", [6, 7, 8])
-def test_lines_decoded_in_bulk_are_those_the_reference_path_accepts(seed: int) -> None:
-    """Every line :func:`decode_lines_fast` takes is one the reference path accepts, with the
-    same values; hostile lines (repeated keys, escapes, deep nesting, NaN, bad types, blank,
-    a carriage return, a byte-order mark) are left to it."""
-    judged, graded = _verdict_lines(seed, 800)
-    for struct, model, texts in ((FastJudgement, Judgement, judged), (FastGrade, Grade, graded),
-                                 (FastRun, Run, _run_lines(seed, 400))):
-        texts = [*texts, "", "   ", texts[0] + "\r", "\ufeff" + texts[0]]
-        lines = [text.encode() for text in texts]
-        decoded = decode_lines_fast(lines, struct)
-        taken = 0
-        for text, record in zip(texts, decoded, strict=True):
-            if record is None:
-                continue
-            taken += 1
-            reference = _reference_model(model, text)
-            assert reference is not None, text
-            assert model.model_validate(msgspec.to_builtins(record)) == reference, text
-        assert taken > 30, struct  # non-ASCII and escaped lines go line by line
-
-
-def test_a_repeated_key_among_lines_decoded_in_bulk_is_found() -> None:
-    good = [json.dumps({"run_id": f"r{i}", "dimension": "evidence_linkage", "score": 0.5,
-                        "judge": "j", "provenance": {"at": "09:00"}}) for i in range(5)]
-    repeated = good[2].replace('"score": 0.5', '"score": 0.5, "score": 0.75')
-    lines = [g.encode() for g in [*good[:2], repeated, *good[3:]]]
-    decoded = decode_lines_fast(lines, FastJudgement)
-    assert decoded[2] is None  # the reference path rejects it
-    assert [d is not None for d in decoded] == [True, True, False, True, True]
-    assert _reference_model(Judgement, repeated) is None
 
 
 class FastMetadataOnly(msgspec.Struct):

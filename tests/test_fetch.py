@@ -18,7 +18,7 @@ import pytest
 
 import grade_kit as gk
 from grade_kit.demo.server import DemoServer
-from grade_kit.fetch import (
+from grade_kit.fetching import (
     OpenAIChat,
     PythonCallable,
     Replay,
@@ -205,7 +205,7 @@ def test_a_fetch_killed_at_any_moment_resumes_to_every_slot_once(server: DemoSer
     store = tmp_path / "runs.jsonl"
     script = (
         "import sys\n"
-        "from grade_kit.fetch import OpenAIChat, fetch\n"
+        "from grade_kit.fetching import OpenAIChat, fetch\n"
         "from grade_kit.io import load_tasks\n"
         f"tasks = load_tasks({str(FIX / 'tasks')!r}, {str(FIX / 'packs')!r}).records[:6]\n"
         f"fetch(tasks, OpenAIChat({server.url!r}, 'hasty'), {str(store)!r}, setup='hasty',"
@@ -280,7 +280,7 @@ def test_rerun_failed_adds_a_linked_attempt_and_the_primary_stays_scored(
 
 
 def test_an_http_agent_streams_events_into_runs(server: DemoServer, tmp_path: Path) -> None:
-    from grade_kit.fetch import HTTPAgent
+    from grade_kit.fetching import HTTPAgent
 
     base = server.url.removesuffix("/v1")
     tasks = [t for t in TASKS if t.pack == "northside"][:4]
@@ -316,7 +316,7 @@ def test_an_http_agent_streams_events_into_runs(server: DemoServer, tmp_path: Pa
 
 def test_an_agent_stream_without_a_final_answer_fails_with_what_arrived(
         tmp_path: Path) -> None:
-    from grade_kit.fetch import HTTPAgent
+    from grade_kit.fetching import HTTPAgent
 
     body = ("event: progress\ndata: {}\n\nevent: token\ndata: {\"text\": \"half an \"}\n\n"
             "event: token\ndata: {\"text\": \"answer\"}\n\n")
@@ -385,7 +385,7 @@ def _one_reply_server(status: int, body: str, content_type: str,
 
 
 def test_the_follow_up_protocol_is_sent_once_and_identically(tmp_path: Path) -> None:
-    from grade_kit.fetch.run import follow_up_prompt
+    from grade_kit.fetching.run import follow_up_prompt
     from tests.conftest import make_task
 
     message = "Use the autumn term, September to November 2026."
@@ -417,7 +417,7 @@ def test_the_follow_up_protocol_is_sent_once_and_identically(tmp_path: Path) -> 
         "received"]
     assert "interaction" not in records["t2"]["metadata"]  # no protocol: the answer stands
     assert records["t2"]["response"]["text"] == "Could you tell me which term you mean?"
-    from grade_kit.fetch import Answer
+    from grade_kit.fetching import Answer
 
     assert follow_up_prompt(task, Answer(response={"text": "?"})).startswith(
         build_prompt(task))

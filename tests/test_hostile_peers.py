@@ -19,14 +19,14 @@ import pytest
 
 import grade_kit as gk
 from grade_kit.cli import main
-from grade_kit.fetch import HTTPAgent, OpenAIChat, fetch, fetch_setups
-from grade_kit.fetch.http import (
+from grade_kit.fetching import HTTPAgent, OpenAIChat, fetch, fetch_setups
+from grade_kit.fetching.tools import PackTools
+from grade_kit.http import (
     MAX_BODY_BYTES,
     MAX_STREAM_BYTES,
     RECEIPT_BODY_CHARS,
     REDACTED,
 )
-from grade_kit.fetch.tools import PackTools
 from grade_kit.io import load_runs, load_tasks
 from tests.peers import Request, delta, endless, head, peer, sse
 
@@ -475,7 +475,7 @@ def test_a_record_json_cannot_hold_is_failed_in_words() -> None:
     is written failed with the reason, never a crash of the fetch or a line score rejects."""
     from datetime import datetime
 
-    from grade_kit.fetch.run import checked
+    from grade_kit.fetching.run import checked
 
     record = {"run_id": "r", "setup": "s", "task_id": "t", "repeat": 1,
               "status": "delivered", "response": {"text": "x"},

@@ -10,7 +10,6 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import grade_kit as gk
-from grade_kit._fastread import FlatRuns
 from grade_kit.io import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,22 +64,6 @@ def test_a_folder_without_state_is_one_clear_error(tmp_path: Path) -> None:
         gk.reopen(tmp_path)
 
 
-def test_runs_read_in_parallel_reopen_as_records(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """Run files read by two processes are kept as their lines, not as the light keys the
-    parallel reader holds: reopened, every run is the record it was."""
-    from grade_kit import _parallel
-
-    monkeypatch.setattr(_parallel, "PARALLEL_BYTES", 0)
-    ev = gk.evaluate(FIX / "tasks", FIX / "runs", judge="rules")
-    assert isinstance(ev.inputs.runs, FlatRuns)  # the parallel reader's light records
-    ev.write(tmp_path)
-    again = gk.reopen(tmp_path)
-    _same(ev, again)
-    expected = gk.read_inputs(FIX / "tasks", FIX / "runs", workers=1).runs
-    assert [r.model_dump() for r in again.inputs.runs] == [r.model_dump() for r in expected]
-
-
 def test_one_record_is_read_from_its_own_line(tmp_path: Path) -> None:
     """The explorer shows one run at a time: reading it does not read every record."""
     ev = gk.evaluate(EXAMPLE / "tasks", EXAMPLE / "runs.jsonl")
@@ -107,28 +90,7 @@ def test_an_empty_records_file_has_no_line_to_read(tmp_path: Path) -> None:
         judgements[0]
 
 
-def test_verdicts_read_in_parallel_reopen_as_records(tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from grade_kit import _parallel
-    from grade_kit._fastread import FlatVerdicts
-
-    monkeypatch.setattr(_parallel, "PARALLEL_BYTES", 0)
-    ev = gk.evaluate(EXAMPLE / "tasks", EXAMPLE / "runs.jsonl",
-                     judgements=EXAMPLE / "judgements.jsonl", grades=EXAMPLE / "grades.jsonl")
-    assert isinstance(ev.inputs.judgements, FlatVerdicts)
-    ev.write(tmp_path)
-    again = gk.reopen(tmp_path)
-    _same(ev, again)
-    for name in ("judgements", "grades"):
-        assert [r.model_dump() for r in getattr(again.inputs, name)] == [
-            r.model_dump() for r in getattr(ev.inputs, name)]
-
-
-def test_a_first_line_with_a_byte_order_mark_reopens(tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from grade_kit import _parallel
-
-    monkeypatch.setattr(_parallel, "PARALLEL_BYTES", 0)
+def test_a_first_line_with_a_byte_order_mark_reopens(tmp_path: Path) -> None:
     text = (EXAMPLE / "runs.jsonl").read_text(encoding="utf-8")
     runs = tmp_path / "runs.jsonl"
     runs.write_bytes(b"\xef\xbb\xbf" + text.encode())

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import grade_kit as gk
+from grade_kit.atomic import indented_json
 from grade_kit.report import md_cell
-from grade_kit.report.files import indented_json
 from tests.conftest import make_run, make_task
 
 HOSTILE = "evil | x\n# Heading <script>alert(1)</script> `code` \\"
@@ -85,7 +85,7 @@ def _one_piece(model: object) -> str:
 
 
 def test_results_json_written_in_pieces_is_the_one_piece_text() -> None:
-    from grade_kit.report.files import indented_model_pieces
+    from grade_kit.atomic import indented_model_pieces
 
     task = make_task(required_limitations=[{"id": "l", "text": "single quarter"}])
     runs = [make_run("r1", setup="b é", findings=["x"]),

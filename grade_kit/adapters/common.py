@@ -82,7 +82,7 @@ def merge_imported(parts: list[Imported]) -> Imported:
 
 def write_imported(imported: Imported, out_dir: Path | str) -> dict[str, Path]:
     """Write ``tasks.jsonl``, ``runs.jsonl`` and ``grades.jsonl`` (and ``NOTES.md``)."""
-    from grade_kit.report.files import atomic_write_text
+    from grade_kit.atomic import atomic_write_text
     from grade_kit.report.markdown import md_cell
 
     out = Path(out_dir)

@@ -44,7 +44,7 @@ from aiohttp import web
 from grade_kit.demo.judge_model import DEMO_REPEATS, DemoJudgeModel
 from grade_kit.demo.record import START, TIMEOUT_S, simulate_run
 from grade_kit.demo.setups import SETUPS, answer_task
-from grade_kit.fetch.responders import RESPONSE_FORMAT_INSTRUCTION
+from grade_kit.fetching.responders import RESPONSE_FORMAT_INSTRUCTION
 from grade_kit.schema import Task
 
 __all__ = ["DEMO_LATENCY_SCALE", "LOOPBACK_ALLOWANCE_S", "DemoServer", "agreed_timeout",
@@ -357,7 +357,7 @@ class DemoServer:
         streamed as server-sent events: ``progress``, one ``tool_call`` per recorded call,
         ``token`` pieces, a ``channel`` event (the reply card the agent posts, 5% of the
         latency) and ``final``; a recorded failure is HTTP 502, a timeout a stall then a
-        dropped connection (:class:`grade_kit.fetch.HTTPAgent` reads it)."""
+        dropped connection (:class:`grade_kit.fetching.HTTPAgent` reads it)."""
         if setup not in SETUPS:
             return _error(404, f"unknown agent {setup!r}; agents: {sorted(SETUPS)}")
         task = self.tasks.get(str(body.get("prompt") or "").split(
@@ -566,7 +566,7 @@ def fetch_demo_runs(fixtures: Path | str, runs_dir: Path | str, *,
     Returns:
         The run files, one per setup.
     """
-    from grade_kit.fetch import fetch_setups
+    from grade_kit.fetching import fetch_setups
     from grade_kit.io import load_tasks
 
     root = Path(fixtures)

@@ -12,25 +12,20 @@ from dataclasses import dataclass
 import polars as pl
 
 from grade_kit.frames import COLUMNS, EvalData, frames_repr, frames_repr_html, in_run_order
-from grade_kit.grade.calibration import _calibration_scores, calibration_scores
+from grade_kit.grade.calibration import calibration_scores
 from grade_kit.grade.claims import (
     DETERMINISTIC,
     ClaimJudge,
-    _claim_matches,
-    _insight_scores,
     claim_matches,
     insight_scores,
 )
 from grade_kit.grade.composite import (
-    _aggregate,
-    _task_scores,
     aggregate_scores,
     run_composites,
     task_scores,
     with_composite,
 )
 from grade_kit.grade.consistency import (
-    _consistency_scores,
     cluster_findings,
     consistency_scores,
     finding_stability,
@@ -38,8 +33,8 @@ from grade_kit.grade.consistency import (
     metric_variance,
     ranking_stability,
 )
-from grade_kit.grade.grounding import _grounding_scores, fact_checks, grounding_scores
-from grade_kit.grade.judged import _judged_scores, judged_scores
+from grade_kit.grade.grounding import fact_checks, grounding_scores
+from grade_kit.grade.judged import judged_scores
 from grade_kit.grade.no_response import defined_dimensions, no_response_zeros
 from grade_kit.schema import PER_RUN_DIMENSIONS
 
@@ -92,7 +87,7 @@ def run_scores(data: EvalData, claim_judge: ClaimJudge | None = None) -> pl.Data
         facts_passed and facts_total.
     """
     runs = _grade_runs(data)
-    matches = _claim_matches(data.claims, data.claim_terms, runs, data.items, claim_judge)
+    matches = claim_matches(data.claims, data.claim_terms, runs, data.items, claim_judge)
     return _run_scores(data, runs, matches)
 
 
@@ -103,13 +98,13 @@ def _grade_runs(data: EvalData) -> pl.DataFrame:
 
 def _run_scores(data: EvalData, runs: pl.DataFrame, matches: pl.DataFrame) -> pl.DataFrame:
     # (Any row order: every part is joined to ``out`` by run_id, and in_run_order sorts.)
-    grounding = _grounding_scores(data.facts, runs, data.metrics, ordered=False).with_columns(
+    grounding = grounding_scores(data.facts, runs, data.metrics, ordered=False).with_columns(
         grounding_accuracy_method=pl.lit(DETERMINISTIC))
     out = runs.select("run_id", "setup", "task_id", "repeat", "is_primary", "status",
                       "has_response")
-    for part in (grounding, _insight_scores(matches, runs, data.tasks),
-                 _calibration_scores(matches, runs, data.tasks),
-                 _judged_scores(data.judgements, runs)):
+    for part in (grounding, insight_scores(matches, runs, data.tasks),
+                 calibration_scores(matches, runs, data.tasks),
+                 judged_scores(data.judgements, runs)):
         out = out.join(part, on="run_id", how="left")
     out = no_response_zeros(out, defined_dimensions(data.tasks, data.judgements, data.runs))
     return in_run_order(out)
@@ -193,10 +188,10 @@ def partition_scores(data: EvalData, claim_judge: ClaimJudge | None = None) -> P
     the map step. Every figure depends only on the runs of one task, so any split of the runs
     that keeps each task's runs together gives the same rows (docs/scaling.md)."""
     grade_runs = _grade_runs(data)
-    matches = _claim_matches(data.claims, data.claim_terms, grade_runs, data.items,
+    matches = claim_matches(data.claims, data.claim_terms, grade_runs, data.items,
                              claim_judge)
     return PartitionScores(runs=_run_scores(data, grade_runs, matches),
-                           consistency=_consistency_scores(grade_runs, data.items,
+                           consistency=consistency_scores(grade_runs, data.items,
                                                            data.metrics),
                            matches=matches)
 
@@ -215,14 +210,14 @@ def combine_scores(parts: Sequence[PartitionScores], tasks: pl.DataFrame,
         raise ValueError("combine_scores needs at least one partition")
     per_run = in_run_order(pl.concat([p.runs for p in parts]))
     consistency = pl.concat([p.consistency for p in parts])
-    per_task = _task_scores(per_run, consistency, tasks, weights)
+    per_task = task_scores(per_run, consistency, tasks, weights)
     return GradeScores(
         runs=per_run,
         consistency=consistency,
         tasks=per_task,
-        tracks=_aggregate(per_task, "track"),
-        packs=_aggregate(per_task, "pack"),
-        overall=_aggregate(per_task, "overall"),
+        tracks=aggregate_scores(per_task, "track"),
+        packs=aggregate_scores(per_task, "pack"),
+        overall=aggregate_scores(per_task, "overall"),
         matches=pl.concat([p.matches for p in parts]),
     )
 

@@ -93,14 +93,23 @@ def _grounding_scores(
     ).collect()
 
 
-def grounding_scores(facts: Frame, runs: Frame, metrics: Frame) -> Frame:
+def grounding_scores(facts: Frame, runs: Frame, metrics: Frame, *,
+                     ordered: bool = True) -> Frame:
     """Per-run grounding accuracy = mean over the task's gold facts of pass (1) or fail (0).
 
     Runs of tasks without gold facts get no row (their grounding is null, never 0). A run with
     no response reports nothing, so it fails every fact and scores 0 by this rule too
     (:func:`grade_kit.grade.no_response.no_response_zeros` records its method).
 
+    Args:
+        facts: The ``facts`` frame.
+        runs: The ``runs`` frame.
+        metrics: The ``metrics`` frame.
+        ordered: Rows in the runs' order (default); False lets them come in any order,
+            which is faster (each run's share of passes is exact in any order).
+
     Returns:
         run_id, grounding_accuracy, facts_passed, facts_total.
     """
-    return like(_grounding_scores(to_polars(facts), to_polars(runs), to_polars(metrics)), runs)
+    return like(_grounding_scores(to_polars(facts), to_polars(runs), to_polars(metrics),
+                                  ordered), runs)

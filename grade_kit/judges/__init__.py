@@ -13,12 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from grade_kit._fastread import raw_records, select_records
+from grade_kit.inputs import Inputs
 from grade_kit.judges.rules import JUDGE as RULES_JUDGE_NAME
 from grade_kit.judges.rules import rule_judgements
 from grade_kit.schema import Grade, Judgement, Run, Task
 
-__all__ = ["JUDGES", "Grader", "Judge", "RuleJudge", "resolve_grader", "resolve_judge",
-           "rule_judgements"]
+__all__ = ["JUDGES", "Grader", "Judge", "RuleJudge", "new_grades", "new_judgements",
+           "resolve_grader", "resolve_judge", "rule_judgements"]
 
 
 @runtime_checkable
@@ -92,3 +94,20 @@ def resolve_judge(judge: str | Judge) -> Judge:
                          f"with a name that maps tasks and runs to judgements), not "
                          f"{type(judge).__name__}")
     return judge
+
+
+def new_judgements(judge: Judge, inputs: Inputs) -> list[Judgement]:
+    """The judgements ``judge`` gives the runs of ``inputs``, for every (run, dimension) not
+    recorded there already: a recorded judgement is never replaced (``grade-kit judge`` and
+    :func:`grade_kit.evaluate` both add these)."""
+    recorded = {(j.run_id, j.dimension) for j in raw_records(inputs.judgements)}
+    return [j for j in judge(inputs.tasks, inputs.runs)
+            if (j.run_id, j.dimension) not in recorded]
+
+
+def new_grades(grader: Grader, inputs: Inputs) -> list[Grade]:
+    """The grade records ``grader`` writes for the runs of ``inputs`` without one: a recorded
+    grade is never replaced (``grade-kit grade`` and :func:`grade_kit.evaluate` both add
+    these)."""
+    graded = {g.run_id for g in raw_records(inputs.grades)}
+    return grader(inputs.tasks, select_records(inputs.runs, lambda r: r.run_id not in graded))

@@ -29,8 +29,7 @@ import polars as pl
 from grade_kit.exact import fmean
 from grade_kit.frames import run_frames, verdict_frames
 from grade_kit.judges import Grader, Judge
-from grade_kit.judges.model import MODEL_GRADER_PREFIXES
-from grade_kit.schema import Run, Task
+from grade_kit.schema import MODEL_GRADER_PREFIXES, Run, Task
 from grade_kit.standard.blind.sheet import answer_text
 from grade_kit.standard.grades import run_grades
 

@@ -17,8 +17,9 @@ Rules, in order:
    fact passes and every gold insight is found; ``partial`` otherwise.
 5. **Needs more information** (the interaction state beside the grade): true when a key
    finding or the answer's text asks the user something, that is contains one of
-   :data:`ASKING_PHRASES` as a run of normalised tokens (docs/methodology.md §3 "Text");
-   limitations and recommendations are not read (they may rightly say data are missing).
+   :data:`~grade_kit.text.ASKING_PHRASES` as a run of normalised tokens
+   (docs/methodology.md §3 "Text"); limitations and recommendations are not read (they may
+   rightly say data are missing).
    Only asking (no finding) is therefore ``not_met``, so unresolved; answering part and then
    asking can be partial.
 
@@ -27,47 +28,17 @@ A run with a recorded grade record keeps it (a person's grade is never replaced)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import polars as pl
 
 from grade_kit.frames import COLUMNS
 from grade_kit.schema import Grade, Run, Task
-from grade_kit.text import normalize, padded
+from grade_kit.text import asks_for_more_information
 
-__all__ = ["ASKING_PHRASES", "RULE_GRADER", "RuleGrader", "asks_for_more_information",
-           "only_asks", "rule_grades"]
+__all__ = ["RULE_GRADER", "RuleGrader", "rule_grades"]
 
 RULE_GRADER = "rules-grader@1"
-
-ASKING_PHRASES: tuple[str, ...] = (
-    "could you", "can you", "would you", "do you mean", "did you mean", "do you want",
-    "please provide", "please clarify", "please specify", "please confirm", "please share",
-    "please let me know", "let me know which", "i need more information",
-    "need more information from you", "which one do you",
-)
-"""Phrases that ask the user for more information (rule 5), matched as token runs."""
-
-_ASKING = [padded(normalize(p)) for p in ASKING_PHRASES]
-
-
-def only_asks(response: Mapping[str, Any]) -> bool:
-    """Whether an answer (a response mapping) only asks the user for more information: no
-    non-empty key finding, and its text or a finding contains an asking phrase (rule 5).
-    The fetch layer sends a task's follow-up protocol message then."""
-    findings = [str(f) for f in response.get("key_findings") or []]
-    if any(normalize(f) for f in findings):
-        return False
-    texts = [*findings, str(response.get("text") or "")]
-    return any(p in padded(normalize(t)) for t in texts for p in _ASKING)
-
-
-def asks_for_more_information(norms: pl.Expr) -> pl.Expr:
-    """Whether a normalised text (``norm``) contains one of :data:`ASKING_PHRASES`."""
-    padded_norm = pl.lit(" ") + norms + pl.lit(" ")
-    return pl.any_horizontal([padded_norm.str.contains(p, literal=True) for p in _ASKING])
-
 
 def _tolerance(row: dict[str, object]) -> str:
     parts = [f"{k} {row[k]}" for k in ("abs_tol", "rel_tol") if row.get(k) is not None]

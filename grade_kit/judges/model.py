@@ -7,7 +7,7 @@ notebook asks nothing twice and a killed run keeps every verdict it received (a 
 line is asked again). The API key is read from the environment variable *named* by
 ``api_key_env`` at request time and never stored: its value is redacted from every answer
 and error before either is kept. A reply is read within the shared client's caps
-(:mod:`grade_kit.fetch.http`) and a redirect is never followed.
+(:mod:`grade_kit.http`) and a redirect is never followed.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 import aiohttp
 
-from grade_kit.fetch.http import (
+from grade_kit.http import (
     TRANSPORT_ERRORS,
     Sessions,
     check_positive,
@@ -36,18 +36,14 @@ from grade_kit.fetch.http import (
     run_sync,
     secret_values,
 )
+from grade_kit.schema import MODEL_GRADER_PREFIXES
 
-__all__ = ["MODEL_GRADER_PREFIXES", "PARAMETERS", "Asked", "ModelClient", "ModelVerdicts",
+__all__ = ["PARAMETERS", "Asked", "ModelClient", "ModelVerdicts",
            "alias_instruction", "answer_alias", "grading_label", "parse_json_object",
            "unbound"]
 
 PARAMETERS: dict[str, Any] = {"temperature": 0}
 """Sampling parameters of every judge and grader request (part of each cache key)."""
-
-MODEL_GRADER_PREFIXES = ("llm:", "llm-grader:", "model:")
-"""A judge or grader name with one of these prefixes is a model (calibration reports of
-model-only grading are labelled an internal consistency review)."""
-
 
 def grading_label(graders: Sequence[str]) -> str:
     """One sentence naming who graded, labelled an *internal consistency review* when every

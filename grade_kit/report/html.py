@@ -20,10 +20,10 @@ from typing import Any, cast
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.utils import run_sync
 
+from grade_kit.atomic import atomic_write_text
 from grade_kit.cache import cache_dir
 from grade_kit.charts import OFFLINE_ENV
 from grade_kit.io import InputError
-from grade_kit.report.files import atomic_write_text
 from grade_kit.report.markdown import md_cell
 from grade_kit.tables import ABSENT_ATTRIBUTE
 
@@ -203,7 +203,7 @@ class _LocalKernelManager(AsyncKernelManager):
             shutil.rmtree(self._socket_folder, ignore_errors=True)
 
 
-WARM_UP = ("import grade_kit.charts, grade_kit.evaluate, grade_kit.explorer, grade_kit.tables, "
+WARM_UP = ("import grade_kit.charts, grade_kit.evaluation, grade_kit.explorer, grade_kit.tables, "
            "grade_kit.report")
 """What a report's kernel imports as it starts (what the notebooks' first cells import)."""
 
@@ -216,7 +216,7 @@ class ReportKernels:
     faster than two). The notebooks are dealt round-robin over the kernels; those of one
     kernel run one after another in an emptied namespace
     (:meth:`_LocalKernelManager.fresh_namespace`), sharing its imports and the reopened
-    evaluation (:func:`~grade_kit.evaluate.reopen_or_evaluate`); the kernels run at once.
+    evaluation (:func:`~grade_kit.evaluation.reopen_or_evaluate`); the kernels run at once.
     A context manager: leaving it shuts every kernel down.
 
     Args:

@@ -27,7 +27,7 @@ import polars as pl
 from grade_kit._fastread import select_records
 
 if TYPE_CHECKING:
-    from grade_kit.evaluate import Evaluation
+    from grade_kit.evaluation import Evaluation
 
 __all__ = ["REASONS", "review_queue", "write_review_sheet"]
 

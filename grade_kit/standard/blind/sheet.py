@@ -148,7 +148,7 @@ def write_grading_sheet(rows: Sequence[dict[str, Any]], key: dict[str, Any], she
                         key_path: Path) -> None:
     """Write the sheet as CSV (UTF-8, one row per answer, every cell neutralised against
     formula injection) and the key as JSON, each to a temporary name renamed into place."""
-    from grade_kit.report.files import atomic_write
+    from grade_kit.atomic import atomic_write
 
     def write_sheet(path: Path) -> None:
         with path.open("w", encoding="utf-8", newline="") as handle:

@@ -1,5 +1,5 @@
 """Score once, report many: an evaluation's state written beside its outputs, and read back
-as the same :class:`~grade_kit.evaluate.Evaluation` without scoring again (:func:`reopen`).
+as the same :class:`~grade_kit.evaluation.Evaluation` without scoring again (:func:`reopen`).
 
 ``ev.write(DIR)`` writes ``DIR/evaluation/``: every frame of the evaluation as Parquet (the
 tidy input frames, the GRADE scores, the standard's frames), the input records as JSONL (the
@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 from pydantic import BaseModel
 
-from grade_kit._fastread import FlatRuns, FlatVerdicts, raw_records
+from grade_kit._fastread import raw_records
 from grade_kit.frames import COLUMNS, EvalData
 from grade_kit.grade import GradeScores
 from grade_kit.inputs import Inputs
@@ -77,12 +77,7 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
         counts = {}
         for name, records in (("runs", inputs.runs), ("judgements", inputs.judgements),
                               ("grades", inputs.grades)):
-            if isinstance(records, FlatRuns | FlatVerdicts):  # read in parallel: their
-                # lines as read (the parallel reader keeps keys and frames, not records)
-                lines: Iterator[bytes] = (text.strip().encode() + b"\n"  # (no byte-order
-                                          for text in records.lines())  # mark among them)
-            else:
-                lines = (_line(record) for record in raw_records(records))
+            lines = (_line(record) for record in raw_records(records))
             lengths = []
             with (staging / f"{name}.jsonl").open("wb") as handle:
                 for line in lines:

@@ -18,9 +18,10 @@ from typing import Any, Literal, TypeAlias, cast
 import pandas as pd
 import polars as pl
 
-from grade_kit._fastread import concat_records, raw_records, select_records
+from grade_kit._fastread import concat_records
 from grade_kit._gc import gc_paused
 from grade_kit._progress import Step, stage_progress
+from grade_kit._version import __version__
 from grade_kit.adapters import read_inspect, read_tau_bench
 from grade_kit.frames import EvalData, in_run_order
 from grade_kit.grade import (
@@ -35,7 +36,14 @@ from grade_kit.grade import (
 )
 from grade_kit.inputs import Inputs, read_inputs
 from grade_kit.io import InputError, Records, is_in_memory, load_grades, load_judgements
-from grade_kit.judges import Grader, Judge, resolve_grader, resolve_judge
+from grade_kit.judges import (
+    Grader,
+    Judge,
+    new_grades,
+    new_judgements,
+    resolve_grader,
+    resolve_judge,
+)
 from grade_kit.judges.grader import RULE_GRADER, rule_grades
 from grade_kit.judges.model import grading_label
 from grade_kit.packed import (
@@ -53,7 +61,6 @@ from grade_kit.packed import (
     store_tasks,
     store_warnings,
 )
-from grade_kit.reopen import STATE_DIR, read_state, write_state
 from grade_kit.report.files import write_outputs
 from grade_kit.report.results import build_results
 from grade_kit.schema import (
@@ -67,6 +74,7 @@ from grade_kit.schema import (
 )
 from grade_kit.sniff import LogSource, log_files
 from grade_kit.standard import DEFAULT_SEED, StandardResults, standard_results
+from grade_kit.state import STATE_DIR, read_state, write_state
 from grade_kit.tables import (
     Absent,
     Table,
@@ -84,12 +92,6 @@ MapPartitions: TypeAlias = Callable[[Callable[[Any], Any], Iterable[Any]], Itera
 
 FrameKind = Literal["polars", "pandas"]
 Frame = pl.DataFrame | pd.DataFrame
-
-
-def _version() -> str:
-    from grade_kit import __version__
-
-    return __version__
 
 
 def _as_kind(frame: pl.DataFrame, kind: FrameKind) -> Frame:
@@ -808,7 +810,7 @@ def _conclude(inputs: Inputs, data: EvalData, scores: GradeScores, frames: Frame
                                 exclude_channel_overhead=exclude_channel_overhead,
                                 stated_repeats=inputs.stated_repeats)
     provenance = Provenance(
-        grade_kit_version=_version(), created_at=datetime.now(UTC).isoformat(),
+        grade_kit_version=__version__, created_at=datetime.now(UTC).isoformat(),
         inputs=inputs.files, arguments=arguments, seeds={"comparison_bootstrap": seed},
         judges=judges, graders=graders)
     step("results")
@@ -839,18 +841,14 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
         if judge is not None:
             step("judge")
             chosen = resolve_judge(judge)
-            recorded = {(j.run_id, j.dimension) for j in raw_records(inputs.judgements)}
-            added = [j for j in chosen(inputs.tasks, inputs.runs)
-                     if (j.run_id, j.dimension) not in recorded]
-            inputs = replace(inputs, judgements=concat_records(Judgement, inputs.judgements, added))
+            inputs = replace(inputs, judgements=concat_records(
+                Judgement, inputs.judgements, new_judgements(chosen, inputs)))
             judges_used.append(chosen.name)
         graders_used: list[str] = []
         if model_grader is not None:
             step("grade")
-            graded = {g.run_id for g in raw_records(inputs.grades)}
-            added_grades = model_grader(
-                inputs.tasks, select_records(inputs.runs, lambda r: r.run_id not in graded))
-            inputs = replace(inputs, grades=concat_records(Grade, inputs.grades, added_grades))
+            inputs = replace(inputs, grades=concat_records(
+                Grade, inputs.grades, new_grades(model_grader, inputs)))
             graders_used.append(model_grader.name)
         step("flatten")
         data = EvalData.from_records(inputs.tasks, inputs.runs, inputs.judgements, inputs.grades,

@@ -2,7 +2,7 @@
 
 - :class:`OpenAIChat`: any OpenAI-compatible chat-completions endpoint, by base URL and model
   name; streaming; tool calls answered by an agent loop over the pack's tools
-  (:class:`~grade_kit.fetch.tools.PackTools`), each call recorded with its id and start/end;
+  (:class:`~grade_kit.fetching.tools.PackTools`), each call recorded with its id and start/end;
   the API key read from an environment variable whose *name* is given, never a value.
 - :class:`HTTPAgent`: a generic HTTP agent endpoint that streams server-sent events
   (``progress``, ``tool_call``, ``token``, ``channel``, ``final``, ``error``).
@@ -27,7 +27,8 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from grade_kit.fetch.http import (
+from grade_kit.fetching.tools import SQL_TOOL, PackTools
+from grade_kit.http import (
     RECEIPT_BODY_CHARS,
     TRANSPORT_ERRORS,
     MissingKeyError,
@@ -40,7 +41,6 @@ from grade_kit.fetch.http import (
     request_headers,
     run_sync,
 )
-from grade_kit.fetch.tools import SQL_TOOL, PackTools
 from grade_kit.schema import MAX_TOKENS, Response, Task, parse_timestamp
 
 __all__ = [

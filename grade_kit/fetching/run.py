@@ -32,14 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from grade_kit.fetch.http import (
-    RECEIPT_BODY_CHARS,
-    check_positive,
-    check_whole,
-    redact,
-    secret_values,
-)
-from grade_kit.fetch.responders import (
+from grade_kit.fetching.responders import (
     RESPONSE_FORMAT_INSTRUCTION,
     Answer,
     AnswerFailed,
@@ -49,10 +42,17 @@ from grade_kit.fetch.responders import (
     now,
     run_sync,
 )
-from grade_kit.fetch.store import RunStore, Slot, safe_file_names
-from grade_kit.judges.grader import only_asks
+from grade_kit.fetching.store import RunStore, Slot, safe_file_names
+from grade_kit.http import (
+    RECEIPT_BODY_CHARS,
+    check_positive,
+    check_whole,
+    redact,
+    secret_values,
+)
 from grade_kit.parse import ParseError, loads_json
 from grade_kit.schema import Run, Task
+from grade_kit.text import only_asks
 
 __all__ = ["DEFAULT_CONCURRENCY", "DEFAULT_TIMEOUT_S", "FetchReport", "check_options",
            "checked", "fetch", "fetch_async", "fetch_setups"]
@@ -132,7 +132,7 @@ def follow_up_prompt(task: Task, first: Answer) -> str:
 async def _interaction(responder: Responder, task: Task, repeat: int,
                        seen: dict[str, Any]) -> Answer:
     """The responder's answer, with the task's follow-up protocol applied: when the answer
-    only asks for more information (:func:`~grade_kit.judges.grader.only_asks`) and the task
+    only asks for more information (:func:`~grade_kit.text.only_asks`) and the task
     defines ``follow_up``, that message is sent once and the second answer is the run's; the
     first is kept in ``metadata.interaction`` (and in ``seen``, so a follow-up that fails or
     times out still keeps it)."""
@@ -224,7 +224,7 @@ def _contract_problem(record: dict[str, Any]) -> str | None:
 
 def checked(record: dict[str, Any], secrets: tuple[str, ...] = ()) -> dict[str, Any]:
     """The run record fetch writes: the API key's value redacted from every string
-    (:func:`~grade_kit.fetch.http.redact`), and only what ``score`` accepts. A delivered
+    (:func:`~grade_kit.http.redact`), and only what ``score`` accepts. A delivered
     record that breaks the run contract (a token count out of range, a tool call's id that
     is not text, an agent's timestamp that is no instant) becomes a failed one naming the
     field, its reply kept as text; so every line of a run store is a line ``score`` reads.
@@ -444,7 +444,7 @@ def fetch_setups(tasks: Sequence[Task], endpoint: str, models: Sequence[str],
                  api_key_env: str | None = None, **options: Any) -> dict[str, FetchReport]:
     """Every model at one OpenAI-compatible endpoint, fetched at once, each into its own run
     store in ``out_dir``, named from the model by
-    :func:`~grade_kit.fetch.store.safe_file_names` (``gpt-4o.jsonl``; ``../x`` becomes
+    :func:`~grade_kit.fetching.store.safe_file_names` (``gpt-4o.jsonl``; ``../x`` becomes
     ``_x.jsonl``, never a path outside ``out_dir``; each report's ``store`` says which). The
     model name is the setup name.
 

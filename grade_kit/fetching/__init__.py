@@ -1,7 +1,7 @@
 """Fetching answers: responders behind one interface, a crash-safe run store, and the fetch
 that fills every planned slot of a setup, timed as the standard says."""
 
-from grade_kit.fetch.responders import (
+from grade_kit.fetching.responders import (
     RESPONSE_FORMAT_INSTRUCTION,
     Answer,
     AnswerFailed,
@@ -13,7 +13,7 @@ from grade_kit.fetch.responders import (
     build_prompt,
     parse_answer,
 )
-from grade_kit.fetch.run import (
+from grade_kit.fetching.run import (
     DEFAULT_CONCURRENCY,
     DEFAULT_TIMEOUT_S,
     FetchReport,
@@ -21,8 +21,8 @@ from grade_kit.fetch.run import (
     fetch_async,
     fetch_setups,
 )
-from grade_kit.fetch.store import RunStore
-from grade_kit.fetch.tools import SQL_TOOL, PackTools
+from grade_kit.fetching.store import RunStore
+from grade_kit.fetching.tools import SQL_TOOL, PackTools
 
 __all__ = [
     "DEFAULT_CONCURRENCY",

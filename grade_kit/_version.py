@@ -1,0 +1,8 @@
+"""The installed version of grade_kit (pyproject.toml states it; written into every
+results.json's provenance)."""
+
+from importlib.metadata import version
+
+__all__ = ["__version__"]
+
+__version__ = version("grade_kit")
