@@ -124,7 +124,7 @@ def read_inputs(
         parts.append(("grades", g_load))
     rejected = [r for _, loaded in parts for r in loaded.rejected]
     files = [f for kind, loaded in parts
-             for f in input_files(kind, loaded.sources, loaded.rejected, loaded.digests)]
+             for f in input_files(kind, loaded.sources, loaded.rejected)]
     return Inputs(tasks=task_load.records, runs=run_load.records, judgements=j_records,
                   grades=g_records, rejected=rejected, warnings=list(task_load.warnings),
                   run_lines=run_load.lines, files=files)

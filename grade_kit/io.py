@@ -130,9 +130,6 @@ class Loaded(Generic[T]):
     """The file (or ``<runs>``-style name) each record came from."""
     rejected: list[Rejected] = field(default_factory=list)
     warnings: list[WarningItem] = field(default_factory=list)
-    digests: dict[str, str] = field(default_factory=dict)
-    """The SHA-256 of source files, by path, where the reading processes computed it
-    (:func:`input_files` computes the others)."""
 
     def __len__(self) -> int:
         return len(self.records)
@@ -274,8 +271,8 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def input_files(kind: str, sources: Sequence[str], rejected: Sequence[Rejected],
-                digests: Mapping[str, str] | None = None) -> list[InputFile]:
+def input_files(kind: str, sources: Sequence[str],
+                rejected: Sequence[Rejected]) -> list[InputFile]:
     """The provenance of what was read (results.json ``provenance.inputs``): one entry per
     source, in first-seen order (sources of accepted records, then of rejects only), with
     its SHA-256 (files only), records and rejects.
@@ -284,9 +281,7 @@ def input_files(kind: str, sources: Sequence[str], rejected: Sequence[Rejected],
         kind: ``tasks``, ``runs``, ``judgements`` or ``grades``.
         sources: The source of every accepted record, in reading order.
         rejected: The rejects.
-        digests: SHA-256 already computed, by path (:attr:`Loaded.digests`); default none.
     """
-    digests = digests or {}
     order = list(dict.fromkeys([*sources, *(r.source for r in rejected)]))
     counts = Counter(sources)
     bad = Counter(r.source for r in rejected)
@@ -295,8 +290,8 @@ def input_files(kind: str, sources: Sequence[str], rejected: Sequence[Rejected],
         path = Path(source)
         out.append(InputFile(
             kind=kind, path=source,
-            sha256=(digests.get(source) or _sha256(path)
-                    if not source.startswith("<") and path.is_file() else None),
+            sha256=(_sha256(path) if not source.startswith("<") and path.is_file()
+                    else None),
             records=counts[source], rejected=bad[source]))
     return out
 
@@ -789,8 +784,8 @@ class VerdictCheck:
     standing (docs/methodology.md §6).
 
     Applied batch by batch, in file order, over columns (:meth:`frame_rejects`): the records
-    of a file, of a chunk of one (:meth:`rejects`), or every range the reading processes
-    decoded at once; what stood is remembered for the batches after it.
+    of a file, or of a chunk of one (:meth:`rejects`); what stood is remembered for the
+    batches after it.
 
     Args:
         kind: ``judgements`` or ``grades``.
