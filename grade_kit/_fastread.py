@@ -15,10 +15,11 @@ it accepts a line only when every check of the reference path holds:
   when no key was dropped as a repeat;
 - no nesting deeper than :data:`~grade_kit.parse.MAX_DEPTH`, no lone surrogate, no
   byte-order mark;
-- the models' own rules, restated as struct types below and in ``__post_init__`` (strict
-  types, lengths and bounds, literals, time zones on timestamps, a response on a delivered
-  run, a reason for a null score). ``tests/test_fastread.py`` checks on random and hostile
-  records that both paths accept the same lines with the same values.
+- the models' own rules: each struct is derived from its pydantic model by
+  :func:`struct_of` (types, lengths and bounds, literals, defaults; the models' validators
+  run on the struct), so the contract is stated once, in :mod:`grade_kit.schema`.
+  ``tests/test_fastread.py`` checks on random and hostile records that both paths accept
+  the same lines with the same values.
 
 The structs carry the models' field names and defaults, so code that only reads fields works
 on either; :class:`LazyRecords` hands out validated pydantic models, built on first access.
@@ -28,131 +29,166 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from typing import Annotated, Any, Generic, Literal, TypeVar, cast, overload
+from types import UnionType
+from typing import (
+    Annotated,
+    Any,
+    Generic,
+    Literal,
+    TypeVar,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    overload,
+)
 
 import msgspec
-from pydantic import BaseModel
+from pydantic import AfterValidator, AllowInfNan, BaseModel
 
 from grade_kit.parse import MAX_DEPTH
-from grade_kit.schema import MAX_REPEAT, MAX_TOKENS, MAX_WORKING_S, parse_timestamp
+from grade_kit.schema import Grade, Judgement, Run
 
 __all__ = ["FastGrade", "FastJudgement", "FastRun", "LazyRecords", "LazySequence",
-           "ModelSequence", "concat_records", "decode_fast", "raw_records", "select_records"]
+           "ModelSequence", "concat_records", "decode_fast", "raw_records", "select_records",
+           "struct_of"]
 
-NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
-Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_TOKENS)]
+_CONSTRAINTS = {"Ge": "ge", "Le": "le", "Gt": "gt", "Lt": "lt", "MinLen": "min_length",
+                "MaxLen": "max_length"}
+"""pydantic's field constraints (annotated_types) by class name, as msgspec.Meta keywords."""
 
-
-def _check_timestamp(value: str | None) -> None:
-    if value is not None:
-        parse_timestamp(value)
-
-
-class FastToolCall(msgspec.Struct, gc=False):
-    """:class:`grade_kit.schema.ToolCall`."""
-
-    id: str
-    name: str
-    started: str | None = None
-    ended: str | None = None
-
-    def __post_init__(self) -> None:
-        _check_timestamp(self.started)
-        _check_timestamp(self.ended)
+Check = Callable[[Any], None]
 
 
-class FastResponse(msgspec.Struct, gc=False):
-    """:class:`grade_kit.schema.Response` (a null field is read as absent)."""
-
-    key_findings: list[str] | None = msgspec.field(default_factory=list)
-    limitations: list[str] | None = msgspec.field(default_factory=list)
-    recommendations: list[str] | None = msgspec.field(default_factory=list)
-    structured_metrics: dict[str, Any] | None = msgspec.field(default_factory=dict)
-    text: str | None = ""
-
-    def __post_init__(self) -> None:
-        if self.key_findings is None:
-            self.key_findings = []
-        if self.limitations is None:
-            self.limitations = []
-        if self.recommendations is None:
-            self.recommendations = []
-        if self.structured_metrics is None:
-            self.structured_metrics = {}
-        if self.text is None:
-            self.text = ""
+def _constrained(tp: Any, metadata: Sequence[Any]) -> tuple[Any, list[Check]]:
+    """``tp`` with pydantic field ``metadata`` as msgspec constraints, and the checks msgspec
+    cannot state (an AfterValidator's function)."""
+    constraints: dict[str, Any] = {}
+    checks: list[Check] = []
+    for meta in metadata:
+        name = type(meta).__name__
+        if name in _CONSTRAINTS:
+            constraints[_CONSTRAINTS[name]] = getattr(meta, _CONSTRAINTS[name])
+        elif isinstance(meta, AfterValidator):
+            checks.append(meta.func)  # type: ignore[arg-type]
+        elif not isinstance(meta, AllowInfNan):  # msgspec never decodes NaN or infinity
+            raise TypeError(f"no msgspec form for the field constraint {meta!r}")
+    return (Annotated[tp, msgspec.Meta(**constraints)] if constraints else tp), checks
 
 
-class FastUsage(msgspec.Struct, gc=False):
-    """:class:`grade_kit.schema.Usage`."""
-
-    input_tokens: Count | None = None
-    output_tokens: Count | None = None
-
-
-class FastRunLimit(msgspec.Struct, gc=False):
-    """:class:`grade_kit.schema.RunLimit`."""
-
-    type: NonEmpty
-    value: Annotated[float, msgspec.Meta(ge=0)] | None = None
+def _each(check: Check) -> Check:
+    def each(values: Any) -> None:
+        for value in (values.values() if isinstance(values, dict) else values):
+            check(value)
+    return each
 
 
-class FastRun(msgspec.Struct, gc=False):
-    """:class:`grade_kit.schema.Run`."""
-
-    run_id: NonEmpty
-    setup: NonEmpty
-    task_id: NonEmpty
-    repeat: Annotated[int, msgspec.Meta(ge=1, le=MAX_REPEAT)]
-    status: Literal["delivered", "timeout", "limit", "failed", "cancelled"]
-    attempt_of: str | None = None
-    error: str | None = None
-    limit: FastRunLimit | None = None
-    events: dict[str, str | None] = msgspec.field(default_factory=dict)
-    response: FastResponse | None = None
-    tool_calls: list[FastToolCall] | None = None
-    usage: FastUsage | None = None
-    working_s: Annotated[float, msgspec.Meta(ge=0, le=MAX_WORKING_S)] | None = None
-    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        for value in self.events.values():
-            _check_timestamp(value)
-        if self.status == "delivered" and self.response is None:
-            raise ValueError("a delivered run needs a 'response'")
-        if (self.status == "limit") != (self.limit is not None):
-            raise ValueError("a 'limit' goes with status 'limit', and only with it")
+def _unless_none(check: Check) -> Check:
+    def unless_none(value: Any) -> None:
+        if value is not None:
+            check(value)
+    return unless_none
 
 
-class FastJudgement(msgspec.Struct, gc=False):
-    """:class:`grade_kit.schema.Judgement`."""
+def _all(checks: list[Check]) -> Check | None:
+    if len(checks) <= 1:
+        return checks[0] if checks else None
 
-    run_id: NonEmpty
-    dimension: Literal["evidence_linkage", "structure_usability"]
-    score: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] | None
-    judge: NonEmpty
-    reason: str | None = None
-    provenance: dict[str, Any] | None = None
-
-    def __post_init__(self) -> None:
-        if self.score is None and not self.reason:
-            raise ValueError("a null score needs a reason")
+    def every(value: Any) -> None:
+        for check in checks:
+            check(value)
+    return every
 
 
-class FastGrade(msgspec.Struct, gc=False):
-    """:class:`grade_kit.schema.Grade`."""
+def _struct_type(tp: Any, metadata: Sequence[Any] = ()) -> tuple[Any, Check | None]:
+    """The msgspec type of a pydantic annotation (field ``metadata`` applies to its non-null
+    arm, as in pydantic), and one check of what the type cannot state, or None."""
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Annotated:
+        return _struct_type(args[0], [*tp.__metadata__, *metadata])
+    if origin in (Union, UnionType):
+        arms = [a for a in args if a is not type(None)]
+        if len(arms) != 1 or len(args) != 2:
+            raise TypeError(f"no msgspec form for the union {tp!r}")
+        inner, check = _struct_type(arms[0], metadata)
+        return inner | None, (None if check is None else _unless_none(check))
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        if metadata:
+            raise TypeError(f"no msgspec form for constraints on a model: {metadata!r}")
+        return struct_of(tp), None
+    if origin in (list, dict):
+        inner, check = _struct_type(args[-1])
+        shaped = list[inner] if origin is list else dict[args[0], inner]  # type: ignore[valid-type]
+        constrained, checks = _constrained(shaped, metadata)
+        return constrained, _all([*([_each(check)] if check else []), *checks])
+    if tp in (str, int, float, bool, Any) or origin is Literal:
+        constrained, checks = _constrained(tp, metadata)
+        return constrained, _all(checks)
+    raise TypeError(f"no msgspec form for the type {tp!r}")
 
-    run_id: NonEmpty
-    core_conclusion: Literal["correct", "material_error", "no_gradable_conclusion", "pending"]
-    request_fulfilment: Literal["full", "partial", "not_met", "pending"]
-    material_error: Literal["yes", "no", "pending"]
-    grader: NonEmpty
-    claim: str | None = None
-    evidence: str | None = None
-    effect: str | None = None
-    reason: str | None = None
-    needs_more_information: bool | None = None
-    provenance: dict[str, Any] | None = None
+
+_STRUCTS: dict[type[BaseModel], type[msgspec.Struct]] = {}
+
+
+def struct_of(model: type[BaseModel]) -> type[msgspec.Struct]:
+    """The msgspec struct of an input model, derived from it (docs/methodology.md §6): the
+    same field names, types, constraints and defaults; its ``__post_init__`` runs the
+    checks msgspec cannot state (an ``AfterValidator``, the model's own ``after``
+    validators, called on the struct) and, for a model whose ``_null_is_absent`` validator
+    reads a JSON null as absent, gives such a field its default. Any other validator is a
+    TypeError here, at import: the fast path cannot silently accept what the model rejects.
+    """
+    if model in _STRUCTS:
+        return _STRUCTS[model]
+    decorators = model.__pydantic_decorators__
+    before = {n for n, d in decorators.model_validators.items() if d.info.mode == "before"}
+    after = [d.func for d in decorators.model_validators.values() if d.info.mode == "after"]
+    if (before - {"_null_is_absent"} or decorators.field_validators or decorators.validators
+            or decorators.root_validators
+            or any(d.info.mode not in ("before", "after")
+                   for d in decorators.model_validators.values())):
+        raise TypeError(f"{model.__name__} has a validator no msgspec struct can restate")
+    null_is_absent = bool(before)
+    fields: list[tuple[str, Any, Any]] = []
+    checks: list[tuple[str, Check]] = []
+    defaults: list[tuple[str, Callable[[], Any]]] = []
+    for name, info in model.model_fields.items():
+        tp, check = _struct_type(info.annotation, info.metadata)
+        if check is not None:
+            checks.append((name, check))
+        if info.is_required():
+            fields.append((name, tp, msgspec.NODEFAULT))
+            continue
+        factory = info.default_factory or (lambda default=info.default: default)
+        if null_is_absent:
+            tp = tp | None
+            defaults.append((name, cast(Callable[[], Any], factory)))
+        default = (msgspec.field(default_factory=info.default_factory)  # type: ignore[arg-type]
+                   if info.default_factory else msgspec.field(default=info.default))
+        fields.append((name, tp, default))
+
+    def __post_init__(self: Any) -> None:
+        for name, factory in defaults:
+            if getattr(self, name) is None:
+                setattr(self, name, factory())
+        for name, check in checks:
+            check(getattr(self, name))
+        for validate in after:
+            validate(self)
+
+    namespace: dict[str, Any] = {
+        "__doc__": f":class:`{model.__module__}.{model.__name__}`, derived by struct_of."}
+    if defaults or checks or after:
+        namespace["__post_init__"] = __post_init__
+    struct = msgspec.defstruct(model.__name__, fields, module=__name__, kw_only=True,
+                               gc=False, namespace=namespace)
+    _STRUCTS[model] = struct
+    return struct
+
+
+FastRun = struct_of(Run)
+FastJudgement = struct_of(Judgement)
+FastGrade = struct_of(Grade)
 
 
 _PLAIN = msgspec.json.Decoder()
@@ -185,9 +221,6 @@ def decode_fast(text: str, struct: type[Struct]) -> Struct | None:
         return msgspec.convert(data, struct)
     except _DOUBT:
         return None  # any doubt: the reference path decides, and names the problem
-
-
-_TYPED: dict[type[msgspec.Struct], msgspec.json.Decoder[Any]] = {}
 
 
 Model = TypeVar("Model", bound=BaseModel)

@@ -17,15 +17,28 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from types import UnionType
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, cast, get_args, get_origin
 
 import numpy as np
 import polars as pl
+from pydantic import BaseModel
 
 from grade_kit._chunks import in_pieces
 from grade_kit._fastread import raw_records
 from grade_kit._gc import gc_paused
-from grade_kit.schema import DIMENSIONS, Grade, Judgement, Run, Task
+from grade_kit.schema import (
+    DIMENSIONS,
+    Claim,
+    GoldFact,
+    Grade,
+    Judgement,
+    Run,
+    RunLimit,
+    Task,
+    ToolCall,
+    Usage,
+)
 from grade_kit.text import normalize, normalize_column, normalize_value, parse_number
 
 if TYPE_CHECKING:  # pandas is imported by whoever passes a pandas frame; never here
@@ -42,6 +55,7 @@ __all__ = [
     "in_pieces",
     "in_run_order",
     "like",
+    "model_columns",
     "run_frames",
     "task_frames",
     "to_polars",
@@ -52,32 +66,61 @@ Frame = TypeVar("Frame", pl.DataFrame, "pd.DataFrame")
 
 _TS = pl.Datetime("us", "UTC")
 
+_SCALARS: dict[Any, type[pl.DataType]] = {str: pl.String, int: pl.Int64, float: pl.Float64,
+                                          bool: pl.Boolean}
+
+
+def model_columns(model: type[BaseModel], *names: str,
+                  prefix: str = "") -> dict[str, pl.DataType | type[pl.DataType]]:
+    """The polars dtype of each named scalar field of ``model`` (all of them when no name is
+    given), derived from its annotation: a string, a literal of strings, an integer, a
+    float or a boolean, optionally null. The frames' columns that restate a model's fields
+    are stated this way, so the model is their one contract; ``prefix`` names the column.
+
+    Raises:
+        TypeError: for a field of any other type (a list, a mapping, a model).
+    """
+    out: dict[str, pl.DataType | type[pl.DataType]] = {}
+    for name in names or tuple(model.model_fields):
+        annotation = model.model_fields[name].annotation
+        arms = [a for a in get_args(annotation) if a is not type(None)] if get_origin(
+            annotation) in (Union, UnionType) else [annotation]
+        base = arms[0] if len(arms) == 1 else None
+        if get_origin(base) is Literal and all(isinstance(v, str) for v in get_args(base)):
+            base = str
+        if base not in _SCALARS:
+            raise TypeError(f"{model.__name__}.{name} ({annotation!r}) is not a scalar column")
+        out[prefix + name] = _SCALARS[base]
+    return out
+
+
+_RUN_KEYS = model_columns(Run, "run_id", "setup", "task_id", "repeat", "attempt_of", "status",
+                          "error")
+
 COLUMNS: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
     # one row per task
-    "tasks": {"task_id": pl.String, "track": pl.Int64, "pack": pl.String, "suite": pl.String,
-              "kind": pl.String,
-              "prompt": pl.String, "n_facts": pl.Int64, "n_insights": pl.Int64,
+    "tasks": {**model_columns(Task, "task_id", "track", "pack", "suite"), "kind": pl.String,
+              **model_columns(Task, "prompt"), "n_facts": pl.Int64, "n_insights": pl.Int64,
               "n_limitations": pl.Int64, "n_forbidden": pl.Int64, "n_calibration": pl.Int64},
     # one row per (GRADE task, dimension): the task's rubric weights, absent keys weigh 0
     "weights": {"task_id": pl.String, "dimension": pl.String, "weight": pl.Float64},
     # one row per gold fact; gold_num for numeric facts, gold_str/gold_key for string facts
-    "facts": {"task_id": pl.String, "fact_id": pl.String, "metric": pl.String,
-              "gold_num": pl.Float64, "gold_str": pl.String, "gold_key": pl.String,
-              "abs_tol": pl.Float64, "rel_tol": pl.Float64},
+    "facts": {"task_id": pl.String, "fact_id": pl.String,
+              **model_columns(GoldFact, "metric"), "gold_num": pl.Float64,
+              "gold_str": pl.String, "gold_key": pl.String,
+              **model_columns(GoldFact, "abs_tol", "rel_tol")},
     # one row per claim; role is insight, limitation or forbidden
     "claims": {"task_id": pl.String, "claim_id": pl.String, "role": pl.String,
-               "calibration": pl.Boolean, "text": pl.String, "norm": pl.String},
+               "calibration": pl.Boolean, **model_columns(Claim, "text"), "norm": pl.String},
     # one row per synonym of a claim's pattern term (a claim without patterns: one row, its norm)
     "claim_terms": {"task_id": pl.String, "claim_id": pl.String, "alternative": pl.Int64,
                     "term": pl.Int64, "synonym": pl.String},
     # one row per attempt
-    "runs": {"run_id": pl.String, "setup": pl.String, "task_id": pl.String,
-             "repeat": pl.Int64, "attempt_of": pl.String, "status": pl.String,
-             "error": pl.String, "is_primary": pl.Boolean, "has_response": pl.Boolean,
+    "runs": {**_RUN_KEYS, "is_primary": pl.Boolean, "has_response": pl.Boolean,
              "tools_exposed": pl.Boolean, "clock": pl.String,
-             "endpoint_offset_s": pl.Float64, "input_tokens": pl.Int64,
-             "output_tokens": pl.Int64, "follow_up": pl.String, "resumed": pl.Boolean,
-             "limit_type": pl.String, "limit_value": pl.Float64, "working_s": pl.Float64,
+             "endpoint_offset_s": pl.Float64, **model_columns(Usage),
+             "follow_up": pl.String, "resumed": pl.Boolean,
+             **model_columns(RunLimit, prefix="limit_"), **model_columns(Run, "working_s"),
              "line": pl.Int64},
     # one row per answer item; field is finding, limitation, recommendation or text
     "items": {"run_id": pl.String, "field": pl.String, "position": pl.Int64,
@@ -88,17 +131,13 @@ COLUMNS: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
     # one row per event timestamp: at is the instant in UTC, raw the string as given
     "events": {"run_id": pl.String, "event": pl.String, "at": _TS, "raw": pl.String},
     # one row per tool call as recorded (ids may repeat; counting uses unique ids)
-    "tool_calls": {"run_id": pl.String, "call_id": pl.String, "name": pl.String,
+    "tool_calls": {"run_id": pl.String, "call_id": pl.String, **model_columns(ToolCall, "name"),
                    "started": _TS, "ended": _TS},
     # one row per recorded judgement
-    "judgements": {"run_id": pl.String, "dimension": pl.String, "score": pl.Float64,
-                   "judge": pl.String, "reason": pl.String, "method": pl.String},
-    # one row per grade
-    "grades": {"run_id": pl.String, "core_conclusion": pl.String,
-               "request_fulfilment": pl.String, "material_error": pl.String,
-               "claim": pl.String, "evidence": pl.String, "effect": pl.String,
-               "grader": pl.String, "reason": pl.String,
-               "needs_more_information": pl.Boolean},
+    "judgements": {**model_columns(Judgement, "run_id", "dimension", "score", "judge",
+                                   "reason"), "method": pl.String},
+    # one row per grade: every field of the record but its provenance
+    "grades": model_columns(Grade, *(n for n in Grade.model_fields if n != "provenance")),
     # one row per (run, dimension) score; method says what decided it
     "scores": {"run_id": pl.String, "dimension": pl.String, "score": pl.Float64,
                "method": pl.String},

@@ -18,13 +18,11 @@ from grade_kit import io as gk_io
 from grade_kit._fastread import (
     FastGrade,
     FastJudgement,
-    FastResponse,
     FastRun,
-    FastToolCall,
-    FastUsage,
     LazyRecords,
     decode_fast,
     raw_records,
+    struct_of,
 )
 from grade_kit.frames import run_frames, verdict_frames
 from grade_kit.io import Loaded, load_grades, load_judgements, load_runs
@@ -305,13 +303,54 @@ def test_lazy_records_build_each_model_once() -> None:
 
 
 @pytest.mark.parametrize(("struct", "model"), [
-    (FastRun, Run), (FastResponse, Response), (FastToolCall, ToolCall), (FastUsage, Usage),
-    (FastJudgement, Judgement), (FastGrade, Grade)])
+    (FastRun, Run), (struct_of(Response), Response), (struct_of(ToolCall), ToolCall),
+    (struct_of(Usage), Usage), (FastJudgement, Judgement), (FastGrade, Grade)])
 def test_each_struct_mirrors_its_model(struct: type[msgspec.Struct],
                                        model: type[BaseModel]) -> None:
     """A field added to a model and not to its struct would be dropped by the fast path:
-    the same field names, the same required fields."""
+    the same field names, the same required fields, derived once per model."""
+    assert struct_of(model) is struct
     fields = {f.name: f for f in msgspec.structs.fields(struct)}
-    assert set(fields) == set(model.model_fields)
+    assert list(fields) == list(model.model_fields)
     required = {name for name, f in fields.items() if f.required}
     assert required == {n for n, f in model.model_fields.items() if f.is_required()}
+
+
+def test_a_derived_struct_states_the_models_rules() -> None:
+    """Constraints, literals, nested models, AfterValidators inside containers, the model's
+    own after-validators and null-is-absent, each seen rejecting or defaulting."""
+    run = struct_of(Run)
+    good = {"run_id": "r", "setup": "s", "task_id": "t", "repeat": 1, "status": "timeout"}
+    assert msgspec.convert(good, run).events == {}
+    for bad in ({"repeat": 0}, {"run_id": ""}, {"status": "done"},
+                {"events": {"submitted": "2026-01-01T00:00:00"}},  # naive timestamp
+                {"tool_calls": [{"id": "a", "name": "x", "started": "yesterday"}]},
+                {"status": "delivered"},  # the model's after-validator: needs a response
+                {"usage": {"input_tokens": -1}}, {"working_s": -0.5}):
+        with pytest.raises(msgspec.ValidationError):
+            msgspec.convert({**good, **bad}, run)
+    answer = msgspec.convert({"key_findings": None, "text": None}, struct_of(Response))
+    assert answer.key_findings == [] and answer.text == ""  # type: ignore[attr-defined]
+    with pytest.raises(msgspec.ValidationError, match="null score"):
+        msgspec.convert({"run_id": "r", "dimension": "evidence_linkage", "score": None,
+                         "judge": "j"}, FastJudgement)
+
+
+def test_a_model_rule_without_a_struct_form_fails_at_derivation() -> None:
+    """A validator the derivation does not know stops it (so it cannot be skipped)."""
+    from pydantic import field_validator
+
+    class Odd(BaseModel):
+        name: str
+
+        @field_validator("name")
+        @classmethod
+        def _upper(cls, value: str) -> str:
+            return value.upper()
+
+    class Patterned(BaseModel):
+        name: str = __import__("pydantic").Field(pattern="^a")
+
+    for model in (Odd, Patterned):
+        with pytest.raises(TypeError, match=r"msgspec|struct"):
+            struct_of(model)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grade_kit.frames import COLUMNS, RECORD, EvalData, run_frames
+from grade_kit.frames import COLUMNS, RECORD, EvalData, model_columns, run_frames
 from grade_kit.grade import (
     aggregate_scores,
     calibration_scores,
@@ -18,7 +19,7 @@ from grade_kit.grade import (
     run_scores,
     task_scores,
 )
-from grade_kit.schema import Run
+from grade_kit.schema import Grade, Judgement, Run, RunLimit
 
 from .conftest import judgement, make_run, make_task
 
@@ -40,6 +41,24 @@ def test_frames_follow_the_column_contract() -> None:
         frame = getattr(data, name)
         assert dict(frame.schema) == {k: v if isinstance(v, pl.DataType) else v()
                                       for k, v in COLUMNS[name].items()}, name
+
+
+def test_columns_that_restate_a_field_take_its_type_from_the_model() -> None:
+    """The frames' contract cannot drift from the input models: each such column's dtype is
+    read off the model's annotation (hand-checked here), and a non-scalar field is refused."""
+    assert model_columns(Run, "repeat", "attempt_of", "status", "working_s") == {
+        "repeat": pl.Int64, "attempt_of": pl.String, "status": pl.String,
+        "working_s": pl.Float64}
+    assert model_columns(RunLimit, prefix="limit_") == {"limit_type": pl.String,
+                                                        "limit_value": pl.Float64}
+    assert model_columns(Grade, "needs_more_information") == {
+        "needs_more_information": pl.Boolean}
+    assert COLUMNS["grades"] == model_columns(Grade, *(
+        n for n in Grade.model_fields if n != "provenance"))
+    assert COLUMNS["judgements"]["score"] == pl.Float64
+    for name in ("events", "response", "provenance"):
+        with pytest.raises(TypeError, match="not a scalar column"):
+            model_columns(Run if name != "provenance" else Judgement, name)
 
 
 def test_pandas_in_pandas_out() -> None:
