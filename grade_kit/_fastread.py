@@ -47,9 +47,8 @@ import msgspec
 from pydantic import AfterValidator, AllowInfNan, BaseModel
 
 from grade_kit.parse import MAX_DEPTH
-from grade_kit.schema import Grade, Judgement, Run
 
-__all__ = ["FastGrade", "FastJudgement", "FastRun", "LazyRecords", "LazySequence",
+__all__ = ["LazyRecords", "LazySequence",
            "ModelSequence", "concat_records", "decode_fast", "raw_records", "select_records",
            "struct_of"]
 
@@ -184,11 +183,6 @@ def struct_of(model: type[BaseModel]) -> type[msgspec.Struct]:
                                gc=False, namespace=namespace)
     _STRUCTS[model] = struct
     return struct
-
-
-FastRun = struct_of(Run)
-FastJudgement = struct_of(Judgement)
-FastGrade = struct_of(Grade)
 
 
 _PLAIN = msgspec.json.Decoder()

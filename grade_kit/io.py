@@ -20,19 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
-import msgspec
 import polars as pl
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from grade_kit._fastread import (
-    FastGrade,
-    FastJudgement,
-    FastRun,
-    LazyRecords,
-    decode_fast,
-    raw_records,
-)
+from grade_kit._fastread import LazyRecords, decode_fast, raw_records, struct_of
 from grade_kit._gc import gc_paused
 from grade_kit.parse import (
     ParseError,
@@ -189,15 +181,15 @@ def read_jsonl(
     lines: Iterator[Line],
     model: type[Model],
     check: Check | None = None,
-    fast: type[msgspec.Struct] | None = None,
 ) -> Loaded[Any]:
-    """Validate each line as ``model``; ``check`` may reject more. With ``fast``, a line is
-    first tried as that struct (:func:`~grade_kit._fastread.decode_fast`); the records are
-    then structs where that succeeded, models elsewhere."""
+    """Validate each line as ``model`` (a run, judgement or grade); ``check`` may reject
+    more. A line is first tried as the model's struct
+    (:func:`~grade_kit._fastread.decode_fast`); the records are structs where that
+    succeeded, models elsewhere."""
     records: list[Any] = []
     out: Loaded[Any] = Loaded(records=records)
     with gc_paused():
-        _validate_lines(lines, source, model, check, out, records, fast)
+        _validate_lines(lines, source, model, check, out, records)
     return out
 
 
@@ -218,11 +210,11 @@ def _validate_lines(
     check: Check | None,
     out: Loaded[Any],
     records: list[Any],
-    fast: type[msgspec.Struct] | None = None,
 ) -> None:
+    fast = struct_of(model)
     for number, text in lines:
         record: Any = None
-        if fast is not None and not isinstance(text, Undecodable):
+        if not isinstance(text, Undecodable):
             record = decode_fast(text, fast)
         if record is None:
             record = _reference_record(source, number, text, model, out)
@@ -707,12 +699,12 @@ def load_runs(paths: Records, tasks: Sequence[Task] | None = None) -> Loaded[Run
     """
     sources_ = record_sources(paths, "runs")
     checks = RunChecks(tasks, len(sources_))
-    accepted: list[Any] = []  # FastRun structs and Run models, read by field names only
+    accepted: list[Any] = []  # Run structs and models, read by field names only
     lines: list[int | None] = []
     sources: list[str] = []
     rejected: list[Rejected] = []
     for source, source_lines in sources_:
-        part = read_jsonl(source, source_lines, Run, checks.checker(source), FastRun)
+        part = read_jsonl(source, source_lines, Run, checks.checker(source))
         accepted.extend(part.records)
         lines.extend(part.lines)
         rejected.extend(part.rejected)
@@ -739,13 +731,13 @@ def line_chunks(lines: Iterator[Line], size: int) -> Iterator[list[Line]]:
         yield chunk
 
 
-def _load_verdicts(given: Records, name: str, model: type[Model], check: VerdictCheck,
-                   fast: type[msgspec.Struct]) -> Loaded[Model]:
+def _load_verdicts(given: Records, name: str, model: type[Model],
+                   check: VerdictCheck) -> Loaded[Model]:
     kept: list[Any] = []
     out: Loaded[Model] = Loaded(records=LazyRecords(model, kept))
     for source, lines in record_sources(given, name):
         for chunk in line_chunks(lines, CHECK_LINES):
-            part = checked_verdicts(source, chunk, model, fast, check)
+            part = checked_verdicts(source, chunk, model, check)
             kept.extend(part.records)
             out.lines.extend(part.lines)
             out.sources.extend(part.sources)
@@ -754,10 +746,10 @@ def _load_verdicts(given: Records, name: str, model: type[Model], check: Verdict
 
 
 def checked_verdicts(source: str, lines: list[Line], model: type[Model],
-                     fast: type[msgspec.Struct], check: VerdictCheck) -> Loaded[Any]:
+                     check: VerdictCheck) -> Loaded[Any]:
     """Judgement or grade ``lines`` of ``source`` (the next ones in file order) through their
     model, then through ``check``; every reject in line order."""
-    part = read_jsonl(source, iter(lines), model, None, fast)
+    part = read_jsonl(source, iter(lines), model)
     failed = check.rejects(part.records, part.lines)
     if not failed:
         return part
@@ -876,8 +868,7 @@ def load_judgements(path: Records, runs: Sequence[Run] | None = None) -> Loaded[
     """Load recorded judgements (files, folders or in-memory records); an unknown run_id or a
     repeated (run_id, dimension) is rejected."""
     run_ids = None if runs is None else _run_ids(runs)
-    return _load_verdicts(path, "judgements", Judgement, VerdictCheck("judgements", run_ids),
-                          FastJudgement)
+    return _load_verdicts(path, "judgements", Judgement, VerdictCheck("judgements", run_ids))
 
 
 def load_grades(path: Records, runs: Sequence[Run] | None = None) -> Loaded[Grade]:
@@ -885,4 +876,4 @@ def load_grades(path: Records, runs: Sequence[Run] | None = None) -> Loaded[Grad
     and a second grade record for a run is an error that names both lines (the first
     stands)."""
     run_ids = None if runs is None else _run_ids(runs)
-    return _load_verdicts(path, "grades", Grade, VerdictCheck("grades", run_ids), FastGrade)
+    return _load_verdicts(path, "grades", Grade, VerdictCheck("grades", run_ids))

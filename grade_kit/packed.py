@@ -37,7 +37,7 @@ import msgspec
 import polars as pl
 from pydantic import BaseModel
 
-from grade_kit._fastread import FastGrade, FastJudgement, FastRun, LazyRecords, ModelSequence
+from grade_kit._fastread import LazyRecords, ModelSequence, struct_of
 from grade_kit.frames import (
     COLUMNS,
     RUN_FRAMES,
@@ -337,7 +337,7 @@ def _pack(root: Path, tasks: Records, runs: Records, judgements: Records | None,
     for source, lines in run_sources:
         check = checks.checker(source)
         for chunk in line_chunks(lines, chunk_lines):
-            part = read_jsonl(source, iter(chunk), Run, check, FastRun)
+            part = read_jsonl(source, iter(chunk), Run, check)
             run_rejects.extend(part.rejected)
             primaries, primary_lines = [], []
             for record, line in zip(part.records, part.lines, strict=True):
@@ -371,17 +371,16 @@ def _pack(root: Path, tasks: Records, runs: Records, judgements: Records | None,
     files += input_files("runs", [source for source, _ in run_sources
                                    for _ in range(accepted_by_source[source])], run_rejects)
     verdict_counts = {}
-    for name, given, model, fast, check_ in (
-            ("judgements", judgements, Judgement, FastJudgement,
-             VerdictCheck("judgements", accepted)),
-            ("grades", grades, Grade, FastGrade, VerdictCheck("grades", accepted))):
+    for name, given, model, check_ in (
+            ("judgements", judgements, Judgement, VerdictCheck("judgements", accepted)),
+            ("grades", grades, Grade, VerdictCheck("grades", accepted))):
         if given is None:
             continue
         sources: list[str] = []
         rejects: list[Rejected] = []
         for source, lines in record_sources(given, name):
             for chunk in line_chunks(lines, chunk_lines):
-                part = checked_verdicts(source, chunk, model, fast, check_)
+                part = checked_verdicts(source, chunk, model, check_)
                 rejects.extend(part.rejected)
                 sources.extend(part.sources)
                 records: Any = LazyRecords(model, list(part.records))
@@ -465,7 +464,7 @@ class StoreRuns(ModelSequence[Run]):
             files = sorted((self.store / "runs" / f"p={partition:03d}").glob("*.parquet"))
             texts = (pl.read_parquet(files, columns=["record"]).get_column("record").to_list()
                      if files else [])
-            self._cached = (partition, LazyRecords(Run, [msgspec.json.decode(t, type=FastRun)
+            self._cached = (partition, LazyRecords(Run, [msgspec.json.decode(t, type=struct_of(Run))
                                                          for t in texts]))
         return self._cached[1]
 

@@ -16,9 +16,6 @@ from pydantic import BaseModel
 
 from grade_kit import io as gk_io
 from grade_kit._fastread import (
-    FastGrade,
-    FastJudgement,
-    FastRun,
     LazyRecords,
     decode_fast,
     raw_records,
@@ -28,6 +25,8 @@ from grade_kit.frames import run_frames, verdict_frames
 from grade_kit.io import Loaded, load_grades, load_judgements, load_runs
 from grade_kit.parse import ParseError, loads_json
 from grade_kit.schema import Grade, Judgement, Response, Run, Task, ToolCall, Usage
+
+FastRun, FastJudgement, FastGrade = struct_of(Run), struct_of(Judgement), struct_of(Grade)
 
 TASKS = [f"t{i}" for i in range(6)]
 WORDS = ("rate", "rose", "October", "tutor", "T-07", "élève", "データ", "a:b", 'say "hi"',
