@@ -34,14 +34,7 @@ import polars as pl
 
 from benchmarks.bench import PeakRSS, figures_header, save_figures, stage
 from grade_kit.frames import EvalData
-from grade_kit.grade import (
-    _grade_runs,
-    _run_scores,
-    aggregate_scores,
-    claim_matches,
-    consistency_scores,
-    task_scores,
-)
+from grade_kit.grade import combine_scores, partition_scores
 from grade_kit.inputs import read_inputs
 
 SETUPS = 10
@@ -229,23 +222,11 @@ def pipeline(n_runs: int, inputs_folder: Path | None = None,
             inputs.tasks, inputs.runs, inputs.judgements, inputs.grades, inputs.run_lines),
             stages, echo=True)
 
-        def per_run() -> tuple[Any, Any, Any]:
-            grade_runs = _grade_runs(data)
-            matches = claim_matches(data.claims, data.claim_terms, grade_runs, data.items,
-                                     None)
-            return grade_runs, matches, _run_scores(data, grade_runs, matches)
-
-        grade_runs, matches, runs_scored = stage("GRADE per-run scoring", n_runs, per_run,
-                                                 stages, echo=True)
-        consistency = stage("consistency", n_runs, lambda: consistency_scores(
-            grade_runs, data.items, data.metrics), stages, echo=True)
+        scored = stage("GRADE scores: per run and consistency", n_runs,
+                       lambda: partition_scores(data), stages, echo=True)
 
         def aggregate() -> GradeScores:
-            per_task = task_scores(runs_scored, consistency, data.tasks, data.weights)
-            return GradeScores(runs=runs_scored, consistency=consistency, tasks=per_task,
-                               tracks=aggregate_scores(per_task, "track"),
-                               packs=aggregate_scores(per_task, "pack"),
-                               overall=aggregate_scores(per_task, "overall"), matches=matches)
+            return combine_scores([scored], data.tasks, data.weights)
 
         scores = stage("aggregation", n_runs, aggregate, stages, echo=True)
         standard = stage("standard statistics", n_runs,

@@ -8,6 +8,10 @@ scores -> the standard -> typed results).
 from __future__ import annotations
 
 import html
+import shutil
+import sys
+import tempfile
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -35,7 +39,14 @@ from grade_kit.grade import (
     run_composites,
 )
 from grade_kit.inputs import Inputs, read_inputs
-from grade_kit.io import InputError, Records, is_in_memory, load_grades, load_judgements
+from grade_kit.io import (
+    InputError,
+    Records,
+    is_in_memory,
+    load_grades,
+    load_judgements,
+    run_files,
+)
 from grade_kit.judges import (
     Grader,
     Judge,
@@ -49,6 +60,7 @@ from grade_kit.judges.model import grading_label
 from grade_kit.packed import (
     StoreRuns,
     is_store,
+    pack,
     partition_data,
     partition_of,
     read_light_frames,
@@ -727,10 +739,60 @@ def evaluate(
             return _evaluate_store(Path(cast(Path | str, tasks)), grader, repeats, frames,
                                    seed, arguments, exclude_channel_overhead, map_partitions,
                                    step)
+    size = _run_bytes(runs)
+    if size > STORE_ABOVE_BYTES and judge is None and claim_judge is None and (
+            grader is None or grader == "rules"):
+        return _evaluate_through_store(
+            cast(Records, tasks), cast(Records, runs), size, judgements, grades, packs,
+            grader, repeats, frames, seed, exclude_channel_overhead, map_partitions, progress,
+            arguments if arguments is not None else {
+                "judge": None, "grader": grader, "claim_judge": None, "repeats": repeats,
+                "packs": None if packs is None else str(packs), "frames": frames,
+                "seed": seed, "exclude_channel_overhead": exclude_channel_overhead})
     with gc_paused():  # the pipeline builds many small objects; see grade_kit._gc
         return _evaluate(tasks, runs, judgements, grades, judge, grader, claim_judge, repeats,
                          packs, frames, seed, arguments, exclude_channel_overhead,
                          map_partitions, progress)
+
+
+STORE_ABOVE_BYTES = 512 * 1024**2
+"""Run files larger than this in total (about 380,000 rich runs) are scored through a
+temporary packed store, one partition at a time, which bounds memory (docs/scaling.md
+"Memory"); the results are the same."""
+
+
+def _run_bytes(runs: Records | None) -> int:
+    """The total size of the run files given, 0 for in-memory records or none."""
+    if runs is None or isinstance(runs, Inputs) or is_in_memory(runs):
+        return 0
+    return sum(path.stat().st_size for path in run_files(cast(Path | str, runs)))
+
+
+def _evaluate_through_store(tasks: Records, runs: Records, size: int,
+                            judgements: Records | None, grades: Records | None,
+                            packs: Path | str | None, grader: str | None,
+                            repeats: int | None, frames: FrameKind, seed: int,
+                            exclude_channel_overhead: bool,
+                            map_partitions: MapPartitions | None, progress: bool,
+                            arguments: dict[str, Any]) -> Evaluation:
+    """:func:`evaluate` of run files too big for one pass in memory: packed into a
+    temporary store (removed when the evaluation is), then scored as a store."""
+    folder = Path(tempfile.mkdtemp(prefix="grade-kit-store-"))
+    print(f"grade_kit: {size / 1e9:.2f} GB of runs: scoring them through a temporary packed "
+          f"store in {folder}, one partition at a time, to bound memory (docs/scaling.md)",
+          file=sys.stderr, flush=True)
+    try:
+        pack(tasks, runs, folder / "store", judgements=judgements, grades=grades, packs=packs,
+             progress=False)
+        with gc_paused(), stage_progress(STORE_STAGES, progress) as step:
+            evaluation = _evaluate_store(folder / "store", grader, repeats, frames, seed,
+                                         arguments, exclude_channel_overhead, map_partitions,
+                                         step)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    weakref.finalize(evaluation, shutil.rmtree, folder, ignore_errors=True)
+    return evaluation
 
 
 def _rule_grade_records(data: EvalData, per_run: pl.DataFrame,

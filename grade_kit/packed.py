@@ -464,7 +464,8 @@ class StoreRuns(ModelSequence[Run]):
             files = sorted((self.store / "runs" / f"p={partition:03d}").glob("*.parquet"))
             texts = (pl.read_parquet(files, columns=["record"]).get_column("record").to_list()
                      if files else [])
-            self._cached = (partition, LazyRecords(Run, [msgspec.json.decode(t, type=struct_of(Run))
+            struct = struct_of(Run)
+            self._cached = (partition, LazyRecords(Run, [msgspec.json.decode(t, type=struct)
                                                          for t in texts]))
         return self._cached[1]
 

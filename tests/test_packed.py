@@ -99,6 +99,39 @@ def test_a_store_scores_exactly_as_the_inputs_in_memory(inputs: dict[str, Any],
     assert packed.standard.graded.sort("run_id").equals(memory.standard.graded.sort("run_id"))
 
 
+def test_run_files_over_the_bound_go_through_a_temporary_store_with_the_same_results(
+        inputs: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Above ``STORE_ABOVE_BYTES`` of run files, ``gk.evaluate`` packs them into a temporary
+    store and says so in one line; the results (provenance arguments included) are those
+    of one pass in memory, and the store goes when the evaluation does. A judge keeps the
+    evaluation in memory (a store is scored from recorded judgements)."""
+    import gc
+
+    from grade_kit import evaluation
+
+    memory = gk.evaluate(TASKS, inputs["runs"], judgements=inputs["judgements"],
+                         grader="rules")
+    capsys.readouterr()
+    monkeypatch.setattr(evaluation, "STORE_ABOVE_BYTES", 1000)
+    through = gk.evaluate(TASKS, inputs["runs"], judgements=inputs["judgements"],
+                          grader="rules")
+    said = capsys.readouterr().err.strip().splitlines()
+    assert len(said) == 1 and "temporary packed store" in said[0], said
+    store = Path(through.data.extra["store"])
+    assert store.is_dir() and store.parent.name.startswith("grade-kit-store-")
+    a, b = _results(through), _results(memory)
+    assert a == b
+    assert (through.results.provenance.arguments == memory.results.provenance.arguments)
+    assert through.explain(through.runs_frame["run_id"][0]).run == memory.explain(
+        memory.runs_frame["run_id"][0]).run
+    del through
+    gc.collect()
+    assert not store.parent.exists()
+    judged = gk.evaluate(TASKS, inputs["runs"], judge="rules")
+    assert "store" not in judged.data.extra and capsys.readouterr().err == ""
+
+
 def test_every_reject_is_kept_with_file_line_and_field(inputs: dict[str, Any]) -> None:
     memory = gk.read_inputs(TASKS, inputs["runs"], judgements=inputs["judgements"])
     packed = gk.evaluate(inputs["store"])
