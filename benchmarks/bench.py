@@ -102,8 +102,7 @@ class PeakRSS:
     Each sample reads the RSS of this process and of the children already known (one small
     /proc read each); the list of children is looked up anew every 0.25 s. Looking it up at
     every sample (``psutil``'s ``children`` reads every process of the machine) took a
-    sixth of a core and the interpreter lock from what was measured (docs/scaling.md, tenth
-    round)."""
+    sixth of a core and the interpreter lock from what was measured (docs/scaling.md history)."""
 
     REFRESH = 25
     """Samples between two look-ups of the children (at 10 ms: 0.25 s)."""
@@ -162,7 +161,7 @@ def figures_header() -> dict[str, Any]:
     return {"created_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "commit": _commit(), "python": platform.python_version(),
             "machine": f"{platform.machine()}, {psutil.cpu_count()} cores",
-            # Settings that change the figures (docs/scaling.md, seventh round): recorded so
+            # Settings that change the figures (docs/scaling.md history): recorded so
             # that two figure files are compared like with like.
             "environment": {name: os.environ.get(name) for name in ENVIRONMENT}}
 

@@ -53,7 +53,7 @@ def main() -> int:
               f"({new['commit']})")
         if old.get("environment") != new.get("environment"):
             print(f"  (taken in different environments: old {old.get('environment')}, "
-                  f"new {new.get('environment')}; see docs/scaling.md, seventh round)")
+                  f"new {new.get('environment')}; see docs/scaling.md history)")
         old_sizes = {s["runs"]: s for s in old["sizes"]}
         for size in new["sizes"]:
             before = old_sizes.get(size["runs"])

@@ -5,9 +5,11 @@ Prints figures and writes them to ``benchmarks/results/scale-<time>.json``; asse
 Part 1, per size (default 100k, 300k and 1M primary runs: tasks x 10 setups x 5 repeats):
 runs with 3-6 findings of 10-25 words, 4-8 metrics (numbers and strings), limitations,
 recommendations, timestamps and tool calls, two judgements and a grade per run, one bad line
-per hundred. Stages: read and validate, flatten, GRADE per-run scoring, consistency, standard
-statistics, aggregation and typed results, writing; wall time, runs per second and peak RSS
-for each, and the scaling from the smallest to the largest size.
+per hundred. First ``gk.evaluate(...).write(...)`` as a user calls it, in a fresh process
+(through a temporary packed store when the runs exceed 512 MiB: 1M runs do); then the
+in-memory pipeline stage by stage (read and validate, flatten, GRADE scores, aggregation,
+standard statistics, typed results, writing): wall time, runs per second and peak RSS for
+each, and the scaling from the smallest to the largest size.
 
 Part 2: 10M primary runs as the tidy runs table ``gk.evaluate(...).write()`` produces
 (``runs.parquet``: setup, task, repeat, status, grade, e2e_s, tool calls), read from Parquet
@@ -23,6 +25,8 @@ import argparse
 import json
 import math
 import random
+import subprocess
+import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -186,6 +190,35 @@ def write_inputs(folder: Path, n_runs: int, seed: int = 42,
     return paths
 
 
+AS_CALLED = """
+import json, resource, sys, time
+from pathlib import Path
+import grade_kit as gk
+from grade_kit.evaluation import STORE_ABOVE_BYTES
+folder, out = Path(sys.argv[1]), Path(sys.argv[2])
+paths = {k: folder / f"{k}.jsonl" for k in ("tasks", "runs", "judgements", "grades")}
+started = time.perf_counter()
+ev = gk.evaluate(paths["tasks"], paths["runs"], judgements=paths["judgements"],
+                 grades=paths["grades"])
+evaluated = time.perf_counter()
+ev.write(out)
+print(json.dumps({"evaluate_s": round(evaluated - started, 2),
+                  "write_s": round(time.perf_counter() - evaluated, 2),
+                  "through_store": paths["runs"].stat().st_size > STORE_ABOVE_BYTES,
+                  "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+                                       / 1024)}))
+"""
+"""``gk.evaluate(...).write(...)`` exactly as a user calls it (through a temporary store above
+``STORE_ABOVE_BYTES``), in a fresh process so that its peak RSS is its own."""
+
+
+def _as_called(paths: dict[str, Path], out: Path) -> dict[str, Any]:
+    folder = paths["runs"].parent
+    done = subprocess.run([sys.executable, "-c", AS_CALLED, str(folder), str(out)],
+                          capture_output=True, text=True, check=True)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
 def pipeline(n_runs: int, inputs_folder: Path | None = None,
              per_task: bool = False) -> dict[str, Any]:
     """Every stage of ``gk.evaluate`` and ``write`` on ``n_runs`` synthetic runs (generated
@@ -215,6 +248,13 @@ def pipeline(n_runs: int, inputs_folder: Path | None = None,
             made = f"generated in {time.perf_counter() - started:.0f} s"
         size = paths["runs"].stat().st_size
         print(f"{n_runs:>11,} runs: {size / 2**20:,.0f} MB of runs JSONL ({made})", flush=True)
+        as_called = _as_called(paths, Path(tmp) / "out-as-called")
+        print(f"    {'gk.evaluate + write, as a user calls it':<40} "
+              f"{as_called['evaluate_s'] + as_called['write_s']:8.2f} s  "
+              f"(evaluate {as_called['evaluate_s']:.1f} s, write {as_called['write_s']:.1f} s"
+              f"{', through a temporary store' if as_called['through_store'] else ''})  "
+              f"peak RSS {as_called['peak_rss_mb']:>8,} MB", flush=True)
+        print("    in memory, stage by stage:", flush=True)
         inputs = stage("read and validate", n_runs, lambda: read_inputs(
             paths["tasks"], paths["runs"], judgements=paths["judgements"],
             grades=paths["grades"]), stages, echo=True)
@@ -241,7 +281,8 @@ def pipeline(n_runs: int, inputs_folder: Path | None = None,
     total = sum(s["seconds"] for s in stages)
     print(f"    {'end to end':<40} {total:8.2f} s  {round(n_runs / total):>10,} runs/s  "
           f"peak RSS {max(s['peak_rss_mb'] for s in stages):>8,} MB", flush=True)
-    return {"runs": n_runs, "runs_jsonl_mb": round(size / 2**20), "stages": stages,
+    return {"runs": n_runs, "runs_jsonl_mb": round(size / 2**20), "as_called": as_called,
+            "stages": stages,
             "end_to_end_s": round(total, 3), "rejected": len(inputs.rejected),
             "peak_rss_mb": max(s["peak_rss_mb"] for s in stages)}
 

@@ -12,7 +12,7 @@ def in_pieces(frame: pl.DataFrame, pieces: int | None = None) -> pl.DataFrame:
     it runs on every thread: polars works through a column's chunks in parallel, and a
     one-chunk column (what a join, a gather or a rechunk gives) on one thread.
     ``str.extract_many`` over 7.1M texts took 6.0 s in one chunk and 2.8 s in eight, on two
-    cores (docs/scaling.md, seventh round).
+    cores (docs/scaling.md history).
 
     Args:
         frame: Any frame.

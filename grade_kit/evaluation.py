@@ -8,7 +8,9 @@ scores -> the standard -> typed results).
 from __future__ import annotations
 
 import html
+import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import weakref
@@ -765,7 +767,58 @@ def _run_bytes(runs: Records | None) -> int:
     """The total size of the run files given, 0 for in-memory records or none."""
     if runs is None or isinstance(runs, Inputs) or is_in_memory(runs):
         return 0
-    return sum(path.stat().st_size for path in run_files(cast(Path | str, runs)))
+    try:
+        files = run_files(cast(Path | str, runs))
+    except InputError:
+        return 0  # the reader says what is wrong, in its words
+    return sum(path.stat().st_size for path in files if path.is_file())
+
+
+_PACK_APART = """
+import json, sys
+from grade_kit.io import InputError
+from grade_kit.packed import pack
+arguments = json.loads(sys.argv[1])
+try:
+    pack(**arguments, progress=False)
+except Exception as error:
+    print(json.dumps({"error": type(error).__name__, "message": str(error),
+                      "input": isinstance(error, InputError)}))
+    sys.exit(1)
+"""
+
+
+def _pack_apart(tasks: Records, runs: Records, store: Path, judgements: Records | None,
+                grades: Records | None, packs: Path | str | None) -> None:
+    """:func:`~grade_kit.packed.pack` in a fresh Python process when every input is a path
+    (so what packing held is not left in this one; a subprocess, not multiprocessing, so
+    a script without a ``__main__`` guard works too), else here."""
+    given = {"tasks": tasks, "runs": runs, "judgements": judgements, "grades": grades}
+    if any(is_in_memory(value) for value in given.values() if value is not None):
+        pack(tasks, runs, store, judgements=judgements, grades=grades, packs=packs,
+             progress=False)
+        return
+
+    def plain(value: Records | Path | str | None) -> str | list[str] | None:
+        if value is None or isinstance(value, str | Path):
+            return None if value is None else str(value)
+        return [str(path) for path in cast(Sequence[Path | str], value)]
+
+    arguments = {**{name: plain(value) for name, value in given.items()},
+                 "out": str(store), "packs": plain(packs)}
+    done = subprocess.run([sys.executable, "-c", _PACK_APART, json.dumps(arguments)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode == 0:
+        return
+    lines = done.stdout.strip().splitlines()
+    failure = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else None
+    if failure is None:
+        raise RuntimeError(f"packing the runs into a temporary store failed: "
+                           f"{done.stderr.strip()[-2000:]}")
+    if failure["input"]:
+        raise InputError(failure["message"])
+    raise RuntimeError(f"packing the runs into a temporary store failed: "
+                       f"{failure['error']}: {failure['message']}")
 
 
 def _evaluate_through_store(tasks: Records, runs: Records, size: int,
@@ -782,8 +835,7 @@ def _evaluate_through_store(tasks: Records, runs: Records, size: int,
           f"store in {folder}, one partition at a time, to bound memory (docs/scaling.md)",
           file=sys.stderr, flush=True)
     try:
-        pack(tasks, runs, folder / "store", judgements=judgements, grades=grades, packs=packs,
-             progress=False)
+        _pack_apart(tasks, runs, folder / "store", judgements, grades, packs)
         with gc_paused(), stage_progress(STORE_STAGES, progress) as step:
             evaluation = _evaluate_store(folder / "store", grader, repeats, frames, seed,
                                          arguments, exclude_channel_overhead, map_partitions,

@@ -129,7 +129,7 @@ COLUMNS: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
     "metrics": {"run_id": pl.String, "key": pl.String, "raw": pl.String, "num": pl.Float64,
                 "str": pl.String, "str_key": pl.String},
     # one row per event timestamp: at is the instant in UTC, raw the string as given
-    "events": {"run_id": pl.String, "event": pl.String, "at": _TS, "raw": pl.String},
+    "events": {"run_id": pl.String, "event": pl.String, "at": _TS},
     # one row per tool call as recorded (ids may repeat; counting uses unique ids)
     "tool_calls": {"run_id": pl.String, "call_id": pl.String, **model_columns(ToolCall, "name"),
                    "started": _TS, "ended": _TS},
@@ -448,7 +448,6 @@ def _flatten_runs(runs: Sequence[Any], line_list: Iterable[int | None],
             ev["run_id"].append(rid)
             ev["event"].append(event)
             ev["at"].append(instant_us(raw))
-            ev["raw"].append(raw)
         for call in run.tool_calls or ():
             tc["run_id"].append(rid)
             tc["call_id"].append(call.id)

@@ -85,7 +85,7 @@ def normalize_column(texts: pl.Series) -> pl.Series:
     """
     if texts.is_empty():
         return pl.Series("norm", [], dtype=pl.String)
-    # In chunks, so that polars tokenises on every thread (docs/scaling.md, seventh round).
+    # In chunks, so that polars tokenises on every thread (docs/scaling.md history).
     frame = in_pieces(pl.DataFrame({"text": texts.cast(pl.String)}))
     fast = pl.col("text").str.to_lowercase().str.extract_all(ASCII_TOKEN_PATTERN).list.join(" ")
     out = frame.select(fast.alias("norm"), non_ascii=pl.col("text").str.contains(r"[^\x00-\x7f]"))

@@ -132,6 +132,16 @@ def test_run_files_over_the_bound_go_through_a_temporary_store_with_the_same_res
     assert "store" not in judged.data.extra and capsys.readouterr().err == ""
 
 
+def test_a_temporary_store_that_cannot_be_packed_raises_the_packers_input_error(
+        inputs: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from grade_kit import evaluation
+
+    monkeypatch.setattr(evaluation, "STORE_ABOVE_BYTES", 1000)
+    missing = tmp_path / "no-such-tasks"
+    with pytest.raises(InputError, match="no-such-tasks"):
+        gk.evaluate(missing, inputs["runs"], judgements=inputs["judgements"])
+
+
 def test_every_reject_is_kept_with_file_line_and_field(inputs: dict[str, Any]) -> None:
     memory = gk.read_inputs(TASKS, inputs["runs"], judgements=inputs["judgements"])
     packed = gk.evaluate(inputs["store"])

@@ -8,6 +8,7 @@ import itertools
 import random
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pytest
 from scipy.stats import binomtest
@@ -68,6 +69,18 @@ def test_a_large_sign_flip_is_seeded_monte_carlo(monkeypatch: pytest.MonkeyPatch
     assert how.startswith("seeded sign-flip") and p == sign_flip_p(d, seed=3)[0]
     assert p >= 1 / 10_001 and abs(p - exact) < 0.01
     assert EXACT_CELLS == 50_000_000
+
+
+def test_the_monte_carlo_sign_flip_is_the_documented_draw(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # methodology §5 "Significance": flips = default_rng(seed) signs +-1 on the nonzero
+    # |d_q|, p = (1 + #{|S*| >= |S|}) / (flips + 1); written here as the words say
+    d = [1, 2, -1, 3, 0, 1, -2, 2, 0, -1] * 7
+    nonzero = np.abs(np.array([x for x in d if x], dtype=np.int64))
+    signs = np.random.default_rng(11).integers(0, 2, size=(500, nonzero.size)) * 2 - 1
+    extreme = int(np.count_nonzero(np.abs(signs @ nonzero) >= abs(sum(d))))
+    monkeypatch.setattr("grade_kit.standard.significance.EXACT_CELLS", 10)
+    assert sign_flip_p(d, seed=11, flips=500)[0] == (1 + extreme) / 501
 
 
 def test_one_repeat_is_mcnemar_and_more_are_sign_flips() -> None:

@@ -64,7 +64,7 @@ def _answered_items(items: pl.DataFrame, answered: pl.DataFrame,
     per stretch of its items (a flattened frame holds a run's items together: 0.5 s for
     7.1M items of 1M runs, where the join took 1.7 s), and the items keep their order, so
     the texts are scanned in the order they lie in memory (after a join's reordering, the
-    scan took 3.4 s instead of 2.8 s; docs/scaling.md, seventh round). A run_id that
+    scan took 3.4 s instead of 2.8 s; docs/scaling.md history). A run_id that
     ``answered`` holds twice gives its items twice, as the join would.
     """
     stretches = items.select(pl.col("run_id").rle()).unnest("run_id").with_row_index("stretch")

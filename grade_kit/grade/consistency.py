@@ -280,7 +280,7 @@ def _finding_clusters(top: pl.DataFrame) -> np.ndarray:
     # Blocks of whole groups (a group's clusters depend on it alone): every temporary array
     # stays small and is reused, where arrays of all 55M tokens of 1M runs each cost a
     # first touch of new memory (10.0-11.8 s in all for 1M runs, 6.7-7.0 s in blocks;
-    # docs/scaling.md, seventh round).
+    # docs/scaling.md history).
     group = top.get_column("group").to_numpy()
     starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
     parts, at = [], 0

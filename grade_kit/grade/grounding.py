@@ -28,7 +28,7 @@ def _fact_checks_query(facts: pl.DataFrame, runs: pl.DataFrame, metrics: pl.Data
     scores) never makes the text columns. With ``ordered`` (the default), the rows come
     runs in order, each run's facts in order; without, in whatever order the joins give,
     for a caller that groups them (at 1M runs, scoring the 3M checks took 7.3-8.6 s in
-    all ordered and eager, 5.3-5.7 s lazy and unordered: docs/scaling.md, tenth round)."""
+    all ordered and eager, 5.3-5.7 s lazy and unordered: docs/scaling.md history)."""
     order: Literal["left", "none"] = "left" if ordered else "none"
     pairs = runs.lazy().select("run_id", "task_id").join(facts.lazy(), on="task_id",
                                                           how="inner", maintain_order=order)

@@ -22,7 +22,7 @@ from grade_kit.schema import (
     Rerun,
     SubsetSetup,
 )
-from grade_kit.standard.compare import DEFAULT_SEED, compare_setups
+from grade_kit.standard.compare import DEFAULT_SEED, compare_setups, forget_resamples
 from grade_kit.standard.grades import (
     common_subset,
     grade_summary,
@@ -218,6 +218,36 @@ def _reruns(graded: pl.DataFrame, e2e: pl.DataFrame, setup: str) -> list[Rerun]:
     ).sort("task_id", "repeat", "run_id").iter_rows(named=True)]
 
 
+def _setup_summaries(data: EvalData, graded: pl.DataFrame, setups: list[str],
+                     on_all: tuple[pl.DataFrame, pl.DataFrame],
+                     on_common: tuple[pl.DataFrame, pl.DataFrame], e2e: pl.DataFrame,
+                     r: int, exclude_channel_overhead: bool,
+                     ) -> tuple[list[SubsetSetup], list[SubsetSetup], dict[str, list[Rerun]]]:
+    """Each setup's summaries on all questions and on the common subset (``on_all`` and
+    ``on_common``: the plan and the filled slots), and its re-runs. Each setup's rows are
+    split off here and let go on return, before the comparisons need the memory."""
+    # Each setup's summaries are independent: two threads share them, so one's Python
+    # (summaries, models) runs while the other's polars queries do (the same figures).
+    frames = _split_by_setup(data, graded, setups)
+    plans, subplans = (_rows_of(f, setups) for f in (on_all[0], on_common[0]))
+    filled, subfilled = (_rows_of(f, setups) for f in (on_all[1], on_common[1]))
+    nothing: list[SubsetSetup] = []  # a setup with no question in a subset: made once
+
+    def summarise(setup: str, plan: pl.DataFrame, slots: pl.DataFrame) -> SubsetSetup:
+        if plan.height or slots.height:
+            return _subset_setup(frames[setup], plan, slots, setup, r,
+                                 exclude_channel_overhead)
+        if not nothing:
+            nothing.append(_subset_setup(frames[setup], plan, slots, setup, r,
+                                         exclude_channel_overhead))
+        return nothing[0].model_copy(deep=True)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        summaries = list(pool.map(lambda s: summarise(s, plans[s], filled[s]), setups))
+        common = list(pool.map(lambda s: summarise(s, subplans[s], subfilled[s]), setups))
+    return summaries, common, {s: _reruns(frames[s].graded, e2e, s) for s in setups}
+
+
 MAX_SETUPS = 1_000
 """The most setups one evaluation summarises: each setup's grades, timing and tool calls
 take about 10 ms here, so 1,000 setups take about 20 s; more is refused with one clear
@@ -279,25 +309,9 @@ def standard_results(data: EvalData, repeats: int | None = None,
     subset = common_subset(plan_frame, slots, r)
     in_subset = pl.col("task_id").is_in(pl.Series(subset, dtype=pl.String).implode())
     sub_plan, sub_slots = plan_frame.filter(in_subset), slots.filter(in_subset)
-    # Each setup's summaries are independent: two threads share them, so one's Python
-    # (summaries, models) runs while the other's polars queries do (the same figures).
-    frames = _split_by_setup(data, graded, setups)
-    plans, subplans = (_rows_of(f, setups) for f in (plan_frame, sub_plan))
-    filled, subfilled = (_rows_of(f, setups) for f in (slots, sub_slots))
-    nothing: list[SubsetSetup] = []  # a setup with no question in a subset: made once
-
-    def summarise(setup: str, plan: pl.DataFrame, slots: pl.DataFrame) -> SubsetSetup:
-        if plan.height or slots.height:
-            return _subset_setup(frames[setup], plan, slots, setup, r,
-                                 exclude_channel_overhead)
-        if not nothing:
-            nothing.append(_subset_setup(frames[setup], plan, slots, setup, r,
-                                         exclude_channel_overhead))
-        return nothing[0].model_copy(deep=True)
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        on_all = list(pool.map(lambda s: summarise(s, plans[s], filled[s]), setups))
-        on_common = list(pool.map(lambda s: summarise(s, subplans[s], subfilled[s]), setups))
+    on_all, on_common, reruns = _setup_summaries(
+        data, graded, setups, (plan_frame, slots), (sub_plan, sub_slots), e2e, r,
+        exclude_channel_overhead)
     per_setup = dict(zip(setups, on_all, strict=True))
     common = CommonSubset(
         tasks=subset, questions=len(subset), of_questions=len(task_ids), repeats=r,
@@ -320,10 +334,11 @@ def standard_results(data: EvalData, repeats: int | None = None,
         comparisons = list(pool.map(
             lambda job: compare_setups(per_question, job[0], job[1], job[2], len(task_ids),
                                        job[3], seed=seed, repeats=r), jobs))
+    forget_resamples()  # their memory goes to what follows (results, the write)
     adjust_by_holm(comparisons)
     return StandardResults(
         graded=graded, plan_frame=plan_frame, slots=slots, e2e=e2e, plan=plan,
         setups=per_setup,
-        reruns={s: _reruns(frames[s].graded, e2e, s) for s in setups}, common=common,
+        reruns=reruns, common=common,
         comparisons=comparisons, per_question=per_question, unique_calls=unique_calls,
         compared=compared)
