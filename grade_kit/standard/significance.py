@@ -64,10 +64,7 @@ def sign_flip_p(differences: Sequence[int], seed: int,
         # counts of sign patterns per sum, as probabilities halved at each step (exact in
         # binary floating point: every value is k / 2^n with k < 2^53 while n <= 52; beyond,
         # the relative rounding is about 1e-16 per step)
-        dist = np.zeros(2 * total + 1)
-        dist[total] = 1.0
-        for k in d.tolist():
-            dist = 0.5 * (np.roll(dist, k) + np.roll(dist, -k))
+        dist = _sign_sum_distribution(d.tolist())
         sums = np.arange(-total, total + 1)
         p = float(math.fsum(dist[np.abs(sums) >= observed].tolist()))
         return min(1.0, p), "exact sign-flip permutation on per-question differences"
@@ -81,6 +78,22 @@ def sign_flip_p(differences: Sequence[int], seed: int,
         extreme += int(np.count_nonzero(np.abs(2 * (kept @ d) - total) >= observed))
     return (1 + extreme) / (flips + 1), (
         f"seeded sign-flip permutation on per-question differences ({flips:,} flips)")
+
+
+def _sign_sum_distribution(differences: list[int]) -> np.ndarray:
+    """P(S = s) for s = -total..total, S the sum of the differences each with a random sign,
+    one difference at a time: P'(s) = 0.5 (P(s - k) + P(s + k)). Only the support so far
+    (|s| <= the differences taken) is touched, so each step costs its width, not the whole
+    range; each value is the same 0.5 (a + b) of the same two numbers as over the whole
+    range (outside the support both are 0)."""
+    dist = np.ones(1)
+    for k in differences:
+        wider = np.zeros(dist.size + 2 * k)
+        wider[:dist.size] = dist  # P(s + k) at s
+        wider[2 * k:] += dist  # + P(s - k)
+        wider *= 0.5
+        dist = wider
+    return dist
 
 
 def paired_count_test(a: Sequence[int], b: Sequence[int], repeats: int,
