@@ -22,8 +22,10 @@ $(STAMP): $(RUNTIME)
 demo: $(RUNTIME)          ## the embedded default, end to end -> reports/demo
 	$(BIN)/grade-kit demo --out reports/demo
 
+# Three processes, a test file each at a time (its module fixtures made once): many tests
+# wait on a browser, a kernel or a server, so three share two cores well (docs/scaling.md).
 test: $(STAMP) lint typecheck chromium   ## the test suite, plus ruff and mypy
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 3 --dist loadfile
 
 chromium:                 ## Debian's Chromium for the browser tests (skipped when it cannot be had)
 	@command -v chromium >/dev/null 2>&1 || (apt-get install -y -qq chromium >/dev/null 2>&1 \

@@ -206,7 +206,9 @@ print(json.dumps({"evaluate_s": round(evaluated - started, 2),
                   "write_s": round(time.perf_counter() - evaluated, 2),
                   "through_store": paths["runs"].stat().st_size > STORE_ABOVE_BYTES,
                   "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-                                       / 1024)}))
+                                       / 1024),
+                  "packing_peak_rss_mb": round(resource.getrusage(
+                      resource.RUSAGE_CHILDREN).ru_maxrss / 1024)}))
 """
 """``gk.evaluate(...).write(...)`` exactly as a user calls it (through a temporary store above
 ``STORE_ABOVE_BYTES``), in a fresh process so that its peak RSS is its own."""
@@ -253,7 +255,9 @@ def pipeline(n_runs: int, inputs_folder: Path | None = None,
               f"{as_called['evaluate_s'] + as_called['write_s']:8.2f} s  "
               f"(evaluate {as_called['evaluate_s']:.1f} s, write {as_called['write_s']:.1f} s"
               f"{', through a temporary store' if as_called['through_store'] else ''})  "
-              f"peak RSS {as_called['peak_rss_mb']:>8,} MB", flush=True)
+              f"peak RSS {as_called['peak_rss_mb']:>8,} MB"
+              + (f" (packing, in its own process: {as_called['packing_peak_rss_mb']:,} MB)"
+                 if as_called["through_store"] else ""), flush=True)
         print("    in memory, stage by stage:", flush=True)
         inputs = stage("read and validate", n_runs, lambda: read_inputs(
             paths["tasks"], paths["runs"], judgements=paths["judgements"],

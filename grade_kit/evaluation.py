@@ -758,7 +758,7 @@ def evaluate(
 
 
 STORE_ABOVE_BYTES = 512 * 1024**2
-"""Run files larger than this in total (about 380,000 rich runs) are scored through a
+"""Run files larger than this in total (about 290,000 rich runs) are scored through a
 temporary packed store, one partition at a time, which bounds memory (docs/scaling.md
 "Memory"); the results are the same."""
 
