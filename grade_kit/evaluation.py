@@ -760,7 +760,7 @@ def evaluate(
 STORE_ABOVE_BYTES = 512 * 1024**2
 """Run files larger than this in total (about 290,000 rich runs) are scored through a
 temporary packed store, one partition at a time, which bounds memory (docs/scaling.md
-"Memory"); the results are the same."""
+"The memory bound"); the results are the same."""
 
 
 def _run_bytes(runs: Records | None) -> int:
@@ -775,12 +775,13 @@ def _run_bytes(runs: Records | None) -> int:
 
 
 _PACK_APART = """
-import json, sys
+import contextlib, json, sys
 from grade_kit.io import InputError
 from grade_kit.packed import pack
 arguments = json.loads(sys.argv[1])
 try:
-    pack(**arguments, progress=False)
+    with contextlib.redirect_stdout(sys.stderr):  # its lines per chunk, when asked for
+        pack(**arguments)
 except Exception as error:
     print(json.dumps({"error": type(error).__name__, "message": str(error),
                       "input": isinstance(error, InputError)}))
@@ -789,14 +790,15 @@ except Exception as error:
 
 
 def _pack_apart(tasks: Records, runs: Records, store: Path, judgements: Records | None,
-                grades: Records | None, packs: Path | str | None) -> None:
+                grades: Records | None, packs: Path | str | None, progress: bool) -> None:
     """:func:`~grade_kit.packed.pack` in a fresh Python process when every input is a path
     (so what packing held is not left in this one; a subprocess, not multiprocessing, so
-    a script without a ``__main__`` guard works too), else here."""
+    a script without a ``__main__`` guard works too), else here. With ``progress``, its
+    line per chunk goes to stderr."""
     given = {"tasks": tasks, "runs": runs, "judgements": judgements, "grades": grades}
     if any(is_in_memory(value) for value in given.values() if value is not None):
         pack(tasks, runs, store, judgements=judgements, grades=grades, packs=packs,
-             progress=False)
+             progress=progress)
         return
 
     def plain(value: Records | Path | str | None) -> str | list[str] | None:
@@ -805,16 +807,17 @@ def _pack_apart(tasks: Records, runs: Records, store: Path, judgements: Records 
         return [str(path) for path in cast(Sequence[Path | str], value)]
 
     arguments = {**{name: plain(value) for name, value in given.items()},
-                 "out": str(store), "packs": plain(packs)}
+                 "out": str(store), "packs": plain(packs), "progress": progress}
     done = subprocess.run([sys.executable, "-c", _PACK_APART, json.dumps(arguments)],
-                          capture_output=True, text=True, check=False)
+                          stdout=subprocess.PIPE, stderr=None if progress else subprocess.PIPE,
+                          text=True, check=False)
     if done.returncode == 0:
         return
     lines = done.stdout.strip().splitlines()
     failure = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else None
     if failure is None:
         raise RuntimeError(f"packing the runs into a temporary store failed: "
-                           f"{done.stderr.strip()[-2000:]}")
+                           f"{(done.stderr or 'see above').strip()[-2000:]}")
     if failure["input"]:
         raise InputError(failure["message"])
     raise RuntimeError(f"packing the runs into a temporary store failed: "
@@ -835,7 +838,7 @@ def _evaluate_through_store(tasks: Records, runs: Records, size: int,
           f"store in {folder}, one partition at a time, to bound memory (docs/scaling.md)",
           file=sys.stderr, flush=True)
     try:
-        _pack_apart(tasks, runs, folder / "store", judgements, grades, packs)
+        _pack_apart(tasks, runs, folder / "store", judgements, grades, packs, progress)
         with gc_paused(), stage_progress(STORE_STAGES, progress) as step:
             evaluation = _evaluate_store(folder / "store", grader, repeats, frames, seed,
                                          arguments, exclude_channel_overhead, map_partitions,

@@ -132,6 +132,19 @@ def test_run_files_over_the_bound_go_through_a_temporary_store_with_the_same_res
     assert "store" not in judged.data.extra and capsys.readouterr().err == ""
 
 
+def test_a_temporary_store_packs_with_its_progress_on_stderr_when_asked(
+        inputs: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+        capfd: pytest.CaptureFixture[str]) -> None:
+    from grade_kit import evaluation
+
+    monkeypatch.setattr(evaluation, "STORE_ABOVE_BYTES", 1000)
+    gk.evaluate(TASKS, inputs["runs"], judgements=inputs["judgements"], progress=True)
+    out, err = capfd.readouterr()
+    assert "run lines read" in err and "run lines read" not in out
+    gk.evaluate(TASKS, inputs["runs"], judgements=inputs["judgements"])
+    assert "run lines read" not in "".join(capfd.readouterr())
+
+
 def test_a_temporary_store_that_cannot_be_packed_raises_the_packers_input_error(
         inputs: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from grade_kit import evaluation
