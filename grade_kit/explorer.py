@@ -59,11 +59,6 @@ def filter_runs(runs: Frame, **chosen: Any) -> Frame:
     return like(frame, runs)
 
 
-def _options(frame: pl.DataFrame, column: str) -> list[Any]:
-    values = frame.get_column(column).drop_nulls().unique().sort().to_list()
-    return [ALL, *values]
-
-
 SHOWN = ("run_id", "setup", "task_id", "repeat", "status", "grade", "composite", "e2e_s",
          "tool_calls")
 """The columns of the static explorer's run table."""
