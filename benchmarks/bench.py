@@ -156,6 +156,55 @@ def stage(name: str, n: int, fn: Callable[[], Any], stages: list[dict[str, Any]]
     return result
 
 
+FRESH_PROCESS = """
+import json, resource, sys, time
+from pathlib import Path
+import grade_kit as gk
+import grade_kit.evaluation
+from grade_kit.packed import pack
+kind, folder, partitions = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
+paths = {k: folder / f"{k}.jsonl" for k in ("tasks", "runs", "judgements", "grades")}
+verdicts = {"judgements": paths["judgements"], "grades": paths["grades"]}
+through_store = (kind == "as-called"
+                 and paths["runs"].stat().st_size > grade_kit.evaluation.STORE_ABOVE_BYTES)
+if kind.startswith("memory"):  # in memory whatever the size
+    grade_kit.evaluation.STORE_ABOVE_BYTES = 1 << 62
+started = evaluated = time.perf_counter()
+if kind == "pack":
+    pack(paths["tasks"], paths["runs"], folder / "store", **verdicts, partitions=partitions,
+         progress=False)
+else:
+    more = {}
+    if kind.endswith("-2-workers"):
+        from concurrent.futures import ProcessPoolExecutor
+        from multiprocessing import get_context
+        more["map_partitions"] = ProcessPoolExecutor(2, mp_context=get_context("spawn")).map
+    ev = (gk.evaluate(folder / "store", **more) if kind.startswith("store")
+          else gk.evaluate(paths["tasks"], paths["runs"], **verdicts, **more))
+    evaluated = time.perf_counter()
+    ev.write(folder / f"out-{kind}")
+done = time.perf_counter()
+print(json.dumps({
+    "seconds": round(done - started, 2), "evaluate_s": round(evaluated - started, 2),
+    "write_s": round(done - evaluated, 2), "through_store": through_store,
+    "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    "worker_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+}))
+"""
+"""One measurement in a fresh process, so that its peak RSS is its own: ``pack`` the JSONL of
+a folder into ``store``; ``gk.evaluate`` + ``write`` of the JSONL as a user calls it
+(``as-called``: through a temporary store above the bound), forced in memory (``memory``),
+or of the store (``store``); ``-2-workers``: the map step on two spawned processes. Writes
+to ``out-<kind>``; ``worker_peak_rss_mb`` is the largest child process's peak."""
+
+
+def measure_in_fresh_process(kind: str, folder: Path, partitions: int = 16) -> dict[str, Any]:
+    """:data:`FRESH_PROCESS` of ``kind`` on the inputs in ``folder``: its figures."""
+    done = subprocess.run([sys.executable, "-c", FRESH_PROCESS, kind, str(folder),
+                           str(partitions)], capture_output=True, text=True, check=True)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
 def figures_header() -> dict[str, Any]:
     """When, at which commit and on what machine the figures were taken."""
     return {"created_at": datetime.now(UTC).isoformat(timespec="seconds"),

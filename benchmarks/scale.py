@@ -25,8 +25,6 @@ import argparse
 import json
 import math
 import random
-import subprocess
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -36,7 +34,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from benchmarks.bench import PeakRSS, figures_header, save_figures, stage
+from benchmarks.bench import (
+    PeakRSS,
+    figures_header,
+    measure_in_fresh_process,
+    save_figures,
+    stage,
+)
 from grade_kit.frames import EvalData
 from grade_kit.grade import combine_scores, partition_scores
 from grade_kit.inputs import read_inputs
@@ -190,37 +194,6 @@ def write_inputs(folder: Path, n_runs: int, seed: int = 42,
     return paths
 
 
-AS_CALLED = """
-import json, resource, sys, time
-from pathlib import Path
-import grade_kit as gk
-from grade_kit.evaluation import STORE_ABOVE_BYTES
-folder, out = Path(sys.argv[1]), Path(sys.argv[2])
-paths = {k: folder / f"{k}.jsonl" for k in ("tasks", "runs", "judgements", "grades")}
-started = time.perf_counter()
-ev = gk.evaluate(paths["tasks"], paths["runs"], judgements=paths["judgements"],
-                 grades=paths["grades"])
-evaluated = time.perf_counter()
-ev.write(out)
-print(json.dumps({"evaluate_s": round(evaluated - started, 2),
-                  "write_s": round(time.perf_counter() - evaluated, 2),
-                  "through_store": paths["runs"].stat().st_size > STORE_ABOVE_BYTES,
-                  "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-                                       / 1024),
-                  "packing_peak_rss_mb": round(resource.getrusage(
-                      resource.RUSAGE_CHILDREN).ru_maxrss / 1024)}))
-"""
-"""``gk.evaluate(...).write(...)`` exactly as a user calls it (through a temporary store above
-``STORE_ABOVE_BYTES``), in a fresh process so that its peak RSS is its own."""
-
-
-def _as_called(paths: dict[str, Path], out: Path) -> dict[str, Any]:
-    folder = paths["runs"].parent
-    done = subprocess.run([sys.executable, "-c", AS_CALLED, str(folder), str(out)],
-                          capture_output=True, text=True, check=True)
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
-
-
 def pipeline(n_runs: int, inputs_folder: Path | None = None,
              per_task: bool = False) -> dict[str, Any]:
     """Every stage of ``gk.evaluate`` and ``write`` on ``n_runs`` synthetic runs (generated
@@ -250,13 +223,13 @@ def pipeline(n_runs: int, inputs_folder: Path | None = None,
             made = f"generated in {time.perf_counter() - started:.0f} s"
         size = paths["runs"].stat().st_size
         print(f"{n_runs:>11,} runs: {size / 2**20:,.0f} MB of runs JSONL ({made})", flush=True)
-        as_called = _as_called(paths, Path(tmp) / "out-as-called")
+        as_called = measure_in_fresh_process("as-called", paths["runs"].parent)
         print(f"    {'gk.evaluate + write, as a user calls it':<40} "
               f"{as_called['evaluate_s'] + as_called['write_s']:8.2f} s  "
               f"(evaluate {as_called['evaluate_s']:.1f} s, write {as_called['write_s']:.1f} s"
               f"{', through a temporary store' if as_called['through_store'] else ''})  "
               f"peak RSS {as_called['peak_rss_mb']:>8,} MB"
-              + (f" (packing, in its own process: {as_called['packing_peak_rss_mb']:,} MB)"
+              + (f" (packing, in its own process: {as_called['worker_peak_rss_mb']:,} MB)"
                  if as_called["through_store"] else ""), flush=True)
         print("    in memory, stage by stage:", flush=True)
         inputs = stage("read and validate", n_runs, lambda: read_inputs(
