@@ -165,11 +165,10 @@ from grade_kit.packed import pack
 kind, folder, partitions = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 paths = {k: folder / f"{k}.jsonl" for k in ("tasks", "runs", "judgements", "grades")}
 verdicts = {"judgements": paths["judgements"], "grades": paths["grades"]}
-through_store = (kind == "as-called"
-                 and paths["runs"].stat().st_size > grade_kit.evaluation.STORE_ABOVE_BYTES)
 if kind.startswith("memory"):  # in memory whatever the size
     grade_kit.evaluation.STORE_ABOVE_BYTES = 1 << 62
 started = evaluated = time.perf_counter()
+through_store = False
 if kind == "pack":
     pack(paths["tasks"], paths["runs"], folder / "store", **verdicts, partitions=partitions,
          progress=False)
@@ -182,6 +181,7 @@ else:
     ev = (gk.evaluate(folder / "store", **more) if kind.startswith("store")
           else gk.evaluate(paths["tasks"], paths["runs"], **verdicts, **more))
     evaluated = time.perf_counter()
+    through_store = not kind.startswith("store") and "store" in ev.data.extra
     ev.write(folder / f"out-{kind}")
 done = time.perf_counter()
 print(json.dumps({
