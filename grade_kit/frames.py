@@ -128,7 +128,7 @@ COLUMNS: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
     # one row per reported structured metric; raw is the value as JSON
     "metrics": {"run_id": pl.String, "key": pl.String, "raw": pl.String, "num": pl.Float64,
                 "str": pl.String, "str_key": pl.String},
-    # one row per event timestamp: at is the instant in UTC, raw the string as given
+    # one row per event timestamp: at is its instant in UTC (the run record keeps it as given)
     "events": {"run_id": pl.String, "event": pl.String, "at": _TS},
     # one row per tool call as recorded (ids may repeat; counting uses unique ids)
     "tool_calls": {"run_id": pl.String, "call_id": pl.String, **model_columns(ToolCall, "name"),
