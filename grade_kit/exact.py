@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 __all__ = ["divide", "fmean", "group_fmean", "row_fmean", "row_sum", "seconds_between",
-           "segment_fmeans", "segment_fsums"]
+           "segment_fmeans"]
 
 
 def fmean(values: Iterable[float]) -> float:
@@ -77,62 +77,14 @@ def row_fmean(frame: pl.DataFrame, columns: Sequence[str]) -> pl.Series:
     return pl.Series(means).fill_nan(None)
 
 
-def segment_fsums(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``math.fsum`` of each segment of ``values`` (segment k is ``values[starts[k]:
-    starts[k + 1]]``, the last running to the end; none empty), for all segments at once.
-
-    A double is ``M x 2^E`` with a 53-bit integer ``M``. Where a segment's nonzero values
-    span few enough binary exponents that ``sum(M_i << (E_i - E_min))`` fits in 62 bits,
-    that integer sum is exact, and converting it to a double (round to nearest even) and
-    scaling by ``2^E_min`` is the exactly rounded sum, which is what ``fsum`` returns.
-
-    Returns:
-        (sums, exact): the sums, and per segment whether it was summed here; a segment not
-        summed here (a wide exponent span, a result near the subnormal range, or a value
-        that is not finite) has sum NaN, for the caller to give to ``math.fsum``.
-    """
-    values = np.asarray(values, dtype=np.float64)
-    starts = np.asarray(starts, dtype=np.int64)
-    n = len(values)
-    segments = len(starts)
-    sums = np.full(segments, np.nan)
-    if segments == 0:
-        return sums, np.zeros(0, dtype=bool)
-    with np.errstate(invalid="ignore"):  # inf / NaN: cast to garbage, never marked exact
-        mantissa, exponent = np.frexp(values)
-        whole = np.ldexp(mantissa, 53).astype(np.int64)  # exact: |mantissa| < 1, 53 bits
-    exponent = exponent.astype(np.int64) - 53
-    nonzero = values != 0
-    lengths = np.diff(np.r_[starts, n])
-    low = np.minimum.reduceat(np.where(nonzero, exponent, np.iinfo(np.int64).max), starts)
-    high = np.maximum.reduceat(np.where(nonzero, exponent, np.iinfo(np.int64).min), starts)
-    room = 62 - 53 - np.ceil(np.log2(np.maximum(lengths, 1))).astype(np.int64)
-    all_zero = low == np.iinfo(np.int64).max
-    exact = (all_zero | ((high - low <= room) & (low >= -1000) & (high <= 900)))
-    exact &= np.logical_and.reduceat(np.isfinite(values), starts)
-    base = np.repeat(np.where(exact & ~all_zero, low, 0), lengths)
-    ok = np.repeat(exact, lengths) & nonzero
-    shifted = np.where(ok, whole << np.where(ok, exponent - base, 0), 0)
-    total = np.add.reduceat(shifted, starts)
-    sums[exact] = np.ldexp(total[exact].astype(np.float64),
-                           np.where(all_zero, 0, low)[exact])
-    return sums, exact
-
-
 def segment_fmeans(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """``math.fsum(segment) / len(segment)`` of each segment of ``values`` (as
-    :func:`segment_fsums` cuts them): summed by :func:`segment_fsums` where it can, by
-    ``math.fsum`` itself elsewhere (so with its errors, for infinities of both signs or an
-    overflowing sum)."""
-    values = np.asarray(values, dtype=np.float64)
-    starts = np.asarray(starts, dtype=np.int64)
-    if not len(starts):
-        return np.zeros(0)
-    sums, exact = segment_fsums(values, starts)
-    ends = np.r_[starts[1:], len(values)].astype(np.int64)
-    for k in np.flatnonzero(~exact):
-        sums[k] = math.fsum(values[starts[k]:ends[k]].tolist())
-    return np.asarray(sums / (ends - starts), dtype=np.float64)
+    """``math.fsum(segment) / len(segment)`` of each segment of ``values`` (segment k is
+    ``values[starts[k]:starts[k + 1]]``, the last running to the end; none empty)."""
+    listed = np.asarray(values, dtype=np.float64).tolist()
+    bounds = np.asarray(starts, dtype=np.int64).tolist()
+    return np.array([math.fsum(listed[a:b]) / (b - a)
+                     for a, b in zip(bounds, [*bounds[1:], len(listed)], strict=False)],
+                    dtype=np.float64)
 
 
 def row_sum(terms: Sequence[pl.Expr]) -> pl.Expr:

@@ -7,7 +7,6 @@ import math
 import random
 from typing import Any
 
-import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given, settings
@@ -21,13 +20,12 @@ from benchmarks.plain import (
 )
 from grade_kit.grade import (
     cluster_findings,
-    consistency,
     finding_stability,
     kendall_tau_b,
     metric_variance,
     ranking_stability,
 )
-from grade_kit.grade.consistency import _finding_clusters, _key_stabilities, _key_stability
+from grade_kit.grade.consistency import _finding_clusters
 from grade_kit.text import parse_number, tokenize
 
 from .conftest import make_run, make_task, score, task_row
@@ -243,25 +241,16 @@ def _stacked_clusters(groups: list[list[list[frozenset[int]]]]) -> list[list[lis
             for slot, findings in enumerate(runs) for tokens in findings]
     top = pl.DataFrame(rows, schema={"group": pl.UInt32, "slot": pl.Int64,
                                      "tokens": pl.List(pl.UInt32)}, orient="row")
-    clusters = iter(_finding_clusters(top).tolist())
+    clusters = iter(_finding_clusters(top))
     return [[[next(clusters) for _ in findings] for findings in runs] for runs in groups]
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.lists(st.frozensets(st.integers(0, 300), max_size=40), max_size=3),
-                         max_size=8), max_size=8), st.sampled_from([1, 7, 1 << 22]),
-       st.sampled_from([1, 5, 1 << 17]))
-def test_all_groups_at_once_cluster_as_the_rule(groups: list[list[list[frozenset[int]]]],
-                                                cells: int, block: int) -> None:
-    # Token ids up to 300 need up to five 64-bit words a mask; groups differ in findings
-    # and words, so they fall in several stacks; a tiny array budget cuts every stack into
-    # single groups and single rows; a small block cuts the groups into blocks of one or a
-    # few groups (a group larger than the block is one block).
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(consistency, "_CELLS", cells)
-        patch.setattr(consistency, "_BLOCK_FINDINGS", block)
-        got = _stacked_clusters(groups)
-    assert got == [clusters_by_definition(runs) for runs in groups]
+                         max_size=8), max_size=8))
+def test_all_groups_at_once_cluster_as_the_rule(
+        groups: list[list[list[frozenset[int]]]]) -> None:
+    assert _stacked_clusters(groups) == [clusters_by_definition(runs) for runs in groups]
 
 
 def test_one_large_group_clusters_as_the_rule() -> None:
@@ -338,17 +327,3 @@ def test_metric_variance_squares_are_correctly_rounded() -> None:
     assert metric_variance({"m": values}) == 1 / (1 + std / abs(mean)) == 0.6899680231387443
 
 
-_KEY_VALUE = st.one_of(st.floats(-1e6, 1e6), st.floats(0, 1).map(lambda v: round(v, 4)),
-                       st.sampled_from([0.0, -0.0, 0.184, 0.2, 0.1841, 7.0, 8.0, 1e300, -1e300,
-                                        1e-300, 1e-160, 1e160, 5e-324, math.inf, -math.inf]),
-                       st.integers(-1000, 1000).map(float))
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.lists(_KEY_VALUE, min_size=2, max_size=8), max_size=25))
-def test_key_stabilities_at_once_equal_the_rule_list_by_list(lists: list[list[float]]) -> None:
-    flat = np.array([v for values in lists for v in values], dtype=float)
-    series = pl.Series(lists, dtype=pl.List(pl.Float64))
-    got = _key_stabilities(flat, np.array([len(v) for v in lists], dtype=np.int64), series)
-    # NaN (an infinite value's deviation) counts as equal to NaN, every other score exactly.
-    np.testing.assert_array_equal(got, [_key_stability(values) for values in lists])

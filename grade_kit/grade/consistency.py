@@ -10,13 +10,13 @@ import math
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from fractions import Fraction
-from itertools import combinations, pairwise
+from itertools import combinations
 
 import numpy as np
 import polars as pl
 
 from grade_kit._gc import gc_paused
-from grade_kit.exact import fmean, segment_fmeans, segment_fsums
+from grade_kit.exact import fmean, segment_fmeans
 from grade_kit.frames import Frame, in_pieces, like, to_polars
 
 __all__ = [
@@ -229,8 +229,8 @@ def _consistency_frame(runs: pl.DataFrame, items: pl.DataFrame,
     ordinals = primary.select("run_id", "group", "slot")
     groups = primary.group_by("group", maintain_order=True).agg(
         pl.col("setup").first(), pl.col("task_id").first(), runs=pl.len())
-    # A text's tokens as ids (one categorical cast maps equal tokens to equal ids), each
-    # finding's distinct ids once: the token set the rule compares.
+    # A text's tokens as ids (one categorical cast maps equal tokens to equal ids): as a
+    # set, the token set the rule compares.
     # (In chunks, so that the split and the cast run on every thread.)
     capped = groups.filter(pl.col("runs") <= MAX_CONSISTENCY_RUNS).select("group")
     ordinals = ordinals.join(capped, on="group", how="semi")
@@ -240,8 +240,7 @@ def _consistency_frame(runs: pl.DataFrame, items: pl.DataFrame,
                      .join(ordinals, on="run_id").sort("group", "slot", "position")
                      .filter(pl.int_range(pl.len()).over("group", "slot") < TOP_K))
            .select("group", "slot", tokens=pl.col("norm").str.split(" ")
-                   .cast(pl.List(pl.Categorical)).list.eval(pl.element().to_physical())
-                   .list.unique()))
+                   .cast(pl.List(pl.Categorical)).list.eval(pl.element().to_physical())))
     top = top.with_columns(cluster=pl.Series(_finding_clusters(top), dtype=pl.Int64))
     parts = (groups.join(_stability_scores(top, groups.filter(
                 pl.col("scored_runs").is_not_null())), on="group", how="left",
@@ -256,127 +255,16 @@ def _consistency_frame(runs: pl.DataFrame, items: pl.DataFrame,
         consistency=pl.Series(consistency, dtype=pl.Float64))
 
 
-_CELLS = 1 << 22
-"""Elements of the largest temporary array :func:`_finding_clusters` makes at once."""
-
-
-def _finding_clusters(top: pl.DataFrame) -> np.ndarray:
-    """:func:`cluster_findings` for every group at once: the cluster index of each row of
-    ``top`` (columns ``group`` and ``tokens``, a finding's distinct token ids; rows sorted by
-    group, then in run and position order).
-
-    The rule's integer test (3 |a ∩ b| >= |a| + |b|, see :func:`cluster_findings`) is taken
-    for every pair of findings of a group at once, with each finding's token set as a bit
-    mask over its group's tokens (64 to a word) and ``|a ∩ b|`` as the population count of
-    ``a & b``. Groups with the same number of findings and of mask words are stacked into one
-    array; the greedy pass then walks the finding positions, each step for all stacked
-    groups, joining a finding to the first earlier head it matches. Only integers are
-    compared, so the clusters are :func:`cluster_findings`'s exactly (a property test checks
-    them on random groups).
-    """
-    n = top.height
-    if n <= _BLOCK_FINDINGS:
-        return _block_clusters(top)
-    # Blocks of whole groups (a group's clusters depend on it alone): every temporary array
-    # stays small and is reused, where arrays of all 55M tokens of 1M runs each cost a
-    # first touch of new memory (10.0-11.8 s in all for 1M runs, 6.7-7.0 s in blocks;
-    # docs/scaling.md history).
-    group = top.get_column("group").to_numpy()
-    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-    parts, at = [], 0
-    while at < n:
-        after = int(np.searchsorted(starts, at + _BLOCK_FINDINGS))
-        end = int(starts[after]) if after < len(starts) else n
-        parts.append(_block_clusters(top.slice(at, end - at)))
-        at = end
-    return np.concatenate(parts)
-
-
-_BLOCK_FINDINGS = 1 << 17
-"""About how many findings :func:`_finding_clusters` takes at once (whole groups)."""
-
-
-def _block_clusters(top: pl.DataFrame) -> np.ndarray:
-    """:func:`_finding_clusters` of rows holding whole groups, all at once."""
-    n = top.height
-    out = np.zeros(n, dtype=np.int64)
-    if n == 0:
-        return out
-    top = top.with_columns(pl.col("group") - pl.col("group").first())  # from 0 in the block
-    group = top.get_column("group").to_numpy().astype(np.int64)
-    sizes = top.get_column("tokens").list.len().to_numpy().astype(np.int64)
-    # Each group's findings: where they start and how many.
-    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-    counts = np.diff(np.r_[starts, n])
-    # Tokens as (finding, local id): ids dense per group, in bits of 64-bit words.
-    # (About 13 rows a finding: 4-byte columns where the values fit.)
-    flat = (top.select(finding=pl.int_range(pl.len(), dtype=pl.Int64), group=pl.col("group"),
-                       token=pl.col("tokens")).explode("token").drop_nulls("token")
-            .sort("group", "token"))
-    finding = flat.get_column("finding").to_numpy()
-    token_group = flat.get_column("group").to_numpy()
-    token = flat.get_column("token").to_numpy()
-    del flat
-    group_first = np.ones(len(token_group), dtype=bool)  # as long as the table, even empty
-    group_first[1:] = token_group[1:] != token_group[:-1]
-    new = group_first.copy()
-    new[1:] |= token[1:] != token[:-1]
-    del token
-    distinct = np.cumsum(new, dtype=np.int64) - 1
-    local = distinct - np.repeat(distinct[group_first], np.diff(
-        np.r_[np.flatnonzero(group_first), len(distinct)]))
-    del distinct, new
-    # Words per group: enough for its highest local id.
-    vocabulary = np.zeros(int(group.max()) + 1, dtype=np.int64)
-    np.maximum.at(vocabulary, token_group, local + 1)
-    words = np.maximum(1, -(-vocabulary // 64))[group[starts]]
-    # The masks, flat: each finding has its group's number of words, one after another.
-    finding_words = np.repeat(words, counts)
-    word_start = np.r_[0, np.cumsum(finding_words)[:-1]]
-    masks = np.zeros(int(finding_words.sum()), dtype=np.uint64)
-    np.bitwise_or.at(masks, word_start[finding] + (local >> 6),
-                     np.left_shift(np.uint64(1), (local & 63).astype(np.uint64)))
-    for (count, width), members in _buckets(counts, words).items():
-        chunk = max(1, _CELLS // (count * count * width))
-        for at in range(0, len(members), chunk):
-            which = members[at:at + chunk]
-            first = starts[which]
-            stacked = masks[word_start[first][:, None] + np.arange(count * width)].reshape(
-                len(which), count, width)
-            size = sizes[first[:, None] + np.arange(count)]
-            out[first[:, None] + np.arange(count)] = _greedy_clusters(stacked, size)
+def _finding_clusters(top: pl.DataFrame) -> list[int]:
+    """:func:`cluster_findings` of every group of ``top`` (columns ``group`` and ``tokens``,
+    a finding's token ids; rows sorted by group, then in run and position order): the
+    cluster index of each row. The greedy pass runs over a group's findings in order, so
+    its runs need not be told apart."""
+    out: list[int] = []
+    for tokens in (top.group_by("group", maintain_order=True).agg("tokens")
+                   .get_column("tokens").to_list()):
+        out.extend(cluster_findings([[frozenset(ids) for ids in tokens]])[0])
     return out
-
-
-def _buckets(counts: np.ndarray, words: np.ndarray) -> dict[tuple[int, int], np.ndarray]:
-    """Indices of the groups by (number of findings, mask words)."""
-    order = np.lexsort((words, counts))
-    keys = np.stack([counts[order], words[order]], axis=1)
-    cuts = np.flatnonzero(np.r_[True, (keys[1:] != keys[:-1]).any(axis=1), True])
-    return {(int(keys[a, 0]), int(keys[a, 1])): order[a:b]
-            for a, b in pairwise(cuts)}
-
-
-def _greedy_clusters(masks: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """Clusters of ``masks`` (groups x findings x words) whose token-set sizes are
-    ``sizes`` (groups x findings), by the greedy rule of :func:`cluster_findings`."""
-    n_groups, count, width = masks.shape
-    joins = np.empty((n_groups, count, count), dtype=bool)
-    rows = max(1, _CELLS // max(1, n_groups * count * width))
-    for a in range(0, count, rows):
-        shared = np.bitwise_count(masks[:, a:a + rows, None, :] & masks[:, None, :, :]).sum(
-            axis=-1, dtype=np.int64)
-        joins[:, a:a + rows, :] = 3 * shared >= sizes[:, a:a + rows, None] + sizes[:, None, :]
-    is_head = np.zeros((n_groups, count), dtype=bool)
-    head = np.empty((n_groups, count), dtype=np.int64)
-    is_head[:, 0] = True
-    head[:, 0] = 0
-    for j in range(1, count):
-        candidates = joins[:, :j, j] & is_head[:, :j]
-        found = candidates.any(axis=1)
-        is_head[:, j] = ~found
-        head[:, j] = np.where(found, candidates.argmax(axis=1), j)
-    return np.take_along_axis(np.cumsum(is_head, axis=1) - 1, head, axis=1)
 
 
 def _stability_scores(top: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame:
@@ -411,45 +299,15 @@ def _key_scores(metrics: pl.DataFrame, ordinals: pl.DataFrame) -> pl.DataFrame:
               .join(ordinals.group_by("group").agg(size=pl.len()), on="group")
               .filter((pl.col("size") >= 2) & (pl.col("num").list.len() >= 2))
               .sort("group"))
-    lists = values.get_column("num")
-    scores = _key_stabilities(lists.explode().to_numpy().astype(np.float64),
-                              lists.list.len().to_numpy().astype(np.int64), lists)
     group = values.get_column("group").to_numpy().astype(np.int64)
     if not len(group):
         return pl.DataFrame(schema={"group": pl.UInt32, "metric_variance": pl.Float64})
+    scores = np.array([_key_stability(v) for v in values.get_column("num").to_list()],
+                      dtype=np.float64)
     starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-    means = segment_fmeans(scores, starts)
-    return pl.DataFrame({"group": group[starts], "metric_variance": means},
+    return pl.DataFrame({"group": group[starts],
+                         "metric_variance": segment_fmeans(scores, starts)},
                         schema={"group": pl.UInt32, "metric_variance": pl.Float64})
-
-
-def _key_stabilities(flat: np.ndarray, lengths: np.ndarray, lists: pl.Series) -> np.ndarray:
-    """:func:`_key_stability` of every list at once (``flat``: the lists' values one after
-    another, ``lengths`` >= 2 each), with the same float operations: a list of one value
-    scores 1; otherwise the exact mean (fsum / n), the deviations and their squares
-    (``d * d``), the exact mean square, its square root, then 1 / (1 + std / |mean|). A list
-    whose sums cannot be made exactly here, or whose values need rescaling (a largest
-    magnitude outside (1e-150, 1e150)), is scored by :func:`_key_stability` itself."""
-    out = np.ones(len(lengths))
-    if not len(lengths):
-        return out
-    starts = np.r_[0, np.cumsum(lengths)[:-1]]
-    # Overflow and NaN are expected on the lists that fall back below: no warnings.
-    with np.errstate(all="ignore"):
-        same = np.minimum.reduceat(flat, starts) == np.maximum.reduceat(flat, starts)
-        scale = np.maximum.reduceat(np.abs(flat), starts)
-        sums, exact = segment_fsums(flat, starts)
-        mean = sums / lengths
-        deviation = flat - np.repeat(mean, lengths)
-        squares, exact_squares = segment_fsums(deviation * deviation, starts)
-        std = np.sqrt(squares / lengths)
-        score = np.where(mean == 0, np.where(std == 0, 1.0, 0.0),
-                         1.0 / (1.0 + std / np.abs(mean)))
-    plain = ~same & exact & exact_squares & (scale > 1e-150) & (scale < 1e150)
-    out[plain] = score[plain]
-    for k in np.flatnonzero(~same & ~plain):
-        out[k] = _key_stability(lists[int(k)].to_list())
-    return out
 
 
 def consistency_scores(runs: Frame, items: Frame, metrics: Frame) -> Frame:
