@@ -20,7 +20,6 @@ from datetime import UTC, datetime, timedelta
 from types import UnionType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, cast, get_args, get_origin
 
-import numpy as np
 import polars as pl
 from pydantic import BaseModel
 
@@ -46,7 +45,6 @@ if TYPE_CHECKING:  # pandas is imported by whoever passes a pandas frame; never 
 
 __all__ = [
     "COLUMNS",
-    "RECORD",
     "RUN_FRAMES",
     "EvalData",
     "Frame",
@@ -297,15 +295,8 @@ _FIELDS = (("finding", "key_findings"), ("limitation", "limitations"),
 RUN_FRAMES = ("runs", "items", "metrics", "events", "tool_calls")
 """The frames flattened from run records (see :data:`COLUMNS`)."""
 
-RECORD = "record"
-"""The column :func:`run_frames` adds with ``tag_records``: the row's run, as its index
-among the records flattened."""
-
-
-def run_frames(
-    runs: Sequence[Run], lines: Sequence[int | None] | None = None, *,
-    tag_records: bool = False,
-) -> dict[str, pl.DataFrame]:
+def run_frames(runs: Sequence[Run],
+               lines: Sequence[int | None] | None = None) -> dict[str, pl.DataFrame]:
     """Flatten run records into ``runs``, ``items``, ``metrics``, ``events`` and
     ``tool_calls`` frames (see :data:`COLUMNS`). Each distinct text is normalised once.
 
@@ -315,8 +306,6 @@ def run_frames(
     Args:
         runs: The run records, in order.
         lines: Each record's line in its file (the ``runs`` frame's ``line``); None: null.
-        tag_records: Also give every frame a :data:`RECORD` column (UInt32, last): the row's
-            run as its index in ``runs``, which tells apart two records with one run_id.
     """
     runs = raw_records(runs)  # field reads only: no model is built for a loaded run
     r: dict[str, list[Any]] = {k: [] for k in COLUMNS["runs"]}
@@ -325,27 +314,17 @@ def run_frames(
     ev: dict[str, list[Any]] = {k: [] for k in COLUMNS["events"]}
     tc: dict[str, list[Any]] = {k: [] for k in COLUMNS["tool_calls"]}
     line_list: Iterable[int | None] = lines if lines is not None else [None] * len(runs)
-    ends: dict[str, list[int]] | None = (
-        {name: [] for name in ("items", "metrics", "events", "tool_calls")} if tag_records
-        else None)
     with gc_paused():
-        _flatten_runs(runs, line_list, r, it, m, ev, tc, ends)
+        _flatten_runs(runs, line_list, r, it, m, ev, tc)
     items = pl.DataFrame(it, schema={k: v for k, v in COLUMNS["items"].items() if k != "norm"})
     items = items.with_columns(normalize_column(items.get_column("text")))
-    frames = {
+    return {
         "runs": _frame("runs", r),
         "items": items.select(list(COLUMNS["items"])),
         "metrics": _frame("metrics", m),
         "events": _frame("events", ev),
         "tool_calls": _frame("tool_calls", tc),
     }
-    if ends is not None:
-        counts = {"runs": np.ones(len(runs), dtype=np.int64),
-                  **{name: np.diff(ends[name], prepend=0) for name in ends}}
-        frames = {name: frame.with_columns(pl.Series(RECORD, np.repeat(
-            np.arange(len(runs), dtype=np.uint32), counts[name]), dtype=pl.UInt32))
-            for name, frame in frames.items()}
-    return frames
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -368,9 +347,8 @@ def _metric_columns(value: Any) -> tuple[str, float | None, str | None, str | No
 def _flatten_runs(runs: Sequence[Any], line_list: Iterable[int | None],
                   r: dict[str, list[Any]], it: dict[str, list[Any]],
                   m: dict[str, list[Any]], ev: dict[str, list[Any]],
-                  tc: dict[str, list[Any]], ends: dict[str, list[int]] | None) -> None:
-    """Append every run's rows to the column lists (timestamps as epoch microseconds); with
-    ``ends``, also each frame's row count after each run."""
+                  tc: dict[str, list[Any]]) -> None:
+    """Append every run's rows to the column lists (timestamps as epoch microseconds)."""
     # Metric values repeat (every run that reports the right figure reports the same one):
     # each distinct string, integer and float is parsed once, in a table of its own type
     # (1 == 1.0 == True as keys). A float zero is never looked up: 0.0 == -0.0, and their
@@ -454,11 +432,6 @@ def _flatten_runs(runs: Sequence[Any], line_list: Iterable[int | None],
             tc["name"].append(call.name)
             tc["started"].append(None if call.started is None else instant_us(call.started))
             tc["ended"].append(None if call.ended is None else instant_us(call.ended))
-        if ends is not None:
-            ends["items"].append(len(it["run_id"]))
-            ends["metrics"].append(len(m["run_id"]))
-            ends["events"].append(len(ev["run_id"]))
-            ends["tool_calls"].append(len(tc["run_id"]))
 
 
 def verdict_frames(

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grade_kit.frames import COLUMNS, RECORD, EvalData, model_columns, run_frames
+from grade_kit.frames import COLUMNS, EvalData, model_columns, run_frames
 from grade_kit.grade import (
     aggregate_scores,
     calibration_scores,
@@ -106,23 +106,6 @@ def test_json_text_is_json_dumps(value: object) -> None:
     from grade_kit.frames import json_text
 
     assert json_text(value) == json.dumps(value, ensure_ascii=False)
-
-
-def test_tagged_rows_name_their_record_even_when_run_ids_repeat() -> None:
-    runs = [make_run("r1", findings=["a", "b"], metrics={"m": 1}),
-            make_run("r1", findings=["c"], tool_calls=[{"id": "c1", "name": "sql"}],
-                     events={"submitted": "2026-11-02T09:00:00+00:00"}),
-            make_run("r2", status="failed"),
-            make_run("r3", findings=["d"], metrics={"m": 2, "n": 3})]
-    frames = run_frames(runs, [1, 2, 3, 4], tag_records=True)
-    tags = {name: frame.get_column(RECORD).to_list() for name, frame in frames.items()}
-    # items: 2 findings + text, 1 finding + text, none (failed), 1 finding + text
-    assert tags == {"runs": [0, 1, 2, 3], "items": [0, 0, 0, 1, 1, 3, 3],
-                    "metrics": [0, 3, 3], "events": [1], "tool_calls": [1]}
-    assert all(frame.schema[RECORD] == pl.UInt32 and frame.columns[-1] == RECORD
-               for frame in frames.values())
-    plain = run_frames(runs, [1, 2, 3, 4])
-    assert all(frames[name].drop(RECORD).equals(plain[name]) for name in plain)
 
 
 def test_metric_values_that_compare_equal_keep_their_own_columns() -> None:
