@@ -8,7 +8,6 @@ Nothing is dropped silently.
 from __future__ import annotations
 
 import hashlib
-import heapq
 import itertools
 import json
 import math
@@ -20,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
-import polars as pl
 import yaml
 from pydantic import BaseModel, ValidationError
 
@@ -719,12 +717,6 @@ def load_runs(paths: Records, tasks: Sequence[Task] | None = None) -> Loaded[Run
     return out
 
 
-CHECK_LINES = 65_536
-"""How many lines of a judgement or grade file the sequential loaders validate before they
-apply the checks across lines (:class:`VerdictCheck`) to them, holding their texts until
-then."""
-
-
 def line_chunks(lines: Iterator[Line], size: int) -> Iterator[list[Line]]:
     """``lines`` in lists of ``size`` (the last one shorter)."""
     while chunk := list(itertools.islice(lines, size)):
@@ -736,127 +728,51 @@ def _load_verdicts(given: Records, name: str, model: type[Model],
     kept: list[Any] = []
     out: Loaded[Model] = Loaded(records=LazyRecords(model, kept))
     for source, lines in record_sources(given, name):
-        for chunk in line_chunks(lines, CHECK_LINES):
-            part = checked_verdicts(source, chunk, model, check)
-            kept.extend(part.records)
-            out.lines.extend(part.lines)
-            out.sources.extend(part.sources)
-            out.rejected.extend(part.rejected)
+        part = read_jsonl(source, lines, model, check.check)
+        kept.extend(part.records)
+        out.lines.extend(part.lines)
+        out.sources.extend(part.sources)
+        out.rejected.extend(part.rejected)
     return out
 
 
-def checked_verdicts(source: str, lines: list[Line], model: type[Model],
-                     check: VerdictCheck) -> Loaded[Any]:
-    """Judgement or grade ``lines`` of ``source`` (the next ones in file order) through their
-    model, then through ``check``; every reject in line order."""
-    part = read_jsonl(source, iter(lines), model)
-    failed = check.rejects(part.records, part.lines)
-    if not failed:
-        return part
-    texts = dict(lines)
-    standing = [True] * len(part.records)
-    for index, _, _ in failed:
-        standing[index] = False
-    return Loaded(
-        records=list(itertools.compress(part.records, standing)),
-        lines=list(itertools.compress(part.lines, standing)),
-        sources=list(itertools.compress(part.sources, standing)),
-        rejected=list(heapq.merge(
-            part.rejected,
-            [Rejected(source, part.lines[index], field_, message,
-                      texts[cast(int, part.lines[index])])
-             for index, field_, message in failed],
-            key=lambda r: r.line or 0)),
-        warnings=part.warnings)
-
-
 class VerdictCheck:
-    """The checks of judgement and grade records beyond their model: a known run (when the
-    runs are given), and one judgement per (run, dimension) or one grade per run, the first
-    standing (docs/methodology.md §6).
-
-    Applied batch by batch, in file order, over columns (:meth:`frame_rejects`): the records
-    of a file, or of a chunk of one (:meth:`rejects`); what stood is remembered for the
-    batches after it.
+    """The checks of judgement and grade records beyond their model (docs/methodology.md
+    §6), one line at a time as :class:`RunChecks`' are: a known run (when the runs are
+    given), and one judgement per (run, dimension) or one grade per run, the first standing.
+    What stood is remembered across lines and files.
 
     Args:
         kind: ``judgements`` or ``grades``.
-        run_ids: The ids of the runs that loaded: a polars Series (looked up column-wise),
-            another container (asked record by record), or None (every run is known).
+        run_ids: The ids of the runs that loaded, or None (every run is known).
     """
 
-    def __init__(self, kind: str, run_ids: pl.Series | Container[str] | None) -> None:
+    def __init__(self, kind: str, run_ids: Container[str] | None) -> None:
         if kind not in ("judgements", "grades"):
             raise ValueError(f"no verdict kind {kind!r}")
         self.kind = kind
-        self.keys = ["run_id", "dimension"] if kind == "judgements" else ["run_id"]
-        """The columns that name a verdict: a second verdict with the same is rejected."""
         self._run_ids = run_ids
-        self._run_id_set: set[str] | None = None  # a Series' ids, for batches shorter than it
-        self._seen = pl.DataFrame(schema={**{key: pl.String for key in self.keys},
-                                          "first": pl.Int64})
+        self._first: dict[Any, int | None] = {}
+        """The line of each standing verdict, by (run_id, dimension) or run_id."""
 
-    def rejects(self, records: Sequence[Any],
-                lines: Sequence[int | None]) -> list[tuple[int, str | None, str]]:
-        """:meth:`frame_rejects` of ``records`` (read on ``lines``) by their fields."""
-        batch = pl.DataFrame(
-            {**{key: pl.Series(key, [getattr(r, key) for r in records], dtype=pl.String)
-                for key in self.keys},
-             "line": pl.Series("line", lines, dtype=pl.Int64)})
-        return self.frame_rejects(batch)[1]
-
-    def frame_rejects(self, batch: pl.DataFrame
-                      ) -> tuple[pl.Series, list[tuple[int, str | None, str]]]:
-        """Which rows of ``batch`` (the :attr:`keys` columns and ``line``, in file order,
-        going on from the batches before) stand, and the (row, field, reason) of each that
-        does not, in order.
-
-        A verdict of a run not loaded: ``run_id`` "unknown run 'r'"; a second judgement of
-        a (run, dimension): ``dimension`` "second d judgement for run 'r' (first on line n)";
-        a second grade of a run: ``run_id`` "duplicate grade for run 'r' on lines n and m".
-        """
-        run_id = batch.get_column("run_id")
-        if self._run_ids is None:
-            known = pl.repeat(True, batch.height, eager=True, dtype=pl.Boolean)
-        elif isinstance(self._run_ids, pl.Series) and batch.height >= self._run_ids.len():
-            known = run_id.is_in(self._run_ids.implode())  # hashes the ids: once per call
-        else:
-            if isinstance(self._run_ids, pl.Series):  # a short batch: hash the ids once only
-                if self._run_id_set is None:
-                    self._run_id_set = set(self._run_ids.to_list())
-                run_ids: Container[str] = self._run_id_set
-            else:
-                run_ids = self._run_ids
-            known = pl.Series(list(map(run_ids.__contains__, run_id.to_list())),
-                              dtype=pl.Boolean)
-        rows = batch.select(*self.keys, "line").with_row_index("row").with_columns(
-            known=known)
-        candidates = (rows.filter("known")
-                      .join(self._seen, on=self.keys, how="left", maintain_order="left")
-                      .with_columns(
-                          stands=pl.col("first").is_null()
-                          & pl.struct(self.keys).is_first_distinct(),
-                          first=pl.coalesce("first",
-                                            pl.col("line").first().over(self.keys))))
-        self._seen = pl.concat([self._seen, candidates.filter("stands").select(
-            *self.keys, first="line")], how="vertical", rechunk=False)
-        out: list[tuple[int, str | None, str]] = [
-            (row, "run_id", f"unknown run {rid!r}") for row, rid in
-            rows.filter(~pl.col("known")).select("row", "run_id").iter_rows()]
-        for row in candidates.filter(~pl.col("stands")).iter_rows(named=True):
-            if self.kind == "judgements":
-                out.append((row["row"], "dimension",
-                            f"second {row['dimension']} judgement for run {row['run_id']!r} "
-                            f"(first on line {row['first']})"))
-            else:
-                out.append((row["row"], "run_id",
-                            f"duplicate grade for run {row['run_id']!r} on lines "
-                            f"{row['first']} and {row['line']}"))
-        out.sort()
-        standing = pl.Series("standing", [True] * batch.height, dtype=pl.Boolean)
-        if out:
-            standing = standing.scatter([row for row, _, _ in out], False)
-        return standing, out
+    def check(self, verdict: Any, line: int | None,
+              text: str = "") -> tuple[str | None, str] | None:
+        """None when ``verdict`` (read on ``line``) stands, else (field, reason): a verdict of a
+        run not loaded: ``run_id`` "unknown run 'r'"; a second judgement of a (run,
+        dimension): ``dimension`` "second d judgement for run 'r' (first on line n)"; a
+        second grade of a run: ``run_id`` "duplicate grade for run 'r' on lines n and m"."""
+        run_id = verdict.run_id
+        if self._run_ids is not None and run_id not in self._run_ids:
+            return "run_id", f"unknown run {run_id!r}"
+        key = (run_id, verdict.dimension) if self.kind == "judgements" else run_id
+        if key not in self._first:
+            self._first[key] = line
+            return None
+        first = self._first[key]
+        if self.kind == "judgements":
+            return "dimension", (f"second {verdict.dimension} judgement for run {run_id!r} "
+                                 f"(first on line {first})")
+        return "run_id", f"duplicate grade for run {run_id!r} on lines {first} and {line}"
 
 
 def _run_ids(runs: Sequence[Run]) -> set[str]:

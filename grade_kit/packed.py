@@ -52,7 +52,6 @@ from grade_kit.io import (
     Rejected,
     RunChecks,
     VerdictCheck,
-    checked_verdicts,
     input_files,
     line_chunks,
     load_tasks,
@@ -380,7 +379,7 @@ def _pack(root: Path, tasks: Records, runs: Records, judgements: Records | None,
         rejects: list[Rejected] = []
         for source, lines in record_sources(given, name):
             for chunk in line_chunks(lines, chunk_lines):
-                part = checked_verdicts(source, chunk, model, check_)
+                part = read_jsonl(source, iter(chunk), model, check_.check)
                 rejects.extend(part.rejected)
                 sources.extend(part.sources)
                 records: Any = LazyRecords(model, list(part.records))

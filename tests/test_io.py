@@ -332,51 +332,35 @@ def test_a_number_too_long_for_python_is_a_reject_not_a_crash(tmp_path: Path) ->
     assert "a number too long to read" in tasks.rejected[0].message()
 
 
-@pytest.mark.parametrize("known", ["frozenset", "set", "series"])
-def test_verdict_checks_carry_what_they_saw_from_batch_to_batch(known: str) -> None:
-    import polars as pl
-
+def test_verdict_checks_remember_what_stood_from_line_to_line() -> None:
     from grade_kit.io import VerdictCheck
 
     class J:
         def __init__(self, run_id: str, dimension: str) -> None:
             self.run_id, self.dimension = run_id, dimension
 
-    ids = ["r1", "r2"]
-    run_ids: Any = (frozenset(ids) if known == "frozenset" else set(ids) if known == "set"
-                    else pl.Series(ids))  # a batch shorter than the Series: asked one by one
-    check = VerdictCheck("judgements", run_ids)
-    first = [J("r1", "evidence_linkage"), J("zz", "evidence_linkage"),
-             J("r1", "evidence_linkage"), J("r1", "structure_usability")]
-    assert check.rejects(first, [1, 2, 3, 4]) == [
-        (1, "run_id", "unknown run 'zz'"),
-        (2, "dimension", "second evidence_linkage judgement for run 'r1' (first on line 1)")]
-    # the next batch remembers lines 1 and 4; a repeat of an unknown run is unknown again
-    later = [J("r1", "structure_usability"), J("zz", "evidence_linkage"),
-             J("r2", "evidence_linkage"), J("r2", "evidence_linkage")]
-    assert check.rejects(later, [7, 8, 9, 10]) == [
-        (0, "dimension", "second structure_usability judgement for run 'r1' (first on line 4)"),
-        (1, "run_id", "unknown run 'zz'"),
-        (3, "dimension", "second evidence_linkage judgement for run 'r2' (first on line 9)")]
-    assert check.rejects([], []) == []
-    assert check.rejects([J("zz", "evidence_linkage"), J("r2", "structure_usability")],
-                         [11, 12]) == [(0, "run_id", "unknown run 'zz'")]
-    assert check.rejects([J("r2", "structure_usability")], [13]) == [(  # one: a short batch
-        0, "dimension", "second structure_usability judgement for run 'r2' (first on line 12)")]
+    check = VerdictCheck("judgements", frozenset(["r1", "r2"]))
+    lines = [("r1", "evidence_linkage", 1), ("zz", "evidence_linkage", 2),
+             ("r1", "evidence_linkage", 3), ("r1", "structure_usability", 4),
+             ("r1", "structure_usability", 7), ("zz", "evidence_linkage", 8),
+             ("r2", "evidence_linkage", 1), ("r2", "evidence_linkage", 1)]  # another file
+    assert [check.check(J(run, dim), line) for run, dim, line in lines] == [
+        None, ("run_id", "unknown run 'zz'"),
+        ("dimension", "second evidence_linkage judgement for run 'r1' (first on line 1)"),
+        None,
+        ("dimension", "second structure_usability judgement for run 'r1' (first on line 4)"),
+        ("run_id", "unknown run 'zz'"),  # a repeat of an unknown run is unknown again
+        None, ("dimension", "second evidence_linkage judgement for run 'r2' (first on line 1)")]
 
     grades = VerdictCheck("grades", None)  # no runs given: every run is known
-    assert grades.rejects([J("x", ""), J("x", "")], [3, 5]) == [
-        (1, "run_id", "duplicate grade for run 'x' on lines 3 and 5")]
-    assert grades.rejects([J("x", "")], [9]) == [
-        (0, "run_id", "duplicate grade for run 'x' on lines 3 and 9")]
+    assert [grades.check(J("x", ""), line) for line in (3, 5, 9)] == [
+        None, ("run_id", "duplicate grade for run 'x' on lines 3 and 5"),
+        ("run_id", "duplicate grade for run 'x' on lines 3 and 9")]
     with pytest.raises(ValueError, match="no verdict kind"):
         VerdictCheck("scores", None)
 
 
-def test_the_loaders_check_verdicts_the_same_in_chunks(tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    import grade_kit.io as io
-
+def test_the_loaders_check_verdicts_in_line_order(tmp_path: Path) -> None:
     runs = load_runs(write(tmp_path / "runs.jsonl", [run_line("r1"), run_line("r2", repeat=2)]),
                      [make_task()]).records
     judgement = {"run_id": "r1", "dimension": "evidence_linkage", "score": 0.5, "judge": "h"}
@@ -384,10 +368,7 @@ def test_the_loaders_check_verdicts_the_same_in_chunks(tmp_path: Path,
         json.dumps(judgement), "not json", json.dumps(judgement | {"run_id": "zz"}),
         json.dumps(judgement | {"score": 0.1}), json.dumps(judgement | {"run_id": "r2"}),
         json.dumps(judgement | {"score": 2})])
-    whole = load_judgements(j, runs)
-    monkeypatch.setattr(io, "CHECK_LINES", 2)
-    chunked = load_judgements(j, runs)
-    for loaded in (whole, chunked):
+    for loaded in (load_judgements(j, runs),):
         assert [r.run_id for r in loaded.records] == ["r1", "r2"]
         assert loaded.lines == [1, 5]
         assert [(r.line, r.field, r.error[:22]) for r in loaded.rejected] == [
