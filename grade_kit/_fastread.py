@@ -48,8 +48,7 @@ from pydantic import AfterValidator, AllowInfNan, BaseModel
 
 from grade_kit.parse import MAX_DEPTH
 
-__all__ = ["LazyRecords", "LazySequence",
-           "ModelSequence", "concat_records", "decode_fast", "raw_records", "select_records",
+__all__ = ["LazyRecords", "concat_records", "decode_fast", "raw_records", "select_records",
            "struct_of"]
 
 _CONSTRAINTS = {"Ge": "ge", "Le": "le", "Gt": "gt", "Lt": "lt", "MinLen": "min_length",
@@ -218,47 +217,16 @@ def decode_fast(text: str, struct: type[Struct]) -> Struct | None:
 
 
 Model = TypeVar("Model", bound=BaseModel)
-Item = TypeVar("Item")
 
 
-class LazySequence(Sequence[Item], Generic[Item]):
-    """A sequence whose items are made on demand: a subclass gives ``__len__`` and
-    ``_item_at`` (an index already checked to be in range); indexing, slicing and iteration
-    are done here once for all."""
-
-    def _item_at(self, index: int) -> Item:
-        raise NotImplementedError
-
-    @overload
-    def __getitem__(self, index: int) -> Item: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Item]: ...
-
-    def __getitem__(self, index: int | slice) -> Item | list[Item]:
-        if isinstance(index, slice):
-            return [self._item_at(i) for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(f"{type(self).__name__} index out of range")
-        return self._item_at(index)
-
-    def __iter__(self) -> Iterator[Item]:
-        for index in range(len(self)):
-            yield self._item_at(index)
-
-
-class ModelSequence(LazySequence[Model]):
-    """A sequence of pydantic models built on demand (:class:`LazySequence`)."""
-
-
-class LazyRecords(ModelSequence[Model]):
+class LazyRecords(Sequence[Model], Generic[Model]):
     """Validated records, each built as its pydantic model only when first asked for.
 
     Holds decoded structs (see :func:`decode_fast`) and models side by side; indexing or
     iterating returns models (built once, then kept). :func:`raw_records` gives the stored
-    values themselves, for code that reads fields only (the frames are built from them).
+    values themselves, for code that reads fields only (the frames are built from them). A
+    subclass may hold its records elsewhere: it gives ``__len__``, ``_item_at`` (an index
+    already checked to be in range) and ``raw``.
     """
 
     def __init__(self, model: type[Model], items: list[Any]) -> None:
@@ -274,6 +242,25 @@ class LazyRecords(ModelSequence[Model]):
             item = self._model.model_validate(msgspec.to_builtins(item))
             self._items[index] = item
         return cast(Model, item)
+
+    @overload
+    def __getitem__(self, index: int) -> Model: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Model]: ...
+
+    def __getitem__(self, index: int | slice) -> Model | list[Model]:
+        if isinstance(index, slice):
+            return [self._item_at(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(f"{type(self).__name__} index out of range")
+        return self._item_at(index)
+
+    def __iter__(self) -> Iterator[Model]:
+        for index in range(len(self)):
+            yield self._item_at(index)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Sequence) and not isinstance(other, str):

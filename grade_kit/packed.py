@@ -37,7 +37,7 @@ import msgspec
 import polars as pl
 from pydantic import BaseModel
 
-from grade_kit._fastread import LazyRecords, ModelSequence, struct_of
+from grade_kit._fastread import LazyRecords, struct_of
 from grade_kit.frames import (
     COLUMNS,
     RUN_FRAMES,
@@ -441,11 +441,12 @@ def store_files(manifest: dict[str, Any]) -> list[InputFile]:
     return [InputFile.model_validate(f) for f in manifest.get("inputs", [])]
 
 
-class StoreRuns(ModelSequence[Run]):
+class StoreRuns(LazyRecords[Run]):
     """The runs of a store as :class:`~grade_kit.schema.Run` models, read one partition at a
     time when asked for (the last partition read is kept)."""
 
     def __init__(self, store: Path | str, manifest: dict[str, Any]) -> None:
+        super().__init__(Run, [])
         self.store = Path(store)
         counts = manifest.get("partition_runs", {})
         self._sizes = [int(counts.get(str(k), 0)) for k in range(int(manifest["partitions"]))]

@@ -19,14 +19,14 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, cast, overload
+from typing import Any, cast
 
 import msgspec
 import numpy as np
 import polars as pl
 from pydantic import BaseModel
 
-from grade_kit._fastread import raw_records
+from grade_kit._fastread import LazyRecords, raw_records
 from grade_kit.frames import COLUMNS, EvalData
 from grade_kit.grade import GradeScores
 from grade_kit.inputs import Inputs
@@ -122,11 +122,16 @@ def _task_record(task: Task) -> dict[str, Any]:
     return record
 
 
-class _RecordsFile(Sequence[Any]):
+_MODELS: dict[str, type[BaseModel]] = {"runs": Run, "judgements": Judgement, "grades": Grade}
+
+
+class _RecordsFile(LazyRecords[Any]):
     """Records of a JSONL file, read (by the loaders, so checked as ever) when first asked
-    for; its length is known without reading it."""
+    for; its length is known without reading it, and one record asked for alone is read
+    from its own line (the explorer shows one run at a time)."""
 
     def __init__(self, path: Path, count: int, kind: str, tasks: Sequence[Task]) -> None:
+        super().__init__(_MODELS[kind], [])
         self._path, self._count, self._kind, self._tasks = path, count, kind, tasks
         self._records: Sequence[Any] | None = None
         self._starts: np.ndarray | None = None
@@ -145,37 +150,25 @@ class _RecordsFile(Sequence[Any]):
     def __len__(self) -> int:
         return self._count
 
-    @overload
-    def __getitem__(self, index: int) -> Any: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Any]: ...
-
-    def __getitem__(self, index: int | slice) -> Any:
-        if self._records is not None or isinstance(index, slice):
-            return self._loaded()[index]
-        return self._record_at(index)
-
-    def _record_at(self, index: int) -> Any:
-        """One record, read from its own line (the explorer shows one run at a time)."""
-        if index < 0:
-            index += self._count
-        if not 0 <= index < self._count:
-            raise IndexError(index)
+    def _item_at(self, index: int) -> Any:
+        if self._records is not None:
+            return self._records[index]
         if index not in self._one:
             if self._starts is None:  # where each line starts (written beside it)
                 self._starts = np.load(self._path.with_suffix(".starts.npy"))
             with self._path.open("rb") as handle:
                 handle.seek(int(self._starts[index]))
                 text = handle.readline().decode("utf-8")
-            data = loads_json(text)
-            self._one[index] = (Run.model_validate(data) if self._kind == "runs" else
-                                Judgement.model_validate(data) if self._kind == "judgements"
-                                else Grade.model_validate(data))
+            self._one[index] = self._model.model_validate(loads_json(text))
         return self._one[index]
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self._loaded())
+
+    @property
+    def raw(self) -> list[Any]:
+        """Every record's stored value (the whole file is read)."""
+        return list(raw_records(self._loaded()))
 
 
 def read_state(folder: Path | str) -> tuple[Inputs, EvalData, GradeScores,
