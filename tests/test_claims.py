@@ -235,16 +235,12 @@ def test_a_share_names_every_method_that_decided_it() -> None:
                           min_size=1, max_size=2), min_size=1, max_size=2),
         st.lists(st.lists(st.sampled_from(_TOKENS), max_size=6), max_size=3)),
         min_size=1, max_size=4),
-    per_pass=st.sampled_from([1, 2, 3, 4096]),
 )
-def test_tasks_searched_in_groups_match_as_in_one_pass(
-        tasks: list[tuple[list[list[list[list[str]]]], list[list[str]]]],
-        per_pass: int) -> None:
-    """Several tasks, each with claims of its own; with few synonyms a pass the texts are
-    searched a group of tasks at a time (NEEDLES_PER_PASS), and every decision is still the
-    rule's, read one text at a time."""
-    from unittest import mock
-
+def test_claims_of_many_tasks_match_as_the_rule(
+        tasks: list[tuple[list[list[list[list[str]]]], list[list[str]]]]) -> None:
+    """Several tasks, each with claims of its own, searched in one pass: every decision is
+    still the rule's, read one text at a time (a synonym of another task's claim never
+    counts)."""
     task_records, runs, expected = [], [], {}
     for t, (claims, findings) in enumerate(tasks):
         patterns = [[["|".join(synonyms) for synonyms in alternative] for alternative in claim]
@@ -259,8 +255,7 @@ def test_tasks_searched_in_groups_match_as_in_one_pass(
                         for synonym in term.split("|")) for term in alternative)
                 for text in texts for alternative in claim)
     data = EvalData.from_records(task_records, runs)
-    with mock.patch("grade_kit.grade.claims.NEEDLES_PER_PASS", per_pass):
-        got = claim_matches(data.claims, data.claim_terms, data.runs, data.items)
+    got = claim_matches(data.claims, data.claim_terms, data.runs, data.items)
     assert {(r, c): f for r, c, f in got.select("run_id", "claim_id", "found").iter_rows()} \
         == expected
 
@@ -314,12 +309,9 @@ def test_calibration_methods_are_the_sorted_distinct_methods_of_each_run() -> No
     assert _joined_methods(frame.head(0), ["a", "b", "c"]).to_list() == []
 
 
-def test_claims_without_terms_in_grouped_passes_match_nothing() -> None:
-    """Frames given directly may hold claims whose terms are missing: with the texts searched
-    in groups (many synonyms), a group of texts with no synonym is skipped, and when no
-    group has both, nothing is found (not an error)."""
-    from unittest import mock
-
+def test_claims_without_terms_match_nothing() -> None:
+    """Frames given directly may hold claims whose terms are missing: nothing is found for
+    them (not an error)."""
     import polars as pl
 
     tasks = [make_task("t0", gold_insights=[{"id": "c", "text": "alpha"}]),
@@ -328,10 +320,9 @@ def test_claims_without_terms_in_grouped_passes_match_nothing() -> None:
     runs = [make_run("r0", "t0", findings=["alpha"]), make_run("r1", "t1", findings=["gamma"])]
     data = EvalData.from_records(tasks, runs)
     only_t1 = data.claim_terms.filter(pl.col("task_id") == "t1")
-    with mock.patch("grade_kit.grade.claims.NEEDLES_PER_PASS", 1):  # one group per task
-        got = claim_matches(data.claims, only_t1, data.runs, data.items)
-        alone = claim_matches(data.claims, only_t1, data.runs.filter(pl.col("run_id") == "r0"),
-                              data.items)
+    got = claim_matches(data.claims, only_t1, data.runs, data.items)
+    alone = claim_matches(data.claims, only_t1, data.runs.filter(pl.col("run_id") == "r0"),
+                          data.items)
     assert sorted(got.select("run_id", "found").rows()) == [("r0", False), ("r1", True)]
     assert alone.select("run_id", "found").rows() == [("r0", False)]
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-import numpy as np
 import polars as pl
 
 from grade_kit.frames import Frame, in_pieces, like, to_polars
@@ -58,29 +57,11 @@ class ClaimJudge(Protocol):
 def _answered_items(items: pl.DataFrame, answered: pl.DataFrame,
                     tasks: pl.DataFrame) -> pl.DataFrame:
     """(item, task): the index in ``items`` of every item of an answered run whose task has
-    claims, and that task's code in ``tasks``, items in their own order.
-
-    The same rows as joining ``items`` to ``answered`` on run_id, but a run is looked up once
-    per stretch of its items (a flattened frame holds a run's items together: 0.5 s for
-    7.1M items of 1M runs, where the join took 1.7 s), and the items keep their order, so
-    the texts are scanned in the order they lie in memory (after a join's reordering, the
-    scan took 3.4 s instead of 2.8 s; docs/scaling.md history). A run_id that
-    ``answered`` holds twice gives its items twice, as the join would.
-    """
-    stretches = items.select(pl.col("run_id").rle()).unnest("run_id").with_row_index("stretch")
-    lengths = stretches.get_column("len").to_numpy().astype(np.int64)
-    starts = np.cumsum(lengths) - lengths
-    pairs = (stretches.join(answered, left_on="value", right_on="run_id", how="inner")
-             .join(tasks, on="task_id", how="inner")
-             .sort("stretch", maintain_order=True))
-    stretch = pairs.get_column("stretch").to_numpy()
-    counts = lengths[stretch]
-    total = int(counts.sum())
-    first = np.cumsum(counts) - counts
-    item = np.arange(total, dtype=np.int64) + np.repeat(starts[stretch] - first, counts)
-    return pl.DataFrame({"item": pl.Series(item, dtype=pl.UInt32),
-                         "task": pairs.get_column("task").gather(
-                             np.repeat(np.arange(len(pairs)), counts))})
+    claims, and that task's code in ``tasks``, items in their own order."""
+    return (items.select("run_id").with_row_index("item")
+            .join(answered, on="run_id", how="inner", maintain_order="left")
+            .join(tasks, on="task_id", how="inner", maintain_order="left")
+            .select("item", "task"))
 
 
 def _matched_items(claim_terms: pl.DataFrame, claims: pl.DataFrame, items: pl.DataFrame,
@@ -141,45 +122,16 @@ def _scope(task: pl.Expr, field: pl.Expr | pl.Series) -> pl.Expr:
     return task.cast(pl.UInt64) * (len(FIELD_ORDER) + 1) + place
 
 
-NEEDLES_PER_PASS = 4096
-"""About how many distinct synonyms one Aho-Corasick pass searches for. Tasks with claims of
-their own (20,000 tasks, 180,000 synonyms) are searched in groups of tasks, each group's
-texts for that group's synonyms only: the automaton of every synonym at once made the pass
-over 6.2M texts 32.1 s, groups of about 4,000 synonyms 19.4 s with their split and
-distinct rows included (35.2 s before)."""
-
-
 def _needles_found(rows: pl.DataFrame, terms: pl.DataFrame,
                    needles: list[str]) -> pl.DataFrame:
     """(position, needle) for every padded synonym found in the padded ``norm`` of a row of
     ``rows`` (overlapping matches; a synonym found twice in a text gives two rows, which
-    the caller's count of distinct terms absorbs: making them distinct here cost 1.5 s of
-    7-10 s at 1M runs): ``position`` is the row's index in ``rows``, ``needle`` the
-    synonym's index in ``needles``. A synonym of another task's claim found
-    in a text is of no use (the caller joins on the task), so where there are many synonyms
-    the texts are searched a group of tasks at a time, for the synonyms of that group's
-    claims only: the same rows the caller keeps, with a smaller automaton per pass."""
+    the caller's count of distinct terms absorbs): ``position`` is the row's index in
+    ``rows``, ``needle`` the synonym's index in ``needles`` (as ``terms`` codes it)."""
     padded = pl.lit(" ") + pl.col("norm") + pl.lit(" ")
-    rows = rows.select("norm", "task").with_row_index("position")
-
-    def search(part: pl.DataFrame, group_needles: list[str]) -> pl.DataFrame:
-        return in_pieces(part).select(
-            "position", needle=padded.str.extract_many(group_needles, overlapping=True))
-
-    passes = -(-len(needles) // NEEDLES_PER_PASS)
-    if passes <= 1:
-        found = [search(rows, needles)]
-    else:
-        group = (pl.col("task") % passes).alias("group")
-        text_groups = rows.with_columns(group).partition_by(
-            "group", as_dict=True, include_key=False, maintain_order=True)
-        synonym_groups = terms.select("needle", group).unique().partition_by(
-            "group", as_dict=True, include_key=False)
-        found = [search(part, [needles[i] for i in synonym_groups[key].get_column("needle")])
-                 for key, part in text_groups.items() if key in synonym_groups]
-    if not found:  # no group has both texts and synonyms
-        return pl.DataFrame(schema={"position": pl.UInt32, "needle": terms.schema["needle"]})
-    hits = pl.concat(found).explode("needle").drop_nulls("needle")
+    hits = (in_pieces(rows.select("norm").with_row_index("position"))
+            .select("position", needle=padded.str.extract_many(needles, overlapping=True))
+            .explode("needle").drop_nulls("needle"))
     return hits.select("position", needle=pl.col("needle").cast(pl.Enum(needles))
                        .to_physical().cast(terms.schema["needle"]))
 
