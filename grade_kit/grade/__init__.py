@@ -98,7 +98,7 @@ def _grade_runs(data: EvalData) -> pl.DataFrame:
 
 def _run_scores(data: EvalData, runs: pl.DataFrame, matches: pl.DataFrame) -> pl.DataFrame:
     # (Any row order: every part is joined to ``out`` by run_id, and in_run_order sorts.)
-    grounding = grounding_scores(data.facts, runs, data.metrics, ordered=False).with_columns(
+    grounding = grounding_scores(data.facts, runs, data.metrics).with_columns(
         grounding_accuracy_method=pl.lit(DETERMINISTIC))
     out = runs.select("run_id", "setup", "task_id", "repeat", "is_primary", "status",
                       "has_response")

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 import polars as pl
 
 from grade_kit.frames import Frame, like, to_polars
@@ -22,20 +20,16 @@ def _fact_checks(facts: pl.DataFrame, runs: pl.DataFrame, metrics: pl.DataFrame)
     return _fact_checks_query(facts, runs, metrics).collect()
 
 
-def _fact_checks_query(facts: pl.DataFrame, runs: pl.DataFrame, metrics: pl.DataFrame,
-                       ordered: bool = True) -> pl.LazyFrame:
-    """:func:`fact_checks` as one lazy query, so a caller that reads only ``passed`` (the
-    scores) never makes the text columns. With ``ordered`` (the default), the rows come
-    runs in order, each run's facts in order; without, in whatever order the joins give,
-    for a caller that groups them (at 1M runs, scoring the 3M checks took 7.3-8.6 s in
-    all ordered and eager, 5.3-5.7 s lazy and unordered: docs/scaling.md history)."""
-    order: Literal["left", "none"] = "left" if ordered else "none"
+def _fact_checks_query(facts: pl.DataFrame, runs: pl.DataFrame,
+                       metrics: pl.DataFrame) -> pl.LazyFrame:
+    """:func:`fact_checks` as one lazy query (runs in order, each run's facts in order), so
+    a caller that reads only ``passed`` (the scores) never makes the text columns."""
     pairs = runs.lazy().select("run_id", "task_id").join(facts.lazy(), on="task_id",
-                                                          how="inner", maintain_order=order)
+                                                          how="inner", maintain_order="left")
     pairs = pairs.join(
         metrics.lazy().select("run_id", "key", "num", "str_key", "raw"),
         left_on=["run_id", "metric"], right_on=["run_id", "key"], how="left",
-        maintain_order=order,
+        maintain_order="left",
     )
     diff = (pl.col("num") - pl.col("gold_num")).abs()
     abs_ok = pl.col("abs_tol").is_not_null() & (diff <= pl.col("abs_tol") + FLOAT_SLACK)
@@ -80,21 +74,17 @@ def fact_checks(facts: Frame, runs: Frame, metrics: Frame) -> Frame:
     return like(_fact_checks(to_polars(facts), to_polars(runs), to_polars(metrics)), runs)
 
 
-def _grounding_scores(
-    facts: pl.DataFrame, runs: pl.DataFrame, metrics: pl.DataFrame, ordered: bool = True
-) -> pl.DataFrame:
-    """:func:`grounding_scores`; runs in their order with ``ordered``, else in any order
-    (each run's share of passes is exact in any order: a mean of zeros and ones)."""
-    checks = _fact_checks_query(facts, runs, metrics, ordered)
-    return checks.group_by("run_id", maintain_order=ordered).agg(
+def _grounding_scores(facts: pl.DataFrame, runs: pl.DataFrame,
+                      metrics: pl.DataFrame) -> pl.DataFrame:
+    checks = _fact_checks_query(facts, runs, metrics)
+    return checks.group_by("run_id", maintain_order=True).agg(
         grounding_accuracy=pl.col("passed").cast(pl.Float64).mean(),
         facts_passed=pl.col("passed").sum().cast(pl.Int64),
         facts_total=pl.len().cast(pl.Int64),
     ).collect()
 
 
-def grounding_scores(facts: Frame, runs: Frame, metrics: Frame, *,
-                     ordered: bool = True) -> Frame:
+def grounding_scores(facts: Frame, runs: Frame, metrics: Frame) -> Frame:
     """Per-run grounding accuracy = mean over the task's gold facts of pass (1) or fail (0).
 
     Runs of tasks without gold facts get no row (their grounding is null, never 0). A run with
@@ -105,11 +95,8 @@ def grounding_scores(facts: Frame, runs: Frame, metrics: Frame, *,
         facts: The ``facts`` frame.
         runs: The ``runs`` frame.
         metrics: The ``metrics`` frame.
-        ordered: Rows in the runs' order (default); False lets them come in any order,
-            which is faster (each run's share of passes is exact in any order).
 
     Returns:
-        run_id, grounding_accuracy, facts_passed, facts_total.
+        run_id, grounding_accuracy, facts_passed, facts_total, runs in their order.
     """
-    return like(_grounding_scores(to_polars(facts), to_polars(runs), to_polars(metrics),
-                                  ordered), runs)
+    return like(_grounding_scores(to_polars(facts), to_polars(runs), to_polars(metrics)), runs)
