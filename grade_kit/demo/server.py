@@ -48,7 +48,7 @@ from grade_kit.fetching.responders import RESPONSE_FORMAT_INSTRUCTION
 from grade_kit.schema import Task
 
 __all__ = ["DEMO_LATENCY_SCALE", "LOOPBACK_ALLOWANCE_S", "DemoServer", "agreed_timeout",
-           "demo_server", "demo_server_process", "fetch_demo_runs"]
+           "demo_server_process", "fetch_demo_runs"]
 
 JUDGE_MODEL = "judge"
 """The demo server's judge model: answers judge prompts with the rule judge's verdicts."""
@@ -494,16 +494,6 @@ def _offset(record: dict[str, Any], event: str) -> float:
 def _pieces(text: str, n: int) -> list[str]:
     size = max(1, -(-len(text) // n))
     return [text[i:i + size] for i in range(0, len(text), size)] or [""]
-
-
-@contextmanager
-def demo_server(tasks: list[Task], packs: Path | str, **options: Any) -> Iterator[DemoServer]:
-    """A started :class:`DemoServer`, stopped on exit."""
-    server = DemoServer(tasks, packs, **options).start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @contextmanager
