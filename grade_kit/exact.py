@@ -56,25 +56,12 @@ def group_fmean(frame: pl.DataFrame, keys: Sequence[str],
 
 def row_fmean(frame: pl.DataFrame, columns: Sequence[str]) -> pl.Series:
     """Per row of ``frame``: ``fsum`` / count of the non-null values of ``columns`` (null
-    when a row has none).
-
-    A row with one or two values is summed by numpy (one addition is correctly rounded, so
-    it equals ``fsum``); only a row with three or more goes through ``math.fsum``.
-    """
-    values = frame.select([pl.col(c).cast(pl.Float64) for c in columns]).to_numpy()
-    if values.ndim != 2 or values.shape[0] == 0:
-        return pl.Series([], dtype=pl.Float64)
-    present = ~np.isnan(values)  # polars nulls come out as NaN (no score is NaN)
-    count = present.sum(axis=1)
-    total = np.where(present, values, 0.0)
-    sums = np.zeros(len(values))
-    for column in range(values.shape[1]):
-        sums = sums + total[:, column]
-    for row in np.flatnonzero(count >= 3):
-        sums[row] = math.fsum(values[row][present[row]])
-    means = np.full(len(values), np.nan)
-    np.divide(sums, count, out=means, where=count > 0)
-    return pl.Series(means).fill_nan(None)
+    when a row has none)."""
+    means = []
+    for row in frame.select([pl.col(c).cast(pl.Float64) for c in columns]).iter_rows():
+        present = [value for value in row if value is not None]
+        means.append(fmean(present) if present else None)
+    return pl.Series(means, dtype=pl.Float64)
 
 
 def segment_fmeans(values: np.ndarray, starts: np.ndarray) -> np.ndarray:

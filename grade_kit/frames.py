@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -141,27 +140,6 @@ COLUMNS: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
                "method": pl.String},
 }
 """The column contract of every frame, by frame name."""
-
-
-_ENCODE_STRING = json.encoder.encode_basestring  # what json.dumps(str, ensure_ascii=False) uses
-
-
-def json_text(value: Any) -> str:
-    """``json.dumps(value, ensure_ascii=False)``, with the scalars written directly (the
-    same text: strings through json's own encoder, numbers by ``repr`` as json does)."""
-    if isinstance(value, str):
-        return _ENCODE_STRING(value)
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if value is None:
-        return "null"
-    if type(value) is int:
-        return int.__repr__(value)
-    if type(value) is float and math.isfinite(value):
-        return float.__repr__(value)
-    return json.dumps(value, ensure_ascii=False)
 
 
 FOLLOW_UP_KINDS = ("protocol", "ad_hoc")
@@ -340,7 +318,7 @@ def instant_us(raw: str) -> int:
 def _metric_columns(value: Any) -> tuple[str, float | None, str | None, str | None]:
     """(raw JSON, number, string, string key) of a reported metric value."""
     is_str = isinstance(value, str)
-    return (json_text(value), parse_number(value), value if is_str else None,
+    return (json.dumps(value, ensure_ascii=False), parse_number(value), value if is_str else None,
             normalize_value(value) if is_str else None)
 
 

@@ -248,14 +248,10 @@ def _reference_record(source: str, number: int, text: str, model: type[Model],
         return None
 
 
-def sha256_of(path: str) -> str:
+def sha256_of(path: Path | str) -> str:
     """The SHA-256 of the file at ``path``, as hex."""
-    return _sha256(Path(path))
-
-
-def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with Path(path).open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -280,7 +276,7 @@ def input_files(kind: str, sources: Sequence[str],
         path = Path(source)
         out.append(InputFile(
             kind=kind, path=source,
-            sha256=(_sha256(path) if not source.startswith("<") and path.is_file()
+            sha256=(sha256_of(path) if not source.startswith("<") and path.is_file()
                     else None),
             records=counts[source], rejected=bad[source]))
     return out

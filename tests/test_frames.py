@@ -5,8 +5,6 @@ from __future__ import annotations
 import pandas as pd
 import polars as pl
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from grade_kit.frames import COLUMNS, EvalData, model_columns, run_frames
 from grade_kit.grade import (
@@ -91,21 +89,6 @@ def test_null_response_fields_read_as_absent() -> None:
                                            "structured_metrics": None}})
     assert run.response is not None
     assert run.response.key_findings == [] and run.response.text == ""
-
-
-@settings(max_examples=400, deadline=None)
-@given(st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True),
-              st.text(), st.sampled_from([float("inf"), -0.0, 1e300, 10**30, "\u2028\"\\"])),
-    lambda inner: st.one_of(st.lists(inner, max_size=3),
-                            st.dictionaries(st.text(max_size=5), inner, max_size=3)),
-    max_leaves=8))
-def test_json_text_is_json_dumps(value: object) -> None:
-    import json
-
-    from grade_kit.frames import json_text
-
-    assert json_text(value) == json.dumps(value, ensure_ascii=False)
 
 
 def test_metric_values_that_compare_equal_keep_their_own_columns() -> None:
