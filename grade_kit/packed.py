@@ -75,7 +75,6 @@ __all__ = [
     "partition_of",
     "read_light_frames",
     "read_manifest",
-    "read_partition",
     "read_store_frame",
     "read_task_frames",
     "split_by_task",
@@ -140,12 +139,6 @@ def read_store_frame(store: Path | str, name: str,
     return pl.read_parquet(files, columns=columns).cast(pl.Schema(COLUMNS[name]))
 
 
-def read_partition(store: Path | str, partition: int) -> dict[str, pl.DataFrame]:
-    """Every run and verdict frame of one partition."""
-    return {name: read_store_frame(store, name, partition)
-            for name in (*RUN_FRAMES, *VERDICT_FRAMES)}
-
-
 TASK_FRAMES = ("tasks", "weights", "facts", "claims", "claim_terms")
 
 
@@ -159,7 +152,9 @@ def read_task_frames(store: Path | str) -> dict[str, pl.DataFrame]:
 def partition_data(store: Path | str, partition: int) -> EvalData:
     """The frames of one partition, with every task frame: the input of
     :func:`grade_kit.grade.partition_scores` (docs/scaling.md)."""
-    return EvalData.from_frames({**read_task_frames(store), **read_partition(store, partition)})
+    return EvalData.from_frames({**read_task_frames(store), **{
+        name: read_store_frame(store, name, partition)
+        for name in (*RUN_FRAMES, *VERDICT_FRAMES)}})
 
 
 def split_by_task(data: EvalData, partitions: int = DEFAULT_PARTITIONS) -> list[EvalData]:
@@ -244,17 +239,6 @@ class _Writer:
 
     def write_verdicts(self, name: str, frame: pl.DataFrame, keys: pl.DataFrame) -> None:
         self.write(name, frame.join(keys, on="run_id", how="inner"))
-
-
-class _Accepted:
-    """Run ids accepted in the first pass, less the re-runs the second pass rejected."""
-
-    def __init__(self, slot_of: dict[str, tuple[str, str, int]], dropped: set[str]) -> None:
-        self.slot_of = slot_of
-        self.dropped = dropped
-
-    def __contains__(self, run_id: object) -> bool:
-        return run_id in self.slot_of and run_id not in self.dropped
 
 
 def pack(
@@ -362,7 +346,7 @@ def _pack(root: Path, tasks: Records, runs: Records, judgements: Records | None,
     run_rejects.sort(key=lambda r: (r.source, r.line or 0))
     keys = (pl.concat(writer.run_partition) if writer.run_partition
             else pl.DataFrame(schema={"run_id": pl.String, "partition": pl.Int64}))
-    accepted = _Accepted(slot_of, dropped)
+    accepted = slot_of.keys() - dropped  # the run ids verdicts may name
     rejected = [*task_load.rejected, *run_rejects]
     files = input_files("tasks", task_load.sources, task_load.rejected)
     # sources in reading order, as read_inputs lists them (a file whose runs were all

@@ -30,7 +30,7 @@ from grade_kit._fastread import LazyRecords, raw_records
 from grade_kit.frames import COLUMNS, EvalData
 from grade_kit.grade import GradeScores
 from grade_kit.inputs import Inputs
-from grade_kit.io import InputError, Rejected, load_grades, load_judgements, load_runs
+from grade_kit.io import InputError, Rejected, load_grades, load_judgements, load_runs, task_as_data
 from grade_kit.parse import loads_json
 from grade_kit.schema import (
     Grade,
@@ -90,7 +90,7 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
             counts[name] = len(records)
         state = {
             "version": STATE_VERSION, "frames": kind, "counts": counts,
-            "tasks": [_task_record(t) for t in inputs.tasks],
+            "tasks": [task_as_data(t) for t in inputs.tasks],
             "rejected": [asdict(r) for r in inputs.rejected],
             "warnings": [w.model_dump(mode="json") for w in inputs.warnings],
             "files": [f.model_dump(mode="json") for f in inputs.files],
@@ -110,16 +110,6 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-
-
-def _task_record(task: Task) -> dict[str, Any]:
-    """A loaded task as a record its model reads back: a gold fact resolved from a pack's
-    ground truth keeps its value (the key is in the ``facts`` frame)."""
-    record = task.model_dump(mode="json")
-    for fact in record.get("gold_facts") or []:
-        if fact.get("value") is not None:
-            fact.pop("ground_truth", None)
-    return record
 
 
 _MODELS: dict[str, type[BaseModel]] = {"runs": Run, "judgements": Judgement, "grades": Grade}
