@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from types import UnionType
 from typing import (
     Annotated,
@@ -81,26 +82,14 @@ def _each(check: Check) -> Check:
     return each
 
 
-def _unless_none(check: Check) -> Check:
-    def unless_none(value: Any) -> None:
-        if value is not None:
-            check(value)
-    return unless_none
+def _unless_none(check: Check, value: Any) -> None:
+    if value is not None:
+        check(value)
 
 
-def _all(checks: list[Check]) -> Check | None:
-    if len(checks) <= 1:
-        return checks[0] if checks else None
-
-    def every(value: Any) -> None:
-        for check in checks:
-            check(value)
-    return every
-
-
-def _struct_type(tp: Any, metadata: Sequence[Any] = ()) -> tuple[Any, Check | None]:
+def _struct_type(tp: Any, metadata: Sequence[Any] = ()) -> tuple[Any, list[Check]]:
     """The msgspec type of a pydantic annotation (field ``metadata`` applies to its non-null
-    arm, as in pydantic), and one check of what the type cannot state, or None."""
+    arm, as in pydantic), and the checks of what the type cannot state."""
     origin, args = get_origin(tp), get_args(tp)
     if origin is Annotated:
         return _struct_type(args[0], [*tp.__metadata__, *metadata])
@@ -108,20 +97,19 @@ def _struct_type(tp: Any, metadata: Sequence[Any] = ()) -> tuple[Any, Check | No
         arms = [a for a in args if a is not type(None)]
         if len(arms) != 1 or len(args) != 2:
             raise TypeError(f"no msgspec form for the union {tp!r}")
-        inner, check = _struct_type(arms[0], metadata)
-        return inner | None, (None if check is None else _unless_none(check))
+        inner, checks = _struct_type(arms[0], metadata)
+        return inner | None, [partial(_unless_none, check) for check in checks]
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         if metadata:
             raise TypeError(f"no msgspec form for constraints on a model: {metadata!r}")
-        return struct_of(tp), None
+        return struct_of(tp), []
     if origin in (list, dict):
-        inner, check = _struct_type(args[-1])
+        inner, checks = _struct_type(args[-1])
         shaped = list[inner] if origin is list else dict[args[0], inner]  # type: ignore[valid-type]
-        constrained, checks = _constrained(shaped, metadata)
-        return constrained, _all([*([_each(check)] if check else []), *checks])
+        constrained, own = _constrained(shaped, metadata)
+        return constrained, [*map(_each, checks), *own]
     if tp in (str, int, float, bool, Any) or origin is Literal:
-        constrained, checks = _constrained(tp, metadata)
-        return constrained, _all(checks)
+        return _constrained(tp, metadata)
     raise TypeError(f"no msgspec form for the type {tp!r}")
 
 
@@ -151,9 +139,8 @@ def struct_of(model: type[BaseModel]) -> type[msgspec.Struct]:
     checks: list[tuple[str, Check]] = []
     defaults: list[tuple[str, Callable[[], Any]]] = []
     for name, info in model.model_fields.items():
-        tp, check = _struct_type(info.annotation, info.metadata)
-        if check is not None:
-            checks.append((name, check))
+        tp, field_checks = _struct_type(info.annotation, info.metadata)
+        checks.extend((name, check) for check in field_checks)
         if info.is_required():
             fields.append((name, tp, msgspec.NODEFAULT))
             continue
