@@ -208,12 +208,8 @@ def task_frames(tasks: Sequence[Task]) -> dict[str, pl.DataFrame]:
     c: dict[str, list[Any]] = {k: [] for k in COLUMNS["claims"]}
     ct: dict[str, list[Any]] = {k: [] for k in COLUMNS["claim_terms"]}
     for task in tasks:
-        t["task_id"].append(task.task_id)
-        t["track"].append(task.track)
-        t["pack"].append(task.pack)
-        t["suite"].append(task.suite)
-        t["kind"].append(task.kind)
-        t["prompt"].append(task.prompt)
+        for name in ("task_id", "track", "pack", "suite", "kind", "prompt"):
+            t[name].append(getattr(task, name))
         t["n_facts"].append(len(task.gold_facts))
         t["n_insights"].append(len(task.gold_insights))
         t["n_limitations"].append(len(task.required_limitations))
@@ -419,13 +415,8 @@ def verdict_frames(
     judgements = raw_records(judgements)
     grades = raw_records(grades)
     j = _frame("judgements", {
-        "run_id": [x.run_id for x in judgements],
-        "dimension": [x.dimension for x in judgements],
-        "score": [x.score for x in judgements],
-        "judge": [x.judge for x in judgements],
-        "reason": [x.reason for x in judgements],
-        "method": [f"judge:{x.judge}" for x in judgements],
-    })
+        **{k: [getattr(x, k) for x in judgements] for k in COLUMNS["judgements"] if k != "method"},
+        "method": [f"judge:{x.judge}" for x in judgements]})
     g = _frame("grades", {k: [getattr(x, k) for x in grades] for k in COLUMNS["grades"]})
     return {"judgements": j, "grades": g}
 
