@@ -70,10 +70,7 @@ from grade_kit.packed import (
     read_store_frame,
     read_task_frames,
     split_by_task,
-    store_files,
-    store_rejected,
-    store_tasks,
-    store_warnings,
+    store_records,
 )
 from grade_kit.report.files import write_outputs
 from grade_kit.report.results import build_results
@@ -887,7 +884,6 @@ def _evaluate_store(store: Path, grader: str | None, repeats: int | None, frames
     and the standard's statistics over the per-run frames, which are read whole."""
     step("read store")
     manifest = read_manifest(store)
-    tasks = store_tasks(store)
     tf = read_task_frames(store)
     whole = read_light_frames(store)
     jobs = [(str(store), k, grader == "rules") for k in range(int(manifest["partitions"]))]
@@ -904,9 +900,7 @@ def _evaluate_store(store: Path, grader: str | None, repeats: int | None, frames
         whole["grades"] = pl.concat([whole["grades"], *rule_records], how="vertical")
         graders.append(RULE_GRADER)
     data = EvalData.from_frames({**tf, **whole}, extra={"store": str(store)})
-    inputs = Inputs(tasks=tasks, runs=StoreRuns(store, manifest),
-                    rejected=store_rejected(store), warnings=store_warnings(manifest),
-                    files=store_files(manifest))
+    inputs = Inputs(runs=StoreRuns(store, manifest), **store_records(store, manifest))
     return _conclude(
         inputs, data, scores, frames, repeats, seed, exclude_channel_overhead, step,
         arguments=dict(arguments) if arguments is not None else {

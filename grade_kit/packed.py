@@ -60,7 +60,7 @@ from grade_kit.io import (
     task_as_data,
     write_rejects,
 )
-from grade_kit.schema import Grade, InputFile, Judgement, Run, Task, WarningItem
+from grade_kit.schema import Grade, InputFile, Judgement, Run, WarningItem
 
 __all__ = [
     "DEFAULT_CHUNK_LINES",
@@ -394,35 +394,19 @@ def _pack(root: Path, tasks: Records, runs: Records, judgements: Records | None,
     return report
 
 
-def store_tasks(store: Path | str) -> list[Task]:
-    """The validated tasks of a store."""
+def store_records(store: Path | str, manifest: dict[str, Any]) -> dict[str, Any]:
+    """What a store holds besides its runs and frames, as :class:`~grade_kit.inputs.Inputs`
+    fields: its validated ``tasks``, the ``rejected`` records :func:`pack` kept, the task
+    ``warnings`` and the input ``files`` (path, SHA-256, records, rejected)."""
     loaded = load_tasks(Path(store) / "tasks.jsonl")
     if loaded.rejected:  # pragma: no cover - written by pack from validated tasks
         raise InputError(loaded.rejected[0].message())
-    return list(loaded.records)
-
-
-def store_rejected(store: Path | str) -> list[Rejected]:
-    """The rejects :func:`pack` recorded."""
-    out = []
-    path = Path(store) / "rejected.jsonl"
-    if path.is_file():
-        with path.open(encoding="utf-8") as handle:
-            for text in handle:
-                item = json.loads(text)
-                out.append(Rejected(item["source"], item["line"], item["field"],
-                                    item["error"], item["raw"]))
-    return out
-
-
-def store_warnings(manifest: dict[str, Any]) -> list[WarningItem]:
-    """The task warnings recorded in a store's manifest."""
-    return [WarningItem.model_validate(w) for w in manifest.get("warnings", [])]
-
-
-def store_files(manifest: dict[str, Any]) -> list[InputFile]:
-    """The inputs a store was packed from (path, SHA-256, records, rejected)."""
-    return [InputFile.model_validate(f) for f in manifest.get("inputs", [])]
+    with (Path(store) / "rejected.jsonl").open(encoding="utf-8") as handle:
+        rejected = [Rejected(**{k: item[k] for k in ("source", "line", "field", "error", "raw")})
+                    for item in map(json.loads, handle)]
+    return {"tasks": list(loaded.records), "rejected": rejected,
+            "warnings": [WarningItem.model_validate(w) for w in manifest.get("warnings", [])],
+            "files": [InputFile.model_validate(f) for f in manifest.get("inputs", [])]}
 
 
 class StoreRuns(LazyRecords[Run]):
