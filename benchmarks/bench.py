@@ -33,8 +33,8 @@ from grade_kit.evaluation import evaluate
 from grade_kit.frames import EvalData
 from grade_kit.grade import grade_scores
 from grade_kit.inputs import read_inputs
-from grade_kit.io import load_tasks
 from grade_kit.standard import standard_results
+from grade_kit.task_files import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "fixtures" / "example"

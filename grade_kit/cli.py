@@ -15,11 +15,12 @@ from typing import Any
 
 from grade_kit.evaluation import Evaluation, evaluate
 from grade_kit.inputs import read_inputs
-from grade_kit.io import InputError, find_packs_dir, load_tasks
+from grade_kit.io import InputError
 from grade_kit.judges import JUDGES, new_grades, new_judgements
 from grade_kit.packed import DEFAULT_CHUNK_LINES, DEFAULT_PARTITIONS, is_store, pack
 from grade_kit.schema import MAX_REPEAT
 from grade_kit.sniff import log_files
+from grade_kit.task_files import find_packs_dir, load_tasks
 
 __all__ = ["main"]
 

@@ -41,14 +41,7 @@ from grade_kit.grade import (
     run_composites,
 )
 from grade_kit.inputs import Inputs, read_inputs
-from grade_kit.io import (
-    InputError,
-    Records,
-    is_in_memory,
-    load_grades,
-    load_judgements,
-    run_files,
-)
+from grade_kit.io import InputError, Records, is_in_memory
 from grade_kit.judges import (
     Grader,
     Judge,
@@ -72,6 +65,7 @@ from grade_kit.packed import (
     split_by_task,
     store_records,
 )
+from grade_kit.records import load_grades, load_judgements, run_files
 from grade_kit.report.files import write_outputs
 from grade_kit.report.results import build_results
 from grade_kit.schema import (

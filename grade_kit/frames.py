@@ -441,7 +441,7 @@ def frames_repr_html(name: str, frames: dict[str, pl.DataFrame]) -> str:
 class EvalData:
     """All frames of one evaluation: tasks, runs and verdicts, flattened (see :data:`COLUMNS`).
 
-    Build it with :func:`grade_kit.io`'s loaders and :meth:`from_records`, or directly from
+    Build it with the loaders (:mod:`grade_kit.records`) and :meth:`from_records`, or directly from
     frames; every scorer reads only the frames it needs.
     """
 

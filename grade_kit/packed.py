@@ -50,17 +50,14 @@ from grade_kit.io import (
     InputError,
     Records,
     Rejected,
-    RunChecks,
-    VerdictCheck,
     input_files,
     line_chunks,
-    load_tasks,
     read_jsonl,
-    record_sources,
-    task_as_data,
     write_rejects,
 )
+from grade_kit.records import RunChecks, VerdictCheck, record_sources
 from grade_kit.schema import Grade, InputFile, Judgement, Run, WarningItem
+from grade_kit.task_files import load_tasks, task_as_data
 
 __all__ = [
     "DEFAULT_CHUNK_LINES",

@@ -30,8 +30,9 @@ from grade_kit._fastread import LazyRecords, raw_records
 from grade_kit.frames import COLUMNS, EvalData
 from grade_kit.grade import GradeScores
 from grade_kit.inputs import Inputs
-from grade_kit.io import InputError, Rejected, load_grades, load_judgements, load_runs, task_as_data
+from grade_kit.io import InputError, Rejected
 from grade_kit.parse import loads_json
+from grade_kit.records import load_grades, load_judgements, load_runs
 from grade_kit.schema import (
     Grade,
     InputFile,
@@ -43,6 +44,7 @@ from grade_kit.schema import (
     WarningItem,
 )
 from grade_kit.standard import StandardResults
+from grade_kit.task_files import task_as_data
 
 __all__ = ["STATE_DIR", "STATE_VERSION", "read_state", "write_state"]
 

@@ -22,8 +22,9 @@ from grade_kit._fastread import (
     struct_of,
 )
 from grade_kit.frames import run_frames, verdict_frames
-from grade_kit.io import Loaded, load_grades, load_judgements, load_runs
+from grade_kit.io import Loaded
 from grade_kit.parse import ParseError, loads_json
+from grade_kit.records import load_grades, load_judgements, load_runs
 from grade_kit.schema import Grade, Judgement, Response, Run, Task, ToolCall, Usage
 
 FastRun, FastJudgement, FastGrade = struct_of(Run), struct_of(Judgement), struct_of(Grade)

@@ -273,7 +273,7 @@ def test_the_fetch_notebook_fetches_from_a_real_server(tmp_path: Path,
     import papermill
 
     from grade_kit.demo.server import DemoServer
-    from grade_kit.io import load_tasks
+    from grade_kit.task_files import load_tasks
 
     fixtures = ROOT / "fixtures"
     tasks = load_tasks(fixtures / "tasks", fixtures / "packs").records

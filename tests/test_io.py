@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
-from grade_kit.io import load_grades, load_judgements, load_runs, load_tasks, write_rejects
+from grade_kit.io import write_rejects
+from grade_kit.records import load_grades, load_judgements, load_runs
+from grade_kit.task_files import load_tasks
 
 from .conftest import ALL_DIMS, make_task, score
 
@@ -333,7 +335,7 @@ def test_a_number_too_long_for_python_is_a_reject_not_a_crash(tmp_path: Path) ->
 
 
 def test_verdict_checks_remember_what_stood_from_line_to_line() -> None:
-    from grade_kit.io import VerdictCheck
+    from grade_kit.records import VerdictCheck
 
     class J:
         def __init__(self, run_id: str, dimension: str) -> None:

@@ -18,7 +18,6 @@ import pytest
 
 import grade_kit as gk
 from grade_kit.demo.server import DemoServer
-from grade_kit.io import load_runs, load_tasks
 from grade_kit.judges.calibration import CALIBRATION_FORMS, calibration_review
 from grade_kit.judges.grader import RuleGrader
 from grade_kit.judges.llm import LLMClaimJudge
@@ -29,6 +28,8 @@ from grade_kit.judges.llm_grader import (
     LLMGrader,
     grader_prompts,
 )
+from grade_kit.records import load_runs
+from grade_kit.task_files import load_tasks
 from tests.conftest import make_run, make_task
 
 ROOT = Path(__file__).resolve().parents[1]

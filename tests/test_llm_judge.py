@@ -11,8 +11,9 @@ import pytest
 
 import grade_kit as gk
 from grade_kit.demo.server import DemoServer
-from grade_kit.io import load_runs, load_tasks
 from grade_kit.judges.llm import LLMJudge, judge_prompt
+from grade_kit.records import load_runs
+from grade_kit.task_files import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "fixtures"

@@ -390,7 +390,7 @@ def test_events_in_an_impossible_order_are_never_samples() -> None:
 
 @pytest.mark.parametrize("stamp", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
 def test_timestamps_out_of_range_in_utc_reject_the_line(stamp: str) -> None:
-    from grade_kit.io import load_runs
+    from grade_kit.records import load_runs
 
     loaded = load_runs([{"run_id": "r", "setup": "A", "task_id": "q", "repeat": 1,
                          "status": "delivered", "response": {},

@@ -1,7 +1,7 @@
 """Judges: whatever scores the judged dimensions (evidence linkage, structure & usability) per
 run. A judge is an object with a ``name`` that maps tasks and runs to judgement records
 (:class:`Judge`); ``"rules"`` names the offline rule judge (:mod:`grade_kit.judges.rules`).
-Recorded judgements load through :mod:`grade_kit.io`.
+Recorded judgements load through :mod:`grade_kit.records`.
 
 Vocabulary: a *judge* fills judged dimensions; a *claim judge* (:class:`grade_kit.ClaimJudge`)
 is asked only whether a claim the deterministic matcher missed is stated; a *grader* writes
