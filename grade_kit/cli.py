@@ -422,7 +422,7 @@ def _grading_sheet(args: argparse.Namespace) -> int:
 
 
 def _import_grades(args: argparse.Namespace) -> int:
-
+    from grade_kit.atomic import write_records
     from grade_kit.standard.blind import calibration_report, import_grading_sheet, read_key
 
     key_path = args.key or args.sheet.with_suffix(".key.json")
@@ -436,10 +436,7 @@ def _import_grades(args: argparse.Namespace) -> int:
         print(f"nothing imported: fix the {len(result.errors)} row(s) above and run again",
               file=sys.stderr)
         return 1
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with args.out.open("w", encoding="utf-8") as handle:
-        for grade in result.grades:
-            handle.write(grade.model_dump_json() + "\n")
+    write_records(args.out, result.grades)
     print(f"imported {len(result.grades)} grades -> {args.out}")
     if result.blank:
         print(f"{len(result.blank)} answers left blank stay ungraded (pending_verification): "

@@ -622,20 +622,16 @@ def _inputs(tasks: Records | Inputs, runs: Records | None, judgements: Records |
                           rejected=[*out.rejected, *loaded_g.rejected])
         return out
     if runs is None:
-        logs = None if is_in_memory(tasks) else _other_tools_logs(tasks)
+        try:  # Inspect or tau-bench logs given where tasks go (files or folders)
+            logs = None if is_in_memory(tasks) else log_files(
+                cast(Path | str | Sequence[Path | str], tasks))
+        except ValueError as exc:
+            raise InputError(str(exc)) from exc
         if logs is None:
             raise ValueError("runs are required (or pass one Inputs value, or other tools' "
                              "logs, as the first argument)")
         return _inputs(import_logs(*logs), None, judgements, grades, packs)
     return read_inputs(tasks, runs, judgements=judgements, grades=grades, packs=packs)
-
-
-def _other_tools_logs(given: Records) -> tuple[LogSource, list[Path]] | None:
-    """Inspect or tau-bench logs given where tasks go (files or folders), or None."""
-    try:
-        return log_files(cast(Path | str | Sequence[Path | str], given))
-    except ValueError as exc:
-        raise InputError(str(exc)) from exc
 
 
 def import_logs(source: LogSource, files: list[Path]) -> Inputs:

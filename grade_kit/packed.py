@@ -234,9 +234,6 @@ class _Writer:
         for name in ("items", "metrics", "events", "tool_calls"):
             self.write(name, frames[name].join(keys, on="run_id", how="left"))
 
-    def write_verdicts(self, name: str, frame: pl.DataFrame, keys: pl.DataFrame) -> None:
-        self.write(name, frame.join(keys, on="run_id", how="inner"))
-
 
 def pack(
     tasks: Records,
@@ -363,10 +360,8 @@ def _pack(root: Path, tasks: Records, runs: Records, judgements: Records | None,
                 part = read_jsonl(source, iter(chunk), model, check_.check)
                 rejects.extend(part.rejected)
                 sources.extend(part.sources)
-                records: Any = LazyRecords(model, list(part.records))
-                frame = (verdict_frames(judgements=records) if name == "judgements"
-                         else verdict_frames(grades=records))[name]
-                writer.write_verdicts(name, frame, keys)
+                frame = verdict_frames(**{name: part.records})[name]
+                writer.write(name, frame.join(keys, on="run_id", how="inner"))
         verdict_counts[name] = len(sources)
         rejected.extend(rejects)
         files += input_files(name, sources, rejects)

@@ -198,7 +198,10 @@ def load_runs(paths: Records, tasks: Sequence[Task] | None = None) -> Loaded[Run
 
 
 def _load_verdicts(given: Records, name: str, model: type[Model],
-                   check: VerdictCheck) -> Loaded[Model]:
+                   runs: Sequence[Run] | None) -> Loaded[Model]:
+    """Judgement or grade records (``name``) checked by a :class:`VerdictCheck` against the
+    ids of ``runs`` (the loaded runs; None: every run is known)."""
+    check = VerdictCheck(name, None if runs is None else {r.run_id for r in raw_records(runs)})
     kept: list[Any] = []
     out: Loaded[Model] = Loaded(records=LazyRecords(model, kept))
     for source, lines in record_sources(given, name):
@@ -249,21 +252,14 @@ class VerdictCheck:
         return "run_id", f"duplicate grade for run {run_id!r} on lines {first} and {line}"
 
 
-def _run_ids(runs: Sequence[Run]) -> set[str]:
-    """The ids of the loaded runs, which judgements and grades must name."""
-    return {r.run_id for r in raw_records(runs)}
-
-
 def load_judgements(path: Records, runs: Sequence[Run] | None = None) -> Loaded[Judgement]:
     """Load recorded judgements (files, folders or in-memory records); an unknown run_id or a
     repeated (run_id, dimension) is rejected."""
-    run_ids = None if runs is None else _run_ids(runs)
-    return _load_verdicts(path, "judgements", Judgement, VerdictCheck("judgements", run_ids))
+    return _load_verdicts(path, "judgements", Judgement, runs)
 
 
 def load_grades(path: Records, runs: Sequence[Run] | None = None) -> Loaded[Grade]:
     """Load grade records (files, folders or in-memory records); an unknown run_id is rejected,
     and a second grade record for a run is an error that names both lines (the first
     stands)."""
-    run_ids = None if runs is None else _run_ids(runs)
-    return _load_verdicts(path, "grades", Grade, VerdictCheck("grades", run_ids))
+    return _load_verdicts(path, "grades", Grade, runs)

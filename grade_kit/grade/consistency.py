@@ -213,12 +213,6 @@ def weighted_consistency(parts: dict[str, float | None]) -> float | None:
 
 
 def _consistency_scores(runs: pl.DataFrame, items: pl.DataFrame,
-                        metrics: pl.DataFrame) -> pl.DataFrame:
-    with gc_paused():  # many small sets and lists: the cyclic GC would rescan them
-        return _consistency_frame(runs, items, metrics)
-
-
-def _consistency_frame(runs: pl.DataFrame, items: pl.DataFrame,
                        metrics: pl.DataFrame) -> pl.DataFrame:
     # Groups and runs get dense ordinals in (setup, task_id, repeat) order, and the findings
     # are joined to them and sorted by polars, so every step below works on flat columns.
@@ -322,5 +316,6 @@ def consistency_scores(runs: Frame, items: Frame, metrics: Frame) -> Frame:
         setup, task_id, runs, finding_stability, ranking_stability, metric_variance,
         consistency; every score null with fewer than 2 runs.
     """
-    result = _consistency_scores(to_polars(runs), to_polars(items), to_polars(metrics))
+    with gc_paused():  # many small sets and lists: the cyclic GC would rescan them
+        result = _consistency_scores(to_polars(runs), to_polars(items), to_polars(metrics))
     return like(result, runs)

@@ -16,10 +16,6 @@ NO_TOLERANCE = 1e-9
 """docs/methodology.md §3: with neither tolerance given, a numeric fact passes at |diff| <= 1e-9."""
 
 
-def _fact_checks(facts: pl.DataFrame, runs: pl.DataFrame, metrics: pl.DataFrame) -> pl.DataFrame:
-    return _fact_checks_query(facts, runs, metrics).collect()
-
-
 def _fact_checks_query(facts: pl.DataFrame, runs: pl.DataFrame,
                        metrics: pl.DataFrame) -> pl.LazyFrame:
     """:func:`fact_checks` as one lazy query (runs in order, each run's facts in order), so
@@ -71,7 +67,8 @@ def fact_checks(facts: Frame, runs: Frame, metrics: Frame) -> Frame:
         text), abs_tol, rel_tol, reported (raw JSON or null when missing), parsed (the number
         or normalised string compared, null when unparsable), passed.
     """
-    return like(_fact_checks(to_polars(facts), to_polars(runs), to_polars(metrics)), runs)
+    return like(_fact_checks_query(to_polars(facts), to_polars(runs), to_polars(metrics))
+                .collect(), runs)
 
 
 def _grounding_scores(facts: pl.DataFrame, runs: pl.DataFrame,

@@ -148,7 +148,7 @@ def write_grading_sheet(rows: Sequence[dict[str, Any]], key: dict[str, Any], she
                         key_path: Path) -> None:
     """Write the sheet as CSV (UTF-8, one row per answer, every cell neutralised against
     formula injection) and the key as JSON, each to a temporary name renamed into place."""
-    from grade_kit.atomic import atomic_write
+    from grade_kit.atomic import atomic_write, atomic_write_text
 
     def write_sheet(path: Path) -> None:
         with path.open("w", encoding="utf-8", newline="") as handle:
@@ -159,8 +159,4 @@ def write_grading_sheet(rows: Sequence[dict[str, Any]], key: dict[str, Any], she
     sheet.parent.mkdir(parents=True, exist_ok=True)
     key_path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(sheet, write_sheet)
-    def write_key(path: Path) -> None:
-        path.write_text(json.dumps(key, indent=2, ensure_ascii=False) + "\n",
-                        encoding="utf-8")
-
-    atomic_write(key_path, write_key)
+    atomic_write_text(key_path, json.dumps(key, indent=2, ensure_ascii=False) + "\n")
