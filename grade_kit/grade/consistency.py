@@ -223,8 +223,8 @@ def _consistency_scores(runs: pl.DataFrame, items: pl.DataFrame,
     ordinals = primary.select("run_id", "group", "slot")
     groups = primary.group_by("group", maintain_order=True).agg(
         pl.col("setup").first(), pl.col("task_id").first(), runs=pl.len())
-    # A text's tokens as ids (one categorical cast maps equal tokens to equal ids): as a
-    # set, the token set the rule compares.
+    # A text's tokens as ids (one categorical cast maps equal tokens to equal ids), each
+    # finding's distinct ids once: the token set the rule compares.
     # (In chunks, so that the split and the cast run on every thread.)
     capped = groups.filter(pl.col("runs") <= MAX_CONSISTENCY_RUNS).select("group")
     ordinals = ordinals.join(capped, on="group", how="semi")
@@ -234,7 +234,8 @@ def _consistency_scores(runs: pl.DataFrame, items: pl.DataFrame,
                      .join(ordinals, on="run_id").sort("group", "slot", "position")
                      .filter(pl.int_range(pl.len()).over("group", "slot") < TOP_K))
            .select("group", "slot", tokens=pl.col("norm").str.split(" ")
-                   .cast(pl.List(pl.Categorical)).list.eval(pl.element().to_physical())))
+                   .cast(pl.List(pl.Categorical)).list.eval(pl.element().to_physical())
+                   .list.unique()))
     top = top.with_columns(cluster=pl.Series(_finding_clusters(top), dtype=pl.Int64))
     parts = (groups.join(_stability_scores(top, groups.filter(
                 pl.col("scored_runs").is_not_null())), on="group", how="left",
