@@ -143,7 +143,7 @@ def _judge(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from grade_kit.atomic import write_records
+    from grade_kit.atomic import atomic_write_text, write_records
     from grade_kit.judges.calibration import calibration_review
     from grade_kit.judges.grader import RuleGrader
     from grade_kit.judges.llm_grader import LLMGrader
@@ -159,7 +159,7 @@ def _grade(args: argparse.Namespace) -> int:
     if args.calibration:
         review = calibration_review(inputs.tasks, inputs.runs, grader=grader, seed=args.seed)
         args.calibration.parent.mkdir(parents=True, exist_ok=True)
-        args.calibration.write_text(review.markdown(), encoding="utf-8")
+        atomic_write_text(args.calibration, review.markdown())
         figure = "—" if review.consistency is None else f"{review.consistency:.3f}"
         print(f"{review.label}: {review.samples} calibration samples, consistency {figure} "
               f"-> {args.calibration}")
@@ -422,7 +422,7 @@ def _grading_sheet(args: argparse.Namespace) -> int:
 
 
 def _import_grades(args: argparse.Namespace) -> int:
-    from grade_kit.atomic import write_records
+    from grade_kit.atomic import atomic_write_text, write_records
     from grade_kit.standard.blind import calibration_report, import_grading_sheet, read_key
 
     key_path = args.key or args.sheet.with_suffix(".key.json")
@@ -444,7 +444,7 @@ def _import_grades(args: argparse.Namespace) -> int:
     if result.calibration:
         report = calibration_report(result.calibration, args.model_grader or ())
         report_path = args.report or args.out.with_name("calibration.md")
-        report_path.write_text(report, encoding="utf-8")
+        atomic_write_text(report_path, report)
         print(f"{report.splitlines()[0].lstrip('# ')}: {report_path}")
     return 0
 
