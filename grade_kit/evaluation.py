@@ -712,6 +712,18 @@ def evaluate(
     if frames not in ("polars", "pandas"):
         raise ValueError(f"frames must be 'polars' or 'pandas', not {frames!r}")
     resolve_grader(grader)
+    if arguments is None and is_store(tasks):  # what the provenance records of this call
+        arguments = {"store": str(Path(cast(Path | str, tasks))), "grader": grader,
+                     "repeats": repeats, "frames": frames, "seed": seed,
+                     "exclude_channel_overhead": exclude_channel_overhead}
+    elif arguments is None:
+        arguments = {
+            "judge": None if judge is None else resolve_judge(judge).name,
+            "grader": grader if grader is None or isinstance(grader, str) else grader.name,
+            "claim_judge": None if claim_judge is None else claim_judge.name,
+            "repeats": repeats, "packs": None if packs is None else str(packs),
+            "frames": frames, "seed": seed,
+            "exclude_channel_overhead": exclude_channel_overhead}
     if is_store(runs):
         raise ValueError("a packed store holds its tasks: pass it alone, gk.evaluate(store)")
     if is_store(tasks):
@@ -734,10 +746,7 @@ def evaluate(
         return _evaluate_through_store(
             cast(Records, tasks), cast(Records, runs), size, judgements, grades, packs,
             grader, repeats, frames, seed, exclude_channel_overhead, map_partitions, progress,
-            arguments if arguments is not None else {
-                "judge": None, "grader": grader, "claim_judge": None, "repeats": repeats,
-                "packs": None if packs is None else str(packs), "frames": frames,
-                "seed": seed, "exclude_channel_overhead": exclude_channel_overhead})
+            arguments)
     with gc_paused():  # the pipeline builds many small objects; see grade_kit._gc
         return _evaluate(tasks, runs, judgements, grades, judge, grader, claim_judge, repeats,
                          packs, frames, seed, arguments, exclude_channel_overhead,
@@ -865,7 +874,7 @@ def score_partition(job: tuple[str, int, bool]) -> tuple[PartitionScores, pl.Dat
 
 
 def _evaluate_store(store: Path, grader: str | None, repeats: int | None, frames: FrameKind,
-                    seed: int, arguments: dict[str, Any] | None,
+                    seed: int, arguments: dict[str, Any],
                     exclude_channel_overhead: bool,
                     map_partitions: MapPartitions | None = None,
                     step: Step = lambda _: None) -> Evaluation:
@@ -893,9 +902,7 @@ def _evaluate_store(store: Path, grader: str | None, repeats: int | None, frames
     inputs = Inputs(runs=StoreRuns(store, manifest), **store_records(store, manifest))
     return _conclude(
         inputs, data, scores, frames, repeats, seed, exclude_channel_overhead, step,
-        arguments=dict(arguments) if arguments is not None else {
-            "store": str(store), "grader": grader, "repeats": repeats, "frames": frames,
-            "seed": seed, "exclude_channel_overhead": exclude_channel_overhead},
+        arguments=dict(arguments),
         judges=sorted(set(whole["judgements"].get_column("judge").unique().to_list())),
         graders=graders)
 
@@ -924,7 +931,7 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
               grader: str | Grader | None,
               claim_judge: ClaimJudge | None, repeats: int | None,
               packs: Path | str | None, frames: FrameKind, seed: int,
-              arguments: dict[str, Any] | None,
+              arguments: dict[str, Any],
               exclude_channel_overhead: bool = False,
               map_partitions: MapPartitions | None = None,
               progress: bool = False) -> Evaluation:
@@ -972,13 +979,6 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
                                  - set(judges_used))
         return _conclude(
             inputs, data, scores, frames, repeats, seed, exclude_channel_overhead, step,
-            arguments=dict(arguments) if arguments is not None else {
-                "judge": None if judge is None else resolve_judge(judge).name,
-                "grader": grader if model_grader is None else model_grader.name,
-                "claim_judge": None if claim_judge is None else claim_judge.name,
-                "repeats": repeats, "packs": None if packs is None else str(packs),
-                "frames": frames, "seed": seed,
-                "exclude_channel_overhead": exclude_channel_overhead},
-            judges=[*judges_used, *recorded_judges]
+            arguments=dict(arguments), judges=[*judges_used, *recorded_judges]
             + ([f"claim_judge:{claim_judge.name}"] if claim_judge is not None else []),
             graders=graders)

@@ -91,6 +91,9 @@ def test_a_store_scores_exactly_as_the_inputs_in_memory(inputs: dict[str, Any],
                          grader=grader)
     packed = gk.evaluate(inputs["store"], grader=grader)
     assert _results(packed) == _results(memory)
+    assert packed.results.provenance.arguments == {
+        "store": str(inputs["store"]), "grader": grader, "repeats": None, "frames": "polars",
+        "seed": 20261130, "exclude_channel_overhead": False}
     assert packed.runs_frame.equals(memory.runs_frame)
     keys = ["setup", "task_id"]
     for name in ("runs", "tasks", "tracks", "packs", "overall"):
@@ -122,7 +125,10 @@ def test_run_files_over_the_bound_go_through_a_temporary_store_with_the_same_res
     assert store.is_dir() and store.parent.name.startswith("grade-kit-store-")
     a, b = _results(through), _results(memory)
     assert a == b
-    assert (through.results.provenance.arguments == memory.results.provenance.arguments)
+    assert (through.results.provenance.arguments == memory.results.provenance.arguments
+            == {"judge": None, "grader": "rules", "claim_judge": None, "repeats": None,
+                "packs": None, "frames": "polars", "seed": 20261130,
+                "exclude_channel_overhead": False})
     assert through.explain(through.runs_frame["run_id"][0]).run == memory.explain(
         memory.runs_frame["run_id"][0]).run
     del through
