@@ -48,7 +48,7 @@ bench-scale: $(STAMP)     ## rich inputs at 100k/300k/1M runs and per-task vocab
 bench-store: $(STAMP)     ## pack and evaluate a store vs in memory: time, peak RSS, same results
 	$(BIN)/python -m benchmarks.store_bench
 
-bench-plain: $(STAMP)     ## a plain row-at-a-time GRADE (methodology §3) vs gk.evaluate at 100k, both shapes: time, differing figures
+bench-plain: $(STAMP)     ## a plain row-at-a-time GRADE (methodology §3) vs gk.evaluate at 100k, both shapes: median of 3 fresh-process timings each, differing figures
 	$(BIN)/python -m benchmarks.plain
 
 bench-compare: $(STAMP)   ## the two newest benchmarks/results/*.json side by side
