@@ -487,16 +487,15 @@ class Evaluation:
     def write(self, out_dir: Path | str) -> dict[str, Path]:
         """Write results.json, scorecard.md, the Parquet frames and rejects.jsonl under
         ``out_dir``: exactly the files of ``grade-kit score``; and the evaluation's state
-        (``evaluation/``), from which :func:`reopen` gives this evaluation back without
-        scoring again (not for an evaluation of a packed store: reopen the store).
+        (``evaluation/``; for an evaluation of a packed store, a copy of the store), from
+        which :func:`reopen` gives this evaluation back without scoring again.
 
         Returns:
             The written paths by name.
         """
         written = write_outputs(out_dir, self)
-        state = write_state(Path(out_dir), self.inputs, self.data, self.scores,
-                            self.standard, self.kind)
-        return written if state is None else {**written, "state": state}
+        return {**written, "state": write_state(Path(out_dir), self.inputs, self.data,
+                                                self.scores, self.standard, self.kind)}
 
     def _summary(self) -> str:
         def count(n: int, noun: str) -> str:

@@ -5,9 +5,12 @@ as the same :class:`~grade_kit.evaluation.Evaluation` without scoring again (:fu
 tidy input frames, the GRADE scores, the standard's frames), the input records as JSONL (the
 runs, judgements and grade records as accepted, for the explorer and the review sheet), each
 with ``<name>.starts.npy`` (where each of its lines starts), and ``state.json`` (the tasks,
-rejects, warnings, input files, import notes and the setups compared). The typed results
-come from ``DIR/results.json``. Reopening reads Parquet and JSON only; the run records are
-read when something asks for them.
+rejects, warnings, input files, import notes and the setups compared). An evaluation of a
+packed store (given, or the temporary one of large inputs) keeps its answer text and run
+records in the store: a copy of the store, ``evaluation/store/``, takes the place of the
+JSONL files, so the folder reopens on its own. The typed results come from
+``DIR/results.json``. Reopening reads Parquet and JSON only; the run records are read when
+something asks for them.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -31,6 +34,7 @@ from grade_kit.frames import COLUMNS, EvalData
 from grade_kit.grade import GradeScores
 from grade_kit.inputs import Inputs
 from grade_kit.io import InputError, Rejected
+from grade_kit.packed import StoreRuns, read_manifest
 from grade_kit.parse import loads_json
 from grade_kit.records import load_grades, load_judgements, load_runs
 from grade_kit.schema import (
@@ -64,11 +68,9 @@ def _line(record: Any) -> bytes:
 
 
 def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
-                standard: StandardResults, kind: str) -> Path | None:
-    """Write the state of one evaluation under ``out`` (replacing an earlier one whole);
-    None, writing nothing, for an evaluation of a packed store (reopen the store itself)."""
-    if "store" in data.extra:
-        return None
+                standard: StandardResults, kind: str) -> Path:
+    """Write the state of one evaluation under ``out`` (replacing an earlier one whole)."""
+    store = data.extra.get("store")
     staging = Path(tempfile.mkdtemp(prefix=f".{STATE_DIR}-", dir=out))
     os.chmod(staging, 0o755)  # readable as the other outputs are (mkdtemp makes it 0700)
     try:
@@ -77,12 +79,14 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
             for name in names:
                 getattr(owner, name).write_parquet(staging / f"{prefix}-{name}.parquet")
         counts = {}
-        for name, records in (("runs", inputs.runs), ("judgements", inputs.judgements),
-                              ("grades", inputs.grades)):
-            lines = (_line(record) for record in raw_records(records))
+        if store is not None:  # its runs and answer text, read back by explain and the explorer
+            shutil.copytree(store, staging / "store")
+        for name, records in () if store is not None else (
+                ("runs", inputs.runs), ("judgements", inputs.judgements),
+                ("grades", inputs.grades)):
             lengths = []
             with (staging / f"{name}.jsonl").open("wb") as handle:
-                for line in lines:
+                for line in map(_line, raw_records(records)):
                     handle.write(line)
                     lengths.append(len(line))
             # where each line starts: the explorer reads one run without scanning the file
@@ -92,6 +96,7 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
             counts[name] = len(records)
         state = {
             "version": STATE_VERSION, "frames": kind, "counts": counts,
+            "store": None if store is None else "store",
             "tasks": [task_as_data(t) for t in inputs.tasks],
             "rejected": [asdict(r) for r in inputs.rejected],
             "warnings": [w.model_dump(mode="json") for w in inputs.warnings],
@@ -188,19 +193,22 @@ def read_state(folder: Path | str) -> tuple[Inputs, EvalData, GradeScores,
     results = Results.model_validate_json((folder / "results.json").read_text(encoding="utf-8"))
     tasks = [Task.model_validate(t) for t in meta["tasks"]]
     counts = meta["counts"]
-    inputs = Inputs(
+    store = state_dir / meta["store"] if meta.get("store") else None
+
+    def records(name: str) -> Any:
+        return _RecordsFile(state_dir / f"{name}.jsonl", counts[name], name, tasks)
+
+    inputs = Inputs(  # a store's judgements and grades are frames only, as when scored
         tasks=tasks,
-        runs=cast(Sequence[Run], _RecordsFile(state_dir / "runs.jsonl", counts["runs"],
-                                              "runs", tasks)),
-        judgements=cast(Sequence[Judgement], _RecordsFile(
-            state_dir / "judgements.jsonl", counts["judgements"], "judgements", tasks)),
-        grades=cast(Sequence[Grade], _RecordsFile(state_dir / "grades.jsonl",
-                                                  counts["grades"], "grades", tasks)),
+        runs=records("runs") if store is None else StoreRuns(store, read_manifest(store)),
+        judgements=[] if store is not None else records("judgements"),
+        grades=[] if store is not None else records("grades"),
         rejected=[Rejected(**r) for r in meta["rejected"]],
         warnings=[WarningItem.model_validate(w) for w in meta["warnings"]],
         files=[InputFile.model_validate(f) for f in meta["files"]],
         notes=list(meta["notes"]), stated_repeats=dict(meta["stated_repeats"]))
-    data = EvalData.from_frames(frames("data", _DATA))
+    data = EvalData.from_frames(frames("data", _DATA),
+                                extra=None if store is None else {"store": str(store)})
     scores = GradeScores(**frames("scores", _SCORES))
     standard = StandardResults(
         **frames("standard", _STANDARD), plan=results.plan,

@@ -5,6 +5,7 @@ the results of ``gk.evaluate`` on the same inputs in memory."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -192,6 +193,39 @@ def test_explain_reads_one_run_back_from_its_partition(inputs: dict[str, Any]) -
         assert a.judgements.equals(b.judgements)
     assert packed.scores.matches.get_column("matched_text").null_count() == \
         packed.scores.matches.height  # the answers' text stays on disk
+
+
+def test_a_store_evaluation_written_reopens_on_its_own(
+        inputs: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ev.write`` of a store's evaluation (a given store, or the temporary one of large
+    inputs) keeps a copy of the store in its state: the folder reopens, explains and gives
+    back its runs after the store it was scored from is gone (``grade-kit report`` reopens
+    it for every page)."""
+    import gc
+
+    from grade_kit import evaluation
+
+    given = tmp_path / "given"
+    shutil.copytree(inputs["store"], given)
+    monkeypatch.setattr(evaluation, "STORE_ABOVE_BYTES", 1000)
+    for name in ("of-store", "through"):
+        ev = (gk.evaluate(given) if name == "of-store" else
+              gk.evaluate(TASKS, inputs["runs"], judgements=inputs["judgements"]))
+        scored_from = Path(ev.data.extra["store"])
+        written = ev.write(tmp_path / name)
+        assert (written["state"] / "store" / "manifest.json").is_file()
+        expected = (ev.results, ev.runs_frame, ev.explain("x-rerun"),
+                    sorted(r.run_id for r in ev.inputs.runs))
+        del ev
+        gc.collect()
+        shutil.rmtree(given, ignore_errors=True)
+        assert not scored_from.exists()  # the temporary store goes with its evaluation
+        again = gk.reopen(tmp_path / name)
+        assert again.results == expected[0] and again.runs_frame.equals(expected[1])
+        explained = again.explain("x-rerun")
+        assert explained.run == expected[2].run and explained.claims.equals(expected[2].claims)
+        assert sorted(r.run_id for r in again.inputs.runs) == expected[3]
+        assert Path(again.data.extra["store"]) == tmp_path / name / "evaluation" / "store"
 
 
 def test_the_store_gives_back_every_run_record(inputs: dict[str, Any]) -> None:
