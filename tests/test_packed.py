@@ -105,7 +105,7 @@ def test_a_store_scores_exactly_as_the_inputs_in_memory(inputs: dict[str, Any],
 
 def test_run_files_over_the_bound_go_through_a_temporary_store_with_the_same_results(
         inputs: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """Above ``STORE_ABOVE_BYTES`` of run files, ``gk.evaluate`` packs them into a temporary
     store and says so in one line; the results (provenance arguments included) are those
     of one pass in memory, and the store goes when the evaluation does. A judge keeps the
@@ -132,9 +132,11 @@ def test_run_files_over_the_bound_go_through_a_temporary_store_with_the_same_res
                 "exclude_channel_overhead": False})
     assert through.explain(through.runs_frame["run_id"][0]).run == memory.explain(
         memory.runs_frame["run_id"][0]).run
+    expected = _written_with_state(through, tmp_path)
     del through
     gc.collect()
     assert not store.parent.exists()
+    _reopens_as(tmp_path, expected)  # written, it needs the temporary store no more
     judged = gk.evaluate(TASKS, inputs["runs"], judge="rules")
     assert "store" not in judged.data.extra and capsys.readouterr().err == ""
 
@@ -195,37 +197,33 @@ def test_explain_reads_one_run_back_from_its_partition(inputs: dict[str, Any]) -
         packed.scores.matches.height  # the answers' text stays on disk
 
 
-def test_a_store_evaluation_written_reopens_on_its_own(
-        inputs: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``ev.write`` of a store's evaluation (a given store, or the temporary one of large
-    inputs) keeps a copy of the store in its state: the folder reopens, explains and gives
-    back its runs after the store it was scored from is gone (``grade-kit report`` reopens
-    it for every page)."""
-    import gc
+def _written_with_state(ev: gk.Evaluation, out: Path) -> tuple[Any, ...]:
+    """``ev`` (of a store) written to ``out``, whose state holds a copy of the store; what
+    reopening must give back."""
+    written = ev.write(out)
+    assert (written["state"] / "store" / "manifest.json").is_file()
+    return (ev.results, ev.runs_frame, ev.explain("x-rerun"),
+            sorted(r.run_id for r in ev.inputs.runs))
 
-    from grade_kit import evaluation
 
+def _reopens_as(out: Path, expected: tuple[Any, ...]) -> None:
+    """``out`` reopens, explains and gives back its runs from its own copy of the store,
+    the store it was scored from gone (``grade-kit report`` reopens it for every page)."""
+    again = gk.reopen(out)
+    assert again.results == expected[0] and again.runs_frame.equals(expected[1])
+    explained = again.explain("x-rerun")
+    assert explained.run == expected[2].run and explained.claims.equals(expected[2].claims)
+    assert sorted(r.run_id for r in again.inputs.runs) == expected[3]
+    assert Path(again.data.extra["store"]) == out / "evaluation" / "store"
+
+
+def test_a_store_evaluation_written_reopens_on_its_own(inputs: dict[str, Any],
+                                                       tmp_path: Path) -> None:
     given = tmp_path / "given"
     shutil.copytree(inputs["store"], given)
-    monkeypatch.setattr(evaluation, "STORE_ABOVE_BYTES", 1000)
-    for name in ("of-store", "through"):
-        ev = (gk.evaluate(given) if name == "of-store" else
-              gk.evaluate(TASKS, inputs["runs"], judgements=inputs["judgements"]))
-        scored_from = Path(ev.data.extra["store"])
-        written = ev.write(tmp_path / name)
-        assert (written["state"] / "store" / "manifest.json").is_file()
-        expected = (ev.results, ev.runs_frame, ev.explain("x-rerun"),
-                    sorted(r.run_id for r in ev.inputs.runs))
-        del ev
-        gc.collect()
-        shutil.rmtree(given, ignore_errors=True)
-        assert not scored_from.exists()  # the temporary store goes with its evaluation
-        again = gk.reopen(tmp_path / name)
-        assert again.results == expected[0] and again.runs_frame.equals(expected[1])
-        explained = again.explain("x-rerun")
-        assert explained.run == expected[2].run and explained.claims.equals(expected[2].claims)
-        assert sorted(r.run_id for r in again.inputs.runs) == expected[3]
-        assert Path(again.data.extra["store"]) == tmp_path / name / "evaluation" / "store"
+    expected = _written_with_state(gk.evaluate(given), tmp_path / "out")
+    shutil.rmtree(given)
+    _reopens_as(tmp_path / "out", expected)
 
 
 def test_the_store_gives_back_every_run_record(inputs: dict[str, Any]) -> None:
