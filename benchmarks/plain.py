@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from fractions import Fraction
 from itertools import combinations
@@ -798,7 +798,7 @@ def main() -> None:
     parser.add_argument("--time", choices=("plain", "ours"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.time is not None:  # one timing, in this fresh process (see _compare)
-        print((_time_plain if args.time == "plain" else _time_ours)(args.folder))
+        print(_timed(_run_plain if args.time == "plain" else _run_ours, args.folder))
         return
     if args.folder is not None:
         _compare(args.folder, args.rounds)
@@ -836,17 +836,10 @@ def _run_ours(folder: Path) -> Any:
                        grades=paths["grades"])
 
 
-def _time_plain(folder: Path) -> float:
+def _timed(run: Callable[[Path], Any], folder: Path) -> float:
+    """``run(folder)``'s wall time (grade_kit is imported already: this module imports it)."""
     started = time.perf_counter()
-    _run_plain(folder)
-    return time.perf_counter() - started
-
-
-def _time_ours(folder: Path) -> float:
-    import grade_kit  # noqa: F401  (imported before the clock starts, as for plain)
-
-    started = time.perf_counter()
-    _run_ours(folder)
+    run(folder)
     return time.perf_counter() - started
 
 

@@ -81,9 +81,9 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
         counts = {}
         if store is not None:  # its runs and answer text, read back by explain and the explorer
             shutil.copytree(store, staging / "store")
-        for name, records in () if store is not None else (
-                ("runs", inputs.runs), ("judgements", inputs.judgements),
-                ("grades", inputs.grades)):
+        kept = {} if store is not None else {
+            "runs": inputs.runs, "judgements": inputs.judgements, "grades": inputs.grades}
+        for name, records in kept.items():
             lengths = []
             with (staging / f"{name}.jsonl").open("wb") as handle:
                 for line in map(_line, raw_records(records)):
