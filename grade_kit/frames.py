@@ -33,6 +33,7 @@ from grade_kit.schema import (
     Judgement,
     Run,
     RunLimit,
+    SourceRecord,
     Task,
     ToolCall,
     Usage,
@@ -118,7 +119,7 @@ COLUMNS: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
              "endpoint_offset_s": pl.Float64, **model_columns(Usage),
              "follow_up": pl.String, "resumed": pl.Boolean,
              **model_columns(RunLimit, prefix="limit_"), **model_columns(Run, "working_s"),
-             "line": pl.Int64},
+             **model_columns(SourceRecord, prefix="source_"), "line": pl.Int64},
     # one row per answer item; field is finding, limitation, recommendation or text
     "items": {"run_id": pl.String, "field": pl.String, "position": pl.Int64,
               "text": pl.String, "norm": pl.String},
@@ -365,6 +366,10 @@ def _flatten_runs(runs: Sequence[Any], line_list: Iterable[int | None],
         r["limit_type"].append(None if limit is None else limit.type)
         r["limit_value"].append(None if limit is None else limit.value)
         r["working_s"].append(run.working_s)
+        source = run.source
+        r["source_metric"].append(None if source is None else source.metric)
+        r["source_score"].append(None if source is None else source.score)
+        r["source_total_s"].append(None if source is None else source.total_s)
         r["line"].append(line)
         if answered:
             resp = run.response

@@ -379,6 +379,17 @@ class Usage(_In):
     output_tokens: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
 
 
+class SourceRecord(_In):
+    """What an imported run's own source recorded about it (docs/methodology.md §4 "The
+    source's own metric", "Timing"): the per-run score of the source's headline metric,
+    named as the source names it (Inspect's ``match accuracy``, tau's ``reward``), and the
+    source's own total time for the run (Inspect's ``total_time``, tau2's ``duration``)."""
+
+    metric: str | None = Field(default=None, min_length=1)
+    score: float | None = Field(default=None, allow_inf_nan=False)
+    total_s: float | None = Field(default=None, ge=0, le=MAX_WORKING_S, allow_inf_nan=False)
+
+
 class Run(_In):
     """One attempt (one JSONL line of a run file, docs/methodology.md §2)."""
 
@@ -400,6 +411,9 @@ class Run(_In):
     """Seconds the system worked on the run as its source recorded them (Inspect's
     ``working_time``: without waiting on rate limits and queues); its own metric beside E2E
     (docs/methodology.md §4 "Timing")."""
+    source: SourceRecord | None = None
+    """What an imported run's source recorded: its headline metric's score and its own total
+    time (absent for native runs)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Free-form facts about the run (e.g. an imported log's own timings); never scored."""
 

@@ -80,7 +80,12 @@ def test_inspect_logs(tmp_path: Path) -> None:
     files = sorted(p for p in INSPECT.iterdir() if p.suffix in (".eval", ".json"))
     results = import_and_score("inspect", files, tmp_path)
     setups = results["setups"]
-    assert len(setups) == 2  # the two popularity logs of one model are kept apart
+    # the two popularity logs of one model (the May log re-runs 3 of the February log's
+    # samples) and the security-guide log are one setup: what they evaluate agrees
+    assert list(setups) == ["openai/gpt-4o-mini"]
+    reruns = setups["openai/gpt-4o-mini"]["reruns"]
+    assert sorted(r["task_id"] for r in reruns) == ["popularity/1", "popularity/2",
+                                                    "popularity/3"]
     eval_log = import_inspect(files[0])
     assert len(eval_log.runs) == 10 and len(eval_log.grades) == 10
     run = eval_log.runs[0]
@@ -97,17 +102,20 @@ def test_read_inspect_gives_inputs_that_evaluate_takes() -> None:
     assert isinstance(inputs, gk.Inputs) and not inputs.rejected
     ev = gk.evaluate(inputs)
     grades = {(r["setup"], r["subset"]): r for r in ev.grades.to_dicts()}
-    # Same model, different task sets: one setup, planned on each task set it ran (10 + 3).
+    # One model, one setup over two datasets: 10 popularity + 3 security-guide questions;
+    # the May popularity log re-ran samples 1-3 (its attempts count, the February ones are
+    # listed as attempts of them).
+    assert set(grades) == {("openai/gpt-4o-mini", "all"), ("openai/gpt-4o-mini", "common")}
     main_setup = grades[("openai/gpt-4o-mini", "all")]
     assert main_setup["N"] == 13 and main_setup["not_run"] == 0
-    # The second popularity log (3 samples) is planned on popularity's 10 questions only:
-    # the security-guide questions never inflate its not-run count.
-    other = next(v for (s, sub), v in grades.items() if s != "openai/gpt-4o-mini"
-                 and sub == "all")
-    assert (other["N"], other["not_run"], other["resolved"]) == (10, 7, 2)
+    primary = ev.runs.filter(pl.col("task_id").is_in(["popularity/1", "popularity/2",
+                                                      "popularity/3"]) & pl.col("is_primary"))
+    assert primary.height == 3 and all(r.startswith("VnKtvCqGnnegLQ7qSBFDzx/")
+                                       for r in primary.get_column("run_id").to_list())
     tokens = ev.runs.filter(pl.col("task_id") == "popularity/1").get_column("input_tokens")
     assert tokens.null_count() == 0 and all(t > 0 for t in tokens.to_list())
-    assert any("renamed" in w for w in ev.warnings.get_column("message").to_list())
+    merged = [w for w in ev.warnings.get_column("message").to_list() if "logs merged" in w]
+    assert len(merged) == 1 and "3 sample(s) run in more than one" in merged[0]
 
 
 def test_read_tau_bench_gives_the_documented_figures() -> None:

@@ -13,9 +13,12 @@ from pathlib import Path
 from typing import Literal
 
 from grade_kit.adapters.common import (
+    SETUP_BY,
     Imported,
+    SetupBy,
     grade_for_outcome,
     merge_imported,
+    name_setups,
     to_inputs,
     write_imported,
 )
@@ -26,7 +29,9 @@ from grade_kit.io import InputError, sha256_of
 from grade_kit.schema import InputFile
 
 __all__ = [
+    "SETUP_BY",
     "Imported",
+    "SetupBy",
     "grade_for_outcome",
     "import_inspect",
     "import_logs",
@@ -34,6 +39,7 @@ __all__ = [
     "import_tau_bench",
     "import_tau_file",
     "merge_imported",
+    "name_setups",
     "read_inspect",
     "read_tau_bench",
     "to_inputs",
@@ -68,8 +74,19 @@ def _log_files(source: Source, paths: Path | str | Sequence[Path | str]) -> list
 
 
 def import_logs(source: Source, paths: Path | str | Sequence[Path | str], *,
-                setup: str | None = None, scorer: str | None = None) -> Imported:
-    """Convert every log under ``paths`` (files or folders) and merge them.
+                setup: str | None = None, scorer: str | None = None,
+                setup_by: SetupBy = "auto") -> Imported:
+    """Convert every log under ``paths`` (files or folders), name their setups by what they
+    evaluate and merge them (docs/adapters.md "Setups and questions").
+
+    Args:
+        source: ``inspect`` or ``tau-bench``.
+        paths: Log files or folders of them.
+        setup: One setup name for every log; default: named by ``setup_by``.
+        scorer: Inspect: the score to grade by; default each sample's first.
+        setup_by: ``auto`` (default: the model, and the configuration that differs between
+            its logs over the same questions), ``model``, ``file``, or a mapping from file
+            name to setup name.
 
     Raises:
         InputError: naming the file, when a path is missing, a folder holds no log, or a file
@@ -87,32 +104,40 @@ def import_logs(source: Source, paths: Path | str | Sequence[Path | str], *,
                 RecursionError) as exc:
             raise InputError(f"{path}: cannot read as {NAMES[source]}: {exc}") from exc
         if not part.runs:
-            raise InputError(f"{path}: {NAMES[source]} with no samples or trials")
+            why = f": {part.rejected[0].message()}" if part.rejected else ""
+            raise InputError(f"{path}: {NAMES[source]} with no samples or trials{why}")
         part.files = [InputFile(kind=f"{source} log", path=str(path),
                                 sha256=sha256_of(str(path)), records=len(part.runs),
-                                rejected=0)]
+                                rejected=len(part.rejected))]
         parts.append(part)
+    name_setups(parts, setup_by)
     return merge_imported(parts)
 
 
 def read_inspect(paths: Path | str | Sequence[Path | str], *, setup: str | None = None,
-                 scorer: str | None = None) -> Inputs:
+                 scorer: str | None = None, setup_by: SetupBy = "auto") -> Inputs:
     """Inspect AI logs (``.eval`` or ``.json``, files or folders) as :class:`Inputs`.
 
     Args:
         paths: Log files or folders of them.
-        setup: Setup name for every log; default each log's model.
+        setup: Setup name for every log; default: named by ``setup_by``.
         scorer: The score to grade by; default each sample's first score.
+        setup_by: How logs group into setups: ``auto`` (default: the model, and the
+            configuration that differs between its logs over the same questions; a
+            continuation or retry log joins its setup), ``model``, ``file``, or a mapping
+            from file name to setup name.
     """
-    return to_inputs(import_logs("inspect", paths, setup=setup, scorer=scorer))
+    return to_inputs(import_logs("inspect", paths, setup=setup, scorer=scorer,
+                                 setup_by=setup_by))
 
 
 def read_tau_bench(paths: Path | str | Sequence[Path | str], *,
-                   setup: str | None = None) -> Inputs:
+                   setup: str | None = None, setup_by: SetupBy = "auto") -> Inputs:
     """tau-bench or tau2-bench result files (detected per file) as :class:`Inputs`.
 
     Args:
         paths: Result files or folders of them.
         setup: Setup name for every file; default from the file (model and domain).
+        setup_by: As for :func:`read_inspect`.
     """
-    return to_inputs(import_logs("tau-bench", paths, setup=setup))
+    return to_inputs(import_logs("tau-bench", paths, setup=setup, setup_by=setup_by))

@@ -1,16 +1,32 @@
 """What every adapter shares: the :class:`Imported` records, the outcome -> grade-record
-mapping, merging several logs, and writing or validating the result."""
+mapping, the number checks, naming setups by what logs evaluate, merging several logs, and
+writing or validating the result."""
 
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
 from grade_kit.inputs import Inputs, read_inputs
+from grade_kit.io import Rejected
 from grade_kit.schema import Grade, InputFile, Run, Task, WarningItem
 
-__all__ = ["Imported", "grade_for_outcome", "merge_imported", "to_inputs", "write_imported"]
+__all__ = ["SETUP_BY", "Imported", "SetupBy", "finite_number", "grade_for_outcome",
+           "merge_imported", "name_setups", "to_inputs", "whole_number", "write_imported"]
+
+
+SetupBy = Literal["auto", "model", "file"] | Mapping[str, str]
+"""How logs group into setups (docs/adapters.md "Setups and questions"): ``auto`` (what they
+evaluate: the model, and the configuration that differs between the model's logs over the
+same questions), ``model`` (every log of a model is one setup), ``file`` (every log its own
+setup, ``<model> [<file>]``), or a mapping from a log's file name to its setup name (logs it
+does not name: ``auto``)."""
+
+SETUP_BY = ("auto", "model", "file")
 
 
 @dataclass
@@ -22,12 +38,24 @@ class Imported:
     grades: list[Grade] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     label: str = ""
-    """Names the source (its file name); used to tell apart logs that would collide."""
+    """Names the source (its file name)."""
     stated_repeats: dict[str, int] = field(default_factory=dict)
     """R as each source states it (what states it -> R), for the plan (docs/methodology.md
     §4 "Rates")."""
     files: list[InputFile] = field(default_factory=list)
     """The logs read, each with its SHA-256 and the runs it gave (the provenance)."""
+    rejected: list[Rejected] = field(default_factory=list)
+    """Records of the source refused, each naming the file and the field (a score that is
+    not finite, a trial number that is not a whole number, ...): never coerced."""
+    model: str = ""
+    """What the source evaluated (its model): the first part of the setup's identity."""
+    variant: dict[str, str] = field(default_factory=dict)
+    """The configuration that can tell two setups of one model apart (task, task arguments,
+    solver, generation settings), each as text."""
+    created: str | None = None
+    """When the source was made (Inspect's ``eval.created``): orders continuation logs."""
+    fixed_setup: bool = False
+    """The setup was given by the caller: naming leaves it as it is."""
 
 
 def grade_for_outcome(run_id: str, outcome: str, grader: str, reason: str) -> Grade:
@@ -47,27 +75,89 @@ def grade_for_outcome(run_id: str, outcome: str, grader: str, reason: str) -> Gr
                                  "grader": grader, "reason": reason})
 
 
-def merge_imported(parts: list[Imported]) -> Imported:
-    """One :class:`Imported` from several; a task seen twice is kept once (the first).
+def finite_number(value: Any) -> float | None:
+    """``value`` as a float when it is a finite JSON number (not a boolean, not a string);
+    else None: the one test every adapter applies to a score, reward or time."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
 
-    Two logs of the same setup, task and repeat (say, the same model run twice on the same
-    task) would fill one slot twice; the later log's setup is then renamed
-    ``<setup> [<label>]`` and a note says so, so that neither is lost nor mistaken for a
-    re-run.
+
+def whole_number(value: Any) -> int | None:
+    """``value`` when it is a JSON integer (not a boolean, not a fraction, not a string),
+    else None."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value
+
+
+def _variant_label(key: str, value: str) -> str:
+    text = value if key == "task" else f"{key}={value}"
+    return text if len(text) <= 48 else text[:47] + "…"
+
+
+def name_setups(parts: Sequence[Imported], setup_by: SetupBy = "auto") -> None:
+    """Give every part's runs their setup (docs/adapters.md "Setups and questions").
+
+    ``auto``: a setup is a model and the configuration that tells its logs over the same
+    questions apart: the model's name alone when nothing does, else the model followed by
+    the differing values in brackets (``gpt-4o [nl2bash_chat]``, ``o3 [temperature=0.7]``).
+    Logs that agree on them are one setup, whatever file they are in.
+    """
+    mapping = dict(setup_by) if isinstance(setup_by, Mapping) else {}
+    mode = "auto" if isinstance(setup_by, Mapping) else setup_by
+    if mode not in SETUP_BY:
+        raise ValueError(f"setup_by {mode!r}: one of {', '.join(SETUP_BY)}, or a mapping "
+                         "from file name to setup")
+    groups: dict[tuple[str, str], list[Imported]] = {}
+    for part in parts:
+        suites = sorted({t.suite or "" for t in part.tasks})
+        groups.setdefault((part.model, "|".join(suites)), []).append(part)
+    differing: dict[str, set[str]] = {}
+    for (model, _), members in groups.items():
+        keys = {k for m in members for k in m.variant}
+        differing.setdefault(model, set()).update(
+            k for k in keys if len({m.variant.get(k, "") for m in members}) > 1)
+    for part in parts:
+        if part.fixed_setup:
+            continue
+        if part.label in mapping:
+            name = mapping[part.label]
+        elif mode == "model":
+            name = part.model
+        elif mode == "file":
+            name = f"{part.model} [{part.label}]"
+        else:
+            keys = sorted(differing.get(part.model, set()))
+            name = part.model + (" [" + ", ".join(_variant_label(k, part.variant.get(k, "-"))
+                                                  for k in keys) + "]" if keys else "")
+        for run in part.runs:
+            run.setup = name
+
+
+def merge_imported(parts: list[Imported]) -> Imported:
+    """One :class:`Imported` from several (their setups already named, :func:`name_setups`);
+    a task seen twice is kept once (the first).
+
+    Logs are taken in the order they were made (``created``, where every log states it; else
+    as given). A (setup, task, repeat) slot that several logs fill is one slot: its primary
+    run is the latest *complete* attempt (delivered or stopped by a limit), else the latest
+    attempt; every other one names it in ``attempt_of`` (listed, never counted). Each setup
+    made of more than one log gets one note naming its files and the samples they repeat.
     """
     out = Imported()
+    if all(p.created for p in parts):
+        parts = sorted(parts, key=lambda p: str(p.created))
     seen: set[str] = set()
-    slots: set[tuple[str, str, int]] = set()
+    slots: dict[tuple[str, str, int], list[Run]] = {}
+    files: dict[str, list[str]] = {}
     for part in parts:
-        mine = {(r.setup, r.task_id, r.repeat) for r in part.runs if r.attempt_of is None}
-        if mine & slots:
-            renamed = {r.setup for r in part.runs}
-            for run in part.runs:
-                run.setup = f"{run.setup} [{part.label}]"
-            out.notes.append(f"{part.label}: fills the same (setup, task, repeat) slots as an "
-                             f"earlier log; setup {sorted(renamed)} renamed with [{part.label}]")
-            mine = {(r.setup, r.task_id, r.repeat) for r in part.runs if r.attempt_of is None}
-        slots |= mine
+        for run in part.runs:
+            if run.attempt_of is None:
+                slots.setdefault((run.setup, run.task_id, run.repeat), []).append(run)
+        for setup in dict.fromkeys(r.setup for r in part.runs):
+            files.setdefault(setup, []).append(part.label)
         for task in part.tasks:
             if task.task_id not in seen:
                 seen.add(task.task_id)
@@ -77,6 +167,25 @@ def merge_imported(parts: list[Imported]) -> Imported:
         out.notes.extend(part.notes)
         out.stated_repeats.update(part.stated_repeats)
         out.files.extend(part.files)
+        out.rejected.extend(part.rejected)
+    repeated: dict[str, int] = {}
+    for (setup, _, _), attempts in slots.items():
+        if len(attempts) < 2:
+            continue
+        complete = [r for r in attempts if r.status in ("delivered", "limit")]
+        primary = (complete or attempts)[-1]
+        for run in attempts:
+            if run is not primary:
+                run.attempt_of = primary.run_id
+        repeated[setup] = repeated.get(setup, 0) + 1
+    for setup, names in files.items():
+        if len(names) > 1:
+            n = repeated.get(setup, 0)
+            out.notes.append(
+                f"setup {setup!r}: {len(names)} logs merged ({', '.join(names)}); "
+                + (f"{n} sample(s) run in more than one of them: the latest complete attempt "
+                   "counts, the others are listed as its attempts" if n
+                   else "no sample is in more than one of them"))
     return out
 
 
@@ -96,7 +205,10 @@ def write_imported(imported: Imported, out_dir: Path | str) -> dict[str, Path]:
         atomic_write_text(paths[name], "".join(lines))
     paths["notes"] = atomic_write_text(out / "NOTES.md", (
         "# Import notes\n\n"
-        + "".join(f"- {md_cell(n)}\n" for n in dict.fromkeys(imported.notes))))
+        + "".join(f"- {md_cell(n)}\n" for n in dict.fromkeys(imported.notes))
+        + ("\n## Rejected\n\n" + "".join(f"- {md_cell(r.message())}\n"
+                                          for r in imported.rejected)
+           if imported.rejected else "")))
     return paths
 
 
@@ -107,7 +219,7 @@ def to_inputs(imported: Imported) -> Inputs:
     notes = [WarningItem(source=imported.label or None, message=n)
              for n in dict.fromkeys(imported.notes)]
     return Inputs(tasks=inputs.tasks, runs=inputs.runs, judgements=inputs.judgements,
-                  grades=inputs.grades, rejected=inputs.rejected,
+                  grades=inputs.grades, rejected=[*imported.rejected, *inputs.rejected],
                   warnings=[*inputs.warnings, *notes], run_lines=inputs.run_lines,
                   files=[*imported.files, *inputs.files],
                   notes=list(dict.fromkeys(imported.notes)),

@@ -18,15 +18,17 @@ I / 0 -> unresolved; a model-graded scorer makes the grader a model.
 from __future__ import annotations
 
 import json
+import math
 import zipfile
 from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-from grade_kit.adapters.common import Imported, grade_for_outcome
+from grade_kit.adapters.common import Imported, finite_number, grade_for_outcome, whole_number
+from grade_kit.io import Rejected
 from grade_kit.schema import Run, Task
 
-__all__ = ["MAX_MEMBER", "import_inspect", "read_inspect_log"]
+__all__ = ["MAX_MEMBER", "import_inspect", "log_identity", "read_inspect_log", "score_number"]
 
 MAX_MEMBER = 1 << 30
 """The largest uncompressed zip member read from an ``.eval`` (a decompression-bomb bound)."""
@@ -210,6 +212,32 @@ def _usage(sample: dict[str, Any]) -> dict[str, int] | None:
     return totals
 
 
+SCORE_VALUES = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
+"""Inspect's letter scores as numbers (its ``value_to_float``: correct, partial, incorrect,
+no answer)."""
+
+
+def score_number(value: Any) -> float | None:
+    """A score value as Inspect counts it in its metrics (``value_to_float``): C 1, P 0.5,
+    I and N 0, a boolean 1 or 0, a number as it is, a numeric string parsed; None for a
+    value that has no number (a dict, a list, other text). Never a non-finite number: the
+    caller rejects those first."""
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        letter = SCORE_VALUES.get(value.strip().upper())
+        if letter is not None:
+            return letter
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+        return number if math.isfinite(number) else None
+    return None
+
+
 def _outcome(value: Any) -> str | None:
     if isinstance(value, str):
         return {"C": "resolved", "P": "partial", "I": "unresolved"}.get(value.upper())
@@ -218,6 +246,63 @@ def _outcome(value: Any) -> str | None:
     if isinstance(value, int | float):
         return "resolved" if value >= 1 else ("partial" if value > 0 else "unresolved")
     return None
+
+
+def _metric_name(header: dict[str, Any], scorer: str) -> str:
+    """The source's headline metric of ``scorer`` as the log names it: ``<scorer>
+    accuracy`` where the log reports accuracy, else ``<scorer> mean`` (or the first metric
+    it reports other than ``stderr``)."""
+    for entry in (header.get("results") or {}).get("scores") or []:
+        if isinstance(entry, dict) and entry.get("name") == scorer:
+            names = [str(k) for k in (entry.get("metrics") or {}) if k != "stderr"]
+            for preferred in ("accuracy", "mean"):
+                if preferred in names:
+                    return f"{scorer} {preferred}"
+            if names:
+                return f"{scorer} {names[0]}"
+    return f"{scorer} mean"
+
+
+OPERATIONAL_CONFIG = frozenset({
+    "max_connections", "max_retries", "timeout", "attempt_timeout", "batch", "cache",
+    "cache_prompt", "max_samples", "max_tasks", "max_subprocesses", "max_sandboxes",
+    "log_samples", "log_images", "log_buffer", "log_shared", "log_realtime", "score_display",
+    "fail_on_error", "retry_on_error", "sandbox_cleanup", "limit", "sample_id", "epochs",
+    "epochs_reducer", "continue_on_fail", "debug_errors", "token_limit_total"})
+"""Settings that say how a log was run, not what it evaluates: they never split a setup
+(docs/adapters.md "Setups and questions")."""
+
+
+def _setting(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def log_identity(header: dict[str, Any], path: Path) -> tuple[str, str, dict[str, str]]:
+    """(model, question namespace, variant) of one Inspect log: the model; the dataset the
+    sample ids belong to (``eval.dataset.name``, else the task); and what may tell two
+    setups of one model apart: the task, its arguments, the solver and its arguments, the
+    plan's steps, and the generation settings that change answers (operational ones, such
+    as ``max_connections`` or ``limit``, never do)."""
+    ev = header.get("eval") or {}
+    task = str(ev.get("task") or path.stem)
+    dataset = ev.get("dataset") if isinstance(ev.get("dataset"), dict) else {}
+    questions = str(dataset.get("name") or task)
+    variant = {"task": task}
+    for key in ("task_args", "solver", "solver_args", "model_args"):
+        if ev.get(key):
+            variant[key] = _setting(ev[key])
+    plan = header.get("plan") if isinstance(header.get("plan"), dict) else {}
+    steps = plan.get("steps") if plan else None
+    if steps:
+        variant["plan"] = _setting(steps)
+    settings: dict[str, Any] = {}
+    for source in (plan.get("config") if plan else None, ev.get("model_generate_config")):
+        if isinstance(source, dict):
+            settings.update({k: v for k, v in source.items()
+                             if k not in OPERATIONAL_CONFIG and v is not None})
+    for key, value in sorted(settings.items()):
+        variant[key] = _setting(value)
+    return str(ev.get("model") or path.stem), questions, variant
 
 
 TOTAL_TIME_SLACK_S = 0.1
@@ -257,6 +342,11 @@ def import_inspect(path: Path | str, setup: str | None = None,
                    scorer: str | None = None) -> Imported:
     """Convert one Inspect log.
 
+    Its runs' setup is the log's model (or ``setup``); :func:`~grade_kit.adapters.common.
+    name_setups` later names setups by what the logs evaluate. A question is the sample's id
+    within its dataset (``<eval.dataset.name>/<sample.id>``), so two tasks over one dataset
+    ask the same questions.
+
     Args:
         path: A ``.eval`` or ``.json`` log.
         setup: Setup name; default the log's ``eval.model``.
@@ -265,16 +355,18 @@ def import_inspect(path: Path | str, setup: str | None = None,
     path = Path(path)
     header, samples = read_inspect_log(path)
     ev = header.get("eval") or {}
-    setup = setup or str(ev.get("model") or path.stem)
-    task_name = str(ev.get("task") or path.stem)
-    out = Imported(label=path.name, notes=[
-        f"{path.name}: submitted = the solver's start after set-up, received = the start of "
+    model, questions, variant = log_identity(header, path)
+    created = ev.get("created")
+    out = Imported(label=path.name, model=model, variant=variant, fixed_setup=bool(setup),
+                   created=str(created) if created else None, notes=[
+        "Inspect logs: submitted = the solver's start after set-up, received = the start of "
         "scoring after the solver finished (intermediate scores inside the solver are not "
         "the end); working_s = the working clock (working_start) over the same span; the "
-        "log's total_time and working_time (both with set-up or scoring) kept in metadata",
-        f"{path.name}: scores C/1 -> resolved, P -> partially resolved, I/0 -> unresolved "
+        "log's total_time and working_time (both with set-up or scoring) kept",
+        "Inspect logs: scores C/1 -> resolved, P -> partially resolved, I/0 -> unresolved "
         "(no material error is claimed); a run stopped by a limit is graded by its score",
     ])
+    setup = setup or model
     epochs = _stated_epochs(header)
     if epochs is not None:
         out.stated_repeats[f"{path.name} (Inspect eval.config.epochs)"] = epochs
@@ -288,16 +380,37 @@ def import_inspect(path: Path | str, setup: str | None = None,
                          "ran are not in it")
     tasks: dict[str, Task] = {}
     inconsistent: list[str] = []
-    for sample in samples:
-        task_id = f"{task_name}/{sample.get('id')}"
+    log_id = ev.get("eval_id") or ev.get("run_id") or path.stem
+
+    def reject(index: int, where: str, why: str, sample: dict[str, Any]) -> None:
+        out.rejected.append(Rejected(str(path), None, f"samples[{index}].{where}", why,
+                                     json.dumps({"id": sample.get("id"),
+                                                 "epoch": sample.get("epoch")},
+                                                default=str)))
+
+    for index, sample in enumerate(samples):
+        raw_epoch = sample.get("epoch", 1)
+        epoch = whole_number(raw_epoch)
+        if epoch is None or epoch < 1:
+            reject(index, "epoch", f"epoch {raw_epoch!r} is not a whole number >= 1", sample)
+            continue
+        scores = sample.get("scores") or {}
+        name = scorer if scorer in scores else next(iter(scores), None)
+        value = (scores[name].get("value") if name is not None
+                 and isinstance(scores[name], dict) else None)
+        if isinstance(value, float) and not math.isfinite(value):
+            reject(index, f"scores.{name}.value", f"score {value!r} is not a finite number",
+                   sample)
+            continue
+        task_id = f"{questions}/{sample.get('id')}"
         if task_id not in tasks:
             target = sample.get("target")
             reference = target if isinstance(target, str) else json.dumps(target)
             tasks[task_id] = Task(task_id=task_id, prompt=_prompt(sample.get("input")),
-                                  reference=reference.strip() or None, suite=task_name,
-                                  metadata={"source": "inspect", "task": task_name})
-        epoch = int(sample.get("epoch") or 1)
-        run_id = f"{ev.get('run_id') or ev.get('eval_id') or path.stem}/{task_id}/epoch-{epoch}"
+                                  reference=reference.strip() or None, suite=questions,
+                                  metadata={"source": "inspect", "task": variant["task"],
+                                            "dataset": questions})
+        run_id = f"{log_id}/{task_id}/epoch-{epoch}"
         error = sample.get("error")
         limit = _limit(sample)
         status = "failed" if error else ("limit" if limit else "delivered")
@@ -307,6 +420,7 @@ def import_inspect(path: Path | str, setup: str | None = None,
         choices = (sample.get("output") or {}).get("choices") or []
         answer = _text(choices[0].get("message", {}).get("content")) if choices else ""
         total = _seconds(sample.get("total_time"))
+        scored = None if status == "failed" or name is None else score_number(value)
         run = Run.model_validate({
             "run_id": run_id, "setup": setup, "task_id": task_id, "repeat": epoch,
             "status": status,
@@ -318,7 +432,9 @@ def import_inspect(path: Path | str, setup: str | None = None,
             "tool_calls": _tool_calls(sample),
             "usage": _usage(sample),
             "working_s": working,
-            "metadata": {"source": "inspect",
+            "source": {"metric": _metric_name(header, name) if scored is not None else None,
+                       "score": scored, "total_s": total},
+            "metadata": {"source": "inspect", "log": path.name,
                          "clock": {"source": "the Inspect runner's event timestamps",
                                    "precision": "as logged"},
                          "total_time": total,
@@ -337,10 +453,7 @@ def import_inspect(path: Path | str, setup: str | None = None,
                 > datetime.fromisoformat(str(events["received"]))):
             inconsistent.append(f"{task_id} epoch {epoch} (received before the solver's last "
                                 "model call ended)")
-        scores = sample.get("scores") or {}
-        name = scorer if scorer in scores else next(iter(scores), None)
         if status != "failed" and name is not None:
-            value = scores[name].get("value") if isinstance(scores[name], dict) else None
             outcome = _outcome(value)
             if outcome is not None:
                 grader = f"model:{name}" if "model_graded" in name else f"inspect:{name}"
@@ -352,8 +465,9 @@ def import_inspect(path: Path | str, setup: str | None = None,
     if inconsistent:
         out.notes.append(f"{path.name}: {len(inconsistent)} run(s) whose events disagree with "
                          "the log's own figures (E2E above total_time, which includes set-up "
-                         f"and scoring, by more than {TOTAL_TIME_SLACK_S} s; or received "
-                         "before the solver's last model call ended): "
+                         f"and scoring, by more than {TOTAL_TIME_SLACK_S} s: left out of E2E, "
+                         "counted under e2e_beyond_source_total; or received before the "
+                         "solver's last model call ended): "
                          + "; ".join(inconsistent[:10])
                          + (" ..." if len(inconsistent) > 10 else ""))
     out.tasks = list(tasks.values())

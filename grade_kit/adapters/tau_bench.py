@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from grade_kit.adapters.common import Imported, grade_for_outcome
+from grade_kit.adapters.common import Imported, finite_number, grade_for_outcome, whole_number
+from grade_kit.io import Rejected
 from grade_kit.schema import Run, Task
 
 __all__ = ["import_tau2_bench", "import_tau_bench", "import_tau_file"]
@@ -71,23 +72,38 @@ def import_tau_bench(path: Path | str, setup: str | None = None,
             isinstance(r, dict) and "task_id" in r for r in records):
         raise ValueError("not a tau-bench results file (a JSON list of trials with task_id)")
     guess_setup, guess_domain = _split_stem(path.stem)
+    given = setup is not None
     setup = setup or guess_setup
     domain = domain or guess_domain
-    out = Imported(label=path.name, notes=[
-        f"{path.name}: tau-bench has no timestamps, so no timing is reported for {setup}",
-        f"{path.name}: tau-bench reuses tool-call ids; calls are counted by unique id per run",
-        f"{path.name}: reward 1 -> resolved, 0 < reward < 1 -> partially resolved, "
+    out = Imported(label=path.name, model=setup, fixed_setup=given, notes=[
+        "tau-bench files have no timestamps, so no timing is reported for them",
+        "tau-bench reuses tool-call ids; calls are counted by unique id per run, and the "
+        "recorded calls are shown beside them",
+        "tau-bench: reward 1 -> resolved, 0 < reward < 1 -> partially resolved, "
         "else unresolved (the adapter never claims a material error)",
     ])
     tasks: dict[str, Task] = {}
     for index, rec in enumerate(records):
+        trial = whole_number(rec.get("trial", 0))
+        reward = finite_number(rec.get("reward"))
+        problem = (("trial", f"trial {rec.get('trial')!r} is not a whole number >= 0")
+                   if trial is None or trial < 0 else
+                   ("reward", f"reward {rec.get('reward')!r} is not a finite number")
+                   if reward is None else None)
+        if problem is not None:
+            out.rejected.append(Rejected(str(path), None, f"[{index}].{problem[0]}", problem[1],
+                                         json.dumps({"task_id": rec.get("task_id"),
+                                                     "trial": rec.get("trial"),
+                                                     "reward": rec.get("reward")},
+                                                    default=str)))
+            continue
+        assert trial is not None and reward is not None
         task_id = f"{domain}-{rec['task_id']}"
         info = rec.get("info") or {}
         if task_id not in tasks:
             instruction = (info.get("task") or {}).get("instruction") or f"{domain} task"
             tasks[task_id] = Task(task_id=task_id, prompt=instruction, suite=domain,
                                   metadata={"source": "tau-bench", "domain": domain})
-        trial = int(rec.get("trial", 0))
         run_id = f"{setup}/{task_id}/trial-{trial}"
         traj = rec.get("traj") or []
         calls = [
@@ -101,11 +117,11 @@ def import_tau_bench(path: Path | str, setup: str | None = None,
             "status": "delivered",
             "response": {"text": _last_assistant_text(traj)},
             "tool_calls": calls,
-            "metadata": {"source": "tau-bench", "reward": rec.get("reward"),
+            "source": {"metric": "reward", "score": reward},
+            "metadata": {"source": "tau-bench", "reward": reward,
                          "user_cost": info.get("user_cost")},
         })
         out.runs.append(run)
-        reward = float(rec.get("reward") or 0.0)
         out.grades.append(grade_for_outcome(run_id, _outcome(reward), "tau-bench reward",
                                             f"reward {reward:g}"))
     out.tasks = list(tasks.values())
@@ -137,13 +153,14 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
         raise ValueError("not a tau2-bench simulations file (a JSON object with "
                          "'simulations')")
     info = data.get("info") or {}
+    given = setup is not None
     setup = setup or str((info.get("agent_info") or {}).get("llm") or path.stem)
     domain = str((info.get("environment_info") or {}).get("domain_name") or "tau2")
     zone = ZoneInfo(assume_tz)
-    out = Imported(label=path.name, notes=[
-        f"{path.name}: tau2 timestamps are naive; read as {assume_tz} (an assumption)",
-        f"{path.name}: submitted = start_time, received = end_time of each simulation",
-        f"{path.name}: reward 1 -> resolved, 0 < reward < 1 -> partially resolved, else "
+    out = Imported(label=path.name, model=setup, fixed_setup=given, notes=[
+        f"tau2 timestamps are naive; read as {assume_tz} (an assumption)",
+        "tau2: submitted = start_time, received = end_time of each simulation",
+        "tau2: reward 1 -> resolved, 0 < reward < 1 -> partially resolved, else "
         "unresolved; a run stopped by max_steps or max_turns is a limit, graded by its reward",
     ])
     prompts = {}
@@ -152,13 +169,20 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
         text = scenario if isinstance(scenario, str) else json.dumps(scenario, sort_keys=True)
         prompts[str(task["id"])] = text
     tasks: dict[str, Task] = {}
-    for sim in data.get("simulations") or []:
+    for index, sim in enumerate(data.get("simulations") or []):
+        trial = whole_number(sim.get("trial", 0))
+        if trial is None or trial < 0:
+            out.rejected.append(Rejected(str(path), None, f"simulations[{index}].trial",
+                                         f"trial {sim.get('trial')!r} is not a whole number "
+                                         ">= 0", json.dumps({"task_id": sim.get("task_id"),
+                                                             "trial": sim.get("trial")},
+                                                            default=str)))
+            continue
         task_id = f"{domain}-{sim['task_id']}"
         if task_id not in tasks:
             tasks[task_id] = Task(task_id=task_id, suite=domain,
                                   prompt=prompts.get(str(sim["task_id"]), f"{domain} task"),
                                   metadata={"source": "tau2-bench", "domain": domain})
-        trial = int(sim.get("trial", 0))
         run_id = f"{setup}/{task_id}/trial-{trial}"
         termination = str(sim.get("termination_reason") or "")
         limit = None
@@ -191,7 +215,17 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
             events["received"] = end
         else:
             events["stopped"] = end
-        reward = float((sim.get("reward_info") or {}).get("reward") or 0.0)
+        raw_reward = (sim.get("reward_info") or {}).get("reward")
+        reward = finite_number(raw_reward)
+        if reward is None and status in ("delivered", "limit"):
+            out.rejected.append(Rejected(str(path), None,
+                                         f"simulations[{index}].reward_info.reward",
+                                         f"reward {raw_reward!r} is not a finite number",
+                                         json.dumps({"task_id": sim.get("task_id"),
+                                                     "trial": trial, "reward": raw_reward},
+                                                    default=str)))
+            continue
+        duration = finite_number(sim.get("duration"))
         run = Run.model_validate({
             "run_id": run_id, "setup": setup, "task_id": task_id, "repeat": trial + 1,
             "status": status,
@@ -200,6 +234,9 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
             "response": {"text": _last_assistant_text(messages)}
             if status in ("delivered", "limit") else None,
             "tool_calls": calls,
+            "source": {"metric": "reward" if reward is not None else None, "score": reward,
+                       "total_s": duration if duration is not None and duration >= 0
+                       else None},
             "metadata": {"source": "tau2-bench",
                          "clock": {"source": "tau2 simulation start_time/end_time (naive, "
                                              f"read as {assume_tz})", "precision": "as logged"},
@@ -209,6 +246,7 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
         })
         out.runs.append(run)
         if status in ("delivered", "limit"):
+            assert reward is not None
             out.grades.append(grade_for_outcome(run_id, _outcome(reward),
                                                 "tau2-bench reward", f"reward {reward:g}"))
     trials = info.get("num_trials")
