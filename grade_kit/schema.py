@@ -635,6 +635,9 @@ class GradeSummary(_Out):
     information (the interaction state beside the grade; docs/methodology.md §4 "Grades")."""
     stable_resolution: StableResolution
     material_errors: list[MaterialError] = Field(default_factory=list)
+    run_coverage: float | None = None
+    """Planned slots a primary run filled / N (1 - the not-run rate; null when N = 0): below
+    the plan's ``coverage_min`` the setup is not ranked (docs/methodology.md §4 "Coverage")."""
 
 
 class StopSummary(_Out):
@@ -698,6 +701,13 @@ class Timing(_Out):
     timeouts: StopSummary
     limits: LimitSummary
     failures: StopSummary
+    time_to_outcome_s: LabelledSummary | None = None
+    """Over every attempted run that ended with an outcome (delivered or stopped by a limit):
+    received or stopped - submitted (docs/methodology.md §4 "Timing"); beside E2E, which
+    covers delivered runs only."""
+    e2e_beyond_source_total: int = 0
+    """Delivered runs left out of E2E because their E2E exceeds the source's own total time
+    for the run by more than 0.1 s (a host sleep, a clock jump)."""
 
 
 class ToolNameCount(_Out):
@@ -722,6 +732,27 @@ class ToolCalls(_Out):
     runs_with_repeated_ids: int
     by_name: dict[str, ToolNameCount]
     span_s: LabelledSummary
+    headline_per_run: Summary | None = None
+    """Calls per exposed delivered run as the headline counts them: unique ids, or the
+    calls as recorded when some run repeats an id (``headline_basis`` says which)."""
+    headline_basis: str = "unique call ids"
+    attempted_runs_exposed: int = 0
+    """Exposed primary runs of every status (delivered, limit, failed, timed out)."""
+    attempted_per_run: Summary | None = None
+    """Calls per exposed attempted run, counted as the headline counts them."""
+
+
+class SourceMetric(_Out):
+    """The source's own headline metric for one setup (docs/methodology.md §4 "The
+    source's own metric"): the mean over questions of each question's mean score over its
+    repeats, and its standard error (sample standard deviation over questions / sqrt n;
+    null below 2 questions)."""
+
+    name: str
+    mean: float | None
+    stderr: float | None
+    questions: int
+    runs: int
 
 
 class Rerun(_Out):
@@ -747,6 +778,8 @@ class SetupResults(_Out):
     timing: Timing
     tool_calls: ToolCalls
     reruns: list[Rerun] = Field(default_factory=list)
+    source_metrics: dict[str, SourceMetric] = Field(default_factory=dict)
+    """The source's own headline metric(s), by the name the source gives them."""
 
 
 class SubsetSetup(_Out):
@@ -755,6 +788,8 @@ class SubsetSetup(_Out):
     grades: GradeSummary
     timing: Timing
     tool_calls: ToolCalls
+    source_metrics: dict[str, SourceMetric] = Field(default_factory=dict)
+    """The source's own headline metric(s), by the name the source gives them."""
 
 
 class CommonSubset(_Out):
@@ -812,6 +847,12 @@ class Plan(_Out):
     repeats: int
     inferred: bool
     rule: str
+    coverage_min: float = 0.5
+    """A setup whose primary runs fill less than this share of its planned slots is not
+    ranked (docs/methodology.md §4 "Coverage")."""
+    unranked: dict[str, float | None] = Field(default_factory=dict)
+    """The setups below ``coverage_min``, each with its coverage: shown, never ranked,
+    compared or in the common subset."""
 
 
 class InputFile(_Out):

@@ -212,7 +212,8 @@ def read_state(folder: Path | str) -> tuple[Inputs, EvalData, GradeScores,
     scores = GradeScores(**frames("scores", _SCORES))
     standard = StandardResults(
         **frames("standard", _STANDARD), plan=results.plan,
-        setups={name: SubsetSetup(grades=s.grades, timing=s.timing, tool_calls=s.tool_calls)
+        setups={name: SubsetSetup(grades=s.grades, timing=s.timing, tool_calls=s.tool_calls,
+                                  source_metrics=s.source_metrics)
                 for name, s in results.setups.items()},
         reruns={name: list(s.reruns) for name, s in results.setups.items()},
         common=results.common_subset, comparisons=list(results.comparisons),

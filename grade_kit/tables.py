@@ -34,7 +34,7 @@ how many rows there are (the frames themselves always hold every row)."""
 
 _WORDS = {"e2e": "E2E", "p50": "P50", "p90": "P90", "ci": "CI", "n": "n", "id": "id",
           "s": "", "diff": "difference", "b": "B", "a": "A", "num": "number"}
-_SECONDS = ("e2e_", "working_", "span_", "waiting_")
+_SECONDS = ("e2e_", "working_", "span_", "waiting_", "outcome_")
 _RATES = ("_rate", "coverage", "composite", "rubric_score", *DIMENSIONS,
           "finding_stability", "ranking_stability", "metric_variance", "mean_a", "mean_b")
 
@@ -46,11 +46,17 @@ _PLAIN_INTS = {"seed", "line", "repeat", "track", "position", "year"}
 """Integer columns that are labels, not quantities: no thousands separators."""
 
 
+_LABELS = {"outcome_p50": "time to outcome P50 (s)", "run_coverage": "coverage (slots run)",
+           "tool_calls_per_run": "tool calls per run"}
+
+
 def column_label(name: str) -> str:
     """A column name in words: ``e2e_p50`` -> ``E2E P50 (s)``, ``resolved_rate`` ->
     ``resolved rate``, a GRADE dimension -> its short label."""
     if name in SHORT_LABELS:
         return SHORT_LABELS[name]
+    if name in _LABELS:
+        return _LABELS[name]
     words = [_WORDS.get(w, w) for w in name.split("_")]
     text = " ".join(w for w in words if w)
     if name.startswith(_SECONDS) and not name.endswith("_n"):
@@ -297,37 +303,60 @@ def pending_state(results: Results) -> str | None:
 
 
 def summary_table(results: Results) -> Table:
-    """One row per setup, best resolved rate first (ties by name): N, the resolved rate with
-    its 95% Wilson interval, the other grades' rates, and where measured E2E P50 and P90,
-    working-time P50, timeouts, limits and failures, unique tool calls per run; the GRADE
-    composite and dimensions where some task has a GRADE rubric."""
+    """One row per setup, ranked setups first by resolved rate (ties by name): N, the resolved
+    rate with its 95% Wilson interval, the other grades' rates, the source's own headline
+    metric where the logs carry one (with its standard error), and where measured E2E P50
+    and P90, time to outcome P50 (delivered and limit runs), working-time P50, timeouts,
+    limits and failures, tool calls per run (unique ids, or as recorded where ids repeat);
+    the GRADE composite and dimensions where some task has a GRADE rubric. A setup below the
+    coverage threshold (docs/methodology.md §4 "Coverage") comes last, its coverage shown
+    first and its rates left blank: they would read as measured zeros."""
     setups = results.setups
+    plan = results.plan
+    unranked = plan.unranked
     rows: list[dict[str, Any]] = []
     timed = any(s.timing.e2e_s.n for s in setups.values())
+    limited = any(s.timing.limits.count for s in setups.values())
     working = any(s.timing.working_s.n for s in setups.values())
     stopped = any(s.timing.timeouts.count or s.timing.limits.count or s.timing.failures.count
                   for s in setups.values())
     tools = any(s.tool_calls.runs_exposed for s in setups.values())
+    recorded = any(s.tool_calls.runs_with_repeated_ids for s in setups.values())
     graded = any(s.overall.tasks for s in setups.values())
+    metrics = sorted({m for s in setups.values() for m in s.source_metrics})
     for name, s in setups.items():
         g, t = s.grades, s.timing
         ci = g.wilson95.get("resolved")
-        row: dict[str, Any] = {"setup": name, "N": g.N, "resolved_rate": g.rates.resolved,
-                               "resolved_ci_low": None if ci is None else ci.low,
-                               "resolved_ci_high": None if ci is None else ci.high}
+        shown = name not in unranked
+        row: dict[str, Any] = {"setup": name, "N": g.N}
+        if unranked:
+            row["run_coverage"] = g.run_coverage
+        row.update(resolved_rate=g.rates.resolved if shown else None,
+                   resolved_ci_low=None if ci is None or not shown else ci.low,
+                   resolved_ci_high=None if ci is None or not shown else ci.high)
         row.update(partial_rate=g.rates.partially_resolved,
                    material_error_rate=g.rates.material_error,
                    unresolved_rate=g.rates.unresolved, pending_rate=g.rates.pending_verification,
                    not_run_rate=g.rates.not_run)
+        if not shown:
+            row.update(partial_rate=None, material_error_rate=None, unresolved_rate=None,
+                       pending_rate=None)
+        for metric in metrics:
+            figure = s.source_metrics.get(metric)
+            row[metric] = None if figure is None or not shown else figure.mean
+            row[f"{metric} stderr"] = None if figure is None or not shown else figure.stderr
         if timed:
             row.update(e2e_n=t.e2e_s.n, e2e_p50=t.e2e_s.p50, e2e_p90=t.e2e_s.p90)
+        if limited and t.time_to_outcome_s is not None:
+            row.update(outcome_p50=t.time_to_outcome_s.p50)
         if working:
             row.update(working_p50=t.working_s.p50)
         if stopped:
             row.update(timeouts=t.timeouts.count, limits=t.limits.count,
                        failures=t.failures.count)
         if tools:
-            row.update(tool_calls_per_run=s.tool_calls.per_run.mean)
+            headline = s.tool_calls.headline_per_run or s.tool_calls.per_run
+            row.update(tool_calls_per_run=headline.mean)
         if graded:
             row.update(composite=s.overall.composite,
                        **s.overall.dimensions.model_dump())
@@ -336,15 +365,16 @@ def summary_table(results: Results) -> Table:
         schema={"setup": pl.String})
     zero: list[str] = []
     if rows:
-        frame = frame.sort(["resolved_rate", "setup"], descending=[True, False],
-                           nulls_last=True)
+        frame = (frame.with_columns(_unranked=pl.col("setup").is_in(list(unranked)))
+                 .sort(["_unranked", "resolved_rate", "setup"],
+                       descending=[False, True, False], nulls_last=True)
+                 .drop("_unranked"))
         # a grade no setup has is a word in the note, not a column of zeros (the page stays
         # as wide as a reader's screen)
         zero = [c for c in ("partial_rate", "material_error_rate", "unresolved_rate",
                             "pending_rate", "not_run_rate")
                 if frame.get_column(c).fill_null(0).eq(0).all()]
         frame = frame.drop(zero)
-    plan = results.plan
     pending = pending_state(results)
     note = ((f"{pending} " if pending else "")
             + f"Rates over N = questions × R (R = {plan.repeats}, "
@@ -355,7 +385,17 @@ def summary_table(results: Results) -> Table:
             + ". Sorted by resolved rate."
             + (" Rate 0 for every setup, left out: "
                + ", ".join(column_label(c).removesuffix(" rate") for c in zero) + "."
-               if zero else ""))
+               if zero else "")
+            + (" " + ", ".join(f"{m!r}" for m in metrics) + ": the source's own headline "
+               "metric (mean over questions of each question's mean score, with its "
+               "standard error), as the source names it." if metrics else "")
+            + (" Time to outcome: received or stopped − submitted over delivered and "
+               "limit-stopped runs (E2E covers delivered runs only)." if limited else "")
+            + (" Tool calls per run: as recorded, since some run repeats a call id (unique "
+               "ids would undercount)." if recorded else "")
+            + (f" Not ranked (coverage below {plan.coverage_min:.0%} of the planned slots, "
+               "listed last, rates left blank; not in the comparisons or the common "
+               "subset): " + ", ".join(sorted(unranked)) + "." if unranked else ""))
     return Table(frame, "Summary: one row per setup", note)
 
 

@@ -129,9 +129,9 @@ def name_setups(parts: Sequence[Imported], setup_by: SetupBy = "auto") -> None:
         elif mode == "file":
             name = f"{part.model} [{part.label}]"
         else:
-            keys = sorted(differing.get(part.model, set()))
+            order = sorted(differing.get(part.model, set()))
             name = part.model + (" [" + ", ".join(_variant_label(k, part.variant.get(k, "-"))
-                                                  for k in keys) + "]" if keys else "")
+                                                  for k in order) + "]" if order else "")
         for run in part.runs:
             run.setup = name
 

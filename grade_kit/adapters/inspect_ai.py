@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-from grade_kit.adapters.common import Imported, finite_number, grade_for_outcome, whole_number
+from grade_kit.adapters.common import Imported, grade_for_outcome, whole_number
 from grade_kit.io import Rejected
 from grade_kit.schema import Run, Task
 
@@ -285,8 +285,8 @@ def log_identity(header: dict[str, Any], path: Path) -> tuple[str, str, dict[str
     as ``max_connections`` or ``limit``, never do)."""
     ev = header.get("eval") or {}
     task = str(ev.get("task") or path.stem)
-    dataset = ev.get("dataset") if isinstance(ev.get("dataset"), dict) else {}
-    questions = str(dataset.get("name") or task)
+    dataset = ev.get("dataset")
+    questions = str((dataset.get("name") if isinstance(dataset, dict) else None) or task)
     variant = {"task": task}
     for key in ("task_args", "solver", "solver_args", "model_args"):
         if ev.get(key):
@@ -432,7 +432,8 @@ def import_inspect(path: Path | str, setup: str | None = None,
             "tool_calls": _tool_calls(sample),
             "usage": _usage(sample),
             "working_s": working,
-            "source": {"metric": _metric_name(header, name) if scored is not None else None,
+            "source": {"metric": _metric_name(header, str(name)) if scored is not None
+                       else None,
                        "score": scored, "total_s": total},
             "metadata": {"source": "inspect", "log": path.name,
                          "clock": {"source": "the Inspect runner's event timestamps",

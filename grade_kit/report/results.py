@@ -136,6 +136,10 @@ def waiting_warnings(setups: dict[str, SetupResults]) -> list[WarningItem]:
     return out
 
 
+def _share(coverage: float | None) -> str:
+    return "(no planned slot)" if coverage is None else f"(coverage {coverage:.0%})"
+
+
 def _figure(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3g}"
 
@@ -165,7 +169,8 @@ def build_results(scores: GradeScores, standard: StandardResults,
                     for r in scores.tracks.filter(mine).to_dicts()},
             packs={str(r["pack"]): _aggregate(r) for r in scores.packs.filter(mine).to_dicts()},
             tasks=tasks, grades=summary.grades, timing=summary.timing,
-            tool_calls=summary.tool_calls, reruns=standard.reruns[setup])
+            tool_calls=summary.tool_calls, reruns=standard.reruns[setup],
+            source_metrics=summary.source_metrics)
     notes = list(warnings)
     if standard.plan.inferred and out:
         notes.append(WarningItem(message=(
@@ -186,7 +191,15 @@ def build_results(scores: GradeScores, standard: StandardResults,
             "between them is unknown; compare latencies across them with care")))
     notes += repeated_id_warnings(out) + waiting_warnings(out)
     notes += consistency_cap_warnings(scores.consistency)
-    if len(standard.compared) < len(out):
+    unranked = standard.plan.unranked
+    if unranked:
+        notes.append(WarningItem(message=(
+            f"{len(unranked)} setup(s) ran less than {standard.plan.coverage_min:.0%} of their "
+            "planned slots and are not ranked (left out of the common subset, the comparisons "
+            "and the Holm family; their rates over N are mostly not-run slots, never a "
+            "measured result): " + ", ".join(
+                f"{name!r} {_share(c)}" for name, c in sorted(unranked.items())))))
+    if len(standard.compared) < len(out) - len(unranked):
         notes.append(WarningItem(message=(
             f"{len(out):,} setups: the pairwise comparisons are made among the "
             f"{len(standard.compared)} with the highest resolved rate only "

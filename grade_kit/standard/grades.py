@@ -23,13 +23,16 @@ from grade_kit.schema import (
 from grade_kit.standard.stats import wilson_interval
 
 __all__ = [
+    "COVERAGE_MIN",
     "FOUR_GRADES",
     "GRADE_STATES",
     "common_subset",
     "grade_summary",
     "plan_repeats",
     "planned_slots",
+    "ranked_setups",
     "resolved_questions",
+    "run_coverage",
     "run_grades",
     "setup_plan",
 ]
@@ -284,7 +287,28 @@ def grade_summary(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame,
         stable_resolution=StableResolution(count=stable_count, questions=questions,
                                            repeats=repeats),
         material_errors=_material_errors(errors.to_dicts()),
+        run_coverage=(n - counts["not_run"]) / n if n else None,
     )
+
+
+COVERAGE_MIN = 0.5
+"""A setup whose primary runs fill less than this share of its planned slots is not ranked:
+shown with its coverage first, and left out of the common subset, the comparisons, the Holm
+family and every ranking (docs/methodology.md §4 "Coverage")."""
+
+
+def run_coverage(plan: pl.DataFrame, slots: pl.DataFrame, repeats: int) -> dict[str, float | None]:
+    """Per setup of ``plan``: planned slots a primary run filled / N (N = its planned
+    questions x R; None when N = 0), the figure :data:`COVERAGE_MIN` is compared with."""
+    planned = dict(plan.group_by("setup").len().iter_rows())
+    filled = dict(slots.group_by("setup").len().iter_rows())
+    return {str(s): (filled.get(s, 0) / (q * repeats) if q * repeats else None)
+            for s, q in sorted(planned.items())}
+
+
+def ranked_setups(coverage: Mapping[str, float | None], setups: list[str]) -> list[str]:
+    """The setups of ``setups`` whose coverage reaches :data:`COVERAGE_MIN` (in order)."""
+    return [s for s in setups if (coverage.get(s) or 0.0) >= COVERAGE_MIN]
 
 
 def common_subset(plan: pl.DataFrame, slots: pl.DataFrame, repeats: int) -> list[str]:

@@ -24,14 +24,18 @@ from grade_kit.schema import (
 )
 from grade_kit.standard.compare import DEFAULT_SEED, compare_setups, forget_resamples
 from grade_kit.standard.grades import (
+    COVERAGE_MIN,
     common_subset,
     grade_summary,
     plan_repeats,
     planned_slots,
+    ranked_setups,
+    run_coverage,
     run_grades,
     setup_plan,
 )
 from grade_kit.standard.significance import holm
+from grade_kit.standard.source import source_metrics
 from grade_kit.standard.timing import (
     e2e_frame,
     per_question_median,
@@ -62,8 +66,10 @@ class StandardResults:
         common: The common subset, with each setup's summaries on it.
         comparisons: Every pair of the compared setups (B against A, alphabetical) on
             ``all`` and ``common``.
-        per_question: Per (setup, task) with a primary run in the plan: median E2E, median
-            working time, mean unique tool calls, GRADE composite; what the comparisons pair.
+        per_question: Per (setup, task) with a primary run in the plan, for ranked setups
+            (coverage at least :data:`~grade_kit.standard.grades.COVERAGE_MIN`): median
+            E2E, median working time, mean unique tool calls, GRADE composite; what the
+            comparisons and rank intervals pair.
         unique_calls: :func:`~grade_kit.standard.timing.unique_tool_calls` of every run
             that exposes tools (the per-question figures and the runs frame read it).
         compared: The setups compared pair by pair (:func:`compared_setups`).
@@ -185,6 +191,7 @@ def _subset_setup(frames: _SetupFrames, plan: pl.DataFrame, slots: pl.DataFrame,
         timing=timing_summary(frames.runs, frames.events, run_ids,
                               exclude_channel_overhead=exclude_channel_overhead),
         tool_calls=tool_call_summary(frames.runs, frames.tool_calls, run_ids),
+        source_metrics=source_metrics(frames.runs, run_ids),
     )
 
 
@@ -264,11 +271,12 @@ class TooManySetups(InputError):
     evaluate at once: the CLI's one ``error:`` line, exit 1)."""
 
 
-def compared_setups(per_setup: dict[str, SubsetSetup]) -> list[str]:
-    """The setups compared pair by pair (alphabetical): all of them up to
-    :data:`MAX_COMPARED_SETUPS`, else that many with the highest resolved rate on all
-    questions (ties by name)."""
-    names = sorted(per_setup)
+def compared_setups(per_setup: dict[str, SubsetSetup],
+                    ranked: list[str] | None = None) -> list[str]:
+    """The setups compared pair by pair (alphabetical): the ranked ones (default all; a
+    setup below the coverage threshold never is) up to :data:`MAX_COMPARED_SETUPS`, else
+    that many with the highest resolved rate on all questions (ties by name)."""
+    names = sorted(per_setup if ranked is None else ranked)
     if len(names) <= MAX_COMPARED_SETUPS:
         return names
     ranked = sorted(names, key=lambda s: (-(per_setup[s].grades.rates.resolved or 0.0), s))
@@ -306,7 +314,13 @@ def standard_results(data: EvalData, repeats: int | None = None,
     plan_frame = setup_plan(data.runs, data.tasks)
     slots = planned_slots(graded, plan_frame, r)
     e2e = e2e_frame(data.runs, data.events, exclude_channel_overhead=exclude_channel_overhead)
-    subset = common_subset(plan_frame, slots, r)
+    coverage = run_coverage(plan_frame, slots, r)
+    ranked = ranked_setups(coverage, setups)
+    plan = plan.model_copy(update={
+        "coverage_min": COVERAGE_MIN,
+        "unranked": {s: coverage.get(s) for s in setups if s not in ranked}})
+    is_ranked = pl.col("setup").is_in(pl.Series(ranked, dtype=pl.String).implode())
+    subset = common_subset(plan_frame.filter(is_ranked), slots.filter(is_ranked), r)
     in_subset = pl.col("task_id").is_in(pl.Series(subset, dtype=pl.String).implode())
     sub_plan, sub_slots = plan_frame.filter(in_subset), slots.filter(in_subset)
     on_all, on_common, reruns = _setup_summaries(
@@ -317,12 +331,12 @@ def standard_results(data: EvalData, repeats: int | None = None,
         tasks=subset, questions=len(subset), of_questions=len(task_ids), repeats=r,
         rule=COMMON_RULE, setups=dict(zip(setups, on_common, strict=True)))
     unique_calls = unique_tool_calls(data.runs, data.tool_calls)
-    per_question = per_question_figures(data, slots, e2e, task_composites, unique_calls,
-                                        repeats=r)
+    per_question = per_question_figures(data, slots.filter(is_ranked), e2e, task_composites,
+                                        unique_calls, repeats=r)
     ran: dict[str, set[str]] = {s: set() for s in setups}
     for setup, tasks in per_question.group_by("setup").agg("task_id").iter_rows():
         ran[setup] = set(tasks)
-    compared = compared_setups(per_setup)
+    compared = compared_setups(per_setup, ranked)
     jobs: list[tuple[str, str, list[str], Literal["all", "common"]]] = []
     for i, a in enumerate(compared):
         for b in compared[i + 1:]:

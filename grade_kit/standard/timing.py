@@ -28,8 +28,12 @@ __all__ = [
     "CHANNEL",
     "E2E_DEFINITION",
     "E2E_WITHOUT_CHANNEL",
+    "OUTCOME_LABEL",
     "PLATFORM_PROXY_LABEL",
+    "RECORDED_BASIS",
+    "SOURCE_TOTAL_SLACK_S",
     "SPAN_LABEL",
+    "UNIQUE_BASIS",
     "e2e_frame",
     "event_offsets",
     "per_question_median",
@@ -52,6 +56,16 @@ E2E_WITHOUT_CHANNEL = ("received - submitted - channel overhead (agent-reported 
                        "explicit option exclude_channel_overhead)")
 SPAN_LABEL = ("first-to-last tool event span: includes model reasoning and waiting between "
               "calls, not tool execution time alone")
+OUTCOME_LABEL = ("time to outcome: received (delivered) or stopped (limit) - submitted, over "
+                 "every attempted run that ended with an outcome; E2E covers delivered runs "
+                 "only")
+SOURCE_TOTAL_SLACK_S = 0.1
+"""How far a run's E2E may exceed its source's own total time for it (Inspect's
+``total_time``, tau2's ``duration``, which also cover set-up and scoring) before the sample
+is left out of E2E and counted (docs/methodology.md §4 "Timing")."""
+UNIQUE_BASIS = "unique call ids"
+RECORDED_BASIS = ("calls as recorded: some run repeats a call id, so unique ids would "
+                  "undercount distinct calls")
 
 
 def event_offsets(runs: pl.DataFrame, events: pl.DataFrame, start: str,
@@ -129,8 +143,17 @@ def e2e_frame(runs: pl.DataFrame, events: pl.DataFrame, *,
         run_id, setup, task_id, seconds (every value >= 0).
     """
     delivered = runs.filter(pl.col("status") == "delivered")
-    return _e2e_pairs(delivered, events, exclude_channel_overhead).filter(
-        pl.col("seconds") >= 0)
+    e2e = _e2e_pairs(delivered, events, exclude_channel_overhead)
+    return e2e.filter((pl.col("seconds") >= 0) & ~_beyond_source_total(e2e, delivered))
+
+
+def _beyond_source_total(e2e: pl.DataFrame, runs: pl.DataFrame) -> pl.Series:
+    """Per row of ``e2e``: its seconds exceed the run's own source total time (``runs``'
+    ``source_total_s``) by more than :data:`SOURCE_TOTAL_SLACK_S`."""
+    total = e2e.select("run_id").join(runs.select("run_id", "source_total_s"), on="run_id",
+                                      how="left", maintain_order="left")
+    return ((e2e.get_column("seconds") > total.get_column("source_total_s")
+             + SOURCE_TOTAL_SLACK_S).fill_null(False))
 
 
 def working_frame(runs: pl.DataFrame) -> pl.DataFrame:
@@ -243,7 +266,9 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
         return both.filter(pl.col("seconds") >= 0).get_column("seconds").to_list()
 
     e2e_all = _e2e_pairs(delivered, mine_events, exclude_channel_overhead)
-    e2e = e2e_all.filter(pl.col("seconds") >= 0)
+    beyond = _beyond_source_total(e2e_all, delivered)
+    e2e = e2e_all.filter((pl.col("seconds") >= 0) & ~beyond)
+    n_beyond = int((beyond & (e2e_all.get_column("seconds") >= 0)).sum())
     offsets(delivered, START, END)
     overhead = offsets(delivered, *CHANNEL)
     per_question = dict(per_question_median(e2e).select("task_id", "e2e_median_s").iter_rows())
@@ -259,6 +284,10 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
                            waiting_s=summarize(offsets(stopped, START, STOPPED)))
 
     timeouts, failures = waiting(["timeout"]), waiting(["failed", "cancelled"])
+    limited_runs = mine.filter(pl.col("status") == "limit")
+    outcome = [*e2e.get_column("seconds").to_list(),
+               *_offsets(limited_runs, wide, START, STOPPED).filter(pl.col("seconds") >= 0)
+               .get_column("seconds").to_list()]
     limited = mine.filter(pl.col("status") == "limit")
     limits = LimitSummary(
         **waiting(["limit"]).model_dump(),
@@ -282,7 +311,9 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
         channel_overhead_s=summarize(overhead),
         delivered=delivered.height,
         missing_timestamps=delivered.height - e2e_all.height,
-        e2e_out_of_order=e2e_all.height - e2e.height,
+        e2e_out_of_order=e2e_all.height - e2e.height - n_beyond,
+        e2e_beyond_source_total=n_beyond,
+        time_to_outcome_s=LabelledSummary(label=OUTCOME_LABEL, **summarize(outcome).model_dump()),
         clocks={str(k): int(v) for k, v in clocks.items()},
         clock_offsets_s=clock_offsets,
         interaction=interaction,
@@ -301,15 +332,19 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
 
 def tool_call_summary(runs: pl.DataFrame, tool_calls: pl.DataFrame,
                       run_ids: Sequence[str]) -> ToolCalls:
-    """Tool calls of the delivered primary runs ``run_ids`` (docs/methodology.md §4 "Tool calls").
+    """Tool calls of the primary runs ``run_ids`` (docs/methodology.md §4 "Tool calls").
 
-    Coverage = runs exposing tool events (``tool_calls`` not null) / delivered runs. Calls
-    are counted by unique id per run; ``recorded_calls`` and ``runs_with_repeated_ids`` show
-    where a source reuses ids. The first-to-last tool event span is labelled as including
+    Coverage = delivered runs exposing tool events (``tool_calls`` not null) / delivered
+    runs. Calls are counted by unique id per run; ``recorded_calls`` and
+    ``runs_with_repeated_ids`` show where a source reuses ids. The headline per run is the
+    unique count, or the recorded count when some delivered run repeats an id
+    (``headline_basis`` says which); ``attempted_per_run`` counts the same way over exposed
+    runs of every status. The first-to-last tool event span is labelled as including
     reasoning and waiting.
     """
     ids = pl.Series(list(run_ids), dtype=pl.String).implode()
-    delivered = runs.filter(pl.col("run_id").is_in(ids) & (pl.col("status") == "delivered"))
+    attempted = runs.filter(pl.col("run_id").is_in(ids))
+    delivered = attempted.filter(pl.col("status") == "delivered")
     exposed = delivered.filter(pl.col("tools_exposed")).select("run_id")
     calls = tool_calls.join(exposed, on="run_id", how="inner")
     per_run = unique_tool_calls(delivered, calls)
@@ -324,6 +359,11 @@ def tool_call_summary(runs: pl.DataFrame, tool_calls: pl.DataFrame,
     spans = pl.DataFrame({"seconds": seconds_between(bounds, pl.col("last"),
                                                      pl.col("started"))})
     n_delivered = delivered.height
+    repeated = int(per_run.filter(pl.col("recorded") > pl.col("unique")).height)
+    basis = "recorded" if repeated else "unique"
+    all_exposed = attempted.filter(pl.col("tools_exposed")).select("run_id")
+    per_attempt = unique_tool_calls(attempted, tool_calls.join(all_exposed, on="run_id",
+                                                               how="inner"))
     return ToolCalls(
         runs_exposed=exposed.height,
         delivered=n_delivered,
@@ -332,8 +372,12 @@ def tool_call_summary(runs: pl.DataFrame, tool_calls: pl.DataFrame,
         recorded_per_run=summarize(per_run.get_column("recorded").to_list()),
         unique_calls=int(per_run.get_column("unique").sum()),
         recorded_calls=int(per_run.get_column("recorded").sum()),
-        runs_with_repeated_ids=int(per_run.filter(pl.col("recorded") > pl.col("unique")).height),
+        runs_with_repeated_ids=repeated,
         by_name=by_name,
         span_s=LabelledSummary(label=SPAN_LABEL,
                                **summarize(spans.get_column("seconds").to_list()).model_dump()),
+        headline_per_run=summarize(per_run.get_column(basis).to_list()),
+        headline_basis=RECORDED_BASIS if repeated else UNIQUE_BASIS,
+        attempted_runs_exposed=per_attempt.height,
+        attempted_per_run=summarize(per_attempt.get_column(basis).to_list()),
     )
