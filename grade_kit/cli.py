@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import os
 import sys
@@ -11,8 +12,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from grade_kit.adapters.common import SETUP_BY, SetupBy
 from grade_kit.evaluation import Evaluation, evaluate
 from grade_kit.inputs import read_inputs
 from grade_kit.io import InputError
@@ -259,10 +261,30 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _setup_by(value: str) -> SetupBy:
+    """``--setup-by``: one of the named ways, or a JSON file mapping file names to setups."""
+    if value in SETUP_BY:
+        return cast(SetupBy, value)
+    path = Path(value)
+    if not path.is_file():
+        raise InputError(f"--setup-by {value}: neither {', '.join(SETUP_BY)} nor a mapping "
+                         "file (no such file)")
+    try:
+        mapping = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not JSON: {exc}") from exc
+    if not isinstance(mapping, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                and v for k, v in mapping.items()):
+        raise InputError(f"{path}: --setup-by mapping must be a JSON object of log file name "
+                         "-> setup name (non-empty text)")
+    return mapping
+
+
 def _import(args: argparse.Namespace) -> int:
     from grade_kit.adapters import import_logs, write_imported
 
-    merged = import_logs(args.source, args.paths, setup=args.setup, scorer=args.scorer)
+    merged = import_logs(args.source, args.paths, setup=args.setup, scorer=args.scorer,
+                         setup_by=_setup_by(args.setup_by))
     stated = set(merged.stated_repeats.values())
     if len(stated) == 1:
         merged.notes.append(f"R = {min(stated)} repeats per question, as the logs state it "
@@ -593,6 +615,12 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--out", type=Path, required=True, help="output folder")
     imp.add_argument("--setup", help="setup name (default: the model named in each log)")
     imp.add_argument("--scorer", help="inspect: the score to grade by (default: the first)")
+    imp.add_argument("--setup-by", default="auto", metavar="auto|model|file|MAPPING.json",
+                     help="how logs group into setups: auto (default: the model, and the "
+                          "configuration that differs between its logs over the same "
+                          "questions; continuation and retry logs join their setup), model, "
+                          "file (each log its own setup), or a JSON object mapping a log's "
+                          "file name to its setup name")
     imp.set_defaults(func=_import)
 
     sheet = sub.add_parser("grading-sheet", help="export a blind grading sheet (CSV) and key")
