@@ -614,11 +614,15 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
                            "span_s": _summary(spans)},
         }
 
-    common = [t for t in questions if names and all(  # no setup: no common subset
+    # §4 "Coverage": a setup filling less than half its planned slots is not ranked
+    ranked = [setup for setup in names if planned[setup] and sum(
+        (setup, t, k) in slot for t in planned[setup] for k in range(1, repeats + 1))
+        >= 0.5 * len(planned[setup]) * repeats]
+    common = [t for t in questions if ranked and all(  # no ranked setup: no common subset
         t in planned[setup] and (r := slot.get((setup, t, k))) is not None
-        and graded[r.run_id] == "resolved" for setup in names for k in range(1, repeats + 1))]
+        and graded[r.run_id] == "resolved" for setup in ranked for k in range(1, repeats + 1))]
     per_question: dict[tuple[str, str], dict[str, float | None]] = {}
-    for setup in names:  # §5: per question over its filled planned slots
+    for setup in ranked:  # §5: per question over its filled planned slots
         for task_id in planned[setup]:
             filled = [r for k in range(1, repeats + 1)
                       if (r := slot.get((setup, task_id, k))) is not None]
@@ -635,8 +639,8 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
                 "tool_calls_per_run": sum(calls) / len(calls) if calls else None,
                 "composite": (composites or {}).get((setup, task_id))}
     comparisons = {}
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
+    for i, a in enumerate(ranked):
+        for b in ranked[i + 1:]:
             ran = sorted(t for t in questions
                          if (a, t) in per_question and (b, t) in per_question)
             for subset, chosen in (("all", ran), ("common", common)):

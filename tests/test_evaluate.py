@@ -252,7 +252,8 @@ def test_results_json_validates_against_the_shipped_schema(tmp_path: Path) -> No
     jsonschema.validate(data, schema)
     assert data["plan"] == {"repeats": 3, "inferred": True,
                             "rule": "inferred: the largest repeat reached by more than 5% of "
-                                    "(setup, task) pairs (give --repeats to fix it)"}
+                                    "(setup, task) pairs (give --repeats to fix it)",
+                            "coverage_min": 0.5, "unranked": {}}
     assert {f["kind"] for f in data["provenance"]["inputs"]} == {"tasks", "runs", "judgements",
                                                                  "grades"}
     runs_file = next(f for f in data["provenance"]["inputs"] if f["kind"] == "runs")

@@ -109,14 +109,18 @@ def test_the_significance_matrix_holds_the_comparisons_p_values(
         reports: dict[str, Path]) -> None:
     for case in ("demo", "inspect"):
         page = reports[case].read_text(encoding="utf-8")
-        (matrix,) = [s for s in _specs(page)
-                     if str(s.get("title", "")).startswith("Is the resolved rate")]
-        cells = [r for rows in matrix["datasets"].values() for r in rows]
+        matrices = [s for s in _specs(page)
+                    if str(s.get("title", "")).startswith("Is the resolved rate")]
         paths, options = CASES[case]
         ev = gk.evaluate(*paths, **({"judge": "rules", "grader": "rules"} if options else {}))
         resolved = ev.comparisons.filter((pl.col("subset") == "all")
                                          & (pl.col("metric") == "resolved_rate"))
-        assert resolved.height and len(cells) == 2 * resolved.height
+        if not resolved.height:  # the shipped Inspect logs are one model's: one setup
+            assert case == "inspect" and not matrices
+            continue
+        (matrix,) = matrices
+        cells = [r for rows in matrix["datasets"].values() for r in rows]
+        assert len(cells) == 2 * resolved.height
         for row in resolved.iter_rows(named=True):
             pair = {row["baseline"], row["compared"]}
             assert {c["p_holm"] for c in cells if {c["row"], c["column"]} == pair} == {

@@ -311,12 +311,14 @@ def test_every_rate_carries_its_wilson_interval() -> None:
 def test_suites_plan_each_setup_on_the_task_sets_it_ran() -> None:
     tasks = [plain("a1", suite="alpha"), plain("a2", suite="alpha"), plain("b1", suite="beta"),
              plain("p")]
-    runs = [make_run("r1", "a1", setup="A"), make_run("r2", "b1", setup="B"),
-            make_run("r3", "p", setup="B")]
+    runs = [make_run("r1", "a1", setup="A"), make_run("r4", "a2", setup="A"),
+            make_run("r2", "b1", setup="B"), make_run("r3", "p", setup="B")]
     s = standard_results(EvalData.from_records(tasks, runs, grades=[grade("r1"), grade("r2")]))
     # A ran suite alpha: planned on a1, a2 and the suite-less p; B on b1 and p.
     a, b = s.setups["A"].grades, s.setups["B"].grades
-    assert (a.N, a.counts.resolved, a.counts.not_run) == (3, 1, 2)
+    assert (a.N, a.counts.resolved, a.counts.pending_verification, a.counts.not_run) == (
+        3, 1, 1, 1)
+    assert s.plan.unranked == {}  # A ran 2 of 3 slots: over the 50% threshold
     assert (b.N, b.counts.resolved, b.counts.pending_verification, b.counts.not_run) == (2, 1, 1, 0)
     assert s.common.tasks == []  # no task is planned for, and resolved by, both
 
