@@ -21,7 +21,7 @@ import altair as alt
 import pandas as pd
 import polars as pl
 
-from grade_kit.schema import DIMENSIONS, GRADE_STATES, SHORT_LABELS
+from grade_kit.schema import COVERAGE_MIN, DIMENSIONS, GRADE_STATES, SHORT_LABELS
 from grade_kit.tables import NO_COMPARISON, NO_GRADE, NO_TOOL_CALLS, absent_html, no_timing
 
 __all__ = [
@@ -282,11 +282,19 @@ def grade_distribution_chart(grades: pl.DataFrame | pd.DataFrame, subset: str = 
 
 def rates_chart(grades: pl.DataFrame | pd.DataFrame, state: str = "resolved",
                 subset: str = "all", order: Order = None) -> Chart:
-    """One grade rate per setup with its 95% Wilson interval over N."""
-    frame = _polars(grades).filter(pl.col("subset") == subset).select(
+    """One grade rate per setup with its 95% Wilson interval over N. A setup below the
+    coverage threshold (``run_coverage``, docs/methodology.md §4 "Coverage") is not drawn:
+    its rate over N is mostly not-run slots, not a measurement; the title names it."""
+    rows = _polars(grades).filter(pl.col("subset") == subset)
+    unranked: list[str] = []
+    if "run_coverage" in rows.columns:
+        low_coverage = pl.col("run_coverage").fill_null(0.0) < COVERAGE_MIN
+        unranked = rows.filter(low_coverage).get_column("setup").to_list()
+        rows = rows.filter(~low_coverage)
+    frame = rows.select(
         "setup", "N", rate=pl.col(f"{state}_rate"), low=pl.col(f"{state}_ci_low"),
         high=pl.col(f"{state}_ci_high"))
-    setups = _order(frame, order)
+    setups = [s for s in _order(frame, order) if s not in unranked]
     base = alt.Chart(_labelled(frame, setups).to_pandas())
     points = base.mark_point(filled=True, size=70).encode(
         x=alt.X("rate:Q", title=f"{state.replace('_', ' ')} rate",
@@ -297,8 +305,11 @@ def rates_chart(grades: pl.DataFrame | pd.DataFrame, state: str = "resolved",
                  alt.Tooltip("high:Q", format=".3f", title="95% high")])
     bars = base.mark_rule().encode(x="low:Q", x2="high:Q", y=_setup_axis(setups),
                                    color=_setup_colour(setups))
+    title = f"{state.replace('_', ' ')} rate with 95% Wilson interval ({subset} questions)"
     return cast(Chart, alt.layer(bars, points).properties(
-        title=f"{state.replace('_', ' ')} rate with 95% Wilson interval ({subset} questions)"))
+        title=alt.TitleParams(title, subtitle=[
+            f"Not ranked (coverage below {COVERAGE_MIN:.0%}), not drawn: "
+            + ", ".join(unranked)]) if unranked else title))
 
 
 def _ecdf(values: pl.DataFrame, column: str) -> pl.DataFrame:

@@ -255,7 +255,8 @@ class Evaluation:
                         row[f"{state}_rate"] = rates[state]
                         row[f"{state}_ci_low"] = None if ci is None else ci.low
                         row[f"{state}_ci_high"] = None if ci is None else ci.high
-                    row.update(graded_coverage=g.graded_coverage, ungraded=g.ungraded,
+                    row.update(run_coverage=g.run_coverage,
+                               graded_coverage=g.graded_coverage, ungraded=g.ungraded,
                                beyond_plan=g.beyond_plan,
                                needs_more_information=g.needs_more_information,
                                stable_resolved=g.stable_resolution.count)
@@ -269,7 +270,11 @@ class Evaluation:
                                limits=t.limits.count, limit_rate=t.limits.rate,
                                limit_types=", ".join(f"{k} {n}" for k, n
                                                      in t.limits.by_type.items()) or None,
-                               failures=t.failures.count, failure_rate=t.failures.rate)
+                               failures=t.failures.count, failure_rate=t.failures.rate,
+                               e2e_beyond_source_total=t.e2e_beyond_source_total,
+                               **({f"outcome_{k}": v for k, v in
+                                   t.time_to_outcome_s.model_dump().items() if k != "label"}
+                                  if t.time_to_outcome_s is not None else {}))
                 else:
                     row.update(delivered=tc.delivered, runs_exposed=tc.runs_exposed,
                                coverage=tc.coverage,
@@ -277,6 +282,11 @@ class Evaluation:
                                recorded_per_run_mean=tc.recorded_per_run.mean,
                                unique_calls=tc.unique_calls, recorded_calls=tc.recorded_calls,
                                runs_with_repeated_ids=tc.runs_with_repeated_ids,
+                               headline_per_run_mean=(tc.headline_per_run or tc.per_run).mean,
+                               headline_basis=tc.headline_basis,
+                               attempted_runs_exposed=tc.attempted_runs_exposed,
+                               attempted_per_run_mean=(tc.attempted_per_run.mean
+                                                       if tc.attempted_per_run else None),
                                span_p50_s=tc.span_s.p50)
                 rows.append(row)
         return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame(

@@ -841,13 +841,19 @@ class Comparison(_Out):
     figures: list[Figure]
 
 
+COVERAGE_MIN = 0.5
+"""A setup whose primary runs fill less than this share of its planned slots is not ranked:
+shown with its coverage first, and left out of the common subset, the comparisons, the Holm
+family and every ranking (docs/methodology.md §4 "Coverage")."""
+
+
 class Plan(_Out):
     """R, the planned repeats per question, and whether it was given or inferred."""
 
     repeats: int
     inferred: bool
     rule: str
-    coverage_min: float = 0.5
+    coverage_min: float = COVERAGE_MIN
     """A setup whose primary runs fill less than this share of its planned slots is not
     ranked (docs/methodology.md §4 "Coverage")."""
     unranked: dict[str, float | None] = Field(default_factory=dict)

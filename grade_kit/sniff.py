@@ -13,7 +13,7 @@ import json
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = ["HEAD_BYTES", "FileKind", "LogSource", "file_kind", "log_files", "not_runs_error"]
 
@@ -59,10 +59,16 @@ def file_kind(path: Path | str) -> FileKind:
     first = first.strip()
     if first.startswith("{"):
         try:
-            if isinstance(json.loads(first), dict):
-                return "jsonl"
+            record: Any = json.loads(first)
         except ValueError:
-            pass
+            record = None
+        if isinstance(record, dict):
+            # a log written on one line is one document, not a one-record JSONL file
+            if not rest.strip() and isinstance(record.get("eval"), dict) and "version" in record:
+                return "inspect"
+            if not rest.strip() and isinstance(record.get("simulations"), list):
+                return "tau-bench"
+            return "jsonl"
     # A log is one JSON document: its first line opens it alone (pretty-printed), or holds
     # more than the head (one long line). Anything else is read line by line by the loaders,
     # each bad line a reject (a JSONL file whose first line is broken is still JSONL).

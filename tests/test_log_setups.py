@@ -293,3 +293,14 @@ def test_tau2_reward_must_be_finite(tmp_path: Path) -> None:
     inputs = gk.read_tau_bench(path)
     assert len(inputs.runs) == len(data["simulations"]) - 1
     assert [r.field for r in inputs.rejected] == ["simulations[0].reward_info.reward"]
+
+
+def test_logs_written_on_one_line_are_read_as_logs(ctf: Path) -> None:
+    """Each constructed log is one line of JSON (a short one-line log once passed for a
+    one-record JSONL file): given where tasks go, the folder is read as Inspect logs."""
+    assert (ctf / "gpt35.json").read_text(encoding="utf-8").count("\n") == 0
+    ev = gk.evaluate(ctf)
+    assert set(ev.results.setups) == {"openai/o3", "openai/gpt-3.5-turbo",
+                                      "openai/gpt-4o-mini"}
+    frame = ev.timing.filter(pl.col("subset") == "all").sort("setup")
+    assert frame.get_column("outcome_n").to_list() == [5, 1, 5]

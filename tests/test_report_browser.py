@@ -99,7 +99,8 @@ def test_what_a_reader_sees(reports: dict[str, Path], tmp_path: Path, case: str)
         marked = browser.evaluate("""Array.from(document.querySelectorAll('.gk-chart')).filter(
           c => c.querySelectorAll('svg.marks [role="graphics-symbol"], svg.marks text')
                .length > 0).length""")
-        assert charts >= (3 if case == "tau-bench" else 6) and marked == charts  # with marks
+        # one setup (tau-bench; the shipped Inspect logs, one model): no comparison charts
+        assert charts >= (3 if case in ("tau-bench", "inspect") else 6) and marked == charts
         assert browser.errors() == []
     finally:
         browser.close()

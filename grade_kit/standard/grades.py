@@ -10,6 +10,7 @@ from pydantic import TypeAdapter
 
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.schema import (
+    COVERAGE_MIN,
     FOUR_GRADES,
     GRADE_STATES,
     MAX_REPEAT,
@@ -289,12 +290,6 @@ def grade_summary(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame,
         material_errors=_material_errors(errors.to_dicts()),
         run_coverage=(n - counts["not_run"]) / n if n else None,
     )
-
-
-COVERAGE_MIN = 0.5
-"""A setup whose primary runs fill less than this share of its planned slots is not ranked:
-shown with its coverage first, and left out of the common subset, the comparisons, the Holm
-family and every ranking (docs/methodology.md §4 "Coverage")."""
 
 
 def run_coverage(plan: pl.DataFrame, slots: pl.DataFrame, repeats: int) -> dict[str, float | None]:
