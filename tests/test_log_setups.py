@@ -304,3 +304,22 @@ def test_logs_written_on_one_line_are_read_as_logs(ctf: Path) -> None:
                                       "openai/gpt-4o-mini"}
     frame = ev.timing.filter(pl.col("subset") == "all").sort("setup")
     assert frame.get_column("outcome_n").to_list() == [5, 1, 5]
+
+
+def test_a_retry_log_that_reuses_its_originals_ids_keeps_both(tmp_path: Path) -> None:
+    """Two logs with one eval id (a retry that kept its original's ids): the retry's run
+    gets ``@<file>``, its grade follows it, and it is primary over the errored original."""
+    first = write_log(tmp_path / "a.json", "m", "t", [sample(1, error=True), sample(2)],
+                      "2025-06-01T10:00:00+00:00")
+    second = write_log(tmp_path / "b.json", "m", "t", [sample(1)], "2025-06-02T10:00:00+00:00")
+    for path in (first, second):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["eval"]["eval_id"] = "same"
+        path.write_text(json.dumps(data), encoding="utf-8")
+    inputs = gk.read_inspect(tmp_path)
+    assert not inputs.rejected
+    ev = gk.evaluate(inputs)
+    primary = ev.runs.filter(pl.col("is_primary")).sort("task_id")
+    assert primary.get_column("run_id").to_list() == ["same/t/1/epoch-1@b.json",
+                                                      "same/t/2/epoch-1"]
+    assert primary.get_column("grade").to_list() == ["resolved", "resolved"]

@@ -145,6 +145,8 @@ def merge_imported(parts: list[Imported]) -> Imported:
     run is the latest *complete* attempt (delivered or stopped by a limit), else the latest
     attempt; every other one names it in ``attempt_of`` (listed, never counted). Each setup
     made of more than one log gets one note naming its files and the samples they repeat.
+    A run id an earlier log already used (a retry log that keeps its original's ids) becomes
+    ``<run_id>@<file name>``, its grades with it.
     """
     out = Imported()
     if all(p.created for p in parts):
@@ -152,7 +154,15 @@ def merge_imported(parts: list[Imported]) -> Imported:
     seen: set[str] = set()
     slots: dict[tuple[str, str, int], list[Run]] = {}
     files: dict[str, list[str]] = {}
+    run_ids: set[str] = set()
     for part in parts:
+        renamed = {r.run_id: f"{r.run_id}@{part.label}" for r in part.runs
+                   if r.run_id in run_ids}  # a log that reuses its original's ids (a retry)
+        for run in part.runs:
+            run.run_id = renamed.get(run.run_id, run.run_id)
+            run_ids.add(run.run_id)
+        for grade in part.grades:
+            grade.run_id = renamed.get(grade.run_id, grade.run_id)
         for run in part.runs:
             if run.attempt_of is None:
                 slots.setdefault((run.setup, run.task_id, run.repeat), []).append(run)
