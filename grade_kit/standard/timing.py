@@ -130,7 +130,9 @@ def e2e_frame(runs: pl.DataFrame, events: pl.DataFrame, *,
               exclude_channel_overhead: bool = False) -> pl.DataFrame:
     """E2E = received - submitted (seconds) of delivered runs carrying both events in a
     possible order: a run received before it was submitted is never a sample (its timing
-    summary lists it under ``out_of_order``).
+    summary lists it under ``out_of_order``), nor one whose E2E exceeds its source's own
+    total time by more than :data:`SOURCE_TOTAL_SLACK_S` (counted under
+    ``e2e_beyond_source_total``).
 
     Args:
         runs: The runs frame.
@@ -246,6 +248,10 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
       says which E2E this is).
     - ``working_s``: working time of delivered runs as their source recorded it, its own
       metric with its own n (:func:`working_frame`).
+    - ``e2e_beyond_source_total``: delivered runs whose E2E exceeds the source's own total
+      time by more than :data:`SOURCE_TOTAL_SLACK_S`, left out of E2E.
+    - ``time_to_outcome_s``: the E2E samples and the limit runs' stopped - submitted
+      together, labelled (:data:`OUTCOME_LABEL`).
     - ``timeouts`` / ``limits`` (stopped by a limit of the source's, counted per type) /
       ``failures`` (failed or cancelled): count and rate over attempted runs, and their
       waiting time (stopped - submitted) as a separate summary, never latency.
@@ -284,11 +290,10 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
                            waiting_s=summarize(offsets(stopped, START, STOPPED)))
 
     timeouts, failures = waiting(["timeout"]), waiting(["failed", "cancelled"])
-    limited_runs = mine.filter(pl.col("status") == "limit")
-    outcome = [*e2e.get_column("seconds").to_list(),
-               *_offsets(limited_runs, wide, START, STOPPED).filter(pl.col("seconds") >= 0)
-               .get_column("seconds").to_list()]
     limited = mine.filter(pl.col("status") == "limit")
+    outcome = [*e2e.get_column("seconds").to_list(),  # delivered E2E, then limit runs' stops
+               *_offsets(limited, wide, START, STOPPED).filter(pl.col("seconds") >= 0)
+               .get_column("seconds").to_list()]
     limits = LimitSummary(
         **waiting(["limit"]).model_dump(),
         by_type={str(kind): int(n) for kind, n in limited.group_by("limit_type").len()
