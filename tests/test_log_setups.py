@@ -323,3 +323,42 @@ def test_a_retry_log_that_reuses_its_originals_ids_keeps_both(tmp_path: Path) ->
     assert primary.get_column("run_id").to_list() == ["same/t/1/epoch-1@b.json",
                                                       "same/t/2/epoch-1"]
     assert primary.get_column("grade").to_list() == ["resolved", "resolved"]
+
+
+GENERATED = Path(__file__).parent / "data" / "inspect_generated"
+
+
+def test_logs_written_by_inspect_read_as_inspects_analysis_reads_them() -> None:
+    """Logs Inspect 0.3.285 wrote itself (zstd .eval members; an eval-retry continuation
+    that carries completed samples over by uuid; a one-sample retry; message limits; two
+    tasks over one dataset). Expected per model: what Inspect's own analysis API gives with
+    the latest complete sample winning (tests/data/inspect_generated/compare.py), and the
+    accuracy or mean and stderr each final log states in its own results."""
+    ev = gk.evaluate(gk.read_inspect([GENERATED / "ctf", GENERATED / "nl2bash"]))
+    assert ev.rejected.height == 0
+    got = {name: (s.grades.N, s.grades.counts.resolved, s.timing.limits.count,
+                  s.timing.failures.count)
+           for name, s in ev.results.setups.items()}
+    assert got == {"mockllm/alpha": (6, 4, 1, 0), "mockllm/beta": (6, 2, 2, 0),
+                   "mockllm/gamma [nl2bash_chat]": (5, 1, 0, 0),
+                   "mockllm/gamma [nl2bash_completion]": (5, 2, 0, 0)}
+    metrics = {name: {k: (m.mean, m.stderr) for k, m in s.source_metrics.items()}
+               for name, s in ev.results.setups.items()}
+    assert metrics == {
+        "mockllm/alpha": {"flag accuracy": (0.6666666666666666, 0.210818510677892)},
+        "mockllm/beta": {"flag accuracy": (0.3333333333333333, 0.210818510677892)},
+        "mockllm/gamma [nl2bash_chat]": {"graded mean": (0.5, 0.18439088914585774)},
+        "mockllm/gamma [nl2bash_completion]": {
+            "graded mean": (0.44000000000000006, 0.2315167380558045)}}
+    alpha = ev.results.setups["mockllm/alpha"]
+    # attempts listed: the main log's errored 2 and 4 (the retry re-ran them) and the
+    # retry's carried-over copy of 3 (the one-sample retry re-ran it); the 4 other copies
+    # the retry carried over unchanged are one attempt each, not re-runs
+    assert sorted((r.task_id, r.status) for r in alpha.reruns) == [
+        ("ctf/2", "failed"), ("ctf/3", "delivered"), ("ctf/4", "failed")]
+    (merged,) = [w for w in ev.warnings.get_column("message").to_list() if "merged" in w]
+    assert "3 logs merged" in merged and "4 completed sample(s) carried over" in merged
+    # the two nl2bash tasks ask the same 5 questions: compared on all 5
+    pair = next(c for c in ev.results.comparisons if c.subset == "all"
+                and "gamma" in c.baseline)
+    assert pair.questions == 5

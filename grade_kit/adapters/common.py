@@ -8,6 +8,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -136,6 +137,17 @@ def name_setups(parts: Sequence[Imported], setup_by: SetupBy = "auto") -> None:
             run.setup = name
 
 
+def _in_time_order(attempts: list[Run]) -> list[Run]:
+    """The attempts of one slot by when each was submitted, where every one records it (ties
+    and otherwise: in the order of their logs)."""
+    instants = [r.events.get("submitted") for r in attempts]
+    if any(i is None for i in instants):
+        return attempts
+    order = sorted(range(len(attempts)),
+                   key=lambda k: datetime.fromisoformat(str(instants[k])))
+    return [attempts[k] for k in order]
+
+
 def merge_imported(parts: list[Imported]) -> Imported:
     """One :class:`Imported` from several (their setups already named, :func:`name_setups`);
     a task seen twice is kept once (the first).
@@ -145,6 +157,9 @@ def merge_imported(parts: list[Imported]) -> Imported:
     run is the latest *complete* attempt (delivered or stopped by a limit), else the latest
     attempt; every other one names it in ``attempt_of`` (listed, never counted). Each setup
     made of more than one log gets one note naming its files and the samples they repeat.
+    Within a slot the attempts are ordered by when each was submitted (where all record it).
+    An attempt that a later log carries over unchanged (the same Inspect sample ``uuid``, as
+    ``eval-retry`` copies completed samples) is one attempt, kept once (the later copy).
     A run id an earlier log already used (a retry log that keeps its original's ids) becomes
     ``<run_id>@<file name>``, its grades with it.
     """
@@ -179,15 +194,31 @@ def merge_imported(parts: list[Imported]) -> Imported:
         out.files.extend(part.files)
         out.rejected.extend(part.rejected)
     repeated: dict[str, int] = {}
+    copies: set[int] = set()  # the same attempt carried into a later log (Inspect's retry)
     for (setup, _, _), attempts in slots.items():
         if len(attempts) < 2:
             continue
-        complete = [r for r in attempts if r.status in ("delivered", "limit")]
-        primary = (complete or attempts)[-1]
-        for run in attempts:
+        latest: dict[str, Run] = {}  # per sample uuid, its latest copy
+        for run in _in_time_order(attempts):
+            latest[run.metadata.get("sample_uuid") or f"run:{run.run_id}"] = run
+        kept = [r for r in _in_time_order(attempts) if latest.get(
+            r.metadata.get("sample_uuid") or f"run:{r.run_id}") is r]
+        copies.update(id(r) for r in attempts if all(r is not k for k in kept))
+        complete = [r for r in kept if r.status in ("delivered", "limit")]
+        primary = (complete or kept)[-1]
+        for run in kept:
             if run is not primary:
                 run.attempt_of = primary.run_id
-        repeated[setup] = repeated.get(setup, 0) + 1
+        if len(kept) > 1:
+            repeated[setup] = repeated.get(setup, 0) + 1
+    carried: dict[str, int] = {}
+    for run in out.runs:
+        if id(run) in copies:
+            carried[run.setup] = carried.get(run.setup, 0) + 1
+    if copies:
+        dropped = {r.run_id for r in out.runs if id(r) in copies}
+        out.runs = [r for r in out.runs if id(r) not in copies]
+        out.grades = [g for g in out.grades if g.run_id not in dropped]
     for setup, names in files.items():
         if len(names) > 1:
             n = repeated.get(setup, 0)
@@ -195,7 +226,10 @@ def merge_imported(parts: list[Imported]) -> Imported:
                 f"setup {setup!r}: {len(names)} logs merged ({', '.join(names)}); "
                 + (f"{n} sample(s) run in more than one of them: the latest complete attempt "
                    "counts, the others are listed as its attempts" if n
-                   else "no sample is in more than one of them"))
+                   else "no sample is in more than one of them")
+                + (f"; {carried[setup]} completed sample(s) carried over unchanged by a retry "
+                   "log (the same sample uuid) are counted once" if carried.get(setup)
+                   else ""))
     return out
 
 

@@ -17,12 +17,17 @@ I / 0 -> unresolved; a model-graded scorer makes the grader a model.
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import struct
 import zipfile
+import zlib
 from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
+
+import zstandard
 
 from grade_kit.adapters.common import Imported, grade_for_outcome, whole_number
 from grade_kit.io import Rejected
@@ -32,6 +37,44 @@ __all__ = ["MAX_MEMBER", "import_inspect", "log_identity", "read_inspect_log", "
 
 MAX_MEMBER = 1 << 30
 """The largest uncompressed zip member read from an ``.eval`` (a decompression-bomb bound)."""
+
+
+ZSTD = 93
+"""The zip compression method of zstd, which current Inspect versions write ``.eval``
+members with (Python's zipfile reads stored, deflate, bzip2 and lzma only)."""
+_READABLE = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
+
+
+def _member(path: Path, archive: zipfile.ZipFile, name: str) -> bytes:
+    """The bytes of member ``name``, at most :data:`MAX_MEMBER` of them, checked against the
+    archive's CRC-32: zstd members (method 93) decompressed by ``zstandard`` from their raw
+    bytes in the file, the others by zipfile."""
+    info = archive.getinfo(name)
+    if info.compress_type in _READABLE:
+        return archive.read(info)
+    if info.compress_type != ZSTD:
+        raise ValueError(f"member {name!r} uses zip compression method {info.compress_type}, "
+                         "which no Inspect version writes")
+    with path.open("rb") as handle:
+        handle.seek(info.header_offset)
+        local = handle.read(30)
+        if len(local) != 30 or local[:4] != b"PK\x03\x04":
+            raise ValueError(f"member {name!r}: no local file header where the archive says")
+        name_length, extra_length = struct.unpack("<HH", local[26:30])
+        handle.seek(info.header_offset + 30 + name_length + extra_length)
+        compressed = handle.read(info.compress_size)
+    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(compressed))
+    parts, size = [], 0
+    while chunk := reader.read(1 << 20):
+        size += len(chunk)
+        if size > MAX_MEMBER:
+            raise ValueError(f"member {name!r} is larger than {MAX_MEMBER:,} bytes "
+                             "uncompressed")
+        parts.append(chunk)
+    data = b"".join(parts)
+    if zlib.crc32(data) != info.CRC:
+        raise ValueError(f"member {name!r}: its CRC-32 does not match (a corrupt archive)")
+    return data
 
 
 def read_inspect_log(path: Path | str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -53,10 +96,10 @@ def read_inspect_log(path: Path | str) -> tuple[dict[str, Any], list[dict[str, A
                 if too_big:
                     raise ValueError(f"member(s) larger than {MAX_MEMBER:,} bytes "
                                      f"uncompressed: {too_big[:3]}")
-                header = json.loads(archive.read(header_name))
-                samples = [json.loads(archive.read(n)) for n in sorted(names)
+                header = json.loads(_member(path, archive, header_name))
+                samples = [json.loads(_member(path, archive, n)) for n in sorted(names)
                            if n.startswith("samples/") and n.endswith(".json")]
-        except zipfile.BadZipFile as exc:
+        except (zipfile.BadZipFile, zstandard.ZstdError) as exc:
             raise ValueError(f"not a readable .eval (zip) file: {exc}") from exc
     else:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -436,6 +479,8 @@ def import_inspect(path: Path | str, setup: str | None = None,
                        else None,
                        "score": scored, "total_s": total},
             "metadata": {"source": "inspect", "log": path.name,
+                         "sample_uuid": (str(sample["uuid"]) if sample.get("uuid") is not None
+                                         else None),
                          "clock": {"source": "the Inspect runner's event timestamps",
                                    "precision": "as logged"},
                          "total_time": total,
