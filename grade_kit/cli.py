@@ -38,6 +38,17 @@ def _print_rejects(messages: Sequence[str], limit: int = 20) -> None:
               file=sys.stderr)
 
 
+def _no_runs(runs: int | None, given: object, evaluation: Evaluation | None = None) -> None:
+    """Refuse an evaluation with no run at all: one line (why: every run rejected, with the
+    first reject), never an empty page or a notebook cell's traceback."""
+    if runs:
+        return
+    rejected = [] if evaluation is None else evaluation.inputs.rejected
+    why = (f"all {len(rejected):,} run records were rejected (first: {rejected[0].message()})"
+           if rejected else "no run record was read")
+    raise InputError(f"{given}: nothing to evaluate: {why}")
+
+
 def _report(evaluation: Evaluation, paths: dict[str, Path], what: str) -> None:
     for warning in evaluation.results.warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -102,6 +113,7 @@ def _score(args: argparse.Namespace) -> int:
     finally:
         if pool is not None:
             pool.shutdown()
+    _no_runs(len(evaluation.inputs.runs), args.tasks if runs is None else runs[0], evaluation)
     if not args.quiet:
         print(f"writing {args.out} ...", file=sys.stderr)
     _report(evaluation, evaluation.write(args.out), "scored")
@@ -313,9 +325,9 @@ def _report_cmd(args: argparse.Namespace) -> int:
 
     import yaml
 
-    from grade_kit.report.files import output_folder
+    from grade_kit.report.files import output_folder, refuse_links
     from grade_kit.report.html import ReportKernels, build_report, default_title
-    from grade_kit.state import STATE_DIR
+    from grade_kit.state import STATE_DIR, verify_state
 
     overrides = {name: yaml.safe_load(value)  # -p weakest 3, -p judge null
                  for name, value in args.parameter or []}
@@ -323,12 +335,15 @@ def _report_cmd(args: argparse.Namespace) -> int:
     given = Path(args.tasks)
     staging: Path | None = None
     # the notebooks' kernels boot and import while the inputs are scored
+    is_scored = (given / STATE_DIR / "state.json").is_file()
+    if is_scored:  # checked whole before any kernel starts (docs/methodology.md §6)
+        if args.runs:
+            raise InputError(f"{given}: a scored folder holds its evaluation; give no RUNS")
+        _no_runs(verify_state(given).counts.get("runs"), given)
+    refuse_links(out, ["scored", "index.html", "report.html"])
     with ReportKernels() as kernels:
         try:
-            if (given / STATE_DIR / "state.json").is_file():
-                if args.runs:
-                    raise InputError(f"{given}: a scored folder holds its evaluation; give "
-                                     "no RUNS")
+            if is_scored:
                 scored, title = given.resolve(), default_title({"runs": str(given.resolve())})
             else:
                 tasks, runs = _sources(args)
@@ -336,6 +351,8 @@ def _report_cmd(args: argparse.Namespace) -> int:
                 options.update({k: v for k, v in overrides.items()
                                 if k in EVALUATION_PARAMETERS})
                 evaluation = evaluate(tasks, runs, progress=sys.stderr.isatty(), **options)
+                _no_runs(len(evaluation.inputs.runs),
+                         runs[0] if isinstance(runs, list) and runs else tasks, evaluation)
                 staging = Path(tempfile.mkdtemp(prefix=".scored-", dir=out.parent))
                 os.chmod(staging, 0o755)  # readable as the pages are (mkdtemp makes it 0700)
                 evaluation.write(staging)

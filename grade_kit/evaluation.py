@@ -66,7 +66,13 @@ from grade_kit.packed import (
     store_records,
 )
 from grade_kit.records import load_grades, load_judgements, run_files
-from grade_kit.report.files import write_outputs
+from grade_kit.report.files import (
+    OUTPUT_FILES,
+    folder_lock,
+    output_folder,
+    refuse_links,
+    write_outputs,
+)
 from grade_kit.report.results import build_results
 from grade_kit.schema import (
     DIMENSIONS,
@@ -503,9 +509,13 @@ class Evaluation:
         Returns:
             The written paths by name.
         """
-        written = write_outputs(out_dir, self)
-        return {**written, "state": write_state(Path(out_dir), self.inputs, self.data,
-                                                self.scores, self.standard, self.kind)}
+        out = output_folder(out_dir)
+        refuse_links(out, [*OUTPUT_FILES.values(), STATE_DIR])
+        with folder_lock(out):  # the outputs and the state that vouches for them, together
+            written = write_outputs(out, self, locked=True)
+            state = write_state(out, self.inputs, self.data, self.scores, self.standard,
+                                self.kind, outputs=written)
+        return {**written, "state": state}
 
     def _summary(self) -> str:
         def count(n: int, noun: str) -> str:

@@ -60,7 +60,7 @@ def file_kind(path: Path | str) -> FileKind:
     if first.startswith("{"):
         try:
             record: Any = json.loads(first)
-        except ValueError:
+        except (ValueError, RecursionError):  # too deep: the reader names it
             record = None
         if isinstance(record, dict):
             # a log written on one line is one document, not a one-record JSONL file

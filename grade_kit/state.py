@@ -19,21 +19,21 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
 
 import msgspec
 import numpy as np
 import polars as pl
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from grade_kit._fastread import LazyRecords, raw_records
 from grade_kit.frames import COLUMNS, EvalData
 from grade_kit.grade import GradeScores
 from grade_kit.inputs import Inputs
-from grade_kit.io import InputError, Rejected
+from grade_kit.io import InputError, Rejected, sha256_of
 from grade_kit.packed import StoreRuns, read_manifest
 from grade_kit.parse import loads_json
 from grade_kit.records import load_grades, load_judgements, load_runs
@@ -50,11 +50,11 @@ from grade_kit.schema import (
 from grade_kit.standard import StandardResults
 from grade_kit.task_files import task_as_data
 
-__all__ = ["STATE_DIR", "STATE_VERSION", "read_state", "write_state"]
+__all__ = ["STATE_DIR", "STATE_VERSION", "read_state", "verify_state", "write_state"]
 
 STATE_DIR = "evaluation"
 """The folder under an output folder that holds the evaluation's state."""
-STATE_VERSION = 2
+STATE_VERSION = 3
 
 _DATA = [name for name in COLUMNS if name != "scores"]
 _SCORES = ["runs", "consistency", "tasks", "tracks", "packs", "overall", "matches"]
@@ -68,8 +68,13 @@ def _line(record: Any) -> bytes:
 
 
 def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
-                standard: StandardResults, kind: str) -> Path:
-    """Write the state of one evaluation under ``out`` (replacing an earlier one whole)."""
+                standard: StandardResults, kind: str,
+                outputs: Mapping[str, Path] | None = None) -> Path:
+    """Write the state of one evaluation under ``out`` (replacing an earlier one whole).
+
+    ``state.json`` records the SHA-256 of every file of the state and of every output
+    ``outputs`` names (results.json, ...), by its path relative to ``out``: a reader checks
+    them all before it trusts anything (:func:`verify_state`)."""
     store = data.extra.get("store")
     staging = Path(tempfile.mkdtemp(prefix=f".{STATE_DIR}-", dir=out))
     os.chmod(staging, 0o755)  # readable as the other outputs are (mkdtemp makes it 0700)
@@ -102,7 +107,11 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
             "warnings": [w.model_dump(mode="json") for w in inputs.warnings],
             "files": [f.model_dump(mode="json") for f in inputs.files],
             "notes": list(inputs.notes), "stated_repeats": dict(inputs.stated_repeats),
-            "compared": list(standard.compared)}
+            "compared": list(standard.compared),
+            "sha256": {**{path.name: sha256_of(path) for path in (outputs or {}).values()},
+                       **{f"{STATE_DIR}/{path.relative_to(staging).as_posix()}":
+                          sha256_of(path) for path in sorted(staging.rglob("*"))
+                          if path.is_file()}}}
         (staging / "state.json").write_text(json.dumps(state, ensure_ascii=False),
                                             encoding="utf-8")
         final = out / STATE_DIR
@@ -168,13 +177,48 @@ class _RecordsFile(LazyRecords[Any]):
         return list(raw_records(self._loaded()))
 
 
-def read_state(folder: Path | str) -> tuple[Inputs, EvalData, GradeScores,
-                                             StandardResults, Results, str]:
-    """The parts of the evaluation written under ``folder`` (an output folder of
-    ``ev.write`` or ``grade-kit score``).
+class StateFile(BaseModel):
+    """``evaluation/state.json``, as :func:`write_state` writes it: every field typed, no
+    other field; ``store`` is the folder's own copy or none (never a path elsewhere)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int
+    frames: Literal["polars", "pandas"]
+    counts: dict[str, int]
+    store: Literal["store"] | None
+    tasks: list[dict[str, Any]]
+    rejected: list[dict[str, Any]]
+    warnings: list[dict[str, Any]]
+    files: list[dict[str, Any]]
+    notes: list[str]
+    stated_repeats: dict[str, int]
+    compared: list[str]
+    sha256: dict[str, str]
+
+
+def _expected_files(meta: StateFile) -> list[str]:
+    """The files a state of ``meta``'s kind must vouch for (relative to the folder)."""
+    names = ["results.json"]
+    names += [f"{STATE_DIR}/{prefix}-{name}.parquet" for prefix, group in
+              (("data", _DATA), ("scores", _SCORES), ("standard", _STANDARD))
+              for name in group]
+    if meta.store is None:
+        names += [f"{STATE_DIR}/{name}{suffix}" for name in ("runs", "judgements", "grades")
+                  for suffix in (".jsonl", ".starts.npy")]
+    return names
+
+
+def verify_state(folder: Path | str) -> StateFile:
+    """Check a scored folder before anything of it is trusted (docs/methodology.md §6):
+    ``state.json`` is JSON of the documented shape and version; every file it vouches for
+    is inside the folder (no absolute path, no ``..``, no symbolic link) and has the SHA-256
+    recorded when it was written, results.json and every frame among them; every file a
+    state needs is vouched for. An edited, truncated or replaced file, or a folder whose
+    write was interrupted between its files (a mix of two evaluations), fails here.
 
     Raises:
-        InputError: when the folder holds no evaluation state (or another version's).
+        InputError: one line naming the file and what is wrong with it.
     """
     folder = Path(folder)
     state_dir = folder / STATE_DIR
@@ -182,10 +226,53 @@ def read_state(folder: Path | str) -> tuple[Inputs, EvalData, GradeScores,
     if not meta_path.is_file() or not (folder / "results.json").is_file():
         raise InputError(f"{folder}: no scored evaluation (written by ev.write or grade-kit "
                          "score: results.json and evaluation/state.json)")
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    if meta.get("version") != STATE_VERSION:
-        raise InputError(f"{folder}: evaluation state of version {meta.get('version')}, this "
-                         f"grade_kit reads version {STATE_VERSION}: score the inputs again")
+    try:
+        raw = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise InputError(f"{meta_path}: not a state file (not JSON: {exc})") from exc
+    version = raw.get("version") if isinstance(raw, dict) else None
+    if version != STATE_VERSION:
+        raise InputError(f"{folder}: evaluation state of version {version}, this grade_kit "
+                         f"reads version {STATE_VERSION}: score the inputs again")
+    try:
+        meta = StateFile.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InputError(f"{meta_path}: field '{where}': {first['msg']}") from exc
+    missing = [name for name in _expected_files(meta) if name not in meta.sha256]
+    if missing:
+        raise InputError(f"{meta_path}: does not vouch for {missing[0]} (a state file that "
+                         "was not written by grade_kit)")
+    root = folder.resolve()
+    for name, digest in meta.sha256.items():
+        relative = PurePosixPath(name)
+        if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+            raise InputError(f"{meta_path}: names {name!r}, a path outside the folder")
+        path = folder.joinpath(*relative.parts)
+        if path.is_symlink() or not path.resolve().is_relative_to(root):
+            raise InputError(f"{path}: a symbolic link or a path outside the folder")
+        if not path.is_file():
+            raise InputError(f"{path}: missing (the folder was changed after it was written)")
+        if sha256_of(path) != digest:
+            raise InputError(f"{path}: not the file this evaluation wrote (its SHA-256 "
+                             "differs: edited, truncated, or a write into the folder was "
+                             "interrupted); score again")
+    return meta
+
+
+def read_state(folder: Path | str) -> tuple[Inputs, EvalData, GradeScores,
+                                             StandardResults, Results, str]:
+    """The parts of the evaluation written under ``folder`` (an output folder of
+    ``ev.write`` or ``grade-kit score``), once :func:`verify_state` has checked it.
+
+    Raises:
+        InputError: when the folder holds no evaluation state (or another version's), or
+            any of its files is not the one written.
+    """
+    folder = Path(folder)
+    state_dir = folder / STATE_DIR
+    meta = verify_state(folder).model_dump()
 
     def frames(prefix: str, names: list[str]) -> dict[str, pl.DataFrame]:
         return {n: pl.read_parquet(state_dir / f"{prefix}-{n}.parquet") for n in names}

@@ -16,8 +16,21 @@ from grade_kit.inputs import Inputs, read_inputs
 from grade_kit.io import Rejected
 from grade_kit.schema import Grade, InputFile, Run, Task, WarningItem
 
-__all__ = ["SETUP_BY", "Imported", "SetupBy", "finite_number", "grade_for_outcome",
-           "merge_imported", "name_setups", "to_inputs", "whole_number", "write_imported"]
+__all__ = [
+    "MAX_LOG_BYTES",
+    "SETUP_BY",
+    "Imported",
+    "SetupBy",
+    "finite_number",
+    "grade_for_outcome",
+    "log_json",
+    "merge_imported",
+    "name_setups",
+    "read_log_json",
+    "to_inputs",
+    "whole_number",
+    "write_imported",
+]
 
 
 SetupBy = Literal["auto", "model", "file"] | Mapping[str, str]
@@ -28,6 +41,29 @@ setup, ``<model> [<file>]``), or a mapping from a log's file name to its setup n
 does not name: ``auto``)."""
 
 SETUP_BY = ("auto", "model", "file")
+
+MAX_LOG_BYTES = 1 << 30
+"""The most bytes one log may hold uncompressed (a ``.json`` file, or the members of an
+``.eval`` read together): about 5x that in memory once parsed (docs/methodology.md §4
+"Log bounds"). A larger log is refused naming the file: split it, or import it in parts."""
+
+
+def log_json(data: bytes | str, what: str) -> Any:
+    """``data`` parsed as JSON, for an adapter: nesting deeper than the decoder allows
+    (about 1,000 levels) is a ``ValueError`` naming ``what``, never a ``RecursionError``."""
+    try:
+        return json.loads(data)
+    except RecursionError as exc:
+        raise ValueError(f"{what}: JSON nested deeper than the decoder allows (about 1,000 "
+                         "levels)") from exc
+
+
+def read_log_json(path: Path) -> Any:
+    """A ``.json`` log read whole, within :data:`MAX_LOG_BYTES` (checked before reading)."""
+    size = path.stat().st_size
+    if size > MAX_LOG_BYTES:
+        raise ValueError(f"{size:,} bytes, more than the {MAX_LOG_BYTES:,} one log may hold")
+    return log_json(path.read_bytes(), "the log")
 
 
 @dataclass

@@ -29,14 +29,22 @@ from typing import Any, cast
 
 import zstandard
 
-from grade_kit.adapters.common import Imported, grade_for_outcome, whole_number
+from grade_kit.adapters.common import (
+    MAX_LOG_BYTES,
+    Imported,
+    grade_for_outcome,
+    log_json,
+    read_log_json,
+    whole_number,
+)
 from grade_kit.io import Rejected
 from grade_kit.schema import Run, Task
 
 __all__ = ["MAX_MEMBER", "import_inspect", "log_identity", "read_inspect_log", "score_number"]
 
-MAX_MEMBER = 1 << 30
-"""The largest uncompressed zip member read from an ``.eval`` (a decompression-bomb bound)."""
+MAX_MEMBER = 1 << 29
+"""The largest uncompressed zip member read from an ``.eval`` (a decompression-bomb bound;
+the members together: :data:`~grade_kit.adapters.common.MAX_LOG_BYTES`)."""
 
 
 ZSTD = 93
@@ -92,17 +100,23 @@ def read_inspect_log(path: Path | str) -> tuple[dict[str, Any], list[dict[str, A
                 outside = [n for n in names if ".." in n.split("/") or n.startswith("/")]
                 if outside:
                     raise ValueError(f"member name(s) outside the archive: {outside[:3]}")
-                too_big = [i.filename for i in archive.infolist() if i.file_size > MAX_MEMBER]
+                wanted = [header_name, *sorted(n for n in names if n.startswith("samples/")
+                                               and n.endswith(".json"))]
+                sizes = {i.filename: i.file_size for i in archive.infolist()}
+                too_big = [n for n in wanted if sizes[n] > MAX_MEMBER]
                 if too_big:
                     raise ValueError(f"member(s) larger than {MAX_MEMBER:,} bytes "
                                      f"uncompressed: {too_big[:3]}")
-                header = json.loads(_member(path, archive, header_name))
-                samples = [json.loads(_member(path, archive, n)) for n in sorted(names)
-                           if n.startswith("samples/") and n.endswith(".json")]
+                total = sum(sizes[n] for n in wanted)
+                if total > MAX_LOG_BYTES:
+                    raise ValueError(f"its members hold {total:,} bytes uncompressed, more "
+                                     f"than the {MAX_LOG_BYTES:,} one log may hold")
+                header = log_json(_member(path, archive, header_name), header_name)
+                samples = [log_json(_member(path, archive, n), n) for n in wanted[1:]]
         except (zipfile.BadZipFile, zstandard.ZstdError) as exc:
             raise ValueError(f"not a readable .eval (zip) file: {exc}") from exc
     else:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_log_json(path)
         if not isinstance(data, dict):
             raise ValueError("an Inspect .json log is a JSON object with an 'eval' header")
         header, samples = data, list(data.get("samples") or [])

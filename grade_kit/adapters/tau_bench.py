@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from grade_kit.adapters.common import Imported, finite_number, grade_for_outcome, whole_number
+from grade_kit.adapters.common import (
+    Imported,
+    finite_number,
+    grade_for_outcome,
+    read_log_json,
+    whole_number,
+)
 from grade_kit.io import Rejected
 from grade_kit.schema import Run, Task
 
@@ -67,7 +73,7 @@ def import_tau_bench(path: Path | str, setup: str | None = None,
         domain: Task id prefix; default the domain in the file name (``airline``).
     """
     path = Path(path)
-    records = json.loads(path.read_text(encoding="utf-8"))
+    records = read_log_json(path)
     if not isinstance(records, list) or not all(
             isinstance(r, dict) and "task_id" in r for r in records):
         raise ValueError("not a tau-bench results file (a JSON list of trials with task_id)")
@@ -148,7 +154,7 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
             depend on it unless a clock change falls inside a run.
     """
     path = Path(path)
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = read_log_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("simulations"), list):
         raise ValueError("not a tau2-bench simulations file (a JSON object with "
                          "'simulations')")

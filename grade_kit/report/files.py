@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,8 @@ from grade_kit.report.markdown import scorecard_markdown
 if TYPE_CHECKING:
     from grade_kit.evaluation import Evaluation
 
-__all__ = ["OUTPUT_FILES", "output_folder", "write_outputs"]
+__all__ = ["LOCK_FILE", "OUTPUT_FILES", "folder_lock", "output_folder", "refuse_links",
+           "write_outputs"]
 
 LOCK_FILE = ".grade-kit.lock"
 """Held while a run writes its files into a folder."""
@@ -80,13 +82,48 @@ def output_folder(out_dir: Path | str) -> Path:
     return out
 
 
-def write_outputs(out_dir: Path | str, evaluation: Evaluation) -> dict[str, Path]:
+def refuse_links(out: Path, names: Iterable[str]) -> None:
+    """Refuse, before anything is written, an output folder where one of the entries
+    ``names`` (and the lock file) is a symbolic link: a planted link must never decide where
+    an output goes.
+
+    Raises:
+        InputError: naming the entry and where it points.
+    """
+    for name in (*names, LOCK_FILE):
+        entry = out / name
+        if entry.is_symlink():
+            raise InputError(f"{entry}: a symbolic link (to {os.readlink(entry)}) where an "
+                             "output goes; remove it, nothing was written")
+
+
+@contextmanager
+def folder_lock(out: Path) -> Iterator[None]:
+    """Hold the folder's writer lock: one writer at a time per output folder, a second one
+    waits, then writes its whole set."""
+    refuse_links(out, ())
+    with (out / LOCK_FILE).open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def write_outputs(out_dir: Path | str, evaluation: Evaluation, *,
+                  locked: bool = False) -> dict[str, Path]:
     """Write every file of :data:`OUTPUT_FILES` under ``out_dir`` (created if needed).
+
+    Args:
+        out_dir: The output folder.
+        evaluation: What to write.
+        locked: The caller holds :func:`folder_lock` already; default False (taken here).
 
     Returns:
         The written paths by name.
     """
     out = output_folder(out_dir)
+    refuse_links(out, OUTPUT_FILES.values())
     results = evaluation.results
     per_run = evaluation.scores.runs
 
@@ -106,12 +143,13 @@ def write_outputs(out_dir: Path | str, evaluation: Evaluation) -> dict[str, Path
         "runs": _parquet(lambda: evaluation.runs_frame),
         "rejects": _rejects(evaluation.inputs.rejected),
     }
+    def write_all() -> dict[str, Path]:
+        return {name: atomic_write(out / OUTPUT_FILES[name], write)
+                for name, write in writers.items()}
+
+    if locked:
+        return write_all()
     # One writer at a time per folder: a second run waits, then writes its whole set, so
     # the folder never holds a mix of two runs' files.
-    with (out / LOCK_FILE).open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            return {name: atomic_write(out / OUTPUT_FILES[name], write)
-                    for name, write in writers.items()}
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with folder_lock(out):
+        return write_all()
