@@ -92,14 +92,45 @@ def test_no_query_reaches_beyond_the_packs_tables(tmp_path: Path, query: str) ->
 def test_a_heavy_query_is_bounded_in_memory_and_time() -> None:
     tools = PackTools(FIX / "packs" / TASK.pack, query_seconds=1.0)
     started = time.monotonic()
+    # 416^3 = 72 million rows sorted: bounded to MAX_ROWS inside DuckDB (a top-N, never the
+    # whole sort), its text cut at MAX_RESULT_CHARS ...
     out = tools.call("sql", json.dumps({"query": "SELECT a.*, b.*, c.* FROM sessions a, "
                                                  "sessions b, sessions c ORDER BY random()"}))
-    assert out.startswith("error: OutOfMemoryException")
+    assert out.startswith("session_id,") and len(out) == 20_000
+    # ... while a distinct count over them meets the memory limit (or, on a loaded machine,
+    # the time limit first)
+    out = tools.call("sql", json.dumps({"query": "SELECT count(DISTINCT a.session_id || "
+                                                 "b.session_id || c.session_id) AS n FROM "
+                                                 "sessions a, sessions b, sessions c"}))
+    assert out.startswith(("error: OutOfMemoryException", "error: the query was stopped"))
     slow = tools.call("sql", json.dumps({"query": "SELECT count(*) FROM range(1000000000000)"}))
     assert slow.startswith("error: the query was stopped")
     assert time.monotonic() - started < 10
     rows = tools.call("sql", json.dumps({"query": "SELECT * FROM range(100000)"}))
     assert rows.count("\n") == 201  # a header and MAX_ROWS rows
+
+
+def test_a_huge_value_fails_the_call_not_the_process() -> None:
+    """A 300,000,000-character value is cut inside DuckDB before it reaches Python: the call
+    fails with a message for the model, and the next call works."""
+    import resource
+
+    tools = PackTools(FIX / "packs" / TASK.pack)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    out = tools.call("sql", json.dumps({"query": "SELECT repeat('x', 300000000) AS big"}))
+    assert out == "error: a value of column 'big' is longer than 2,000 characters; select less of it"
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 1_500  # DuckDB's own string (about 0.6-1.2 GB), never Python copies too
+    fine = tools.call("sql", json.dumps({"query": "SELECT repeat('y', 2000) AS ok -- note;"}))
+    assert fine == "ok\n" + "y" * 2000 + "\n"
+
+
+def test_no_setting_or_path_of_the_machine_is_in_a_result() -> None:
+    tools = PackTools(FIX / "packs" / TASK.pack)
+    out = tools.call("sql", json.dumps({"query": "SELECT name, value FROM duckdb_settings()"}))
+    assert out.startswith("name,value\n")
+    for private in (str(Path.home()), str(Path.cwd()), "/root", "/home/"):
+        assert private not in out, private
 
 
 def test_a_local_file_never_leaves_through_the_tool_and_a_query_ends_with_its_run(

@@ -10,7 +10,12 @@ loaded once into an in-memory DuckDB database that is then closed to the outside
   them back; only one ``SELECT`` statement (``WITH`` included) is run, never a change;
 - **every query is bounded**: :data:`MEMORY_LIMIT` of memory on one thread, no spilling to
   disk, :data:`QUERY_SECONDS` of time (then interrupted), :data:`MAX_ROWS` rows returned and
-  :data:`MAX_RESULT_CHARS` characters of result;
+  :data:`MAX_RESULT_CHARS` characters of result; every value is cut inside DuckDB to
+  :data:`MAX_VALUE_CHARS` + 1 characters before it reaches Python, and a result holding a
+  longer value fails the call (the model is told), never the process;
+- **no setting or path of the machine is in a result**: the settings that name a folder
+  (the secrets folder, the home, the extension and temporary folders) are set to no folder before
+  the configuration is locked;
 - **a query ends with its run**: :meth:`ToolCall.interrupt` stops it (the fetch calls it
   when the run times out or is cancelled).
 
@@ -30,13 +35,16 @@ from typing import Any
 import duckdb
 import polars as pl
 
-__all__ = ["MAX_RESULT_CHARS", "MAX_ROWS", "MEMORY_LIMIT", "QUERY_SECONDS", "SQL_TOOL",
-           "PackTools", "ToolCall"]
+__all__ = ["MAX_RESULT_CHARS", "MAX_ROWS", "MAX_VALUE_CHARS", "MEMORY_LIMIT", "QUERY_SECONDS",
+           "SQL_TOOL", "PackTools", "ToolCall"]
 
 MAX_ROWS = 200
 """The most rows a query returns to the model."""
 MAX_RESULT_CHARS = 20_000
 """The most characters of CSV a query returns to the model."""
+MAX_VALUE_CHARS = 2_000
+"""The most characters of one value a query returns: each value is cut to one more inside
+DuckDB, so no larger value is ever made in Python; a longer one fails the call."""
 MEMORY_LIMIT = "256MB"
 """DuckDB's memory limit for the pack's database (every query shares it)."""
 QUERY_SECONDS = 10.0
@@ -61,6 +69,8 @@ def _sandbox(folder: Path) -> duckdb.DuckDBPyConnection:
     """An in-memory database holding the folder's CSVs as tables, closed to the outside."""
     con = duckdb.connect(":memory:", config={
         "threads": 1, "memory_limit": MEMORY_LIMIT, "temp_directory": "",
+        "secret_directory": "none", "home_directory": "", "extension_directory": "",
+        "allow_persistent_secrets": False,
         "python_enable_replacements": False, "autoinstall_known_extensions": False,
         "autoload_known_extensions": False})
     for path in sorted(folder.glob("*.csv")):
@@ -108,6 +118,12 @@ class ToolCall:
             return f"error: {type(exc).__name__}: {exc}"[:2_000]
         if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
             return "error: only one read-only SELECT statement is run"
+        # Every value cut inside DuckDB (one character over the bound, to tell a longer one)
+        # and at most MAX_ROWS rows: nothing larger is ever made in Python. The query keeps
+        # lines of its own (a trailing comment ends at its line).
+        body = statements[0].query.strip().rstrip(";").rstrip()
+        bounded = (f"SELECT left(CAST(COLUMNS(*) AS VARCHAR), {MAX_VALUE_CHARS + 1}) FROM (\n"
+                   f"{body}\n) AS _query LIMIT {MAX_ROWS}")
         with self._lock:
             if self._stopped:
                 return "error: the run ended before the query started"
@@ -115,7 +131,7 @@ class ToolCall:
         timer = threading.Timer(self.tools.query_seconds, cursor.interrupt)
         timer.start()
         try:
-            cursor.execute(query)
+            cursor.execute(bounded)
             names = [d[0] for d in cursor.description or []]
             rows = cursor.fetchmany(MAX_ROWS)
         except duckdb.InterruptException:
@@ -128,6 +144,11 @@ class ToolCall:
             with self._lock:
                 self._cursor = None
             cursor.close()
+        for row in rows:
+            for name, value in zip(names, row, strict=True):
+                if isinstance(value, str) and len(value) > MAX_VALUE_CHARS:
+                    return (f"error: a value of column {name!r} is longer than "
+                            f"{MAX_VALUE_CHARS:,} characters; select less of it")
         return _csv(names, rows)[:MAX_RESULT_CHARS]
 
 
