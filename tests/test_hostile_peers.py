@@ -118,7 +118,8 @@ def test_a_huge_value_fails_the_call_not_the_process() -> None:
     tools = PackTools(FIX / "packs" / TASK.pack)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     out = tools.call("sql", json.dumps({"query": "SELECT repeat('x', 300000000) AS big"}))
-    assert out == "error: a value of column 'big' is longer than 2,000 characters; select less of it"
+    assert out == ("error: a value of column 'big' is longer than 2,000 characters; select "
+                   "less of it")
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mb < 1_500  # DuckDB's own string (about 0.6-1.2 GB), never Python copies too
     fine = tools.call("sql", json.dumps({"query": "SELECT repeat('y', 2000) AS ok -- note;"}))
