@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -194,3 +195,49 @@ def test_a_log_larger_than_the_bound_is_refused(tmp_path: Path,
     tau = ROOT / "tests" / "data" / "realdata" / "tau_bench_gpt4o_airline"
     with pytest.raises(InputError, match=r"more than the 1,000 one log may hold"):
         gk.read_tau_bench(tau)
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+def test_a_planted_title_or_script_never_runs(tmp_path: Path) -> None:
+    """A --title with a javascript: link and markup is text; the page's policy lets only
+    the scripts it was exported with run, so a script planted into the file later does
+    not, while every chart still draws."""
+    from tests.devtools import Browser
+
+    title = "[click](javascript:alert(1)) <img src=x onerror=alert(2)>"
+    out = tmp_path / "pages"
+    logs = ROOT / "tests" / "data" / "inspect_generated" / "ctf"
+    assert main(["report", str(logs), "--out", str(out), "--title", title]) == 0
+    page = out / "report.html"
+    text = page.read_text(encoding="utf-8")
+    end = text.index('http-equiv="Content-Security-Policy"')
+    policy = text[text.rindex("<meta", 0, end):end]
+    assert "script-src 'sha256-" in policy and "'unsafe-inline'" not in policy.split(
+        "style-src")[0]
+    planted = tmp_path / "planted.html"
+    head, _, tail = text.rpartition("</body>")
+    planted.write_text(head + "<script>window.planted = 1</script><a id='plantedlink' "
+                       "href='javascript:window.clicked=1'>x</a></body>" + tail,
+                       encoding="utf-8")
+    browser = Browser(str(CHROMIUM), tmp_path / "profile")
+    try:
+        browser.open(planted, settle_s=5.0)
+        assert browser.evaluate("typeof window.planted") == "undefined"
+        browser.evaluate("document.getElementById('plantedlink').click()")
+        assert browser.evaluate("typeof window.clicked") == "undefined"
+        heading = browser.evaluate("document.querySelector('h1').innerText")
+        assert heading.startswith("[click](javascript:alert(1)) <img src=x onerror=alert(2)>")
+        links = browser.evaluate("Array.from(document.querySelectorAll('a'))"
+                                 ".filter(a => a.href.startsWith('javascript:')).length")
+        hrefs = browser.evaluate("Array.from(document.querySelectorAll('a'))"
+                                 ".filter(a => a.href.startsWith('javascript:'))"
+                                 ".map(a => a.outerHTML.slice(0, 200))")
+        assert links == 1, hrefs  # the planted one only (and it did not run)
+        charts = browser.evaluate("document.querySelectorAll('.gk-chart').length")
+        drawn = browser.evaluate("document.querySelectorAll('.gk-chart svg.marks').length")
+        assert charts > 0 and drawn == charts
+    finally:
+        browser.close()

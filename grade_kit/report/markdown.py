@@ -24,12 +24,14 @@ from grade_kit.schema import (
 __all__ = ["md_cell", "scorecard_markdown"]
 
 _ESCAPES = str.maketrans({"|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;", "\\": "\\\\",
-                          "\n": " ", "\r": " ", "\t": " ", "`": "\\`"})
+                          "\n": " ", "\r": " ", "\t": " ", "`": "\\`", "[": "\\[",
+                          "]": "\\]"})
 
 
 def md_cell(value: Any, digits: int = 3) -> str:
     """A value as one safe Markdown table cell: numbers to ``digits`` places, null as —,
-    text with ``|``, backslash, backtick and HTML escaped and line breaks made spaces."""
+    text with ``|``, backslash, backtick, brackets (no link or image can be made) and HTML
+    escaped and line breaks made spaces."""
     if type(value) is str:
         return value.translate(_ESCAPES)
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
