@@ -241,3 +241,25 @@ def test_a_planted_title_or_script_never_runs(tmp_path: Path) -> None:
         assert charts > 0 and drawn == charts
     finally:
         browser.close()
+
+
+def test_a_second_writer_of_a_store_is_refused(tmp_path: Path) -> None:
+    """One writer per run store: while one holds it, a real `grade-kit fetch` into the same
+    store exits 1 naming the lock, before it asks anything or writes a line."""
+    from grade_kit.fetching import RunStore
+
+    store = tmp_path / "runs.jsonl"
+    held = RunStore.open(store)
+    try:
+        second = subprocess.run(
+            [sys.executable, "-m", "grade_kit.cli", "fetch", str(ROOT / "fixtures" / "tasks"),
+             "--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--out", str(store)],
+            capture_output=True, text=True, timeout=120, check=False)
+        assert second.returncode == 1
+        assert second.stderr.strip().splitlines() == [
+            f"error: {store}: another writer holds this store ({store}.lock, process "
+            f"{os.getpid()}); wait for it to finish, or write to another store"]
+        assert not store.exists() or store.read_bytes() == b""
+    finally:
+        held.close()
+    RunStore.open(store).close()  # free again once the first writer let go

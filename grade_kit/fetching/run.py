@@ -360,6 +360,7 @@ async def fetch_async(tasks: Sequence[Task], responder: Responder, store: Path |
         await asyncio.gather(*(one(*item) for item in todo))
     finally:
         await committer.close()
+        run_store.close()
         close = getattr(responder, "aclose", None)
         if close is not None:  # the responder's keep-alive session of this loop
             await close()

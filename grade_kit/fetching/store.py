@@ -8,15 +8,23 @@ its last complete line; nothing already written is ever rewritten.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-__all__ = ["RunStore", "Slot", "safe_file_names"]
+from grade_kit.io import InputError
+
+__all__ = ["RunStore", "Slot", "StoreLocked", "safe_file_names"]
+
+
+class StoreLocked(InputError):
+    """Another writer holds the store (one writer per store: two fetches into one file would
+    each fill the same slots)."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+|\.{2,}")
 MAX_NAME_CHARS = 100
@@ -64,13 +72,46 @@ class RunStore:
     path: Path
     torn: list[str] = field(default_factory=list)
     records: list[dict[str, Any]] = field(default_factory=list)
+    _lock: IO[str] | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, path: Path | str) -> RunStore:
-        """Open (or create) the store, recovering from a torn last line."""
+        """Open (or create) the store for writing: take its exclusive lock
+        (``<store>.lock``, held until :meth:`close` or the process ends), then recover from a
+        torn last line.
+
+        Raises:
+            StoreLocked: naming the store and its lock, when another writer holds it.
+        """
         store = cls(Path(path))
+        store._take_lock()
         store._recover()
         return store
+
+    def _take_lock(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        handle = lock_path.open("a+", encoding="utf-8")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip()
+            handle.close()
+            raise StoreLocked(f"{self.path}: another writer holds this store ({lock_path}"
+                              + (f", process {holder}" if holder else "") + "); wait for "
+                              "it to finish, or write to another store") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self._lock = handle
+
+    def close(self) -> None:
+        """Let the store go (its lock released); appending after this is an error."""
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
 
     def _recover(self) -> None:
         if not self.path.exists():
@@ -111,6 +152,8 @@ class RunStore:
         which the next open sets aside)."""
         if not records:
             return
+        if self._lock is None:
+            raise RuntimeError(f"{self.path}: the store was closed")
         lines = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n"
                         for r in records)
         with self.path.open("a", encoding="utf-8") as handle:
