@@ -257,8 +257,8 @@ def test_a_second_writer_of_a_store_is_refused(tmp_path: Path) -> None:
             capture_output=True, text=True, timeout=120, check=False)
         assert second.returncode == 1
         assert second.stderr.strip().splitlines() == [
-            f"error: {store}: another writer holds this store ({store}.lock, process "
-            f"{os.getpid()}); wait for it to finish, or write to another store"]
+            f"error: {store}: another writer holds this store (its lock); wait for it to "
+            "finish, or write to another store"]
         assert not store.exists() or store.read_bytes() == b""
     finally:
         held.close()

@@ -76,9 +76,9 @@ class RunStore:
 
     @classmethod
     def open(cls, path: Path | str) -> RunStore:
-        """Open (or create) the store for writing: take its exclusive lock
-        (``<store>.lock``, held until :meth:`close` or the process ends), then recover from a
-        torn last line.
+        """Open (or create) the store for writing: take its exclusive lock (an ``flock`` of
+        the file, held until :meth:`close` or the process ends), then recover from a torn
+        last line.
 
         Raises:
             StoreLocked: naming the store and its lock, when another writer holds it.
@@ -89,22 +89,15 @@ class RunStore:
         return store
 
     def _take_lock(self) -> None:
+        """Lock the store file itself (created if needed): no second file beside it."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        handle = lock_path.open("a+", encoding="utf-8")
+        handle = self.path.open("a", encoding="utf-8")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip()
             handle.close()
-            raise StoreLocked(f"{self.path}: another writer holds this store ({lock_path}"
-                              + (f", process {holder}" if holder else "") + "); wait for "
-                              "it to finish, or write to another store") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
+            raise StoreLocked(f"{self.path}: another writer holds this store (its lock); "
+                              "wait for it to finish, or write to another store") from None
         self._lock = handle
 
     def close(self) -> None:
