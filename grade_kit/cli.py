@@ -326,7 +326,7 @@ def _report_cmd(args: argparse.Namespace) -> int:
     import yaml
 
     from grade_kit.report.files import output_folder, refuse_links
-    from grade_kit.report.html import ReportKernels, build_report, default_title
+    from grade_kit.report.html import NOTEBOOKS, ReportKernels, build_report, default_title
     from grade_kit.state import STATE_DIR, verify_state
 
     overrides = {name: yaml.safe_load(value)  # -p weakest 3, -p judge null
@@ -340,7 +340,9 @@ def _report_cmd(args: argparse.Namespace) -> int:
         if args.runs:
             raise InputError(f"{given}: a scored folder holds its evaluation; give no RUNS")
         _no_runs(verify_state(given).counts.get("runs"), given)
-    refuse_links(out, ["scored", "index.html", "report.html"])
+    refuse_links(out, ["scored", "index.html", "report.html",
+                       *(f"{name}{suffix}" for name in NOTEBOOKS
+                         for suffix in (".ipynb", ".html"))])
     with ReportKernels() as kernels:
         try:
             if is_scored:
