@@ -130,16 +130,18 @@ def test_an_unusable_out_is_one_clear_error(tmp_path: Path,
     assert "error: /proc/grade-kit-cannot-write-here: cannot create the output folder" in err
 
 
-def test_a_symlink_at_an_output_path_is_replaced_not_followed(tmp_path: Path) -> None:
+def test_a_symlink_at_an_output_path_is_refused_before_anything_is_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
     out.mkdir()
     target = tmp_path / "precious.txt"
     target.write_text("keep me")
     (out / "scorecard.md").symlink_to(target)
     assert main(["score", str(EXAMPLE / "tasks"), str(EXAMPLE / "runs.jsonl"), "--out",
-                 str(out)]) == 0
+                 str(out)]) == 1
+    assert "scorecard.md: a symbolic link" in capsys.readouterr().err
     assert target.read_text() == "keep me"
-    assert not (out / "scorecard.md").is_symlink()
+    assert sorted(p.name for p in out.iterdir()) == ["scorecard.md"]  # nothing written
 
 
 def test_two_runs_into_one_out_leave_one_whole_set(tmp_path: Path) -> None:

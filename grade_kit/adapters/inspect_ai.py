@@ -75,9 +75,9 @@ def _member(path: Path, archive: zipfile.ZipFile, name: str) -> bytes:
     parts, size = [], 0
     while chunk := reader.read(1 << 20):
         size += len(chunk)
-        if size > MAX_MEMBER:
-            raise ValueError(f"member {name!r} is larger than {MAX_MEMBER:,} bytes "
-                             "uncompressed")
+        if size > min(MAX_MEMBER, info.file_size):  # never more than its header declares
+            raise ValueError(f"member {name!r} decompresses to more than the "
+                             f"{min(MAX_MEMBER, info.file_size):,} bytes its header declares")
         parts.append(chunk)
     data = b"".join(parts)
     if zlib.crc32(data) != info.CRC:
