@@ -34,6 +34,7 @@ __all__ = [
     "consistency_chart",
     "dimensions_chart",
     "grade_distribution_chart",
+    "headline_matrix",
     "latency_chart",
     "legend_table",
     "rates_chart",
@@ -514,6 +515,17 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
             labelAngle=0, labelAlign="left", labelOrient="top", labelFontWeight="bold"))
     ).resolve_scale(x="independent").properties(
         title=f"Paired differences on {subset} questions (measured, 95% bootstrap CI)"))
+
+
+def headline_matrix(comparisons: pl.DataFrame | pd.DataFrame, order: Order = None
+                    ) -> Chart | None:
+    """The headline's significance matrix (:func:`significance_chart` of the resolved rate
+    on all questions); None, so nothing is shown, when fewer than two setups were compared
+    (the headline's sentences say so)."""
+    frame = _polars(comparisons)
+    tested = frame.filter((pl.col("subset") == "all") & (pl.col("metric") == "resolved_rate")
+                          & pl.col("p_holm").is_not_null())
+    return significance_chart(frame, "resolved_rate", "all", order) if tested.height else None
 
 
 def significance_chart(comparisons: pl.DataFrame | pd.DataFrame,

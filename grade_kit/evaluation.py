@@ -88,8 +88,10 @@ from grade_kit.standard import DEFAULT_SEED, StandardResults, standard_results
 from grade_kit.state import STATE_DIR, read_state, write_state
 from grade_kit.tables import (
     Absent,
+    HeadlineView,
     Table,
     absences,
+    headline_view,
     pending_state,
     provenance_table,
     summary_table,
@@ -348,6 +350,14 @@ class Evaluation:
                 "rejected": rejected, "warnings": warnings}
 
     # ------------------------------------------------------------------ frames (public)
+
+    @property
+    def headline(self) -> HeadlineView:
+        """The answer first (:func:`grade_kit.tables.headline_view`, docs/methodology.md §5
+        "The headline"): the best setup on the resolved rate, its margin over the next with
+        the interval and Holm-adjusted p, the statistically tied groups, and one compact
+        table; the same tests, family and subset as ``comparisons``."""
+        return headline_view(self.results, self.standard.compared)
 
     @property
     def summary(self) -> Table:

@@ -24,9 +24,9 @@ import polars as pl
 from grade_kit.schema import DIMENSIONS, SHORT_LABELS, Results
 
 __all__ = ["ABSENT_ATTRIBUTE", "LONG_TEXT", "MAX_TABLE_ROWS", "NO_COMPARISON", "NO_GRADE",
-           "NO_TOOL_CALLS", "Absent", "Table", "absences", "absent_html", "cell_text",
-           "column_label", "no_timing", "pending_state", "provenance_table", "summary_table",
-           "table"]
+           "NO_TOOL_CALLS", "Absent", "HeadlineView", "Table", "absences", "absent_html",
+           "cell_text", "column_label", "headline_view", "no_timing", "pending_state",
+           "provenance_table", "summary_table", "table"]
 
 MAX_TABLE_ROWS = 5_000
 """The most rows a table shows; a longer frame is cut there with a line that says so and
@@ -47,6 +47,7 @@ _PLAIN_INTS = {"seed", "line", "repeat", "track", "position", "year"}
 
 
 _LABELS = {"outcome_p50": "time to outcome P50 (s)", "run_coverage": "coverage (slots run)",
+           "p_holm_vs_best": "Holm p vs best",
            "tool_calls_per_run": "tool calls per run"}
 
 
@@ -71,7 +72,7 @@ def _is_seconds(name: str) -> bool:
 def _number(value: float, name: str) -> str:
     if not math.isfinite(value):
         return str(value)
-    if name in ("p_value", "p_holm", "p"):
+    if name in ("p_value", "p_holm", "p", "p_holm_vs_best"):
         return "< 0.001" if value < 0.001 else f"{value:.3g}"
     if _is_seconds(name):
         return f"{value:,.2f}"
@@ -414,3 +415,111 @@ def provenance_table(results: Results) -> Table:
     rows.append(("graders", ", ".join(prov.graders) or "none"))
     frame = pl.DataFrame(rows, schema={"item": pl.String, "value": pl.String}, orient="row")
     return Table(frame, "Provenance")
+
+
+def _p_text(p: float | None) -> str:
+    return "untested" if p is None else ("< 0.001" if p < 0.001 else f"{p:.3g}")
+
+
+@dataclass
+class HeadlineView:
+    """The page's first words (docs/methodology.md §5 "The headline"): a few sentences and
+    one compact table. ``sentences`` are plain text; bold marks setup names in HTML."""
+
+    sentences: list[str]
+    table: Table
+    names: list[str]
+
+    def _repr_html_(self) -> str:
+        def bold(text: str) -> str:
+            out = html.escape(text)
+            for name in sorted(self.names, key=len, reverse=True):
+                quoted = html.escape(f"«{name}»")
+                out = out.replace(quoted, f"<b>{html.escape(name)}</b>")
+            return out
+
+        return ('<div class="gk-headline">'
+                + "".join(f"<p>{bold(s)}</p>" for s in self.sentences)
+                + self.table._repr_html_() + "</div>")
+
+    def __repr__(self) -> str:
+        return "\n".join([*(s.replace("«", "").replace("»", "") for s in self.sentences),
+                          repr(self.table)])
+
+
+def headline_view(results: Results, compared: Sequence[str]) -> HeadlineView:
+    """The headline of ``results``: the best setup on the resolved rate and its margin over
+    the next with its interval and Holm-adjusted p, the statistically tied groups, the
+    setups not ranked; and a table of every ranked setup (group, resolved rate with its
+    interval, N, Holm-adjusted p against the best)."""
+    from grade_kit.standard.headline import ALPHA, headline
+
+    figures = headline(results, list(compared))
+    setups = results.setups
+    unranked = results.plan.unranked
+    sentences: list[str] = []
+
+    def rate(name: str) -> str:
+        g = setups[name].grades
+        ci = g.wilson95.get("resolved")
+        r = g.rates.resolved
+        return ("—" if r is None else f"{r:.3f}"
+                + ("" if ci is None else f" [{ci.low:.3f}, {ci.high:.3f}]")
+                + f" of N = {g.N:,}")
+
+    if not figures.order:
+        sentences.append("No setup is ranked: " + ("each ran less than "
+                         f"{results.plan.coverage_min:.0%} of its planned slots."
+                         if unranked else "there is no setup."))
+    elif figures.runner_up is None:
+        sentences.append(f"«{figures.order[0]}» is the only ranked setup: resolved "
+                         f"{rate(figures.order[0])}.")
+    else:
+        best, second = figures.best, figures.runner_up
+        assert best is not None
+        sentences.append(f"«{best}» has the highest resolved rate, {rate(best)}; next is "
+                         f"«{second}», {rate(second)}.")
+        if figures.margin is None:
+            sentences.append("Their difference is untested: no question was run by both.")
+        else:
+            interval = ("" if figures.margin_ci is None else
+                        f" [{figures.margin_ci[0]:+.3f}, {figures.margin_ci[1]:+.3f}]")
+            verdict = ("a significant lead" if figures.significant else
+                       f"not significant at the {ALPHA:g} level: the two are statistically "
+                       "tied")
+            way = "higher" if figures.margin >= 0 else "lower"
+            sentences.append(
+                f"On the {figures.questions:,} questions both ran, the resolved rate of "
+                f"«{best}» is {way} by {abs(figures.margin):.3f} (95% interval of the "
+                f"difference{interval}) than that of «{second}» (paired test, Holm-adjusted "
+                f"p {_p_text(figures.p_holm)}): {verdict}.")
+        groups = "; ".join(f"{k}. " + ", ".join(f"«{s}»" for s in tier)
+                           for k, tier in enumerate(figures.tiers, start=1))
+        sentences.append(f"Statistically tied groups (each led by the best setup left; a "
+                         f"setup joins when its Holm-adjusted paired test against the leader "
+                         f"gives p ≥ {ALPHA:g}): {groups}.")
+    if unranked:
+        sentences.append("Not ranked, coverage below "
+                         f"{results.plan.coverage_min:.0%} of the planned slots: "
+                         + ", ".join(f"«{s}»" for s in sorted(unranked)) + ".")
+    skipped = [s for s in setups if s not in compared and s not in unranked]
+    if skipped:
+        sentences.append(f"{len(skipped):,} more ranked setups are summarised but not "
+                         "compared (only the 20 with the highest resolved rate are).")
+    group_of = {s: k for k, tier in enumerate(figures.tiers, start=1) for s in tier}
+    rows = []
+    for name in figures.order:
+        g = setups[name].grades
+        ci = g.wilson95.get("resolved")
+        rows.append({"group": group_of[name], "setup": name, "N": g.N,
+                     "resolved_rate": g.rates.resolved,
+                     "resolved_ci_low": None if ci is None else ci.low,
+                     "resolved_ci_high": None if ci is None else ci.high,
+                     "p_holm_vs_best": figures.p_vs_best.get(name)})
+    frame = (pl.DataFrame(rows, infer_schema_length=None) if rows else
+             pl.DataFrame(schema={"group": pl.Int64, "setup": pl.String}))
+    table = Table(frame, "The answer: resolved rate, ranked setups",
+                  "Groups: statistically tied setups (Holm-adjusted paired tests on the "
+                  f"questions both ran, level {ALPHA:g}); p against the best is the same "
+                  "test the comparisons table and the significance matrix show.")
+    return HeadlineView(sentences, table, list(setups))

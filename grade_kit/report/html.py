@@ -31,6 +31,7 @@ from grade_kit.tables import ABSENT_ATTRIBUTE
 
 __all__ = [
     "FOOTER_TAG",
+    "HEADLINE_TAG",
     "LEFT_OUT_TAG",
     "NOTEBOOKS",
     "NOTEBOOK_DIR",
@@ -334,6 +335,9 @@ def build_report(parameters: Mapping[str, Any], out_dir: Path | str, *,
 
 FOOTER_TAG = "footer"
 """Cells tagged so (the provenance) go to the end of ``report.html``."""
+HEADLINE_TAG = "headline"
+"""Cells tagged so (the answer: ``ev.headline`` and its significance matrix) open
+``report.html``, before its table of contents."""
 
 
 def _anchor(heading: str) -> str:
@@ -430,18 +434,23 @@ def leave_out_absent(nb: Any) -> Any:
 
 
 def merge_pages(executed: Sequence[Path], title: str) -> Any:
-    """One notebook of the executed notebooks, for ``report.html``: a title and a table of
-    contents linking each notebook's section, the notebooks in order, and the cells tagged
-    :data:`FOOTER_TAG` (the provenance) last."""
+    """One notebook of the executed notebooks, for ``report.html``: a title, the cells
+    tagged :data:`HEADLINE_TAG` (the answer: sentences, one table, the significance
+    matrix), a table of contents linking each notebook's section, the notebooks in order,
+    and the cells tagged :data:`FOOTER_TAG` (the provenance) last."""
     import nbformat
 
     parts = [leave_out_absent(nbformat.read(path, as_version=4)) for path in executed]
     body: list[Any] = []
     footer: list[Any] = []
+    first: list[Any] = []
     toc: list[str] = []
     for nb in parts:
         for cell in nb.cells:
             tags = cell.get("metadata", {}).get("tags", [])
+            if HEADLINE_TAG in tags:
+                first.append(cell)
+                continue
             if FOOTER_TAG in tags:
                 footer.append(cell)
                 continue
@@ -456,9 +465,9 @@ def merge_pages(executed: Sequence[Path], title: str) -> Any:
         for line in cell.get("source", "").splitlines() if cell.cell_type == "markdown" else ():
             if line.startswith("## "):
                 toc.append(f"- [{line[3:].strip()}](#{_anchor(line[3:])})")
-    head = nbformat.v4.new_markdown_cell(
-        f"# {md_cell(title)}\n\n**Contents**\n\n" + "\n".join(toc))
-    merged = nbformat.v4.new_notebook(cells=[head, *body, *footer])
+    head = nbformat.v4.new_markdown_cell(f"# {md_cell(title)}")
+    contents = nbformat.v4.new_markdown_cell("**Contents**\n\n" + "\n".join(toc))
+    merged = nbformat.v4.new_notebook(cells=[head, *first, contents, *body, *footer])
     merged.metadata = parts[0].metadata if parts else {}
     return merged
 

@@ -22,7 +22,12 @@ from grade_kit.schema import (
     Rerun,
     SubsetSetup,
 )
-from grade_kit.standard.compare import DEFAULT_SEED, compare_setups, forget_resamples
+from grade_kit.standard.compare import (
+    DEFAULT_SEED,
+    GRADE_RATES,
+    compare_setups,
+    forget_resamples,
+)
 from grade_kit.standard.grades import (
     COVERAGE_MIN,
     common_subset,
@@ -34,6 +39,7 @@ from grade_kit.standard.grades import (
     run_grades,
     setup_plan,
 )
+from grade_kit.standard.headline import ALPHA
 from grade_kit.standard.significance import holm
 from grade_kit.standard.source import source_metrics
 from grade_kit.standard.timing import (
@@ -197,15 +203,27 @@ def _subset_setup(frames: _SetupFrames, plan: pl.DataFrame, slots: pl.DataFrame,
 
 def adjust_by_holm(comparisons: list[Comparison]) -> None:
     """Set every tested figure's ``p_holm``: Holm's adjustment across the setup pairs of
-    its figure and subset (docs/methodology.md §5 "Significance")."""
-    families: dict[tuple[str, str], list[Figure]] = {}
+    its figure and subset (docs/methodology.md §5 "Significance"); and its direction from
+    that test alone: stated only when p_holm < :data:`ALPHA` and the grade has a better
+    side, so the table, the matrix and the headline give one answer."""
+    families: dict[tuple[str, str], list[tuple[Comparison, Figure]]] = {}
     for comparison in comparisons:
         for figure in comparison.figures:
             if figure.p_value is not None:
-                families.setdefault((comparison.subset, figure.metric), []).append(figure)
-    for figures in families.values():
-        for figure, adjusted in zip(figures, holm([f.p_value for f in figures]), strict=True):
-            figure.p_holm = adjusted
+                families.setdefault((comparison.subset, figure.metric), []).append(
+                    (comparison, figure))
+    for members in families.values():
+        adjusted = holm([f.p_value for _, f in members])
+        for (comparison, figure), p_holm in zip(members, adjusted, strict=True):
+            figure.p_holm = p_holm
+            better = GRADE_RATES.get(figure.metric.removesuffix("_rate"))
+            diff = figure.mean_diff_b_minus_a
+            figure.direction = None
+            if better is not None and p_holm is not None and p_holm < ALPHA and diff:
+                improves = (diff < 0) if better == "lower" else (diff > 0)
+                figure.direction = (f"{comparison.compared} "
+                                    f"{'better' if improves else 'worse'} than "
+                                    f"{comparison.baseline}")
 
 
 def _rows_of(frame: pl.DataFrame, setups: list[str]) -> dict[str, pl.DataFrame]:

@@ -1,0 +1,112 @@
+"""The headline of an evaluation (docs/methodology.md §5 "The headline"): who is best on the
+primary outcome, by how much over the next, and which setups are statistically tied, read
+from the same Holm-adjusted paired tests as every comparison, on the same subset."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from grade_kit.schema import Comparison, Figure, Results
+
+__all__ = ["ALPHA", "PRIMARY_METRIC", "Headline", "headline", "paired_resolved"]
+
+ALPHA = 0.05
+"""The level of every statement of significance the page makes (Holm-adjusted p < ALPHA)."""
+PRIMARY_METRIC = "resolved_rate"
+"""The primary outcome: the resolved rate, compared on all paired questions."""
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The headline's figures.
+
+    Attributes:
+        order: The ranked, compared setups, best resolved rate over N first (ties by name).
+        rates: Each one's resolved rate over N.
+        tiers: The statistically tied groups, in order: each led by the best setup not yet
+            in a group, with every later setup its Holm-adjusted test does not separate
+            from the leader (p_holm >= :data:`ALPHA`, or untested).
+        best, runner_up: The first two of ``order`` (None where there are fewer).
+        margin: best - runner_up, the paired difference in resolved rate over the questions
+            both ran, with its bootstrap 95% interval, the questions, and p_holm.
+        p_vs_best: Each setup's Holm-adjusted p against the best (None: untested, or it is
+            the best).
+    """
+
+    order: list[str] = field(default_factory=list)
+    rates: dict[str, float | None] = field(default_factory=dict)
+    tiers: list[list[str]] = field(default_factory=list)
+    best: str | None = None
+    runner_up: str | None = None
+    margin: float | None = None
+    margin_ci: tuple[float, float] | None = None
+    questions: int | None = None
+    p_holm: float | None = None
+    p_vs_best: dict[str, float | None] = field(default_factory=dict)
+
+    @property
+    def significant(self) -> bool | None:
+        """The best's lead over the runner-up is significant (None: not tested)."""
+        return None if self.p_holm is None else self.p_holm < ALPHA
+
+
+def paired_resolved(comparisons: list[Comparison], a: str, b: str
+                    ) -> tuple[float | None, tuple[float, float] | None, int | None,
+                               float | None]:
+    """a - b in resolved rate on all paired questions, from the comparison of the pair (B
+    against A, alphabetical, so the sign is turned when needed): the mean difference, its
+    interval, the questions and p_holm; Nones where the pair was not compared."""
+    for comparison in comparisons:
+        if comparison.subset != "all" or {comparison.baseline, comparison.compared} != {a, b}:
+            continue
+        figure: Figure | None = next((f for f in comparison.figures
+                                      if f.metric == PRIMARY_METRIC), None)
+        if figure is None or figure.mean_diff_b_minus_a is None:
+            return None, None, comparison.questions, None
+        sign = 1.0 if comparison.compared == a else -1.0
+        ci = figure.ci95
+        interval = (None if ci is None else
+                    (ci.low, ci.high) if sign > 0 else (-ci.high, -ci.low))
+        return (sign * figure.mean_diff_b_minus_a, interval, figure.n_questions,
+                figure.p_holm)  # mean_diff_b_minus_a checked above
+    return None, None, None, None
+
+
+def headline(results: Results, compared: list[str]) -> Headline:
+    """The headline of ``results`` over the setups ``compared`` (the ranked setups that were
+    compared pair by pair; docs/methodology.md §5 "The headline").
+
+    Order by resolved rate over N (ties by name); tiers by walking that order: the first
+    setup not yet in a tier leads one, joined by every later setup not yet in a tier whose
+    Holm-adjusted p against the leader is at least :data:`ALPHA` (or untested).
+    """
+    rates = {s: results.setups[s].grades.rates.resolved for s in compared
+             if s in results.setups}
+    def by_rate(setup: str) -> tuple[float, str]:
+        rate = rates[setup]
+        return (-rate if rate is not None else 1.0, setup)
+
+    order = sorted(rates, key=by_rate)
+    p_holm: dict[frozenset[str], float | None] = {}
+    for comparison in results.comparisons:
+        if comparison.subset == "all":
+            figure = next((f for f in comparison.figures if f.metric == PRIMARY_METRIC), None)
+            p_holm[frozenset((comparison.baseline, comparison.compared))] = (
+                None if figure is None else figure.p_holm)
+    tiers: list[list[str]] = []
+    left = list(order)
+    while left:
+        leader, rest = left[0], left[1:]
+        tier = [leader] + [s for s in rest
+                           if (p := p_holm.get(frozenset((leader, s)))) is None or p >= ALPHA]
+        tiers.append(tier)
+        left = [s for s in left if s not in tier]
+    if len(order) < 2:
+        return Headline(order=order, rates=rates, tiers=tiers,
+                        best=order[0] if order else None)
+    best, runner_up = order[0], order[1]
+    margin, interval, questions, p = paired_resolved(results.comparisons, best, runner_up)
+    return Headline(order=order, rates=rates, tiers=tiers, best=best, runner_up=runner_up,
+                    margin=margin, margin_ci=interval, questions=questions, p_holm=p,
+                    p_vs_best={s: (None if s == best else p_holm.get(frozenset((best, s))))
+                               for s in order})

@@ -1,0 +1,71 @@
+"""The headline (docs/methodology.md §5 "The headline") and one answer to "is it
+significant": hand-computed McNemar and Holm figures on a constructed evaluation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import grade_kit as gk
+
+
+def _evaluation(resolved: dict[str, set[int]], questions: int = 20) -> gk.Evaluation:
+    tasks = [{"task_id": f"q{i:02d}", "prompt": f"question {i}"} for i in range(questions)]
+    runs: list[dict[str, Any]] = []
+    grades: list[dict[str, Any]] = []
+    for setup, solved in resolved.items():
+        for i in range(questions):
+            run_id = f"{setup}-{i}"
+            runs.append({"run_id": run_id, "setup": setup, "task_id": f"q{i:02d}",
+                         "repeat": 1, "status": "delivered", "response": {"text": "x"}})
+            ok = i in solved
+            grades.append({"run_id": run_id, "grader": "hand",
+                           "core_conclusion": "correct" if ok else "incorrect",
+                           "request_fulfilment": "full" if ok else "not_met",
+                           "material_error": "no"})
+    return gk.evaluate(tasks, runs, grades=grades)
+
+
+def test_the_headline_is_the_adjusted_tests_answer() -> None:
+    ev = _evaluation({"A": set(range(20)), "B": set(range(8)), "C": set(range(6))})
+    view = ev.headline
+    text = repr(view)
+    assert text.startswith("A has the highest resolved rate, 1.000 [0.839, 1.000] of N = 20;"
+                           " next is B, 0.400")
+    assert ("On the 20 questions both ran, the resolved rate of A is higher by 0.600 (95% "
+            "interval of the difference [+0.400, +0.800]) than that of B (paired test, "
+            "Holm-adjusted p < 0.001): a significant lead.") in text
+    assert "1. A; 2. B, C." in text
+    rows = view.table.frame.to_dicts()
+    assert [(r["group"], r["setup"]) for r in rows] == [(1, "A"), (2, "B"), (2, "C")]
+    # Holm by hand: A-C 3 x 2/2^14; A-B max(that, 2 x 2/2^12) = 4/4096; B-C 0.5
+    assert rows[1]["p_holm_vs_best"] == 4 / 4096
+    assert rows[2]["p_holm_vs_best"] == pytest.approx(3 * 2 / 2**14, abs=1e-18)
+    # one answer: the comparisons table says "better" exactly where the headline's test does
+    resolved = {(c.baseline, c.compared): f for c in ev.results.comparisons
+                if c.subset == "all" for f in c.figures if f.metric == "resolved_rate"}
+    assert resolved[("A", "B")].direction == "B worse than A"
+    assert resolved[("A", "C")].direction == "C worse than A"
+    assert resolved[("B", "C")].p_holm == 0.5 and resolved[("B", "C")].direction is None
+
+
+def test_a_lead_the_adjusted_test_does_not_confirm_is_called_a_tie() -> None:
+    """5 questions: A resolves 4, B 1 of them: McNemar b = 3, c = 0, p = 2/8 = 0.25."""
+    ev = _evaluation({"A": {0, 1, 2, 3}, "B": {0}}, questions=5)
+    text = repr(ev.headline)
+    assert "Holm-adjusted p 0.25): not significant at the 0.05 level" in text
+    assert "1. A, B." in text
+    (figure,) = [f for c in ev.results.comparisons if c.subset == "all"
+                 for f in c.figures if f.metric == "resolved_rate"]
+    assert figure.p_holm == 0.25 and figure.direction is None
+
+
+@pytest.mark.parametrize(("resolved", "first"), [
+    ({"A": {0}}, "A is the only ranked setup: resolved 0.200 [0.036, 0.624] of N = 5."),
+])
+def test_one_setup_and_no_setup(resolved: dict[str, set[int]], first: str) -> None:
+    ev = _evaluation(resolved, questions=5)
+    assert repr(ev.headline).splitlines()[0] == first
+    html = ev.headline._repr_html_()
+    assert "<b>A</b> is the only ranked setup" in html
