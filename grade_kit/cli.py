@@ -21,7 +21,7 @@ from grade_kit.io import InputError
 from grade_kit.judges import JUDGES, new_grades, new_judgements
 from grade_kit.packed import DEFAULT_CHUNK_LINES, DEFAULT_PARTITIONS, is_store, pack
 from grade_kit.schema import MAX_REPEAT
-from grade_kit.sniff import log_files
+from grade_kit.sniff import log_files, lone_path_error
 from grade_kit.task_files import find_packs_dir, load_tasks
 
 __all__ = ["main"]
@@ -81,9 +81,7 @@ def _sources(args: argparse.Namespace) -> tuple[Path | list[Path], list[Path] | 
     if logs:
         return given, None
     if not args.runs:
-        raise InputError(f"{args.tasks}: RUNS is required (run JSONL files or folders), unless "
-                         "TASKS is a packed store or the paths are other tools' logs "
-                         "(Inspect, tau-bench)")
+        raise InputError(lone_path_error(args.tasks))
     return args.tasks, list(args.runs)
 
 
@@ -425,6 +423,7 @@ def _demo_server(args: argparse.Namespace) -> int:
 
 
 def _review_sheet(args: argparse.Namespace) -> int:
+    from grade_kit.standard.blind import ANONYMITY_NOTE
     from grade_kit.standard.review import write_review_sheet
 
     evaluation = evaluate(*_sources(args), judgements=args.judgements,
@@ -437,11 +436,12 @@ def _review_sheet(args: argparse.Namespace) -> int:
     print(f"review sheet: {queue.height} answers to review -> {args.out} ("
           + ", ".join(f"{n} {why}" for why, n in sorted(counts.items())) + ")")
     print(f"key (keep it from the reviewers): {key}")
+    print(f"note: {ANONYMITY_NOTE}")
     return 0
 
 
 def _grading_sheet(args: argparse.Namespace) -> int:
-    from grade_kit.standard.blind import grading_sheet, write_grading_sheet
+    from grade_kit.standard.blind import ANONYMITY_NOTE, grading_sheet, write_grading_sheet
 
     evaluation = read_inputs(args.tasks, args.runs, packs=args.packs)
     _print_rejects([r.message() for r in evaluation.rejected])
@@ -459,6 +459,7 @@ def _grading_sheet(args: argparse.Namespace) -> int:
     print(f"grading sheet: {len(rows)} answers ({len(key['pairs'])} calibration pairs), "
           f"seed {args.seed} -> {args.out}")
     print(f"key (keep it from the graders): {key_path}")
+    print(f"note: {ANONYMITY_NOTE}")
     return 0
 
 

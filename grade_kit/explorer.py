@@ -25,7 +25,7 @@ from grade_kit.evaluation import Evaluation
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.judges.model import answer_alias
 from grade_kit.schema import Grade, Run, Task
-from grade_kit.standard.blind.sheet import answer_text
+from grade_kit.standard.blind.sheet import ANONYMITY_NOTE, answer_text
 from grade_kit.tables import cell_text, column_label, table
 
 __all__ = ["FILTERS", "INFORMATIVE", "KEYS_CLASS", "LISTED", "SORTS", "BlindGradingPanel",
@@ -461,7 +461,8 @@ class BlindGradingPanel:
                 self.effect, self.reason, w.HBox([self.save_button, self.undo_button]),
                 self.status]
         self.key = uuid.uuid4().hex
-        self.widget = w.VBox([w.HTML(_live_style(self.key)), self.answer,
+        notice = w.HTML(f'<p class="gk-note">{html.escape(ANONYMITY_NOTE)}</p>')
+        self.widget = w.VBox([w.HTML(_live_style(self.key)), notice, self.answer,
                               *(form if self.path is not None else [])])
         self.widget.add_class(KEYS_CLASS)
         self._show()

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["HEAD_BYTES", "FileKind", "LogSource", "file_kind", "log_files", "not_runs_error"]
+__all__ = ["HEAD_BYTES", "FileKind", "LogSource", "file_kind", "log_files", "lone_path_error",
+           "not_runs_error"]
 
 HEAD_BYTES = 65_536
 """How much of a file is read to tell its kind."""
@@ -139,3 +140,31 @@ def not_runs_error(path: Path | str, kind: FileKind) -> str | None:
             "html": "an HTML page"}[kind]
     return (f"{path}: not a JSONL file of records but {what}; run, judgement and grade files "
             "hold one JSON object a line (docs/methodology.md §2)")
+
+
+def lone_path_error(path: Path | str) -> str:
+    """Why ``path``, given alone where tasks and runs (or a log, or a packed store) go,
+    cannot be evaluated, in one line naming the cause: no such path; an empty folder; a zip
+    that is not an Inspect log; a CSV (a filled grading sheet goes to ``import-grades``);
+    else that RUNS are required."""
+    path = Path(path)
+    if not path.exists():
+        return f"{path}: no such file or folder"
+    if path.is_dir():
+        if not any(path.iterdir()):
+            return f"{path}: an empty folder (no tasks, runs or logs in it)"
+    elif path.suffix.lower() == ".csv":
+        return (f"{path}: a CSV file, not tasks, runs or a log; a filled grading sheet goes "
+                f"to grade-kit import-grades {path} --out GRADES.jsonl")
+    else:
+        kind = file_kind(path)
+        if kind == "zip":
+            return (f"{path}: a zip archive that is not an Inspect log (an .eval holds "
+                    "header.json); give Inspect logs (grade-kit import inspect LOG... "
+                    "--out DIR), or TASKS and RUNS")
+        if kind in ("binary", "html", "empty"):
+            what = {"binary": "binary data (not text)", "html": "an HTML page",
+                    "empty": "an empty file"}[kind]
+            return f"{path}: {what}, not tasks, runs or a log"
+    return (f"{path}: RUNS is required (run JSONL files or folders), unless TASKS is a "
+            "packed store or the paths are other tools' logs (Inspect, tau-bench)")

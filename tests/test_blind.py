@@ -212,3 +212,26 @@ def test_an_edited_key_or_a_repeated_header_column_is_refused(
     sheet2.write_text("\n".join(lines) + "\n")
     assert main(["import-grades", str(sheet2), "--out", str(tmp_path / "h.jsonl")]) == 1
     assert "header repeats column(s) ['grader']" in capsys.readouterr().err
+
+
+def test_every_blind_surface_says_anonymity_is_limited(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/methodology.md §4 "Blind grading": the sheet's command, the notebook panel and
+    the report's section each state it, in the standard's words."""
+    from grade_kit.explorer import BlindGradingPanel
+    from grade_kit.inputs import read_inputs
+    from grade_kit.standard.blind import ANONYMITY_NOTE
+
+    assert ANONYMITY_NOTE.startswith("Anonymity is limited: an alias hides the setup")
+    assert main(["grading-sheet", str(EXAMPLE / "tasks"), str(EXAMPLE / "runs.jsonl"),
+                 "--out", str(tmp_path / "sheet.csv")]) == 0
+    assert f"note: {ANONYMITY_NOTE}" in capsys.readouterr().out
+    inputs = read_inputs(EXAMPLE / "tasks", EXAMPLE / "runs.jsonl")
+    panel = BlindGradingPanel(inputs.tasks, inputs.runs, tmp_path / "grades.jsonl")
+    texts = [getattr(child, "value", "") for child in panel.widget.children]
+    assert any(ANONYMITY_NOTE in str(text) for text in texts)
+    for folder in ("notebooks", "grade_kit/notebooks"):
+        notebook = json.loads((ROOT / folder / "explorer.ipynb").read_text(encoding="utf-8"))
+        section = next("".join(c["source"]) for c in notebook["cells"]
+                       if "".join(c["source"]).startswith("## Blind grading"))
+        assert ANONYMITY_NOTE in section

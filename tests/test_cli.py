@@ -168,3 +168,28 @@ def test_bad_numbers_on_the_command_line_are_usage_errors(
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert "--repeats" in err and "Traceback" not in err
+
+
+def test_a_lone_path_error_names_its_cause(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    import zipfile
+
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "sheet.csv").write_text("alias,core_conclusion\nA-1,correct\n")
+    with zipfile.ZipFile(tmp_path / "other.zip", "w") as archive:
+        archive.writestr("notes.txt", "not a log")
+    cases = {
+        tmp_path / "misspelt": "no such file or folder",
+        tmp_path / "empty": "an empty folder (no tasks, runs or logs in it)",
+        tmp_path / "other.zip": "a zip archive that is not an Inspect log (an .eval holds "
+                                "header.json); give Inspect logs (grade-kit import inspect "
+                                "LOG... --out DIR), or TASKS and RUNS",
+        tmp_path / "sheet.csv": "a CSV file, not tasks, runs or a log; a filled grading sheet "
+                                f"goes to grade-kit import-grades {tmp_path / 'sheet.csv'} "
+                                "--out GRADES.jsonl",
+        EXAMPLE / "tasks": "RUNS is required",
+    }
+    for path, why in cases.items():
+        assert main(["score", str(path), "--out", str(tmp_path / "out")]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"error: {path}: {why}"), err

@@ -32,6 +32,7 @@ from grade_kit.tables import ABSENT_ATTRIBUTE
 __all__ = [
     "FOOTER_TAG",
     "HEADLINE_TAG",
+    "IN_HEADLINE_TAG",
     "LEFT_OUT_TAG",
     "NOTEBOOKS",
     "NOTEBOOK_DIR",
@@ -338,6 +339,9 @@ FOOTER_TAG = "footer"
 HEADLINE_TAG = "headline"
 """Cells tagged so (the answer: ``ev.headline`` and its significance matrix) open
 ``report.html``, before its table of contents."""
+IN_HEADLINE_TAG = "in-headline"
+"""Cells tagged so show what the headline already shows (the significance matrix in its
+notebook): kept on their own page, left out of ``report.html``, which shows it once."""
 
 
 def _anchor(heading: str) -> str:
@@ -450,6 +454,8 @@ def merge_pages(executed: Sequence[Path], title: str) -> Any:
             tags = cell.get("metadata", {}).get("tags", [])
             if HEADLINE_TAG in tags:
                 first.append(cell)
+                continue
+            if IN_HEADLINE_TAG in tags:
                 continue
             if FOOTER_TAG in tags:
                 footer.append(cell)

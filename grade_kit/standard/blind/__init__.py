@@ -3,6 +3,8 @@
 The sheet shows a grader the question and the answer only: no setup, time, tool count or
 earlier score. Each answer gets a random alias (seeded; the seed is recorded in the key), and
 the rows are shuffled. The key (alias -> run id) is a separate file the graders never see.
+Anonymity is limited (:data:`ANONYMITY_NOTE`): an answer's own wording, format or links can
+reveal its setup, and every surface says so.
 
 Calibration: the sheet can carry extra rows that restate an answer's facts in another form
 (``short_long``: findings alone vs the full answer; ``paragraph_table``: findings as a
@@ -14,6 +16,7 @@ human judgement was checked.
 
 from grade_kit.standard.blind.pairs import calibration_report, pair_verdicts
 from grade_kit.standard.blind.sheet import (
+    ANONYMITY_NOTE,
     FORMS,
     GRADE_FIELDS,
     SHEET_COLUMNS,
@@ -32,6 +35,7 @@ from grade_kit.standard.blind.sheet_import import (
 )
 
 __all__ = [
+    "ANONYMITY_NOTE",
     "FORMS",
     "GRADE_FIELDS",
     "SHEET_COLUMNS",

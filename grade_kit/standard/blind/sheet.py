@@ -14,8 +14,13 @@ from typing import Any
 
 from grade_kit.schema import Run, Task
 
-__all__ = ["FORMS", "GRADE_FIELDS", "SHEET_COLUMNS", "answer_text", "grading_sheet",
-           "neutralise_cell", "restore_cell", "sheet_id", "write_grading_sheet"]
+ANONYMITY_NOTE = ("Anonymity is limited: an alias hides the setup, run id, timing and "
+                  "tools, never the answer itself, so its wording, format, length or links "
+                  "can still reveal which setup wrote it.")
+"""What every blind-grading surface states (docs/methodology.md §4 "Blind grading")."""
+
+__all__ = ["ANONYMITY_NOTE", "FORMS", "GRADE_FIELDS", "SHEET_COLUMNS", "answer_text",
+           "grading_sheet", "neutralise_cell", "restore_cell", "sheet_id", "write_grading_sheet"]
 
 FORMS = ("short_long", "paragraph_table", "swapped_order")
 GRADE_FIELDS = ("core_conclusion", "request_fulfilment", "material_error", "claim", "evidence",
