@@ -315,6 +315,22 @@ EVALUATION_PARAMETERS = ("judgements", "grades", "judge", "grader", "repeats", "
 """The notebook parameters that change the evaluation itself (``-p`` may set them too)."""
 
 
+OPEN_FILES = 4096
+"""The soft limit of open files ``grade-kit report`` raises itself to (within the hard
+limit): its kernels and their sockets need more than a low default (macOS: 256) allows."""
+
+
+def _raise_open_files() -> None:
+    """Raise this process's soft open-files limit to :data:`OPEN_FILES` where the hard
+    limit allows (the kernels it starts inherit it)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = OPEN_FILES if hard == resource.RLIM_INFINITY else min(OPEN_FILES, hard)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+
 def _report_cmd(args: argparse.Namespace) -> int:
     """Evaluate once (or reopen a scored folder), then run every notebook on that one
     evaluation (``scored``); the scored folder is kept beside the pages (``scored/``)."""
@@ -327,6 +343,7 @@ def _report_cmd(args: argparse.Namespace) -> int:
     from grade_kit.report.html import NOTEBOOKS, ReportKernels, build_report, default_title
     from grade_kit.state import STATE_DIR, verify_state
 
+    _raise_open_files()
     overrides = {name: yaml.safe_load(value)  # -p weakest 3, -p judge null
                  for name, value in args.parameter or []}
     out = output_folder(args.out)

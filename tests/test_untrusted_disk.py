@@ -263,3 +263,22 @@ def test_a_second_writer_of_a_store_is_refused(tmp_path: Path) -> None:
     finally:
         held.close()
     RunStore.open(store).close()  # free again once the first writer let go
+
+
+def test_a_report_under_a_low_open_files_limit_prints_no_traceback(tmp_path: Path) -> None:
+    """A real `grade-kit report` started with a soft limit of 64 open files (macOS starts at
+    256): it raises its own soft limit for its kernels, and stops each notebook's kernel
+    clients when the notebook is done; it ends with one line and no traceback."""
+    import resource
+
+    def low_limit() -> None:
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "grade_kit.cli", "report", str(EXAMPLE / "tasks"),
+         str(EXAMPLE / "runs.jsonl"), "--out", str(tmp_path / "pages")],
+        capture_output=True, text=True, timeout=600, check=False, preexec_fn=low_limit)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "ZMQError" not in done.stderr
+    assert (tmp_path / "pages" / "report.html").is_file()
