@@ -81,37 +81,18 @@ def setup_order(grades: pl.DataFrame | pd.DataFrame) -> list[str]:
             .get_column("setup").to_list())
 
 
-_SEPARATORS = "/-_ .:"
-
-
 def short_labels(names: Sequence[str]) -> dict[str, str]:
-    """A short, unique label per setup name: the common prefix and suffix of all the names
-    elided (at a separator, so no word is cut), the rest cut in the middle to
-    :data:`LABEL_CHARS`; the full name wherever that would not be unique."""
+    """A short, unique label per setup name, the same rule for every name on every page: the
+    name after its last ``/`` (the vendor or provider path dropped; the model's family,
+    version and any bracketed configuration kept), cut in the middle to
+    :data:`LABEL_CHARS`; where that is not unique, the uncut short names; where those are
+    not unique either, the full names."""
     names = list(dict.fromkeys(names))
-    if len(names) < 2:
-        return {n: _middle_cut(n) for n in names}
-    prefix = _common_prefix(names)
-    suffix = _common_prefix([n[::-1] for n in names])
-    cut = {}
-    for n in names:
-        core = n[len(prefix):len(n) - len(suffix) if suffix else None]
-        cut[n] = _middle_cut(core) if core else _middle_cut(n)
-    if len(set(cut.values())) < len(names):
+    short = {n: n.rsplit("/", 1)[-1] or n for n in names}
+    if len(set(short.values())) < len(names):
         return {n: n for n in names}
-    return cut
-
-
-def _common_prefix(names: list[str]) -> str:
-    """The longest common prefix of ``names`` ending right after a separator."""
-    first = min(names, key=len)
-    end = 0
-    for i, ch in enumerate(first):
-        if any(n[i] != ch for n in names):
-            break
-        if ch in _SEPARATORS:
-            end = i + 1
-    return first[:end]
+    cut = {n: _middle_cut(s) for n, s in short.items()}
+    return cut if len(set(cut.values())) == len(names) else short
 
 
 def _middle_cut(text: str) -> str:

@@ -144,14 +144,22 @@ def test_many_tasks_are_binned_and_no_grade_says_why() -> None:
     assert "vegaEmbed" in drawn and "data-gk-absent" not in drawn
 
 
-def test_short_labels_elide_what_every_name_shares() -> None:
+def test_short_labels_keep_family_and_version() -> None:
+    """One rule on every page: the vendor path dropped, the model's own name kept whole (no
+    bare "mini", no "3-mini"), cut in the middle past 30 characters, unique or full names."""
     names = ["anthropic/claude-3-5-sonnet-20241022", "anthropic/claude-3-5-haiku-20241022"]
-    assert charts.short_labels(names) == {names[0]: "sonnet", names[1]: "haiku"}
+    assert charts.short_labels(names) == {names[0]: "claude-3-5-sonnet-20241022",
+                                          names[1]: "claude-3-5-haiku-20241022"}
+    assert charts.short_labels(["openai/gpt-4o", "openai/gpt-4o-mini"]) == {
+        "openai/gpt-4o": "gpt-4o", "openai/gpt-4o-mini": "gpt-4o-mini"}
+    assert charts.short_labels(["xai/grok-3-mini", "xai/grok-4-fast-reasoning"]) == {
+        "xai/grok-3-mini": "grok-3-mini", "xai/grok-4-fast-reasoning": "grok-4-fast-reasoning"}
     assert charts.short_labels(["a"]) == {"a": "a"}
+    assert charts.short_labels(["a/x", "b/x"]) == {"a/x": "a/x", "b/x": "b/x"}  # not unique
     long = [f"provider/family-of-models-variant-number-{i:02d}-2026-01-01" for i in range(12)]
     labels = charts.short_labels(long)
     assert len(set(labels.values())) == 12 and all(len(v) <= 30 for v in labels.values())
-    assert labels[long[3]] == "03"
+    assert labels[long[3]] == "family-of-model…-03-2026-01-01"
     # a name that is another's prefix keeps labels unique
     assert len(set(charts.short_labels(["m", "m-large"]).values())) == 2
 
