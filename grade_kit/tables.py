@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +27,7 @@ from grade_kit.schema import DIMENSIONS, SHORT_LABELS, Results
 __all__ = ["ABSENT_ATTRIBUTE", "LONG_TEXT", "MAX_TABLE_ROWS", "NO_COMPARISON", "NO_GRADE",
            "NO_TOOL_CALLS", "Absent", "HeadlineView", "Table", "absences", "absent_html",
            "cell_text", "column_label", "headline_view", "no_timing", "pending_state",
-           "provenance_table", "summary_table", "table"]
+           "provenance_table", "summary_table", "table", "warnings_table"]
 
 MAX_TABLE_ROWS = 5_000
 """The most rows a table shows; a longer frame is cut there with a line that says so and
@@ -523,3 +524,32 @@ def headline_view(results: Results, compared: Sequence[str]) -> HeadlineView:
                   f"questions both ran, level {ALPHA:g}); p against the best is the same "
                   "test the comparisons table and the significance matrix show.")
     return HeadlineView(sentences, table, list(setups))
+
+
+_LOG_PREFIX = re.compile(r"^(?P<file>[^\s:]+\.(?:eval|json|jsonl|csv|yaml|yml)): ")
+_FIGURES = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def warnings_table(warnings: pl.DataFrame) -> Table:
+    """The warnings grouped by kind for a page (``ev.warnings`` keeps every one): messages
+    that differ only in the file they name (a ``file.json: `` prefix) and in their figures
+    are one row, with how many there are, every file named once, and the first message in
+    full."""
+    rows: dict[str, dict[str, Any]] = {}
+    for message in warnings.get_column("message").to_list() if warnings.height else []:
+        text = str(message)
+        match = _LOG_PREFIX.match(text)
+        rest = text[match.end():] if match else text
+        kind = _FIGURES.sub("#", rest)
+        row = rows.setdefault(kind, {"warning": text, "count": 0, "files": []})
+        row["count"] += 1
+        if match and match.group("file") not in row["files"]:
+            row["files"].append(match.group("file"))
+    frame = pl.DataFrame(
+        [{"warning": r["warning"], "count": r["count"],
+          "files": ", ".join(r["files"]) or None} for r in rows.values()],
+        schema={"warning": pl.String, "count": pl.Int64, "files": pl.String})
+    note = (f"{warnings.height:,} warnings in {frame.height:,} kinds; messages that differ "
+            "only in their file and figures are one row, the first shown (ev.warnings "
+            "lists every one)." if frame.height < warnings.height else None)
+    return Table(frame, "Warnings", note, empty="No warning.")

@@ -128,3 +128,21 @@ def test_runs_pending_verification_are_said_first() -> None:
                          grades=example / "grades.jsonl")
     assert pending_state(partly.results) == ("2 of N = 30 pending verification: these runs "
                                              "have no grade record.")
+
+
+def test_warnings_are_grouped_by_kind_with_every_file_named_once() -> None:
+    from grade_kit.tables import warnings_table
+
+    messages = ["a.json: the log's status is 'cancelled'; its 3 samples are imported",
+                "b.eval: the log's status is 'cancelled'; its 12 samples are imported",
+                "a.json: the log's status is 'cancelled'; its 3 samples are imported",
+                "R = 5 repeats per question was inferred"]
+    frame = pl.DataFrame({"source": [None] * 4, "line": [None] * 4, "message": messages},
+                         schema={"source": pl.String, "line": pl.Int64, "message": pl.String})
+    view = warnings_table(frame)
+    assert view.frame.to_dicts() == [
+        {"warning": messages[0], "count": 3, "files": "a.json, b.eval"},
+        {"warning": messages[3], "count": 1, "files": None}]
+    assert view.note is not None and view.note.startswith("4 warnings in 2 kinds")
+    empty = warnings_table(frame.clear())
+    assert empty.frame.height == 0 and "No warning." in empty._repr_html_()

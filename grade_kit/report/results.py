@@ -84,8 +84,8 @@ def missing_dimension_warnings(setups: dict[str, SetupResults]) -> list[WarningI
 
 def repeated_id_warnings(setups: dict[str, SetupResults]) -> list[WarningItem]:
     """One warning per setup whose runs reuse a tool-call id (docs/methodology.md §4 "Tool
-    calls"): more calls recorded than unique ids, with the share of runs affected, so the
-    unique count the standard uses never hides the calls made."""
+    calls"): more calls recorded than unique ids, with the share of runs affected and both
+    means per run (the summary's headline counts the calls as recorded then)."""
     out = []
     for name, s in setups.items():
         tc = s.tool_calls
@@ -93,10 +93,11 @@ def repeated_id_warnings(setups: dict[str, SetupResults]) -> list[WarningItem]:
             out.append(WarningItem(message=(
                 f"{name!r}: tool-call ids repeat within {tc.runs_with_repeated_ids} of "
                 f"{tc.runs_exposed} runs ({tc.runs_with_repeated_ids / tc.runs_exposed:.0%}): "
-                f"{tc.recorded_calls} calls recorded under {tc.unique_calls} unique ids; tool "
-                "calls per run count unique ids, so where the source reuses ids for distinct "
-                f"calls they undercount (recorded per run: mean "
-                f"{_figure(tc.recorded_per_run.mean)}, unique: {_figure(tc.per_run.mean)})")))
+                f"{tc.recorded_calls} calls recorded under {tc.unique_calls} unique ids; the "
+                "summary's tool calls per run count the calls as recorded (unique ids would "
+                "undercount where the source reuses ids for distinct calls; recorded per run: "
+                f"mean {_figure(tc.recorded_per_run.mean)}, unique: "
+                f"{_figure(tc.per_run.mean)})")))
     return out
 
 
