@@ -69,3 +69,18 @@ def test_one_setup_and_no_setup(resolved: dict[str, set[int]], first: str) -> No
     assert repr(ev.headline).splitlines()[0] == first
     html = ev.headline._repr_html_()
     assert "<b>A</b> is the only ranked setup" in html
+
+
+def test_a_rank_from_few_questions_has_no_interval() -> None:
+    """3 questions (below MIN_RANK_QUESTIONS = 10): ranks by the mean, no interval, and the
+    basis says why; 20 questions: intervals."""
+    few = _evaluation({"A": {0, 1, 2}, "B": {0}}, questions=3)
+    ranks = gk.rank_intervals(few.standard.per_question, "resolved_rate")
+    assert ranks.select("setup", "mean", "rank").rows() == [("A", 1.0, 1.0), ("B", 1 / 3, 2.0)]
+    assert ranks.get_column("rank_low").null_count() == 2
+    assert ranks.get_column("basis").to_list() == [
+        "3 paired questions: fewer than 10, no interval (not a separable ranking)"] * 2
+    many = _evaluation({"A": set(range(20)), "B": set(range(8))})
+    ranks = gk.rank_intervals(many.standard.per_question, "resolved_rate")
+    assert ranks.get_column("basis").null_count() == 2
+    assert ranks.get_column("rank_low").to_list() == [1.0, 2.0]

@@ -439,8 +439,8 @@ def test_rank_intervals_separate_or_not() -> None:
     tied = rank_intervals(_per_question({"A": [0.5] * 4, "B": [0.5] * 4}))
     assert set(tied.get_column("rank").to_list()) == {1.5}
     rnd = __import__("random").Random(4)
-    noisy = rank_intervals(_per_question({"A": [rnd.random() for _ in range(8)],
-                                          "B": [rnd.random() for _ in range(8)]}), seed=2)
+    noisy = rank_intervals(_per_question({"A": [rnd.random() for _ in range(12)],
+                                          "B": [rnd.random() for _ in range(12)]}), seed=2)
     assert noisy.get_column("rank_low").min() == 1.0
     assert noisy.get_column("rank_high").max() == 2.0
     assert all(low < high for low, high in zip(noisy["rank_low"], noisy["rank_high"],

@@ -25,7 +25,11 @@ import polars as pl
 from grade_kit.exact import fmean
 from grade_kit.standard.compare import DEFAULT_RESAMPLES, DEFAULT_SEED
 
-__all__ = ["questions_needed", "rank_intervals"]
+__all__ = ["MIN_RANK_QUESTIONS", "questions_needed", "rank_intervals"]
+
+MIN_RANK_QUESTIONS = 10
+"""Below this many paired questions a rank gets no interval (its ``basis`` says so): a
+bootstrap over a handful of questions gives intervals that look certain and are not."""
 
 
 def _matrix(per_question: pl.DataFrame, metric: str) -> tuple[list[str], list[str], np.ndarray]:
@@ -67,17 +71,28 @@ def rank_intervals(per_question: pl.DataFrame, metric: str = "composite", *,
 
     Returns:
         setup, mean, rank (observed, 1 = best), rank_low, rank_high, questions (paired),
-        seed, resamples. Empty when no question has the metric for every setup.
+        basis (why there is no interval: fewer than :data:`MIN_RANK_QUESTIONS` paired
+        questions; else null), seed, resamples. Empty when no question has the metric for
+        every setup.
     """
     setups, _, values = _matrix(per_question, metric)
     schema = {"setup": pl.String, "mean": pl.Float64, "rank": pl.Float64,
               "rank_low": pl.Float64, "rank_high": pl.Float64, "questions": pl.Int64,
-              "seed": pl.Int64, "resamples": pl.Int64}
+              "basis": pl.String, "seed": pl.Int64, "resamples": pl.Int64}
     n = values.shape[0]
     if n == 0 or not setups:
         return pl.DataFrame(schema=schema)
     means = np.array([fmean(values[:, j].tolist()) for j in range(len(setups))])
     observed = _ranks(means[None, :], higher_is_better)[0]
+    if n < MIN_RANK_QUESTIONS:
+        why = (f"{n} paired question{'' if n == 1 else 's'}: fewer than "
+               f"{MIN_RANK_QUESTIONS}, no interval (not a separable ranking)")
+        return pl.DataFrame({
+            "setup": setups, "mean": means.tolist(), "rank": observed.tolist(),
+            "rank_low": [None] * len(setups), "rank_high": [None] * len(setups),
+            "questions": [n] * len(setups), "basis": [why] * len(setups),
+            "seed": [seed] * len(setups), "resamples": [resamples] * len(setups)},
+            schema=schema).sort("rank", "setup")
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, n, size=(resamples, n))
     boot = np.stack([values[draws, j].mean(axis=1) for j in range(len(setups))], axis=1)
@@ -87,7 +102,8 @@ def rank_intervals(per_question: pl.DataFrame, metric: str = "composite", *,
     return pl.DataFrame({
         "setup": setups, "mean": means.tolist(), "rank": observed.tolist(),
         "rank_low": low.tolist(), "rank_high": high.tolist(), "questions": [n] * len(setups),
-        "seed": [seed] * len(setups), "resamples": [resamples] * len(setups)},
+        "basis": [None] * len(setups), "seed": [seed] * len(setups),
+        "resamples": [resamples] * len(setups)},
         schema=schema).sort("rank", "setup")
 
 
