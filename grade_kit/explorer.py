@@ -462,8 +462,9 @@ class BlindGradingPanel:
                 self.status]
         self.key = uuid.uuid4().hex
         notice = w.HTML(f'<p class="gk-note">{html.escape(ANONYMITY_NOTE)}</p>')
-        self.widget = w.VBox([w.HTML(_live_style(self.key)), notice, self.answer,
-                              *(form if self.path is not None else [])])
+        self.widget = w.VBox([w.HTML(_live_style(self.key)),
+                              *([notice, self.answer, *form] if self.path is not None
+                                else [self.answer])])
         self.widget.add_class(KEYS_CLASS)
         self._show()
 
