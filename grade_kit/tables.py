@@ -24,10 +24,10 @@ import polars as pl
 
 from grade_kit.schema import DIMENSIONS, SHORT_LABELS, Results
 
-__all__ = ["ABSENT_ATTRIBUTE", "LONG_TEXT", "MAX_TABLE_ROWS", "NO_COMPARISON", "NO_GRADE",
-           "NO_TOOL_CALLS", "Absent", "HeadlineView", "Table", "absences", "absent_html",
-           "cell_text", "column_label", "headline_view", "no_timing", "pending_state",
-           "provenance_table", "summary_table", "table", "warnings_table"]
+__all__ = ["ABSENT_ATTRIBUTE", "COLLAPSE_ROWS", "LONG_TEXT", "MAX_TABLE_ROWS", "NO_COMPARISON",
+           "NO_GRADE", "NO_TOOL_CALLS", "Absent", "HeadlineView", "Table", "absences",
+           "absent_html", "cell_text", "column_label", "headline_view", "no_timing",
+           "pending_state", "provenance_table", "summary_table", "table", "warnings_table"]
 
 MAX_TABLE_ROWS = 5_000
 """The most rows a table shows; a longer frame is cut there with a line that says so and
@@ -39,6 +39,10 @@ _SECONDS = ("e2e_", "working_", "span_", "waiting_", "outcome_")
 _RATES = ("_rate", "coverage", "composite", "rubric_score", *DIMENSIONS,
           "finding_stability", "ranking_stability", "metric_variance", "mean_a", "mean_b")
 
+
+COLLAPSE_ROWS = 25
+"""A table of more rows shows folded on a page (``<details>``, every row in the file, one
+click away), so a page's height grows with its sections, not with setups or pairs."""
 
 LONG_TEXT = 40
 """A text cell longer than this wraps (a warning, a reason); shorter ones never break."""
@@ -171,9 +175,13 @@ class Table:
         foot = "".join(f'<p class="gk-note">{html.escape(n)}</p>' for n in self._notes())
         empty = (f'<p class="gk-note">{html.escape(self.empty or "No rows.")}</p>'
                  if not rows else "")
-        return (f"{_STYLE}<div class=\"gk-table-wrap\"><table class=\"gk-table\">{title}"
-                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
-                f"{empty}{foot}")
+        table = (f"<div class=\"gk-table-wrap\"><table class=\"gk-table\">{title}"
+                 f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
+        if len(rows) > COLLAPSE_ROWS:  # the page's height grows with sections, not rows
+            what = html.escape(self.title) if self.title else "The table"
+            table = (f'<details class="gk-more"><summary>{what}: {len(rows):,} rows '
+                     f"(open to read them all)</summary>{table}</details>")
+        return f"{_STYLE}{table}{empty}{foot}"
 
     def __repr__(self) -> str:
         if self.absent is not None:
@@ -194,6 +202,8 @@ class Table:
 _STYLE = ("<style>.gk-table-wrap{overflow-x:auto;max-width:100%}"
           "table.gk-table{border-collapse:collapse;font-size:13px;margin:0.5em 0}"
           "table.gk-table caption{text-align:left;font-weight:bold;padding:0.3em 0}"
+          "details.gk-more>summary{cursor:pointer;font-size:13px;padding:0.3em 0;"
+          "color:#0b4f8a}"
           "table.gk-table th,table.gk-table td{padding:3px 9px;border:none;"
           "border-bottom:1px solid #ddd;white-space:nowrap;vertical-align:top}"
           "table.gk-table th{background:#f4f4f4;font-weight:600}"
@@ -448,6 +458,12 @@ class HeadlineView:
                           repr(self.table)])
 
 
+NAMED_SETUPS = 6
+"""Up to this many ranked setups, the headline names each group's members in its sentence;
+beyond, it gives the groups' sizes and the table names them (a sentence of 20 model names
+is not read)."""
+
+
 def headline_view(results: Results, compared: Sequence[str]) -> HeadlineView:
     """The headline of ``results``: the best setup on the resolved rate and its margin over
     the next with its interval and Holm-adjusted p, the statistically tied groups, the
@@ -477,9 +493,14 @@ def headline_view(results: Results, compared: Sequence[str]) -> HeadlineView:
                          f"{rate(figures.order[0])}.")
     else:
         best, second = figures.best, figures.runner_up
-        assert best is not None
+        assert best is not None and second is not None
+        between = figures.order[1:figures.order.index(second)]
         sentences.append(f"«{best}» has the highest resolved rate, {rate(best)}; next is "
-                         f"«{second}», {rate(second)}.")
+                         f"«{second}», {rate(second)}"
+                         + (" (the next that ran any of its questions: "
+                            + ", ".join(f"«{s}»" for s in between) + " ran none of them, "
+                            "and rates over other questions are not compared)"
+                            if between else "") + ".")
         if figures.margin is None:
             sentences.append("Their difference is untested: no question was run by both.")
         else:
@@ -494,11 +515,18 @@ def headline_view(results: Results, compared: Sequence[str]) -> HeadlineView:
                 f"«{best}» is {way} by {abs(figures.margin):.3f} (95% interval of the "
                 f"difference{interval}) than that of «{second}» (paired test, Holm-adjusted "
                 f"p {_p_text(figures.p_holm)}): {verdict}.")
-        groups = "; ".join(f"{k}. " + ", ".join(f"«{s}»" for s in tier)
-                           for k, tier in enumerate(figures.tiers, start=1))
-        sentences.append(f"Statistically tied groups (each led by the best setup left; a "
-                         f"setup joins when its Holm-adjusted paired test against the leader "
-                         f"gives p ≥ {ALPHA:g}): {groups}.")
+        rule = (f"each led by the best setup left; a setup joins when its Holm-adjusted "
+                f"paired test against the leader gives p ≥ {ALPHA:g}; setups with no "
+                "question in common are never tied")
+        if len(figures.order) <= NAMED_SETUPS:
+            groups = "; ".join(f"{k}. " + ", ".join(f"«{s}»" for s in tier)
+                               for k, tier in enumerate(figures.tiers, start=1))
+            sentences.append(f"Statistically tied groups ({rule}): {groups}.")
+        else:
+            sizes = ", ".join(str(len(tier)) for tier in figures.tiers)
+            sentences.append(f"{len(figures.order)} ranked setups fall into "
+                             f"{len(figures.tiers)} statistically tied groups of {sizes} "
+                             f"({rule}); the table gives each setup's group.")
     if unranked:
         sentences.append("Not ranked, coverage below "
                          f"{results.plan.coverage_min:.0%} of the planned slots: "

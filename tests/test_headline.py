@@ -84,3 +84,26 @@ def test_a_rank_from_few_questions_has_no_interval() -> None:
     ranks = gk.rank_intervals(many.standard.per_question, "resolved_rate")
     assert ranks.get_column("basis").null_count() == 2
     assert ranks.get_column("rank_low").to_list() == [1.0, 2.0]
+
+
+def test_setups_over_other_questions_are_never_tied_or_compared() -> None:
+    """Two datasets (suites): A and B ran "x", C ran "y" only. C shares no question with A:
+    no margin over it, never in A's group; the margin is over B."""
+    tasks = [{"task_id": f"{s}{i}", "prompt": "q", "suite": s} for s in "xy" for i in range(5)]
+    runs, grades = [], []
+    for setup, suite, solved in (("A", "x", 5), ("B", "x", 4), ("C", "y", 5)):
+        for i in range(5):
+            run_id = f"{setup}-{i}"
+            runs.append({"run_id": run_id, "setup": setup, "task_id": f"{suite}{i}",
+                         "repeat": 1, "status": "delivered", "response": {"text": "x"}})
+            ok = i < solved
+            grades.append({"run_id": run_id, "grader": "hand", "material_error": "no",
+                           "core_conclusion": "correct" if ok else "incorrect",
+                           "request_fulfilment": "full" if ok else "not_met"})
+    ev = gk.evaluate(tasks, runs, grades=grades)
+    text = repr(ev.headline)
+    # A and C both resolve 5/5 = 1.0 (ties by name: A first); B 0.8
+    assert text.splitlines()[0].startswith("A has the highest resolved rate, 1.000")
+    assert "next is B, 0.800" in text and "C ran none of them" in text
+    # McNemar A-B: b = 1, c = 0, p = 1 (one pair tested: Holm 1) -> tied; C alone
+    assert "1. A, B; 2. C." in text

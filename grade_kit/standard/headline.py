@@ -25,8 +25,10 @@ class Headline:
         rates: Each one's resolved rate over N.
         tiers: The statistically tied groups, in order: each led by the best setup not yet
             in a group, with every later setup its Holm-adjusted test does not separate
-            from the leader (p_holm >= :data:`ALPHA`, or untested).
-        best, runner_up: The first two of ``order`` (None where there are fewer).
+            from the leader (p_holm >= :data:`ALPHA`; an untested pair, over no shared
+            question, is never called tied).
+        best, runner_up: The first of ``order``, and the next one the best was tested
+            against (else the second; None where there are fewer).
         margin: best - runner_up, the paired difference in resolved rate over the questions
             both ran, with its bootstrap 95% interval, the questions, and p_holm.
         p_vs_best: Each setup's Holm-adjusted p against the best (None: untested, or it is
@@ -78,7 +80,8 @@ def headline(results: Results, compared: list[str]) -> Headline:
 
     Order by resolved rate over N (ties by name); tiers by walking that order: the first
     setup not yet in a tier leads one, joined by every later setup not yet in a tier whose
-    Holm-adjusted p against the leader is at least :data:`ALPHA` (or untested).
+    Holm-adjusted p against the leader is at least :data:`ALPHA` (tested: an untested pair
+    shares no question and is never called tied).
     """
     rates = {s: results.setups[s].grades.rates.resolved for s in compared
              if s in results.setups}
@@ -98,13 +101,17 @@ def headline(results: Results, compared: list[str]) -> Headline:
     while left:
         leader, rest = left[0], left[1:]
         tier = [leader] + [s for s in rest
-                           if (p := p_holm.get(frozenset((leader, s)))) is None or p >= ALPHA]
+                           if (p := p_holm.get(frozenset((leader, s)))) is not None
+                           and p >= ALPHA]
         tiers.append(tier)
         left = [s for s in left if s not in tier]
     if len(order) < 2:
         return Headline(order=order, rates=rates, tiers=tiers,
                         best=order[0] if order else None)
-    best, runner_up = order[0], order[1]
+    best = order[0]
+    # the next setup the best was tested against (setups over other questions are not)
+    runner_up = next((s for s in order[1:]
+                      if p_holm.get(frozenset((best, s))) is not None), order[1])
     margin, interval, questions, p = paired_resolved(results.comparisons, best, runner_up)
     return Headline(order=order, rates=rates, tiers=tiers, best=best, runner_up=runner_up,
                     margin=margin, margin_ci=interval, questions=questions, p_holm=p,
