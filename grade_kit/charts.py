@@ -318,7 +318,9 @@ LATENCY_METRICS = {
 
 
 LABEL_LINES = 20
-"""Lines from the top a latency chart's P50/P90 labels use before they start again."""
+"""Lines from the top a latency chart's P50/P90 labels use; with more setups than half as
+many, the labels are left out (they would print over each other) and the dashed marks keep
+their values in their tooltips."""
 
 
 def _decades(values: list[float]) -> list[float]:
@@ -335,7 +337,8 @@ smallest (one slow setup would otherwise squash the others into a sliver)."""
 
 def latency_chart(runs: pl.DataFrame | pd.DataFrame, timing: pl.DataFrame | pd.DataFrame,
                   metric: Literal["e2e", "working"] = "e2e", order: Order = None) -> Chart:
-    """Latency ECDF per setup (primary runs with a sample), P50 and P90 marked and labelled;
+    """Latency ECDF per setup (primary runs with a sample), P50 and P90 marked (and labelled
+    up to :data:`LABEL_LINES` / 2 setups);
     a log axis when the values span more than :data:`SPAN_FOR_LOG` times; timeouts, limits
     and failures are never samples: their counts are in the marks' tooltips.
 
@@ -386,7 +389,8 @@ def latency_chart(runs: pl.DataFrame | pd.DataFrame, timing: pl.DataFrame | pd.D
         x=alt.X("seconds:Q", scale=scale), y=alt.Y("offset:Q", scale=None), text="mark:N",
         color=_setup_colour(setups),
         tooltip=["setup", "statistic", alt.Tooltip("seconds:Q", format=".2f")])
-    return cast(Chart, alt.layer(lines, rules, names).properties(
+    layers = [lines, rules] + ([names] if len(setups) * 2 <= LABEL_LINES else [])
+    return cast(Chart, alt.layer(*layers).properties(
         title=f"{title} (ECDF; dashed: P50 and nearest-rank P90; timeouts, limits and "
               "failures excluded)"))
 
@@ -468,16 +472,36 @@ def consistency_chart(tasks: pl.DataFrame | pd.DataFrame, order: Order = None) -
     return cast(Chart, chart)
 
 
+PAIRED_SETUPS = 4
+"""Up to this many setups, the comparisons chart shows every pair; beyond, each setup against
+the first of the order (the best), so the chart grows with setups, not with pairs."""
+
+
 def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
-                      subset: str = "all") -> Chart:
+                      subset: str = "all", order: Order = None) -> Chart:
     """Measured paired differences (B - A) with their 95% bootstrap intervals, per metric
-    (one line saying why, where nothing was measured)."""
+    (one line saying why, where nothing was measured). Past :data:`PAIRED_SETUPS` setups,
+    only each setup against the first of ``order`` (default: by name), as setup - it."""
     frame = (_polars(comparisons)
              .filter((pl.col("subset") == subset) & (pl.col("label") == "measured")))
     if not frame.height:
         return _note(f"Paired differences on {subset} questions", NO_COMPARISON)
-    labels = short_labels(sorted(set(frame.get_column("baseline").to_list())
-                                 | set(frame.get_column("compared").to_list())))
+    names = sorted(set(frame.get_column("baseline").to_list())
+                   | set(frame.get_column("compared").to_list()))
+    labels = short_labels(_order(pl.DataFrame({"setup": names}), order))
+    against = ""
+    if len(names) > PAIRED_SETUPS:
+        reference = next(s for s in _order(pl.DataFrame({"setup": names}), order)
+                         if s in names)
+        against = f"; each setup against {labels[reference]}"
+        turned = pl.col("compared") == reference
+        frame = frame.filter((pl.col("baseline") == reference) | turned).with_columns(
+            compared=pl.when(turned).then(pl.col("baseline")).otherwise(pl.col("compared")),
+            baseline=pl.lit(reference),
+            mean_diff_b_minus_a=pl.when(turned).then(-pl.col("mean_diff_b_minus_a"))
+            .otherwise(pl.col("mean_diff_b_minus_a")),
+            ci_low=pl.when(turned).then(-pl.col("ci_high")).otherwise(pl.col("ci_low")),
+            ci_high=pl.when(turned).then(-pl.col("ci_low")).otherwise(pl.col("ci_high")))
     frame = frame.with_columns(pair=pl.col("compared").replace_strict(labels) + " - "
                                + pl.col("baseline").replace_strict(labels))
     data: Any = frame.to_pandas()
@@ -495,7 +519,8 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
         row=alt.Row("metric:N", title=None, header=alt.Header(
             labelAngle=0, labelAlign="left", labelOrient="top", labelFontWeight="bold"))
     ).resolve_scale(x="independent").properties(
-        title=f"Paired differences on {subset} questions (measured, 95% bootstrap CI)"))
+        title=f"Paired differences on {subset} questions (measured, 95% bootstrap CI"
+              f"{against})"))
 
 
 def headline_matrix(comparisons: pl.DataFrame | pd.DataFrame, order: Order = None

@@ -126,3 +126,109 @@ def test_the_significance_matrix_holds_the_comparisons_p_values(
             pair = {row["baseline"], row["compared"]}
             assert {c["p_holm"] for c in cells if {c["row"], c["column"]} == pair} == {
                 row["p_holm"]}
+
+
+def _twenty_setups(folder: Path) -> list[str]:
+    """20 setups with 40-plus-character names (vendor/model-family-NN-instruct-date), 30
+    plain questions x 2 repeats, timestamps, tool calls and grade records (seeded)."""
+    import random
+    from datetime import UTC, datetime, timedelta
+
+    rng = random.Random(7)
+    vendors = ["anthropic", "openai", "google", "meta-llama", "mistralai"]
+    names = [f"{vendors[i % 5]}/model-family-{i:02d}-instruct-2026-01-{i % 28 + 1:02d}"
+             for i in range(20)]
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+    folder.mkdir(parents=True)
+    tasks = [json.dumps({"task_id": f"q{q:02d}", "prompt": f"question {q}"}) for q in range(30)]
+    runs, grades = [], []
+    for k, name in enumerate(names):
+        for q in range(30):
+            for r in (1, 2):
+                run_id = f"{k}-{q}-{r}"
+                t0 = base + timedelta(seconds=rng.random() * 1000)
+                calls = [{"id": f"c{j}", "name": rng.choice(["sql", "search", "python"])}
+                         for j in range(rng.randint(0, 6))]
+                runs.append(json.dumps({
+                    "run_id": run_id, "setup": name, "task_id": f"q{q:02d}", "repeat": r,
+                    "status": "delivered", "response": {"text": "answer"}, "tool_calls": calls,
+                    "events": {"submitted": t0.isoformat(), "received": (t0 + timedelta(
+                        seconds=rng.lognormvariate(1 + k * 0.05, 0.5))).isoformat()}}))
+                ok = rng.random() < 0.2 + 0.035 * k
+                grades.append(json.dumps({
+                    "run_id": run_id, "grader": "synthetic", "material_error": "no",
+                    "core_conclusion": "correct" if ok else "no_gradable_conclusion",
+                    "request_fulfilment": "full" if ok else "not_met"}))
+    for name, lines in (("tasks", tasks), ("runs", runs), ("grades", grades)):
+        (folder / f"{name}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return names
+
+
+_OVERLAPS = r"""
+(() => {
+  const out = [];
+  document.querySelectorAll('.gk-chart svg').forEach((svg, k) => {
+    const boxes = Array.from(svg.querySelectorAll('text'))
+      .filter(t => t.textContent.trim() && !(t.getAttribute('transform') || '').includes('rotate')
+                   && getComputedStyle(t).opacity !== '0' && t.getAttribute('opacity') !== '0')
+      .map(t => [t.getBoundingClientRect(), t.textContent]);
+    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+      const [a, at] = boxes[i], [c, ct] = boxes[j];
+      const w = Math.min(a.right, c.right) - Math.max(a.left, c.left);
+      const h = Math.min(a.bottom, c.bottom) - Math.max(a.top, c.top);
+      if (w > 2 && h > 2) out.push([k, at, ct]);
+    }
+  });
+  return out;
+})()
+"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+def test_the_page_gives_one_answer_and_stays_readable_at_twenty_setups(
+        reports: dict[str, Path], tmp_path: Path) -> None:
+    """The demo and 20 setups with 40-character names, at 1,400 px: the page opens with
+    the headline, consistent with ev.comparisons; no table or chart wider than the page; no
+    overlapping text in any chart; the height grows with sections (folded long tables, each
+    setup against the best), not with pairs."""
+    from tests.devtools import Browser
+
+    data = tmp_path / "twenty"
+    names = _twenty_setups(data)
+    inputs = [str(data / "tasks.jsonl"), str(data / "runs.jsonl")]
+    assert main(["report", *inputs, "--grades", str(data / "grades.jsonl"), "--out",
+                 str(tmp_path / "pages")]) == 0
+    twenty = gk.evaluate(*inputs, grades=data / "grades.jsonl")
+    demo = gk.evaluate(*CASES["demo"][0], judge="rules", grader="rules")
+    pages = {"demo": (reports["demo"], demo, 15_000),
+             "twenty": (tmp_path / "pages" / "report.html", twenty, 20_000)}
+    assert CHROMIUM is not None
+    for name, (page, ev, most) in pages.items():
+        browser = Browser(CHROMIUM, tmp_path / f"profile-{name}")
+        try:
+            browser.call("Emulation.setDeviceMetricsOverride", width=1400, height=900,
+                         deviceScaleFactor=1, mobile=False)
+            browser.open(page, settle_s=6.0)
+            first = browser.evaluate("document.querySelector('.gk-headline p').innerText")
+            view = ev.headline
+            best = view.table.frame.get_column("setup")[0]
+            assert first.startswith(f"{best} has the highest resolved rate"), first
+            shown = browser.evaluate(
+                "Array.from(document.querySelectorAll('.gk-headline table tbody tr'))"
+                ".map(r => Array.from(r.cells).map(c => c.innerText))")
+            holm = {frozenset((c.baseline, c.compared)): f.p_holm
+                    for c in ev.results.comparisons if c.subset == "all"
+                    for f in c.figures if f.metric == "resolved_rate"}
+            for row in shown[1:]:
+                p = holm[frozenset((best, row[1]))]
+                assert row[-1] == ("< 0.001" if p < 0.001 else f"{p:.3g}"), row
+            assert browser.evaluate("document.documentElement.scrollHeight") <= most
+            widths = browser.evaluate(
+                "Array.from(document.querySelectorAll('.gk-table-wrap, .gk-chart svg'))"
+                ".map(e => e.getBoundingClientRect().width)")
+            assert widths and max(widths) <= 1400
+            assert browser.evaluate(_OVERLAPS) == []
+            assert browser.errors() == []
+        finally:
+            browser.close()
+    assert len(names) == 20 and all(len(n) >= 40 for n in names)
