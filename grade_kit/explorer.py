@@ -360,8 +360,9 @@ class Explorer:
                   .pivot(on="grade", index="setup", values="run_id", aggregate_function="len")
                   .sort("setup").fill_null(0))
         shown = most_informative_first(self._runs).select(*SHOWN)
-        return ("<p><b>Explorer</b> (static: its filters need a live kernel; in Jupyter, run "
-                "this cell). Primary runs per setup and grade:</p>" + table(counts)._repr_html_()
+        return ("<p><b>Explorer</b>: primary runs per setup and grade (the notebook "
+                "<code>explorer.ipynb</code> filters them and shows each run whole):</p>"
+                + table(counts)._repr_html_()
                 + f"<p>The {min(self.rows, self._runs.height)} most informative of "
                 f"{self._runs.height} runs (material errors, then questions the setups "
                 "disagree on, then the weakest):</p>" + _rows_html(shown, self.rows))
@@ -577,9 +578,11 @@ class BlindGradingPanel:
     def static_html(self) -> str:
         """What a page without a kernel shows."""
         if self.path is None:
-            return "<p><b>Blind grading</b> needs a live kernel and a grades file.</p>"
-        return (f"<p><b>Blind grading</b> needs a live kernel: {len(self.queue)} answers "
-                f"await a grade; grades go to <code>{html.escape(str(self.path))}</code>.</p>")
+            return ("<p><b>Blind grading</b> is done in the notebook <code>explorer.ipynb</code>"
+                    " with a grades file; this page offers no answer to grade.</p>")
+        return (f"<p><b>Blind grading</b>: {len(self.queue)} answers await a grade in the "
+                "notebook <code>explorer.ipynb</code>; its grades go to "
+                f"<code>{html.escape(Path(self.path).name)}</code>.</p>")
 
     def _ipython_display_(self) -> None:
         _display_live(self.widget, self.static_html(), self.key, repr(self))

@@ -132,7 +132,7 @@ def test_a_widget_shows_as_its_static_copy_then_its_live_view(monkeypatch) -> No
     ex._ipython_display_()
     static, live = shown
     assert f'data-gk-static="{ex.key}"' in str(static["text/html"])
-    assert "(static: its filters need a live kernel" in str(static["text/html"])
+    assert "the notebook <code>explorer.ipynb</code> filters them" in str(static["text/html"])
     assert "<script>alert" not in str(static["text/html"])  # the hostile answer is escaped
     # the live view: the widget, and no HTML of its own (the copy is never shown twice)
     assert "application/vnd.jupyter.widget-view+json" in live and live["text/html"] == ""
@@ -210,4 +210,5 @@ def test_without_a_grades_file_the_panel_offers_nothing() -> None:
     assert panel.queue == [] and panel.save() is None
     assert list(panel.widget.children)[1:] == [panel.answer]  # its style; no form, no Save
     assert "set <code>grading_file</code>" in panel.answer.value
-    assert "needs a live kernel and a grades file" in panel.static_html()
+    assert ("is done in the notebook <code>explorer.ipynb</code> with a grades file"
+            in panel.static_html())
