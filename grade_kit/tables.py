@@ -89,7 +89,8 @@ def _number(value: float, name: str) -> str:
 def cell_text(value: Any, name: str) -> str:
     """One value of column ``name`` as every table shows it: ``—`` for null, ``yes``/``no``,
     thousands separators (not for labels such as ``repeat``), seconds to 2 decimals, rates to
-    3, p-values to 3 significant digits (``< 0.001`` below)."""
+    3, p-values to 3 significant digits (``< 0.001`` below); a ``metric`` named by its
+    column name in words (``e2e_median_s`` -> ``E2E median (s)``)."""
     if value is None:
         return "—"
     if isinstance(value, bool):
@@ -100,6 +101,8 @@ def cell_text(value: Any, name: str) -> str:
         return _number(value, name)
     if isinstance(value, list | tuple):
         return ", ".join(cell_text(v, name) for v in value)
+    if name in ("metric", "statistic"):  # a column's name as a value: in words too
+        return column_label(str(value))
     return str(value)
 
 
