@@ -245,14 +245,24 @@ class Evaluation:
             "input_tokens", "output_tokens",
         )
 
+    @cached_property
+    def _summary_order(self) -> dict[str, int]:
+        """Each setup's place in the summary (ranked setups by resolved rate first): the
+        grades, timing and tool-call frames list their setups in the same order."""
+        names = summary_table(self.results).frame.get_column("setup").to_list() \
+            if self.results.setups else []
+        return {str(name): k for k, name in enumerate(names)}
+
     def _standard_rows(self, part: str) -> pl.DataFrame:
         rows: list[dict[str, Any]] = []
         subsets = [("all", {n: (s.grades, s.timing, s.tool_calls)
                             for n, s in self.results.setups.items()}),
                    ("common", {n: (s.grades, s.timing, s.tool_calls)
                                for n, s in self.results.common_subset.setups.items()})]
+        order = self._summary_order
         for subset, per_setup in subsets:
-            for setup, (g, t, tc) in per_setup.items():
+            for setup in sorted(per_setup, key=lambda name: order.get(name, len(order))):
+                g, t, tc = per_setup[setup]
                 row: dict[str, Any] = {"setup": setup, "subset": subset}
                 if part == "grades":
                     counts, rates = g.counts.model_dump(), g.rates.model_dump()

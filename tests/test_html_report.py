@@ -350,7 +350,7 @@ def test_report_html_is_one_page_to_mail(report: Path) -> None:
     ids = set(re.findall(r'id="([^"]+)"', page))
     links = re.findall(r'href="#([^"]+)"', page)
     targets = [link for link in links if link not in ("",)]
-    assert {"GRADE-scorecard", "Timing-and-tool-calls", "Comparing-setups", "Explorer",
+    assert {"Scorecard", "Timing-and-tool-calls", "Comparing-setups", "Explorer",
             "Provenance"} <= set(targets)
     assert all(t in ids for t in targets)
     assert page.index('id="Provenance"') > page.index('id="Explorer"')  # the footer is last

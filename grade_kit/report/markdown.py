@@ -253,7 +253,7 @@ def scorecard_markdown(results: Results, weakest: int = 5,
     prov = results.provenance
     counts = {kind: sum(f.records for f in prov.inputs if f.kind == kind)
               for kind in ("tasks", "runs", "judgements", "grades")}
-    lines = ["# GRADE scorecard", ""]
+    lines = ["# Scorecard", ""]
     lines += [
         "- Inputs: " + ", ".join(f"{md_cell(f.kind)} {md_cell(f.path)} ({f.records})"
                                  for f in prov.inputs[:12])
