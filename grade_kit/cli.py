@@ -354,7 +354,9 @@ def _report_cmd(args: argparse.Namespace) -> int:
     if is_scored:  # checked whole before any kernel starts (docs/methodology.md §6)
         if args.runs:
             raise InputError(f"{given}: a scored folder holds its evaluation; give no RUNS")
-        _no_runs(verify_state(given).counts.get("runs"), given)
+        state = verify_state(given)
+        if state.store is None:  # a store's runs are in its copy: counted when it was scored
+            _no_runs(state.counts.get("runs"), given)
     refuse_links(out, ["scored", "index.html", "report.html",
                        *(f"{name}{suffix}" for name in NOTEBOOKS
                          for suffix in (".ipynb", ".html"))])

@@ -282,3 +282,17 @@ def test_a_report_under_a_low_open_files_limit_prints_no_traceback(tmp_path: Pat
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Traceback" not in done.stderr and "ZMQError" not in done.stderr
     assert (tmp_path / "pages" / "report.html").is_file()
+
+
+def test_a_store_scored_folder_passes_the_checks_and_reports(tmp_path: Path) -> None:
+    """A folder scored from a packed store keeps its runs in its store copy (no runs file):
+    the whole-folder check passes it and the report is made."""
+    store, scored = tmp_path / "store", tmp_path / "scored"
+    assert main(["pack", str(EXAMPLE / "tasks"), str(EXAMPLE / "runs.jsonl"), "--out",
+                 str(store)]) == 0
+    assert main(["score", str(store), "--out", str(scored), "--quiet"]) == 0
+    from grade_kit.state import verify_state
+
+    assert verify_state(scored).store == "store"
+    assert main(["report", str(scored), "--out", str(tmp_path / "pages")]) == 0
+    assert (tmp_path / "pages" / "report.html").is_file()
