@@ -26,7 +26,8 @@ from grade_kit.schema import DIMENSIONS, SHORT_LABELS, Results
 
 __all__ = ["ABSENT_ATTRIBUTE", "COLLAPSE_ROWS", "LONG_TEXT", "MAX_TABLE_ROWS", "NO_COMPARISON",
            "NO_GRADE", "NO_TOOL_CALLS", "Absent", "HeadlineView", "Table", "absences",
-           "absent_html", "cell_text", "column_label", "headline_view", "no_timing",
+           "absent_html", "cell_text", "column_label", "comparisons_table", "headline_view",
+           "no_timing",
            "pending_state", "provenance_table", "summary_table", "table", "warnings_table"]
 
 MAX_TABLE_ROWS = 5_000
@@ -584,3 +585,30 @@ def warnings_table(warnings: pl.DataFrame) -> Table:
             "only in their file and figures are one row, the first shown (ev.warnings "
             "lists every one)." if frame.height < warnings.height else None)
     return Table(frame, "Warnings", note, empty="No warning.")
+
+
+PAIRED_SETUPS = 4
+"""Up to this many setups a page's comparisons table lists every pair; beyond, the pairs of
+each setup with the first of the order (the best), so it grows with setups, not pairs."""
+
+
+def comparisons_table(comparisons: pl.DataFrame | pd.DataFrame, subset: str = "all",
+                      order: Sequence[str] | None = None, *,
+                      absent: str | None = None) -> Table:
+    """The comparisons of one subset for a page: every pair up to :data:`PAIRED_SETUPS`
+    setups; beyond, only each setup's pair with the first of ``order`` (default by name),
+    as B - A like every pair (``ev.comparisons`` and the significance matrix hold them
+    all). ``absent``: as for :func:`table`."""
+    frame = comparisons if isinstance(comparisons, pl.DataFrame) else pl.from_pandas(
+        comparisons)
+    rows = frame.filter(pl.col("subset") == subset) if frame.height else frame
+    names = sorted(set(rows.get_column("baseline").to_list())
+                   | set(rows.get_column("compared").to_list())) if rows.height else []
+    note = None
+    if len(names) > PAIRED_SETUPS:
+        best = next((s for s in (order or []) if s in names), names[0])
+        rows = rows.filter((pl.col("baseline") == best) | (pl.col("compared") == best))
+        note = (f"{len(names)} setups: each one's pair with {best} (the best by resolved "
+                "rate); every pair is in ev.comparisons, and the significance matrix tests "
+                "them all.")
+    return Table(rows, f"Comparisons on {subset} questions", note, absent)

@@ -107,3 +107,22 @@ def test_setups_over_other_questions_are_never_tied_or_compared() -> None:
     assert "next is B, 0.800" in text and "C ran none of them" in text
     # McNemar A-B: b = 1, c = 0, p = 1 (one pair tested: Holm 1) -> tied; C alone
     assert "1. A, B; 2. C." in text
+
+
+def test_past_four_setups_the_page_lists_each_setups_pair_with_the_best() -> None:
+    from grade_kit import charts
+    from grade_kit.tables import comparisons_table
+
+    five = _evaluation({name: set(range(k + 1)) for k, name in enumerate("ABCDE")},
+                       questions=6)
+    order = charts.setup_order(five.grades)
+    assert order[0] == "E"  # 5 of 6 resolved
+    view = comparisons_table(five.comparisons, "all", order=order)
+    pairs = {frozenset(p) for p in view.frame.select("baseline", "compared").rows()}
+    assert pairs == {frozenset(("E", s)) for s in "ABCD"}
+    assert view.note is not None and view.note.startswith("5 setups: each one's pair with E")
+    four = _evaluation({name: set(range(k + 1)) for k, name in enumerate("ABCD")},
+                       questions=6)
+    every = comparisons_table(four.comparisons, "all", order=charts.setup_order(four.grades))
+    assert len({frozenset(p) for p in every.frame.select("baseline", "compared").rows()}) == 6
+    assert every.note is None
