@@ -22,7 +22,14 @@ import pandas as pd
 import polars as pl
 
 from grade_kit.schema import COVERAGE_MIN, DIMENSIONS, GRADE_STATES, SHORT_LABELS
-from grade_kit.tables import NO_COMPARISON, NO_GRADE, NO_TOOL_CALLS, absent_html, no_timing
+from grade_kit.tables import (
+    NO_COMPARISON,
+    NO_GRADE,
+    NO_TOOL_CALLS,
+    absent_html,
+    column_label,
+    no_timing,
+)
 
 __all__ = [
     "ABSENT_META",
@@ -502,8 +509,10 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
             .otherwise(pl.col("mean_diff_b_minus_a")),
             ci_low=pl.when(turned).then(-pl.col("ci_high")).otherwise(pl.col("ci_low")),
             ci_high=pl.when(turned).then(-pl.col("ci_low")).otherwise(pl.col("ci_high")))
+    words = {m: column_label(m) for m in frame.get_column("metric").unique().to_list()}
     frame = frame.with_columns(pair=pl.col("compared").replace_strict(labels) + " - "
-                               + pl.col("baseline").replace_strict(labels))
+                               + pl.col("baseline").replace_strict(labels),
+                               metric=pl.col("metric").replace_strict(words))
     data: Any = frame.to_pandas()
     base = alt.Chart(data)
     points = base.mark_point(filled=True, size=70, color=PALETTE[0]).encode(

@@ -442,7 +442,9 @@ class HeadlineView:
     one compact table. ``sentences`` are plain text; bold marks setup names in HTML."""
 
     sentences: list[str]
-    table: Table
+    table: Table | None
+    """The ranked setups with their groups; None with fewer than two (the sentence says
+    it all)."""
     names: list[str]
 
     def _repr_html_(self) -> str:
@@ -455,11 +457,11 @@ class HeadlineView:
 
         return ('<div class="gk-headline">'
                 + "".join(f"<p>{bold(s)}</p>" for s in self.sentences)
-                + self.table._repr_html_() + "</div>")
+                + ("" if self.table is None else self.table._repr_html_()) + "</div>")
 
     def __repr__(self) -> str:
         return "\n".join([*(s.replace("«", "").replace("»", "") for s in self.sentences),
-                          repr(self.table)])
+                          *([] if self.table is None else [repr(self.table)])])
 
 
 NAMED_SETUPS = 6
@@ -474,6 +476,7 @@ def headline_view(results: Results, compared: Sequence[str]) -> HeadlineView:
     setups not ranked; and a table of every ranked setup (group, resolved rate with its
     interval, N, Holm-adjusted p against the best)."""
     from grade_kit.standard.headline import ALPHA, headline
+    from grade_kit.standard.ranking import MIN_RANK_QUESTIONS
 
     figures = headline(results, list(compared))
     setups = results.setups
@@ -508,17 +511,22 @@ def headline_view(results: Results, compared: Sequence[str]) -> HeadlineView:
         if figures.margin is None:
             sentences.append("Their difference is untested: no question was run by both.")
         else:
-            interval = ("" if figures.margin_ci is None else
-                        f" [{figures.margin_ci[0]:+.3f}, {figures.margin_ci[1]:+.3f}]")
+            interval = ("no interval from one question" if figures.margin_ci is None else
+                        "95% interval of the difference "
+                        f"[{figures.margin_ci[0]:+.3f}, {figures.margin_ci[1]:+.3f}]")
             verdict = ("a significant lead" if figures.significant else
                        f"not significant at the {ALPHA:g} level: the two are statistically "
                        "tied")
             way = "higher" if figures.margin >= 0 else "lower"
+            n = figures.questions or 0
+            few = (f" They ran only {n} question{'' if n == 1 else 's'} in common, fewer "
+                   f"than {MIN_RANK_QUESTIONS}: too few to separate setups."
+                   if n < MIN_RANK_QUESTIONS else "")
             sentences.append(
-                f"On the {figures.questions:,} questions both ran, the resolved rate of "
-                f"«{best}» is {way} by {abs(figures.margin):.3f} (95% interval of the "
-                f"difference{interval}) than that of «{second}» (paired test, Holm-adjusted "
-                f"p {_p_text(figures.p_holm)}): {verdict}.")
+                f"On the {n:,} question{'' if n == 1 else 's'} both ran, the resolved rate of "
+                f"«{best}» is {way} by {abs(figures.margin):.3f} ({interval}) than that of "
+                f"«{second}» (paired test, Holm-adjusted "
+                f"p {_p_text(figures.p_holm)}): {verdict}.{few}")
         rule = (f"each led by the best setup left; a setup joins when its Holm-adjusted "
                 f"paired test against the leader gives p ≥ {ALPHA:g}; setups with no "
                 "question in common are never tied")
@@ -555,7 +563,7 @@ def headline_view(results: Results, compared: Sequence[str]) -> HeadlineView:
                   "Groups: statistically tied setups (Holm-adjusted paired tests on the "
                   f"questions both ran, level {ALPHA:g}); p against the best is the same "
                   "test the comparisons table and the significance matrix show.")
-    return HeadlineView(sentences, table, list(setups))
+    return HeadlineView(sentences, table if len(rows) > 1 else None, list(setups))
 
 
 _LOG_PREFIX = re.compile(r"^(?P<file>[^\s:]+\.(?:eval|json|jsonl|csv|yaml|yml)): ")
@@ -581,6 +589,8 @@ def warnings_table(warnings: pl.DataFrame) -> Table:
         [{"warning": r["warning"], "count": r["count"],
           "files": ", ".join(r["files"]) or None} for r in rows.values()],
         schema={"warning": pl.String, "count": pl.Int64, "files": pl.String})
+    if frame.height and frame.get_column("files").null_count() == frame.height:
+        frame = frame.drop("files")  # no warning names a file: no column to say so
     note = (f"{warnings.height:,} warnings in {frame.height:,} kinds; messages that differ "
             "only in their file and figures are one row, the first shown (ev.warnings "
             "lists every one)." if frame.height < warnings.height else None)

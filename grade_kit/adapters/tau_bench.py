@@ -83,8 +83,8 @@ def import_tau_bench(path: Path | str, setup: str | None = None,
     domain = domain or guess_domain
     out = Imported(label=path.name, model=setup, fixed_setup=given, notes=[
         "tau-bench files have no timestamps, so no timing is reported for them",
-        "tau-bench reuses tool-call ids; calls are counted by unique id per run, and the "
-        "recorded calls are shown beside them",
+        "tau-bench reuses tool-call ids: the summary counts the calls as recorded, and "
+        "unique ids beside them",
         "tau-bench: reward 1 -> resolved, 0 < reward < 1 -> partially resolved, "
         "else unresolved (the adapter never claims a material error)",
     ])

@@ -71,9 +71,9 @@ def rank_intervals(per_question: pl.DataFrame, metric: str = "composite", *,
 
     Returns:
         setup, mean, rank (observed, 1 = best), rank_low, rank_high, questions (paired),
-        basis (why there is no interval: fewer than :data:`MIN_RANK_QUESTIONS` paired
-        questions; else null), seed, resamples. Empty when no question has the metric for
-        every setup.
+        basis (only when there is no interval: fewer than :data:`MIN_RANK_QUESTIONS`
+        paired questions, and why), seed, resamples. Empty when no question has the metric
+        for every setup.
     """
     setups, _, values = _matrix(per_question, metric)
     schema = {"setup": pl.String, "mean": pl.Float64, "rank": pl.Float64,
@@ -104,7 +104,7 @@ def rank_intervals(per_question: pl.DataFrame, metric: str = "composite", *,
         "rank_low": low.tolist(), "rank_high": high.tolist(), "questions": [n] * len(setups),
         "basis": [None] * len(setups), "seed": [seed] * len(setups),
         "resamples": [resamples] * len(setups)},
-        schema=schema).sort("rank", "setup")
+        schema=schema).drop("basis").sort("rank", "setup")
 
 
 def questions_needed(per_question: pl.DataFrame, metric: str = "composite", *,
