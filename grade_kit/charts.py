@@ -26,6 +26,7 @@ from grade_kit.tables import (
     NO_COMPARISON,
     NO_GRADE,
     NO_TOOL_CALLS,
+    PAIRED_SETUPS,
     absent_html,
     column_label,
     no_timing,
@@ -80,12 +81,12 @@ def _polars(frame: pl.DataFrame | pd.DataFrame) -> pl.DataFrame:
 
 
 def setup_order(grades: pl.DataFrame | pd.DataFrame) -> list[str]:
-    """The setups by the primary outcome: resolved rate on all questions, best first (ties
-    by name). Pass it as ``order`` to every chart of an evaluation, so each setup keeps one
-    place and one colour on all of them."""
-    frame = _polars(grades).filter(pl.col("subset") == "all")
-    return (frame.sort(["resolved_rate", "setup"], descending=[True, False], nulls_last=True)
-            .get_column("setup").to_list())
+    """The setups in the order ``ev.grades`` lists them: the summary's (ranked setups by
+    resolved rate on all questions, best first, ties by name; setups not ranked last), one
+    rule (:func:`grade_kit.tables.summary_table`). Pass it as ``order`` to every chart of an
+    evaluation, so each setup keeps one place and one colour on all of them."""
+    names = _polars(grades).filter(pl.col("subset") == "all").get_column("setup").to_list()
+    return list(dict.fromkeys(names))
 
 
 def short_labels(names: Sequence[str]) -> dict[str, str]:
@@ -477,11 +478,6 @@ def consistency_chart(tasks: pl.DataFrame | pd.DataFrame, order: Order = None) -
         y=_setup_axis(setups), color=_setup_colour(setups),
         tooltip=["setup", "task_id", alt.Tooltip("consistency:Q", format=".3f")])
     return cast(Chart, chart)
-
-
-PAIRED_SETUPS = 4
-"""Up to this many setups, the comparisons chart shows every pair; beyond, each setup against
-the first of the order (the best), so the chart grows with setups, not with pairs."""
 
 
 def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,

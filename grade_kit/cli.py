@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import os
 import sys
@@ -279,9 +278,11 @@ def _setup_by(value: str) -> SetupBy:
     if not path.is_file():
         raise InputError(f"--setup-by {value}: neither {', '.join(SETUP_BY)} nor a mapping "
                          "file (no such file)")
+    from grade_kit.parse import ParseError, loads_json
+
     try:
-        mapping = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
+        mapping = loads_json(path.read_text(encoding="utf-8"))
+    except (ParseError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not JSON: {exc}") from exc
     if not isinstance(mapping, dict) or not all(isinstance(k, str) and isinstance(v, str)
                                                 and v for k, v in mapping.items()):
@@ -340,7 +341,12 @@ def _report_cmd(args: argparse.Namespace) -> int:
     import yaml
 
     from grade_kit.report.files import output_folder, refuse_links
-    from grade_kit.report.html import NOTEBOOKS, ReportKernels, build_report, default_title
+    from grade_kit.report.html import (
+        ReportKernels,
+        build_report,
+        default_title,
+        report_entries,
+    )
     from grade_kit.state import STATE_DIR, verify_state
 
     _raise_open_files()
@@ -357,9 +363,7 @@ def _report_cmd(args: argparse.Namespace) -> int:
         state = verify_state(given)
         if state.store is None:  # a store's runs are in its copy: counted when it was scored
             _no_runs(state.counts.get("runs"), given)
-    refuse_links(out, ["scored", "index.html", "report.html",
-                       *(f"{name}{suffix}" for name in NOTEBOOKS
-                         for suffix in (".ipynb", ".html"))])
+    refuse_links(out, ["scored", *report_entries()])
     with ReportKernels() as kernels:
         try:
             if is_scored:

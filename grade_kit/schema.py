@@ -379,6 +379,12 @@ class Usage(_In):
     output_tokens: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
 
 
+SOURCE_TOTAL_SLACK_S = 0.1
+"""How far a run's E2E may exceed its source's own total time for it (``source.total_s``:
+Inspect's ``total_time``, tau2's ``duration``, which also cover set-up and scoring) before
+the sample is left out of E2E and counted (docs/methodology.md §4 "Timing")."""
+
+
 class SourceRecord(_In):
     """What an imported run's own source recorded about it (docs/methodology.md §4 "The
     source's own metric", "Timing"): the per-run score of the source's headline metric,

@@ -25,7 +25,8 @@ import polars as pl
 from grade_kit.schema import DIMENSIONS, SHORT_LABELS, Results
 
 __all__ = ["ABSENT_ATTRIBUTE", "COLLAPSE_ROWS", "LONG_TEXT", "MAX_TABLE_ROWS", "NO_COMPARISON",
-           "NO_GRADE", "NO_TOOL_CALLS", "Absent", "HeadlineView", "Table", "absences",
+           "NO_GRADE", "NO_TOOL_CALLS", "PAIRED_SETUPS", "Absent", "HeadlineView", "Table",
+           "absences",
            "absent_html", "cell_text", "column_label", "comparisons_table", "headline_view",
            "no_timing",
            "pending_state", "provenance_table", "summary_table", "table", "warnings_table"]
@@ -598,8 +599,9 @@ def warnings_table(warnings: pl.DataFrame) -> Table:
 
 
 PAIRED_SETUPS = 4
-"""Up to this many setups a page's comparisons table lists every pair; beyond, the pairs of
-each setup with the first of the order (the best), so it grows with setups, not pairs."""
+"""Up to this many setups a page's comparisons (table and chart) show every pair; beyond,
+the pairs of each setup with the first of the order (the best), so they grow with setups,
+not pairs."""
 
 
 def comparisons_table(comparisons: pl.DataFrame | pd.DataFrame, subset: str = "all",

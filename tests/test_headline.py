@@ -61,15 +61,21 @@ def test_a_lead_the_adjusted_test_does_not_confirm_is_called_a_tie() -> None:
     assert figure.p_holm == 0.25 and figure.direction is None
 
 
-@pytest.mark.parametrize(("resolved", "first"), [
-    ({"A": {0}}, "A is the only ranked setup: resolved 0.200 [0.036, 0.624] of N = 5."),
-])
-def test_one_setup_and_no_setup(resolved: dict[str, set[int]], first: str) -> None:
-    ev = _evaluation(resolved, questions=5)
+def test_one_setup_and_no_ranked_setup() -> None:
+    ev = _evaluation({"A": {0}}, questions=5)
+    first = "A is the only ranked setup: resolved 0.200 [0.036, 0.624] of N = 5."
     assert repr(ev.headline).splitlines()[0] == first
     assert ev.headline.table is None  # one setup: the sentence, no table of groups
     html = ev.headline._repr_html_()
     assert "<b>A</b> is the only ranked setup" in html
+    # one setup that ran 1 of its 5 planned questions: nothing is ranked
+    tasks = [{"task_id": f"q{i}", "prompt": "q"} for i in range(5)]
+    runs = [{"run_id": "r", "setup": "B", "task_id": "q0", "repeat": 1,
+             "status": "delivered", "response": {"text": "x"}}]
+    alone = gk.evaluate(tasks, runs)
+    assert repr(alone.headline).splitlines() == [
+        "No setup is ranked: each ran less than 50% of its planned slots.",
+        "Not ranked, coverage below 50% of the planned slots: B."]
 
 
 def test_a_rank_from_few_questions_has_no_interval() -> None:

@@ -362,3 +362,20 @@ def test_logs_written_by_inspect_read_as_inspects_analysis_reads_them() -> None:
     pair = next(c for c in ev.results.comparisons if c.subset == "all"
                 and "gamma" in c.baseline)
     assert pair.questions == 5
+
+
+def test_an_infinite_time_or_limit_is_no_figure(tmp_path: Path) -> None:
+    """total_time and working_time of Infinity, a limit of Infinity: read as absent (one
+    rule, adapters.common.non_negative), never a crash of the whole log."""
+    limited = sample(2, limit=True)
+    limited["limit"]["limit"] = float("inf")
+    timed = sample(1, total=float("inf"))
+    timed["working_time"] = float("inf")
+    path = write_log(tmp_path / "log.json", "m", "t", [timed, limited],
+                     "2025-06-01T10:00:00+00:00")
+    inputs = gk.read_inspect(path)
+    assert not inputs.rejected and len(inputs.runs) == 2
+    first, second = sorted(inputs.runs, key=lambda r: r.task_id)
+    assert first.source is not None and first.source.total_s is None
+    assert first.metadata["working_time"] is None
+    assert second.limit is not None and second.limit.value is None

@@ -121,6 +121,13 @@ def finite_number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def non_negative(value: Any) -> float | None:
+    """``value`` as a float when it is a finite JSON number of at least 0 (a time, a limit's
+    value), else None."""
+    number = finite_number(value)
+    return number if number is not None and number >= 0 else None
+
+
 def whole_number(value: Any) -> int | None:
     """``value`` when it is a JSON integer (not a boolean, not a fraction, not a string),
     else None."""
@@ -234,12 +241,10 @@ def merge_imported(parts: list[Imported]) -> Imported:
     for (setup, _, _), attempts in slots.items():
         if len(attempts) < 2:
             continue
-        latest: dict[str, Run] = {}  # per sample uuid, its latest copy
-        for run in _in_time_order(attempts):
-            latest[run.metadata.get("sample_uuid") or f"run:{run.run_id}"] = run
-        kept = [r for r in _in_time_order(attempts) if latest.get(
-            r.metadata.get("sample_uuid") or f"run:{r.run_id}") is r]
-        copies.update(id(r) for r in attempts if all(r is not k for k in kept))
+        ordered = _in_time_order(attempts)
+        latest = {r.metadata.get("sample_uuid") or f"run:{r.run_id}": r for r in ordered}
+        kept = [r for r in ordered if any(r is k for k in latest.values())]
+        copies.update(id(r) for r in ordered if all(r is not k for k in kept))
         complete = [r for r in kept if r.status in ("delivered", "limit")]
         primary = (complete or kept)[-1]
         for run in kept:

@@ -34,11 +34,12 @@ from grade_kit.adapters.common import (
     Imported,
     grade_for_outcome,
     log_json,
+    non_negative,
     read_log_json,
     whole_number,
 )
 from grade_kit.io import Rejected
-from grade_kit.schema import Run, Task
+from grade_kit.schema import SOURCE_TOTAL_SLACK_S, Run, Task
 
 __all__ = ["MAX_MEMBER", "import_inspect", "log_identity", "read_inspect_log", "score_number"]
 
@@ -210,7 +211,7 @@ def _working(start: dict[str, Any], end: dict[str, Any] | None) -> float | None:
     clock)."""
     if end is None or not _begins(start, ("solvers", "solver")):
         return None
-    a, b = _seconds(start.get("working_start")), _seconds(end.get("working_start"))
+    a, b = non_negative(start.get("working_start")), non_negative(end.get("working_start"))
     if a is None or b is None or b < a:
         return None
     return round(b - a, 6)  # to the microsecond
@@ -362,11 +363,6 @@ def log_identity(header: dict[str, Any], path: Path) -> tuple[str, str, dict[str
     return str(ev.get("model") or path.stem), questions, variant
 
 
-TOTAL_TIME_SLACK_S = 0.1
-"""How far E2E may exceed the log's own ``total_time`` (which also covers set-up and
-scoring) before the run is listed in a note as inconsistent."""
-
-
 def _limit(sample: dict[str, Any]) -> dict[str, Any] | None:
     """The sample's ``limit`` (``{type, limit}``) as a run's ``limit`` (type and value)."""
     limit = sample.get("limit")
@@ -374,25 +370,16 @@ def _limit(sample: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if isinstance(limit, dict):
         value = limit.get("limit")
-        number = (float(value) if isinstance(value, int | float) and not isinstance(value, bool)
-                  and value >= 0 else None)
-        return {"type": str(limit.get("type") or "unknown"), "value": number}
+        return {"type": str(limit.get("type") or "unknown"), "value": non_negative(value)}
     return {"type": str(limit), "value": None}
-
-
-def _seconds(value: Any) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-        return float(value)
-    return None
 
 
 def _stated_epochs(header: dict[str, Any]) -> int | None:
     """R as the log states it: ``eval.config.epochs`` (absent in logs that left the
     default; then R is inferred)."""
     config = (header.get("eval") or {}).get("config") or {}
-    epochs = config.get("epochs") if isinstance(config, dict) else None
-    return epochs if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs >= 1 \
-        else None
+    epochs = whole_number(config.get("epochs")) if isinstance(config, dict) else None
+    return epochs if epochs is not None and epochs >= 1 else None
 
 
 def import_inspect(path: Path | str, setup: str | None = None,
@@ -476,7 +463,7 @@ def import_inspect(path: Path | str, setup: str | None = None,
             events["stopped"] = events.pop("received", None) or events.get("runner_finished")
         choices = (sample.get("output") or {}).get("choices") or []
         answer = _text(choices[0].get("message", {}).get("content")) if choices else ""
-        total = _seconds(sample.get("total_time"))
+        total = non_negative(sample.get("total_time"))
         scored = None if status == "failed" or name is None else score_number(value)
         run = Run.model_validate({
             "run_id": run_id, "setup": setup, "task_id": task_id, "repeat": epoch,
@@ -498,13 +485,13 @@ def import_inspect(path: Path | str, setup: str | None = None,
                          "clock": {"source": "the Inspect runner's event timestamps",
                                    "precision": "as logged"},
                          "total_time": total,
-                         "working_time": _seconds(sample.get("working_time"))},
+                         "working_time": non_negative(sample.get("working_time"))},
         })
         out.runs.append(run)
         if status == "delivered" and total is not None and "received" in events:
             e2e = (datetime.fromisoformat(str(events["received"]))
                    - datetime.fromisoformat(str(events["submitted"]))).total_seconds()
-            if e2e > total + TOTAL_TIME_SLACK_S:
+            if e2e > total + SOURCE_TOTAL_SLACK_S:
                 inconsistent.append(f"{task_id} epoch {epoch} (E2E {e2e:.3f} s > total_time "
                                     f"{total:.3f} s)")
         last_model = events.get("model_text_finished")
@@ -525,7 +512,7 @@ def import_inspect(path: Path | str, setup: str | None = None,
     if inconsistent:
         out.notes.append(f"{path.name}: {len(inconsistent)} run(s) whose events disagree with "
                          "the log's own figures (E2E above total_time, which includes set-up "
-                         f"and scoring, by more than {TOTAL_TIME_SLACK_S} s: left out of E2E, "
+                         f"and scoring, by more than {SOURCE_TOTAL_SLACK_S} s: left out of E2E, "
                          "counted under e2e_beyond_source_total; or received before the "
                          "solver's last model call ended): "
                          + "; ".join(inconsistent[:10])

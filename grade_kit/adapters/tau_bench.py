@@ -25,6 +25,7 @@ from grade_kit.adapters.common import (
     Imported,
     finite_number,
     grade_for_outcome,
+    non_negative,
     read_log_json,
     whole_number,
 )
@@ -198,8 +199,7 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
             status = "limit"
             kind, key = LIMIT_TERMINATIONS[termination]
             value = info.get(key) if key else None
-            limit = {"type": kind, "value": float(value) if isinstance(value, int | float)
-                     and not isinstance(value, bool) and value >= 0 else None}
+            limit = {"type": kind, "value": non_negative(value)}
         elif termination in TIMEOUT_TERMINATIONS:
             status = "timeout"
         else:
@@ -231,7 +231,7 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
                                                      "trial": trial, "reward": raw_reward},
                                                     default=str)))
             continue
-        duration = finite_number(sim.get("duration"))
+        duration = non_negative(sim.get("duration"))
         run = Run.model_validate({
             "run_id": run_id, "setup": setup, "task_id": task_id, "repeat": trial + 1,
             "status": status,
@@ -241,8 +241,7 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
             if status in ("delivered", "limit") else None,
             "tool_calls": calls,
             "source": {"metric": "reward" if reward is not None else None, "score": reward,
-                       "total_s": duration if duration is not None and duration >= 0
-                       else None},
+                       "total_s": duration},
             "metadata": {"source": "tau2-bench",
                          "clock": {"source": "tau2 simulation start_time/end_time (naive, "
                                              f"read as {assume_tz})", "precision": "as logged"},
@@ -255,8 +254,8 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
             assert reward is not None
             out.grades.append(grade_for_outcome(run_id, _outcome(reward),
                                                 "tau2-bench reward", f"reward {reward:g}"))
-    trials = info.get("num_trials")
-    if isinstance(trials, int) and not isinstance(trials, bool) and trials >= 1:
+    trials = whole_number(info.get("num_trials"))
+    if trials is not None and trials >= 1:
         out.stated_repeats[f"{path.name} (tau2 info.num_trials)"] = trials
     out.tasks = list(tasks.values())
     return out

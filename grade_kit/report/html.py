@@ -43,6 +43,7 @@ __all__ = [
     "export_html",
     "leave_out_absent",
     "merge_pages",
+    "report_entries",
 ]
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
@@ -290,6 +291,13 @@ class ReportKernels:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def report_entries(notebooks: Sequence[str] = NOTEBOOKS) -> list[str]:
+    """What :func:`build_report` writes into its folder: each notebook executed and as a
+    page, ``index.html`` and ``report.html``."""
+    return [*(f"{name}{suffix}" for name in notebooks for suffix in (".ipynb", ".html")),
+            "index.html", "report.html"]
 
 
 def build_report(parameters: Mapping[str, Any], out_dir: Path | str, *,

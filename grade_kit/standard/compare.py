@@ -29,6 +29,7 @@ __all__ = [
     "GRADE_RATES",
     "bootstrap_mean_ci",
     "compare_setups",
+    "direction_text",
     "forget_resamples",
 ]
 
@@ -98,6 +99,17 @@ SUBSET_MEANING = {
 }
 
 
+def direction_text(better: str | None, diff: float | None, a: str, b: str) -> str | None:
+    """``"<b> better than <a>"`` (or worse) for a difference B - A where the metric has a
+    better side (``"higher"`` or ``"lower"``); None where it has none or the difference is
+    0 or missing. Whether a direction is stated at all is the caller's rule (docs/
+    methodology.md §5)."""
+    if better is None or not diff:
+        return None
+    improves = (diff < 0) if better == "lower" else (diff > 0)
+    return f"{b} {'better' if improves else 'worse'} than {a}"
+
+
 def _measured(metric: str, meaning: str, diffs: np.ndarray, mean_diff: float,
               better: str | None, a: str, b: str, seed: int, resamples: int,
               **fields: Any) -> Figure:
@@ -105,10 +117,7 @@ def _measured(metric: str, meaning: str, diffs: np.ndarray, mean_diff: float,
     when it excludes 0 and the metric has a better side (``fields``: means, p-value...)."""
     ci = bootstrap_mean_ci(diffs, seed, resamples)
     excludes = None if ci is None else bool(ci[0] > 0 or ci[1] < 0)
-    direction = None
-    if better is not None and excludes:
-        improves = (mean_diff < 0) if better == "lower" else (mean_diff > 0)
-        direction = f"{b} {'better' if improves else 'worse'} than {a}"
+    direction = direction_text(better, mean_diff, a, b) if excludes else None
     return Figure(metric=metric, label="measured", meaning=meaning, n_questions=len(diffs),
                   mean_diff_b_minus_a=mean_diff,
                   ci95=None if ci is None else Interval(low=ci[0], high=ci[1]),

@@ -26,6 +26,7 @@ from grade_kit.standard.compare import (
     DEFAULT_SEED,
     GRADE_RATES,
     compare_setups,
+    direction_text,
     forget_resamples,
 )
 from grade_kit.standard.grades import (
@@ -216,14 +217,10 @@ def adjust_by_holm(comparisons: list[Comparison]) -> None:
         adjusted = holm([f.p_value for _, f in members])
         for (comparison, figure), p_holm in zip(members, adjusted, strict=True):
             figure.p_holm = p_holm
-            better = GRADE_RATES.get(figure.metric.removesuffix("_rate"))
-            diff = figure.mean_diff_b_minus_a
-            figure.direction = None
-            if better is not None and p_holm is not None and p_holm < ALPHA and diff:
-                improves = (diff < 0) if better == "lower" else (diff > 0)
-                figure.direction = (f"{comparison.compared} "
-                                    f"{'better' if improves else 'worse'} than "
-                                    f"{comparison.baseline}")
+            figure.direction = (direction_text(
+                GRADE_RATES.get(figure.metric.removesuffix("_rate")),
+                figure.mean_diff_b_minus_a, comparison.baseline, comparison.compared)
+                if p_holm is not None and p_holm < ALPHA else None)
 
 
 def _rows_of(frame: pl.DataFrame, setups: list[str]) -> dict[str, pl.DataFrame]:

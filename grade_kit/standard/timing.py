@@ -13,6 +13,7 @@ import polars as pl
 
 from grade_kit.exact import seconds_between
 from grade_kit.schema import (
+    SOURCE_TOTAL_SLACK_S,
     LabelledSummary,
     LimitSummary,
     OrderViolation,
@@ -31,7 +32,6 @@ __all__ = [
     "OUTCOME_LABEL",
     "PLATFORM_PROXY_LABEL",
     "RECORDED_BASIS",
-    "SOURCE_TOTAL_SLACK_S",
     "SPAN_LABEL",
     "UNIQUE_BASIS",
     "e2e_frame",
@@ -59,10 +59,6 @@ SPAN_LABEL = ("first-to-last tool event span: includes model reasoning and waiti
 OUTCOME_LABEL = ("time to outcome: received (delivered) or stopped (limit) - submitted, over "
                  "every attempted run that ended with an outcome; E2E covers delivered runs "
                  "only")
-SOURCE_TOTAL_SLACK_S = 0.1
-"""How far a run's E2E may exceed its source's own total time for it (Inspect's
-``total_time``, tau2's ``duration``, which also cover set-up and scoring) before the sample
-is left out of E2E and counted (docs/methodology.md §4 "Timing")."""
 UNIQUE_BASIS = "unique call ids"
 RECORDED_BASIS = ("calls as recorded: some run repeats a call id, so unique ids would "
                   "undercount distinct calls")
