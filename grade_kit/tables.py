@@ -474,8 +474,8 @@ is not read)."""
 def headline_view(results: Results, compared: Sequence[str]) -> HeadlineView:
     """The headline of ``results``: the best setup on the resolved rate and its margin over
     the next with its interval and Holm-adjusted p, the statistically tied groups, the
-    setups not ranked; and a table of every ranked setup (group, resolved rate with its
-    interval, N, Holm-adjusted p against the best)."""
+    setups not ranked; and a table of every ranked setup by group, then resolved rate
+    (group, resolved rate with its interval, N, Holm-adjusted p against the best)."""
     from grade_kit.standard.headline import ALPHA, headline
     from grade_kit.standard.ranking import MIN_RANK_QUESTIONS
 
@@ -550,7 +550,7 @@ def headline_view(results: Results, compared: Sequence[str]) -> HeadlineView:
                          "compared (only the 20 with the highest resolved rate are).")
     group_of = {s: k for k, tier in enumerate(figures.tiers, start=1) for s in tier}
     rows = []
-    for name in figures.order:
+    for name in sorted(figures.order, key=lambda s: group_of[s]):  # by group, then rate
         g = setups[name].grades
         ci = g.wilson95.get("resolved")
         rows.append({"group": group_of[name], "setup": name, "N": g.N,
