@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 RUNTIME := $(VENV)/.installed-runtime
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck chromium bench bench-scale bench-store bench-plain bench-compare bench-fetch fixtures schemas clean
+.PHONY: demo test lint typecheck chromium bench bench-scale bench-store bench-plain bench-compare bench-fetch bench-report fixtures schemas clean
 
 # The package and what it needs to run (enough for the demo) ...
 $(RUNTIME): pyproject.toml
@@ -53,6 +53,9 @@ bench-plain: $(STAMP)     ## a plain row-at-a-time GRADE (methodology §3) vs gk
 
 bench-compare: $(STAMP)   ## the two newest benchmarks/results/*.json side by side
 	$(BIN)/python -m benchmarks.compare
+
+bench-report: $(STAMP)    ## grade-kit report vs grade-kit score at 100k runs, alternating, fresh processes: medians and ratio
+	$(BIN)/python -m benchmarks.report_bench --repeats 5
 
 bench-fetch: $(STAMP)     ## fetch throughput against the demo server, and 20 SIGKILL resumes
 	$(BIN)/python -m benchmarks.fetch_bench

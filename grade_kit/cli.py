@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import math
 import os
 import sys
@@ -332,6 +333,21 @@ def _raise_open_files() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
+def _score_into(folder: Path, args: argparse.Namespace,
+                overrides: dict[str, Any]) -> Path | list[Path]:
+    """``grade-kit report``'s evaluation of its inputs, written to ``folder``; returns what
+    the report's title names (the runs given, or the logs). The evaluation is not returned:
+    the notebooks' kernels reopen it from ``folder``."""
+    tasks, runs = _sources(args)
+    options = {name: getattr(args, name) for name in EVALUATION_PARAMETERS}
+    options.update({k: v for k, v in overrides.items() if k in EVALUATION_PARAMETERS})
+    evaluation = evaluate(tasks, runs, progress=sys.stderr.isatty(), **options)
+    _no_runs(len(evaluation.inputs.runs),
+             runs[0] if isinstance(runs, list) and runs else tasks, evaluation)
+    evaluation.write(folder)
+    return runs if runs is not None else tasks
+
+
 def _report_cmd(args: argparse.Namespace) -> int:
     """Evaluate once (or reopen a scored folder), then run every notebook on that one
     evaluation (``scored``); the scored folder is kept beside the pages (``scored/``)."""
@@ -369,18 +385,12 @@ def _report_cmd(args: argparse.Namespace) -> int:
             if is_scored:
                 scored, title = given.resolve(), default_title({"runs": str(given.resolve())})
             else:
-                tasks, runs = _sources(args)
-                options = {name: getattr(args, name) for name in EVALUATION_PARAMETERS}
-                options.update({k: v for k, v in overrides.items()
-                                if k in EVALUATION_PARAMETERS})
-                evaluation = evaluate(tasks, runs, progress=sys.stderr.isatty(), **options)
-                _no_runs(len(evaluation.inputs.runs),
-                         runs[0] if isinstance(runs, list) and runs else tasks, evaluation)
                 staging = Path(tempfile.mkdtemp(prefix=".scored-", dir=out.parent))
                 os.chmod(staging, 0o755)  # readable as the pages are (mkdtemp makes it 0700)
-                evaluation.write(staging)
+                named = _score_into(staging, args, overrides)
+                # the evaluation is gone with the call: its memory is free for the kernels
+                gc.collect()  # (a kernel's reopen took 3 s beside it, 0.9 s without)
                 scored = staging
-                named = runs if runs is not None else tasks
                 title = default_title({"runs": [str(p) for p in named]
                                        if isinstance(named, list) else str(named)})
             parameters: dict[str, object] = {"scored": str(scored), **{
