@@ -23,13 +23,13 @@ import pandas as pd
 import polars as pl
 
 from grade_kit.schema import DIMENSIONS, SHORT_LABELS, Results
+from grade_kit.text import brief
 
-__all__ = ["ABSENT_ATTRIBUTE", "COLLAPSE_ROWS", "LONG_TEXT", "MAX_TABLE_ROWS", "NO_COMPARISON",
-           "NO_GRADE", "NO_TOOL_CALLS", "PAIRED_SETUPS", "Absent", "HeadlineView", "Table",
-           "absences",
-           "absent_html", "cell_text", "column_label", "comparisons_table", "headline_view",
-           "no_timing",
-           "pending_state", "provenance_table", "summary_table", "table", "warnings_table"]
+__all__ = ["ABSENT_ATTRIBUTE", "COLLAPSE_ROWS", "FOLD_TEXT", "LONG_TEXT", "MAX_TABLE_ROWS",
+           "NO_COMPARISON", "NO_GRADE", "NO_TOOL_CALLS", "PAIRED_SETUPS", "Absent",
+           "HeadlineView", "Table", "absences", "absent_html", "cell_text", "column_label",
+           "comparisons_table", "headline_view", "no_timing", "pending_state", "provenance_table",
+           "summary_table", "table", "warnings_table"]
 
 MAX_TABLE_ROWS = 5_000
 """The most rows a table shows; a longer frame is cut there with a line that says so and
@@ -48,6 +48,11 @@ click away), so a page's height grows with its sections, not with setups or pair
 
 LONG_TEXT = 40
 """A text cell longer than this wraps (a warning, a reason); shorter ones never break."""
+
+FOLD_TEXT = 300
+"""A text cell of several lines or longer than this (a log's error, a tool's stderr) shows
+its first line (:func:`~grade_kit.text.brief`); on a page the full text is one click away
+in the cell (``<details>``), so nothing is dropped from the file."""
 
 _PLAIN_INTS = {"seed", "line", "repeat", "track", "position", "year"}
 """Integer columns that are labels, not quantities: no thousands separators."""
@@ -174,7 +179,7 @@ class Table:
         head = "".join(f'<th class="{c}">{html.escape(h)}</th>'
                        for h, c in zip(header, cls, strict=True))
         body = "".join("<tr>" + "".join(
-            f'<td class="{c}{" gk-long" if len(v) > LONG_TEXT else ""}">{html.escape(v)}</td>'
+            f'<td class="{c}{" gk-long" if len(v) > LONG_TEXT else ""}">{_cell_html(v)}</td>'
             for v, c in zip(row, cls, strict=True)) + "</tr>" for row in rows)
         title = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
         foot = "".join(f'<p class="gk-note">{html.escape(n)}</p>' for n in self._notes())
@@ -192,16 +197,27 @@ class Table:
         if self.absent is not None:
             return f"{self.title}: {self.absent}" if self.title else self.absent
         header, rows, numeric = self._cells()
-        widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
 
         def line(cells: Sequence[str]) -> str:
             return "  ".join(c.rjust(w) if n else c.ljust(w)
                              for c, w, n in zip(cells, widths, numeric, strict=True)).rstrip()
 
+        rows = [[brief(v, FOLD_TEXT) for v in row] for row in rows]
+        widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
         out = ([self.title] if self.title else []) + [line(header)]
         out += [line(r) for r in rows] or [self.empty or "(no rows)"]
         out += self._notes()
         return "\n".join(out)
+
+
+def _cell_html(text: str) -> str:
+    """One cell's text as HTML: escaped; a long or many-line text (:data:`FOLD_TEXT`) as its
+    first line, the whole text folded beneath it."""
+    shown = brief(text, FOLD_TEXT)
+    if shown == text:
+        return html.escape(text)
+    return (f'{html.escape(shown)}<details class="gk-full"><summary>full text</summary>'
+            f"<pre>{html.escape(text)}</pre></details>")
 
 
 _STYLE = ("<style>.gk-table-wrap{overflow-x:auto;max-width:100%}"
@@ -219,6 +235,9 @@ _STYLE = ("<style>.gk-table-wrap{overflow-x:auto;max-width:100%}"
           "overflow-wrap:break-word}"
           "table.gk-table tr>:first-child{position:sticky;left:0;background:#fff}"
           "table.gk-table thead tr>:first-child{background:#f4f4f4}"
+          "details.gk-full>summary{cursor:pointer;font-size:12px;color:#0b4f8a}"
+          "details.gk-full>pre{white-space:pre-wrap;max-height:20em;overflow:auto;"
+          "font-size:12px;margin:0.3em 0}"
           ".gk-note{font-size:12px;color:#555;margin:0.2em 0 0.8em}</style>")
 """The tables' look: specific enough (``table.gk-table td.gk-text``) to win over the
 notebook page's own table rules (JupyterLab right-aligns every cell)."""

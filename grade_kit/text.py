@@ -26,6 +26,7 @@ __all__ = [
     "ASKING_PHRASES",
     "TOKEN_PATTERN",
     "asks_for_more_information",
+    "brief",
     "contains_run",
     "normalize",
     "normalize_column",
@@ -185,3 +186,32 @@ def asks_for_more_information(norms: pl.Expr) -> pl.Expr:
     """Whether a normalised text (``norm``) contains one of :data:`ASKING_PHRASES`."""
     padded_norm = pl.lit(" ") + norms + pl.lit(" ")
     return pl.any_horizontal([padded_norm.str.contains(p, literal=True) for p in _ASKING])
+
+
+BRIEF_CHARS = 200
+"""How much of a foreign text (a log's error, a tool's stderr) :func:`brief` keeps."""
+
+
+def brief(text: str, limit: int = BRIEF_CHARS) -> str:
+    """A foreign text as one line for a page or a warning: its first non-blank line, cut at
+    ``limit`` characters (default :data:`BRIEF_CHARS`), and what was left out (``… (+12
+    lines)``). A text of one line within the limit comes back as it is; the full text stays
+    where it was read from (the run record, the log).
+
+    >>> brief("RuntimeError: no services started\nstderr: pull access denied\nexit 1")
+    'RuntimeError: no services started … (+2 lines)'
+    """
+    kept = [line.strip() for line in text.splitlines() if line.strip()]
+    if not kept:
+        return text.strip()
+    first, rest = kept[0], len(kept) - 1
+    left = []
+    if len(first) > limit:
+        head = first[:limit]
+        if first[limit] != " " and " " in head:  # not within a word
+            head = head.rsplit(" ", 1)[0]
+        left.append(f"+{len(first) - len(head):,} characters")
+        first = head
+    if rest:
+        left.append(f"+{rest:,} line{'' if rest == 1 else 's'}")
+    return f"{first} … ({', '.join(left)})" if left else first

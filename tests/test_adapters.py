@@ -175,6 +175,24 @@ def test_a_cancelled_log_is_reported(tmp_path: Path) -> None:
     assert any("status is 'cancelled'" in str(w) for w in inputs.warnings)
 
 
+def test_a_failed_logs_stderr_is_one_line_in_its_warning(tmp_path: Path) -> None:
+    """A log that failed with a tool's stderr (docker compose, 40 lines) is named in one
+    warning line: the error's first line and how many lines the log holds besides."""
+    import grade_kit as gk
+
+    data = json.loads((INSPECT / "2025-05-12T20-28-13-04-00_popularity.json").read_text())
+    stderr = "\n".join(f"#{k} [internal] load metadata for docker.io/library/x" for k in range(40))
+    data["status"] = "error"
+    data["error"] = {"message": f"RuntimeError: No services started.\n{stderr}",
+                     "traceback": "Traceback (most recent call last):\n  ..."}
+    path = tmp_path / "failed.json"
+    path.write_text(json.dumps(data))
+    notes = [str(w.message) for w in gk.read_inspect(path).warnings if "status is" in str(w)]
+    assert notes == ["failed.json: the log's status is 'error' (RuntimeError: No services "
+                     "started. … (+40 lines)); its 3 samples are imported, and samples it "
+                     "never ran are not in it"]
+
+
 def test_an_eval_with_members_outside_the_archive_is_refused(tmp_path: Path) -> None:
     import zipfile
 

@@ -146,3 +146,20 @@ def test_warnings_are_grouped_by_kind_with_every_file_named_once() -> None:
     assert view.note is not None and view.note.startswith("4 warnings in 2 kinds")
     empty = warnings_table(frame.clear())
     assert empty.frame.height == 0 and "No warning." in empty._repr_html_()
+
+
+def test_a_long_or_many_line_cell_shows_its_first_line_and_folds_the_rest() -> None:
+    from grade_kit.tables import FOLD_TEXT, table
+
+    stderr = "Error: compose up failed\n" + "\n".join(f"layer {k} <pulled>" for k in range(12))
+    long = "word " * (FOLD_TEXT // 5 + 20)
+    view = table(pl.DataFrame({"run_id": ["r1", "r2", "r3"], "why": [stderr, long, "short"]}))
+    text = repr(view).splitlines()
+    assert text[1].split(None, 1)[1] == "Error: compose up failed … (+12 lines)"
+    assert text[2].split(None, 1)[1].endswith(" … (+100 characters)")
+    assert text[3].split(None, 1)[1] == "short"
+    page = view._repr_html_()
+    # the first line shown, the whole text (escaped) one click away: nothing dropped
+    assert "Error: compose up failed … (+12 lines)<details" in page
+    assert "layer 11 &lt;pulled&gt;</pre></details>" in page
+    assert page.count("<details class=\"gk-full\">") == 2

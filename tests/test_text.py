@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grade_kit.text import contains_run, normalize, normalize_value, parse_number, tokenize
+from grade_kit.text import brief, contains_run, normalize, normalize_value, parse_number, tokenize
 
 
 def test_tokens_are_digit_runs_with_decimals_or_letter_runs() -> None:
@@ -83,3 +83,15 @@ def test_the_vectorised_normaliser_equals_the_one_normaliser(texts: list[str]) -
 
     assert normalize_column(pl.Series(texts, dtype=pl.String)).to_list() == [
         normalize(t) for t in texts]
+
+
+def test_brief_keeps_a_foreign_texts_first_line_and_says_what_it_left_out() -> None:
+    assert brief("RuntimeError: no services\n\n  stderr: denied\nexit 1") == \
+        "RuntimeError: no services … (+2 lines)"
+    assert brief("one line") == "one line"
+    assert brief("\n  padded  \n") == "padded"
+    assert brief("") == "" and brief(" \n ") == ""
+    # 10 words of 3 characters and 9 spaces = 39; cut between words, never within one:
+    assert brief("abc " * 10, limit=19) == "abc abc abc abc abc … (+20 characters)"
+    assert brief("abc " * 10, limit=18) == "abc abc abc abc … (+24 characters)"
+    assert brief("x" * 25 + "\nmore", limit=10) == "x" * 10 + " … (+15 characters, +1 line)"

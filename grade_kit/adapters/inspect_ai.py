@@ -40,6 +40,7 @@ from grade_kit.adapters.common import (
 )
 from grade_kit.io import Rejected
 from grade_kit.schema import SOURCE_TOTAL_SLACK_S, Run, Task
+from grade_kit.text import brief
 
 __all__ = ["MAX_MEMBER", "import_inspect", "log_identity", "read_inspect_log", "score_number"]
 
@@ -419,7 +420,7 @@ def import_inspect(path: Path | str, setup: str | None = None,
         err = header.get("error") or {}
         message = err.get("message") if isinstance(err, dict) else err
         out.notes.append(f"{path.name}: the log's status is {status!r}"
-                         + (f" ({message})" if message else "")
+                         + (f" ({brief(str(message))})" if message else "")
                          + f"; its {len(samples)} samples are imported, and samples it never "
                          "ran are not in it")
     tasks: dict[str, Task] = {}
