@@ -34,6 +34,7 @@ from grade_kit.tables import (
 
 __all__ = [
     "ABSENT_META",
+    "LIVE_VEGA_LITE",
     "OFFLINE_ENV",
     "PALETTE",
     "Chart",
@@ -594,10 +595,17 @@ OFFLINE_ENV = "GRADE_KIT_OFFLINE_HTML"
 runs), charts render as a bare ``vegaEmbed`` call whose libraries the report's page inlines
 once (interactive, with tooltips). Otherwise, importing this module switches Altair from its
 default renderer (which loads vega from a CDN, so draws nothing offline, and whose Vega-Lite 6
-specs JupyterLab's own renderer does not take) to ``svg``: each chart drawn by vl-convert as
-an SVG image, which JupyterLab, classic Notebook and VS Code show with or without internet,
-and a saved notebook shows again on reopening (static: no tooltips). A renderer the user
-enabled before the import is kept; ``alt.renderers.enable(...)`` after it chooses another."""
+specs JupyterLab's own renderer does not take) to ``grade_kit``: see :data:`LIVE_VEGA_LITE`.
+A renderer the user enabled before the import is kept; ``alt.renderers.enable(...)`` after
+it chooses another."""
+
+LIVE_VEGA_LITE = "5.21"
+"""The Vega-Lite that compiles a chart for a live front end: the ``grade_kit`` renderer sends
+each chart as a Vega 5 spec (``application/vnd.vega.v5+json``, compiled by vl-convert with
+this Vega-Lite), which JupyterLab, Notebook 7 and VS Code draw with the vega they bundle:
+offline, interactive (tooltips, the legend selects a setup), in a trusted or untrusted
+notebook, and again when a saved notebook is opened with no kernel. Beside it goes the same
+chart as an SVG image (vl-convert), for what draws no vega (nbconvert's HTML, GitHub)."""
 
 
 def _script_safe(spec: dict[str, Any]) -> str:
@@ -607,13 +615,65 @@ def _script_safe(spec: dict[str, Any]) -> str:
             .replace("&", "\\u0026"))
 
 
-def _offline_renderer(spec: dict[str, Any], **_: Any) -> dict[str, str]:
+SELECT_PARAM = "gk_setup"
+"""The legend selection of every chart coloured by setup (:func:`_select_setups`)."""
+
+
+def _units(spec: Any) -> list[dict[str, Any]]:
+    """The unit views of a Vega-Lite spec (those with a ``mark``), in order, at any depth
+    (layers, facets, concatenations)."""
+    if isinstance(spec, list):
+        return [u for item in spec for u in _units(item)]
+    if not isinstance(spec, dict):
+        return []
+    if "mark" in spec:
+        return [spec]
+    return [u for key in ("layer", "spec", "concat", "vconcat", "hconcat")
+            for u in _units(spec.get(key, []))]
+
+
+def _select_setups(spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` with a click on the setup legend selecting that setup (shift-click adds
+    one, a click on nothing clears): every mark coloured by setup fades but the chosen
+    setups'. One point selection over the setup label, bound to the legend, defined in the
+    first view coloured by setup and read by all (a selection is the whole chart's). A spec
+    with no view coloured by setup comes back as it is."""
+    coloured = [u for u in _units(spec)
+                if (u.get("encoding") or {}).get("color", {}).get("field") == "label"]
+    if not coloured:
+        return spec
+    spec = json.loads(json.dumps(spec))  # the caller's spec is left as it was
+    coloured = [u for u in _units(spec)
+                if (u.get("encoding") or {}).get("color", {}).get("field") == "label"]
+    coloured[0].setdefault("params", []).append(
+        {"name": SELECT_PARAM, "select": {"type": "point", "fields": ["label"]},
+         "bind": "legend"})
+    for unit in coloured:
+        encoding = unit["encoding"]
+        base = encoding.get("opacity", {}).get("value", 1)
+        encoding["opacity"] = {"condition": {"param": SELECT_PARAM, "value": base},
+                               "value": 0.15}
+    return spec
+
+
+def _absent_bundle(spec: dict[str, Any]) -> dict[str, str] | None:
+    """A note chart (:func:`_note`) as its one line of text, for any front end; ``None`` for
+    a chart."""
     absent = (spec.get("usermeta") or {}).get(ABSENT_META)
-    if absent:  # a note: one line of text, not a chart
-        title = spec.get("title")
-        return {"text/html": absent_html(str(absent), title if isinstance(title, str) else
-                                         (title or {}).get("text"))}
+    if not absent:
+        return None
+    title = spec.get("title")
+    title = title if isinstance(title, str) else (title or {}).get("text")
+    return {"text/html": absent_html(str(absent), title),
+            "text/plain": f"{title}: {absent}" if title else str(absent)}
+
+
+def _offline_renderer(spec: dict[str, Any], **_: Any) -> dict[str, str]:
+    absent = _absent_bundle(spec)
+    if absent is not None:
+        return {"text/html": absent["text/html"]}
     target = f"gk-vis-{uuid.uuid4().hex}"
+    spec = _select_setups(spec)
     script = (f"(function(){{var spec={_script_safe(spec)};function go(){{"
               f"if(window.vegaEmbed){{vegaEmbed('#{target}',spec,{{renderer:'svg',"
               f"actions:false}}).catch(function(e){{console.error(e);}});}}"
@@ -621,8 +681,27 @@ def _offline_renderer(spec: dict[str, Any], **_: Any) -> dict[str, str]:
     return {"text/html": f'<div id="{target}" class="gk-chart"></div><script>{script}</script>'}
 
 
+VEGA_MIME = "application/vnd.vega.v5+json"
+
+
+def _live_renderer(spec: dict[str, Any], **_: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    import vl_convert
+
+    absent = _absent_bundle(spec)
+    if absent is not None:
+        return absent, {}
+    title = spec.get("title")
+    title = title if isinstance(title, str) else (title or {}).get("text") or "a chart"
+    bundle = {VEGA_MIME: vl_convert.vegalite_to_vega(_select_setups(spec),
+                                                     vl_version=LIVE_VEGA_LITE),
+              "image/svg+xml": vl_convert.vegalite_to_svg(spec),
+              "text/plain": f"<chart: {title}>"}
+    return bundle, {VEGA_MIME: {"embed_options": {"actions": False, "renderer": "svg"}}}
+
+
 alt.renderers.register("grade_kit_offline", _offline_renderer)
+alt.renderers.register("grade_kit", _live_renderer)
 if os.environ.get(OFFLINE_ENV) == "1":
     alt.renderers.enable("grade_kit_offline")
 elif alt.renderers.active == "default":  # chosen once, here (see OFFLINE_ENV)
-    alt.renderers.enable("svg")
+    alt.renderers.enable("grade_kit")

@@ -3,6 +3,7 @@ Altair's row limit however many runs."""
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -142,6 +143,42 @@ def test_many_tasks_are_binned_and_no_grade_says_why() -> None:
     assert "<b>Unique tool calls per run</b>" in shown and "vegaEmbed" not in shown
     drawn = charts._offline_renderer(_spec(charts.rates_chart(plain.grades)))["text/html"]
     assert "vegaEmbed" in drawn and "data-gk-absent" not in drawn
+    # in a live notebook too: the one line (HTML, and text), never an empty chart frame
+    live, meta = charts._live_renderer(_spec(note))
+    assert sorted(live) == ["text/html", "text/plain"] and meta == {}
+    assert live["text/plain"] == f"Unique tool calls per run: {charts.NO_TOOL_CALLS}"
+
+
+def test_a_live_chart_is_a_vega_5_spec_with_its_svg_copy_and_a_legend_selection() -> None:
+    """In a notebook a chart goes out as a Vega 5 spec (JupyterLab's own vega draws it, live,
+    offline, also when the saved notebook is reopened) with an SVG copy beside it; a click on
+    a setup in the legend keeps it and fades the others."""
+    frame = pl.DataFrame({"setup": ["a", "b"], "subset": ["all", "all"], "N": [10, 10],
+                          "resolved_rate": [0.5, 0.7], "resolved_ci_low": [0.2, 0.4],
+                          "resolved_ci_high": [0.8, 0.9]})
+    chart = charts.rates_chart(frame)
+    bundle, meta = charts._live_renderer(_spec(chart))
+    assert sorted(bundle) == ["application/vnd.vega.v5+json", "image/svg+xml", "text/plain"]
+    vega = bundle["application/vnd.vega.v5+json"]
+    assert vega["$schema"] == "https://vega.github.io/schema/vega/v5.json"
+    assert bundle["image/svg+xml"].lstrip().startswith("<svg")
+    assert meta["application/vnd.vega.v5+json"]["embed_options"]["actions"] is False
+    # the selection: defined once, bound to the legend; every view coloured by setup fades
+    selected = charts._select_setups(_spec(chart))
+    units = charts._units(selected)
+    params = [p for u in units for p in u.get("params", [])]
+    assert params == [{"name": "gk_setup", "select": {"type": "point", "fields": ["label"]},
+                       "bind": "legend"}]
+    faded = [u["encoding"]["opacity"] for u in units if "opacity" in u.get("encoding", {})]
+    assert faded and all(o["condition"]["param"] == "gk_setup" and o["value"] == 0.15
+                         for o in faded)
+    assert "gk_setup" in json.dumps(vega["signals"])  # compiled: the legend drives it
+    assert "params" not in json.dumps(_spec(chart))  # the chart itself is left as it was
+    # a chart with no setup colour (the significance matrix) is sent as it is
+    matrix = _spec(charts.significance_chart(pl.DataFrame(schema={
+        "setup_a": pl.String, "setup_b": pl.String, "subset": pl.String, "metric": pl.String,
+        "p_holm": pl.Float64, "mean_diff_b_minus_a": pl.Float64})))
+    assert charts._select_setups(matrix) == matrix
 
 
 def test_short_labels_keep_family_and_version() -> None:
@@ -201,10 +238,11 @@ def test_a_wide_latency_span_is_drawn_on_a_log_axis_and_many_setups_get_dashes()
 
 
 @pytest.mark.parametrize(("before", "env", "active"), [
-    (None, None, "svg"), (None, "1", "grade_kit_offline"), ("html", None, "html")])
+    (None, None, "grade_kit"), (None, "1", "grade_kit_offline"), ("html", None, "html")])
 def test_the_renderer_is_chosen_once_on_import(before: str | None, env: str | None,
                                                active: str) -> None:
-    """In a notebook a chart draws without the network (an SVG image, never a CDN script);
+    """In a notebook a chart draws without the network (a Vega 5 spec and its SVG copy, never
+    a CDN script);
     in grade-kit report's kernels it is the offline page's vegaEmbed call; a renderer the
     user chose first is kept."""
     import os
@@ -225,8 +263,9 @@ def test_the_renderer_is_chosen_once_on_import(before: str | None, env: str | No
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=environment, check=True).stdout.split()
     assert out[0] == active
-    if active == "svg":
-        assert "'image/svg+xml'" in " ".join(out) and out[-1] == "False"
+    if active == "grade_kit":
+        assert out[1:-1] == ["['application/vnd.vega.v5+json',", "'image/svg+xml',",
+                             "'text/plain']"] and out[-1] == "False"
     if active == "grade_kit_offline":
         assert out[1:-1] == ["['text/html']"] and out[-1] == "False"
 

@@ -1,7 +1,8 @@
 """The notebooks in a real JupyterLab on 127.0.0.1, driven by Playwright in Debian's headless
 Chromium as a researcher would: open each notebook, Run All Cells, and look. Every chart has
-drawn (an SVG image each), no cell failed, the browser logged no error, and no request left
-127.0.0.1 (the machine has no internet; a chart loading vega from a CDN would draw nothing)."""
+drawn live, with JupyterLab's own vega (a tooltip shows on hover), no cell failed, the
+browser logged no error, and no request left 127.0.0.1 (the machine has no internet; a
+chart loading vega from a CDN would draw nothing)."""
 
 from __future__ import annotations
 
@@ -192,16 +193,45 @@ def test_a_notebook_runs_all_and_every_chart_draws_offline(lab: Lab, name: str) 
         try:
             seen.open(name, name)
             seen.run_all()
+            seen.page.wait_for_function(
+                "(n) => document.querySelectorAll('.jp-RenderedVegaCommon5 svg').length >= n",
+                arg=_charts_in(name), timeout=60_000)
             drawn = seen.page.evaluate("""() => Array.from(document.querySelectorAll(
-                '.jp-RenderedSVG svg, .jp-RenderedSVG img, .jp-RenderedImage img'))
+                '.jp-RenderedVegaCommon5 svg'))
                 .filter(e => e.getBoundingClientRect().width > 50).length""")
+            static = seen.page.locator(".jp-RenderedSVG, .jp-RenderedImage").count()
             failed = seen.failed_cells()
+            tip = _tooltip_of_first_mark(seen.page)
         finally:
             seen.browser.close()
     assert failed == 0
-    assert drawn == _charts_in(name)
+    assert drawn == _charts_in(name)  # every chart live (vega), none a static image
+    assert static == 0
+    # hovering a mark shows its tooltip: named fields, and a figure among them
+    assert re.search(r"^\w[\w ]*:", tip, re.M) and re.search(r"[0-9]", tip), tip
     assert seen.errors == []
     assert seen.left == []
+
+
+def _tooltip_of_first_mark(page: Any) -> str:
+    """Hover the first drawn mark (a bar, a point, a line) of the first live chart whose
+    marks carry a tooltip, and read the tooltip it shows."""
+    marks = page.locator(".jp-RenderedVegaCommon5 svg g.mark-rect.role-mark path, "
+                         ".jp-RenderedVegaCommon5 svg g.mark-symbol.role-mark path")
+    for k in range(min(marks.count(), 40)):
+        mark = marks.nth(k)
+        box = mark.bounding_box()
+        if not box or box["width"] < 2 or box["height"] < 2:
+            continue
+        mark.scroll_into_view_if_needed()
+        box = mark.bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        try:
+            page.wait_for_selector("#vg-tooltip-element.visible", timeout=2_000)
+        except Exception:  # a mark without a tooltip: the next one
+            continue
+        return str(page.locator("#vg-tooltip-element").inner_text())
+    return ""
 
 
 def test_the_explorer_filters_shows_runs_saves_a_blind_grade_and_reopens_static(
