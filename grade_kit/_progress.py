@@ -1,12 +1,26 @@
-"""The stage progress of a long evaluation: one tqdm bar (a widget in Jupyter) with a step a
-stage, naming the stage that runs."""
+"""Progress bars: one kind for every long job (:func:`progress_bar`), and the stage progress
+of a long evaluation (one bar with a step a stage, naming the stage that runs)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
-__all__ = ["Step", "stage_progress"]
+__all__ = ["Step", "progress_bar", "stage_progress"]
+
+def progress_bar(total: int, desc: str, unit: str, **options: Any) -> Any:
+    """A tqdm bar of text, never a widget: on stderr in a terminal; in a Jupyter kernel on
+    stdout, where the notebook keeps its last state as text, so a saved notebook opened again
+    shows the finished bar (a widget bar shows "Error displaying widget: model not found" once
+    its kernel is gone). ``options`` go to tqdm."""
+    from tqdm.std import tqdm
+
+    in_kernel = "ipykernel" in sys.modules and type(sys.stdout).__name__ == "OutStream"
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stdout if in_kernel else
+                sys.stderr, **options)
+
 
 Step = Callable[[str], None]
 """``step(name)``: the stage before is done, ``name`` runs now."""
@@ -19,7 +33,7 @@ def stage_progress(stages: Sequence[str], enabled: bool,
 
     Args:
         stages: The names of the stages, in the order they run.
-        enabled: Show the bar (on stderr, or as a widget in Jupyter); when False the step
+        enabled: Show the bar (:func:`progress_bar`); when False the step
             does nothing and nothing is shown.
         desc: The bar's label; default ``evaluate``.
 
@@ -39,10 +53,8 @@ def stage_progress(stages: Sequence[str], enabled: bool,
     if not enabled:
         yield advance
         return
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=len(stages), desc=desc, unit="stage",
-               bar_format="{desc}: {n_fmt}/{total_fmt} stages |{bar}| {elapsed}{postfix}")
+    bar = progress_bar(len(stages), desc, "stage",
+                       bar_format="{desc}: {n_fmt}/{total_fmt} stages |{bar}| {elapsed}{postfix}")
 
     def step(name: str) -> None:
         advance(name)

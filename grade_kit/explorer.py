@@ -11,7 +11,9 @@ text is always escaped.
 
 from __future__ import annotations
 
+import csv
 import html
+import io
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -23,7 +25,7 @@ import polars as pl
 from grade_kit.atomic import record_line
 from grade_kit.evaluation import Evaluation
 from grade_kit.frames import Frame, like, to_polars
-from grade_kit.judges.model import answer_alias
+from grade_kit.io import InputError
 from grade_kit.schema import Grade, Run, Task
 from grade_kit.standard.blind.sheet import ANONYMITY_NOTE, answer_text
 from grade_kit.tables import cell_text, column_label, table
@@ -385,66 +387,73 @@ def record_grade(path: Path | str, grade: Grade) -> None:
         os.fsync(handle.fileno())
 
 
-def _graded_in(path: Path) -> set[str]:
-    done: set[str] = set()
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a torn last line: that answer is offered again
-            if isinstance(record, dict) and isinstance(record.get("run_id"), str):
-                done.add(record["run_id"])
-    return done
+_CHOOSE = "— choose —"
+"""The placeholder every grade menu shows until a value is chosen."""
+
+
+def _menu(options: Sequence[str]) -> list[tuple[str, str]]:
+    """A grade menu's options as (label, value) pairs, the placeholder first (value ``""``):
+    every option a pair, so each shows its label (a mix shows a pair as a raw tuple)."""
+    return [(_CHOOSE, ""), *((o.replace("_", " "), o) for o in options)]
 
 
 class BlindGradingPanel:
-    """Grade answers blind: each shown with its question under a seeded alias only (no setup,
-    run id, timing or tools); every grade is appended to ``grades_file`` as it is saved
-    (:func:`record_grade`), and answers already in the file are not offered again. Every
-    field starts empty for each answer (a grade is never carried over to the next), Save
-    asks for both the core conclusion and the request fulfilment, and Undo takes the last
-    save of this panel back out of the file and offers its answer again.
+    """Grade answers blind, as a blind grading sheet filled one answer at a time
+    (docs/methodology.md §4 "Blind grading"): each answer is shown with its question under its
+    alias only; the grading file holds aliases only, never a setup or run id; the key that
+    maps aliases to runs is a file of its own (``key_file``), kept from the graders.
+
+    The first panel on a grading file makes the sheet's key (:func:`grading_sheet`: the
+    seeded aliases and their order) and writes it to ``key_file``; every later panel reads
+    that key, so the answers come in the same order after a kernel restart and the progress
+    is counted from the file. Each Save appends one row of the sheet (CSV, cells neutralised
+    against spreadsheet formulas) and fsyncs it; Undo takes the file's last row back out,
+    whichever session saved it. Every field starts empty for each answer, and Save asks for
+    both the core conclusion and the request fulfilment. ``grade-kit import-grades FILE
+    --key KEY_FILE --out grades.jsonl`` maps the file back to run ids.
 
     Args:
         tasks: The tasks.
-        runs: The runs (delivered primary answers are offered, in a seeded order).
-        grades_file: The grades JSONL file to append to (read first, to skip graded runs);
-            None shows how to start, with no form and no Save (no answer is offered).
-        grader: Written as each record's ``grader``; default ``"person"``.
-        seed: Seed of the aliases and the order; default 0.
+        runs: The runs: delivered primary answers are graded.
+        grading_file: The grading sheet (CSV) to append to; None shows how to start, with
+            no form and no answer.
+        key_file: The key; default ``<grading_file stem>.key.json`` beside it. Move it where
+            the graders cannot read it: the panel asks for it only to start a sheet or
+            resume one.
+        grader: Written in each row's ``grader``; default ``"person"``.
+        seed: Seed of the aliases and the order of a new sheet; default 0 (a sheet's key
+            keeps its own).
+
+    Raises:
+        InputError: when the key is not a key this tool wrote, or names runs the evaluation
+            does not have, or the grading file has a row that is not a valid grade of it.
     """
 
     def __init__(self, tasks: Sequence[Task], runs: Sequence[Run],
-                 grades_file: Path | str | None, *, grader: str = "person",
-                 seed: int = 0) -> None:
-        import random
+                 grading_file: Path | str | None, *, key_file: Path | str | None = None,
+                 grader: str = "person", seed: int = 0) -> None:
         import uuid
 
         import ipywidgets as w
 
-        self.path = None if grades_file is None else Path(grades_file)
+        self.path = None if grading_file is None else Path(grading_file)
+        self.key_path = (None if self.path is None else Path(key_file) if key_file is not None
+                         else self.path.with_suffix(".key.json"))
         self.grader = grader
         self.seed = seed
-        self._tasks = {t.task_id: t for t in tasks}
-        done = set() if self.path is None else _graded_in(self.path)
-        offered = [] if self.path is None else [
-            r for r in runs if r.status == "delivered" and r.attempt_of is None
-            and r.response is not None and r.task_id in self._tasks and r.run_id not in done]
-        todo = sorted(offered, key=lambda r: r.run_id)
-        random.Random(seed).shuffle(todo)
-        self.queue: list[Run] = todo
-        self.total = len(todo)
+        self._answers: dict[str, tuple[str, str, int]] = {}  # alias -> question, answer, row
+        self.queue: list[str] = []  # aliases to grade, in the key's order
+        self.total = 0
         self.saved = 0
-        self._undo: list[tuple[Run, int, int]] = []  # (run, file size before, after)
+        if self.path is not None and self.key_path is not None:
+            self.sheet = self._open_sheet(tasks, runs)
         wide = w.Layout(width="100%")
         label = {"description_width": "9em"}
-        self.core = w.Dropdown(options=[("choose", None), "correct", "material_error",
-                                        "no_gradable_conclusion", "pending"],
-                               value=None, description="core", style=label)
-        self.fulfilment = w.Dropdown(options=[("choose", None), "full", "partial", "not_met",
-                                              "pending"], value=None,
-                                     description="fulfilment", style=label)
+        self.core = w.Dropdown(options=_menu(["correct", "material_error",
+                                              "no_gradable_conclusion", "pending"]),
+                               value="", description="core", style=label)
+        self.fulfilment = w.Dropdown(options=_menu(["full", "partial", "not_met", "pending"]),
+                                     value="", description="fulfilment", style=label)
         self.asking = w.Checkbox(description="asks for more information")
         self.claim = w.Text(description="claim", layout=wide, style=label)
         self.evidence = w.Text(description="evidence", layout=wide, style=label)
@@ -454,8 +463,8 @@ class BlindGradingPanel:
                                  style=label)
         self.save_button = w.Button(description="Save grade", button_style="primary")
         self.save_button.on_click(lambda _b: self._save_clicked())
-        self.undo_button = w.Button(description="Undo last save", disabled=True)
-        self.undo_button.on_click(lambda _b: self.undo())
+        self.undo_button = w.Button(description="Undo last save")
+        self.undo_button.on_click(lambda _b: self._undo_clicked())
         self.status = w.HTML()
         self.answer = w.HTML()
         form = [w.HBox([self.core, self.fulfilment, self.asking]), self.claim, self.evidence,
@@ -469,12 +478,57 @@ class BlindGradingPanel:
         self.widget.add_class(KEYS_CLASS)
         self._show()
 
+    def _open_sheet(self, tasks: Sequence[Task], runs: Sequence[Run]) -> str:
+        """Read the key (or make and write it) and the file's graded aliases; returns the
+        sheet id."""
+        from grade_kit.atomic import atomic_write_text
+        from grade_kit.standard.blind import grading_sheet, read_key
+
+        assert self.path is not None and self.key_path is not None
+        gradable = [r for r in runs if r.attempt_of is None]
+        if self.key_path.is_file():
+            key = read_key(self.key_path)
+        else:
+            _rows, key = grading_sheet(tasks, gradable, seed=self.seed)
+            atomic_write_text(self.key_path, json.dumps(key, indent=2, ensure_ascii=False)
+                              + "\n")
+        by_id = {r.run_id: r for r in gradable}
+        prompts = {t.task_id: t.prompt for t in tasks}
+        lacking = [e["run_id"] for e in key["aliases"].values() if e["run_id"] not in by_id]
+        if lacking:
+            raise InputError(f"{self.key_path}: names {len(lacking)} runs this evaluation does "
+                             f"not have (first {lacking[0]!r}): the key of another "
+                             "evaluation; start a new grading file")
+        canonical = [a for a, e in key["aliases"].items() if e["canonical"]]
+        for row, alias in enumerate(key["aliases"], start=1):
+            entry = key["aliases"][alias]
+            run = by_id[entry["run_id"]]
+            self._answers[alias] = (prompts.get(run.task_id, ""),
+                                    answer_text(run, entry["form"]), row)
+        self._key_data = key
+        graded = self._graded_aliases()
+        self.queue = [a for a in canonical if a not in graded]
+        self.total = len(canonical)
+        return str(key["sheet"])
+
+    def _graded_aliases(self) -> set[str]:
+        """The aliases the grading file grades, read by the one sheet reader."""
+        from grade_kit.standard.blind import import_grading_sheet
+
+        assert self.path is not None
+        if not self.path.is_file() or not self.path.stat().st_size:
+            return set()
+        result = import_grading_sheet(self.path, self._key_data)
+        if result.errors:
+            raise InputError(f"{result.errors[0]} ({len(result.errors)} problem"
+                             f"{'' if len(result.errors) == 1 else 's'} in the grading file)")
+        graded = {g.run_id for g in result.grades}
+        return {a for a, e in self._key_data["aliases"].items()
+                if e["canonical"] and e["run_id"] in graded}
+
     def current_alias(self) -> str | None:
         """The alias of the answer on screen (None when every answer is graded)."""
-        if not self.queue:
-            return None
-        run = self.queue[0]
-        return answer_alias(self.seed, run.task_id, run.run_id)
+        return self.queue[0] if self.queue else None
 
     def _progress(self) -> str:
         return (f"{self.total - len(self.queue)} of {self.total} graded "
@@ -482,33 +536,33 @@ class BlindGradingPanel:
 
     def _clear(self) -> None:
         """Every field back to empty: the next answer starts ungraded."""
-        self.core.value = None
-        self.fulfilment.value = None
+        self.core.value = ""
+        self.fulfilment.value = ""
         self.asking.value = False
         for box in (self.claim, self.evidence, self.effect, self.reason):
             box.value = ""
 
     def _show(self) -> None:
         if self.path is None:
-            self.answer.value = ("<p>No grades file: set <code>grading_file</code> (the "
-                                 "explorer notebook's parameter) to grade blind.</p>")
+            self.answer.value = ("<p>No grading file: set <code>grading_file</code> (the "
+                                 "notebook's parameter) to grade blind.</p>")
             return
-        self.undo_button.disabled = not self._undo
+        self.undo_button.disabled = not (self.path.is_file() and self.total > len(self.queue))
+        where = (f"grades in {html.escape(self.path.name)} (aliases only); key in "
+                 f"{html.escape(str(self.key_path))}")
         if not self.queue:
             self.answer.value = "<p>Every answer is graded.</p>"
             self.save_button.disabled = True
-            self.status.value = (f"{html.escape(self._progress())}; grades in "
-                                 f"{html.escape(str(self.path))}")
+            self.status.value = f"{html.escape(self._progress())}; {where}"
             return
         self.save_button.disabled = False
-        run = self.queue[0]
-        task = self._tasks[run.task_id]
+        alias = self.queue[0]
+        question, answer, _row = self._answers[alias]
         self.answer.value = (
-            f"<h4>Answer {html.escape(str(self.current_alias()))}: "
-            f"{html.escape(self._progress())}</h4>"
+            f"<h4>Answer {html.escape(alias)}: {html.escape(self._progress())}</h4>"
             f"<p><b>Question</b></p><pre style='white-space:pre-wrap'>"
-            f"{html.escape(task.prompt)}</pre><p><b>Answer</b></p>"
-            f"<pre style='white-space:pre-wrap'>{html.escape(answer_text(run))}</pre>")
+            f"{html.escape(question)}</pre><p><b>Answer</b></p>"
+            f"<pre style='white-space:pre-wrap'>{html.escape(answer)}</pre>")
 
     def _save_clicked(self) -> None:
         try:
@@ -516,76 +570,102 @@ class BlindGradingPanel:
         except ValueError as exc:
             self.status.value = f"<b>Not saved</b>: {html.escape(str(exc))}"
 
-    def save(self) -> Grade | None:
-        """Save the grade entered for the answer on screen (appended and fsynced at once),
-        then clear every field and show the next answer. Returns the record, or None when
-        nothing is left (or there is no grades file).
+    def _undo_clicked(self) -> None:
+        try:
+            self.undo()
+        except ValueError as exc:
+            self.status.value = f"<b>Not undone</b>: {html.escape(str(exc))}"
+
+    def save(self) -> dict[str, str] | None:
+        """Save the grade entered for the answer on screen (one row appended and fsynced at
+        once), then clear every field and show the next answer. Returns the row written, or
+        None when nothing is left (or there is no grading file).
 
         Raises:
             ValueError: when the core conclusion or the request fulfilment is not chosen, or
-                the entry is not a valid grade record (the answer stays, nothing is written).
+                the entry is not a valid grade (the answer stays, nothing is written).
         """
+        from grade_kit.standard.blind import ASKS_FIELD, SHEET_COLUMNS, neutralise_cell
+
         if not self.queue or self.path is None:
             return None
         core, fulfilment = self.core.value, self.fulfilment.value
-        if core is None or fulfilment is None:
+        if not core or not fulfilment:
             raise ValueError("choose the core conclusion and the request fulfilment first")
-        grade = Grade.model_validate({
-            "run_id": self.queue[0].run_id, "core_conclusion": core,
-            "request_fulfilment": fulfilment,
+        alias = self.queue[0]
+        fields = {
+            "core_conclusion": core, "request_fulfilment": fulfilment,
             "material_error": ("yes" if core == "material_error" else
                                "pending" if core == "pending" else "no"),
             "claim": self.claim.value or None, "evidence": self.evidence.value or None,
             "effect": self.effect.value or None, "grader": self.grader,
-            "reason": self.reason.value or None,
-            "needs_more_information": bool(self.asking.value)})
-        before = self.path.stat().st_size if self.path.is_file() else 0
-        record_grade(self.path, grade)
-        self._undo.append((self.queue.pop(0), before, self.path.stat().st_size))
+            "reason": self.reason.value or None}
+        Grade.model_validate({"run_id": alias, **fields})  # the row imports as a grade
+        question, answer, row = self._answers[alias]
+        record = {"row": str(row), "sheet": self.sheet, "alias": alias, "question": question,
+                  "answer": answer, **{k: v or "" for k, v in fields.items()},
+                  ASKS_FIELD: "yes" if self.asking.value else "no"}
+        new = not self.path.is_file() or not self.path.stat().st_size
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(SHEET_COLUMNS))
+            if new:
+                writer.writeheader()
+            writer.writerow({k: neutralise_cell(v) for k, v in record.items()})
+            handle.flush()
+            os.fsync(handle.fileno())
+        self.queue.pop(0)
         self.saved += 1
         self._clear()
         self.status.value = f"saved: {html.escape(self._progress())}"
         self._show()
-        return grade
+        return record
 
-    def undo(self) -> Run | None:
-        """Take this panel's last save back out of the grades file and offer its answer
-        again (fields empty). Returns that run, or None when there is nothing to undo.
+    def undo(self) -> str | None:
+        """Take the grading file's last row back out (saved in this session or an earlier
+        one) and offer its answer again, first, with every field empty. Returns its alias,
+        or None when the file grades nothing.
 
         Raises:
-            ValueError: when the file changed since that save (another writer appended or
-                truncated it): nothing is removed.
+            ValueError: when the file's last row is not a grade of this sheet.
         """
-        if not self._undo or self.path is None:
+        from grade_kit.atomic import atomic_write_text
+
+        if self.path is None or not self.path.is_file():
             return None
-        run, before, after = self._undo[-1]
-        size = self.path.stat().st_size if self.path.is_file() else -1
-        if size != after:
-            raise ValueError(f"{self.path} changed since the last save ({size} bytes, not "
-                             f"{after}): nothing undone")
-        with self.path.open("r+b") as handle:
-            handle.truncate(before)
-            handle.flush()
-            os.fsync(handle.fileno())
-        self._undo.pop()
-        self.queue.insert(0, run)
+        text = self.path.read_text(encoding="utf-8")
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+        if len(rows) < 2:
+            return None
+        header, last = rows[0], dict(zip(rows[0], rows[-1], strict=False))
+        alias = last.get("alias", "")
+        if last.get("sheet") != self.sheet or alias not in self._answers:
+            raise ValueError(f"{self.path}: its last row is not a grade of this sheet: "
+                             "nothing undone")
+        kept = io.StringIO(newline="")
+        csv.writer(kept).writerows([header, *rows[1:-1]])
+        atomic_write_text(self.path, kept.getvalue())
+        if alias not in self.queue:
+            self.queue.insert(0, alias)
         self.saved -= 1
         self._clear()
         self.status.value = f"undone: {html.escape(self._progress())}"
         self._show()
-        return run
+        return alias
 
     def static_html(self) -> str:
         """What a page without a kernel shows."""
         if self.path is None:
-            return ("<p><b>Blind grading</b> is done in the notebook <code>explorer.ipynb</code>"
-                    " with a grades file; this page offers no answer to grade.</p>")
-        return (f"<p><b>Blind grading</b>: {len(self.queue)} answers await a grade in the "
-                "notebook <code>explorer.ipynb</code>; its grades go to "
-                f"<code>{html.escape(Path(self.path).name)}</code>.</p>")
+            return ("<p><b>Blind grading</b> is done in the notebook "
+                    "<code>blind_grading.ipynb</code> with a grading file; this page offers no "
+                    "answer to grade.</p>")
+        return (f"<p><b>Blind grading</b>: {len(self.queue)} of {self.total} answers await a "
+                "grade in the notebook <code>blind_grading.ipynb</code>; its grades go to "
+                f"<code>{html.escape(self.path.name)}</code> under aliases.</p>")
 
     def _ipython_display_(self) -> None:
         _display_live(self.widget, self.static_html(), self.key, repr(self))
 
     def __repr__(self) -> str:
-        return f"BlindGradingPanel({len(self.queue)} answers to grade -> {self.path})"
+        return (f"BlindGradingPanel({len(self.queue)} of {self.total} answers to grade -> "
+                f"{self.path})")

@@ -40,7 +40,7 @@ def test_sheet_is_blind_seeded_and_shuffled(tmp_path: Path) -> None:
     assert key["seed"] == 11
     assert set(rows[0]) == {"row", "sheet", "alias", "question", "answer", "core_conclusion",
                             "request_fulfilment", "material_error", "claim", "evidence",
-                            "effect", "grader", "reason"}
+                            "effect", "grader", "reason", "needs_more_information"}
     text = sheet.read_text()
     for leak in ("careful", "hasty", "submitted", "call_", "tool"):
         assert leak not in text  # no setup, time or tool information
@@ -227,11 +227,11 @@ def test_every_blind_surface_says_anonymity_is_limited(
                  "--out", str(tmp_path / "sheet.csv")]) == 0
     assert f"note: {ANONYMITY_NOTE}" in capsys.readouterr().out
     inputs = read_inputs(EXAMPLE / "tasks", EXAMPLE / "runs.jsonl")
-    panel = BlindGradingPanel(inputs.tasks, inputs.runs, tmp_path / "grades.jsonl")
+    panel = BlindGradingPanel(inputs.tasks, inputs.runs, tmp_path / "grades.csv")
     texts = [getattr(child, "value", "") for child in panel.widget.children]
     assert any(ANONYMITY_NOTE in str(text) for text in texts)
     for folder in ("notebooks", "grade_kit/notebooks"):
-        notebook = json.loads((ROOT / folder / "explorer.ipynb").read_text(encoding="utf-8"))
-        section = next("".join(c["source"]) for c in notebook["cells"]
-                       if "".join(c["source"]).startswith("## Blind grading"))
-        assert ANONYMITY_NOTE in section
+        notebook = json.loads((ROOT / folder / "blind_grading.ipynb").read_text(
+            encoding="utf-8"))
+        section = "".join(notebook["cells"][0]["source"])
+        assert section.startswith("# Blind grading") and ANONYMITY_NOTE in section

@@ -3,6 +3,8 @@ as it is saved (widgets driven as a person would: set a value, click the button)
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from grade_kit.explorer import (
     listing,
     sort_runs,
 )
+from grade_kit.io import InputError
 from tests.conftest import make_run, make_task
 
 HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
@@ -144,65 +147,96 @@ def test_a_widget_shows_as_its_static_copy_then_its_live_view(monkeypatch) -> No
     assert "data-lm-suppress-shortcuts" in str(static["text/html"])
 
 
-def test_blind_grades_are_appended_at_once_and_never_offered_twice(tmp_path: Path) -> None:
-    path = tmp_path / "blind.jsonl"
+def test_blind_grades_are_appended_under_aliases_with_the_key_apart(tmp_path: Path) -> None:
+    """The grading file holds aliases only (no run id, no setup); the key is a file of its
+    own; every save is on disk at once; a new kernel resumes in the same order, its progress
+    counted from the file; ``import-grades`` maps the file back to run ids."""
+    from grade_kit.cli import main
+
+    path = tmp_path / "blind.csv"
     panel = BlindGradingPanel(TASKS, RUNS, path, grader="ana", seed=3)
-    assert len(panel.queue) == 3  # the failed run has no answer to grade
+    key = json.loads((tmp_path / "blind.key.json").read_text())
+    assert len(panel.queue) == 3 == panel.total  # the failed run has no answer to grade
+    order = list(panel.queue)
+    assert order == [a for a in key["aliases"]]  # the key's seeded order
     shown = panel.answer.value
-    first = panel.queue[0].run_id
+    first = key["aliases"][order[0]]["run_id"]
     for leak in (first, "setup", "submitted", "tool"):
         assert leak not in shown
     assert f"Answer {panel.current_alias()}" in shown
+    # the placeholders render as a label (every option a pair), and start chosen
+    assert panel.core.options[0] == ("— choose —", "") and panel.core.value == ""
+    assert all(isinstance(o, tuple) for o in (*panel.core.options, *panel.fulfilment.options))
     panel.core.value = "material_error"
     panel.fulfilment.value = "partial"
     panel.claim.value = "the claim"
     panel.asking.value = True
     panel.save_button.click()
-    lines = path.read_text().splitlines()  # on disk before anything else happens
-    assert len(lines) == 1
-    record = json.loads(lines[0])
-    assert record == {"run_id": first, "core_conclusion": "material_error",
-                      "request_fulfilment": "partial", "material_error": "yes",
-                      "claim": "the claim", "grader": "ana", "needs_more_information": True}
+    text = path.read_text()  # on disk before anything else happens
+    rows = list(csv.DictReader(io.StringIO(text)))
+    cells = {v for row in rows for v in row.values()}
+    assert not {"run_id", "setup"} & set(rows[0])
+    assert not cells & {r.run_id for r in RUNS} and not cells & {r.setup for r in RUNS}
+    assert [(r["alias"], r["core_conclusion"], r["material_error"], r["claim"], r["grader"],
+             r["needs_more_information"]) for r in rows] == [
+        (order[0], "material_error", "yes", "the claim", "ana", "yes")]
     assert panel.claim.value == "" and len(panel.queue) == 2
     # every field starts empty for the next answer: nothing is carried over
-    assert (panel.core.value, panel.fulfilment.value, panel.asking.value) == (None, None, False)
+    assert (panel.core.value, panel.fulfilment.value, panel.asking.value) == ("", "", False)
     assert "1 of 3 graded (1 saved here, 2 left)" in panel.answer.value
     with pytest.raises(ValueError, match="choose the core conclusion"):
         panel.save()
     panel.save_button.click()  # a click without a choice writes nothing and says why
-    assert len(path.read_text().splitlines()) == 1 and "Not saved" in panel.status.value
-    again = BlindGradingPanel(TASKS, RUNS, path, grader="ana", seed=3)  # a new kernel
-    assert first not in {r.run_id for r in again.queue} and len(again.queue) == 2
+    assert len(list(csv.reader(io.StringIO(path.read_text())))) == 2
+    assert "Not saved" in panel.status.value
+    again = BlindGradingPanel(TASKS, RUNS, path, grader="ana", seed=99)  # a new kernel
+    assert again.queue == order[1:]  # the key's order, whatever seed is given now
+    assert "1 of 3 graded (0 saved here, 2 left)" in again.answer.value
     while again.queue:
         again.core.value, again.fulfilment.value = "correct", "full"
         again.save()
     assert "Every answer is graded" in again.answer.value and again.save() is None
-    graded = gk.evaluate(TASKS, RUNS, grades=path)
+    out = tmp_path / "grades.jsonl"
+    assert main(["import-grades", str(path), "--out", str(out)]) == 0
+    imported = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(g["run_id"] for g in imported) == sorted(
+        key["aliases"][a]["run_id"] for a in order)
+    assert next(g for g in imported if g["run_id"] == first)["needs_more_information"] is True
+    graded = gk.evaluate(TASKS, RUNS, grades=out)
     assert not graded.inputs.rejected
     assert graded.results.setups["A"].grades.ungraded == 0
 
 
-def test_the_last_save_can_be_undone(tmp_path: Path) -> None:
-    path = tmp_path / "blind.jsonl"
-    path.write_text('{"run_id": "elsewhere", "core_conclusion": "correct"}\n')
+def test_undo_takes_the_files_last_row_back_whichever_session_saved_it(
+        tmp_path: Path) -> None:
+    path = tmp_path / "blind.csv"
     panel = BlindGradingPanel(TASKS, RUNS, path, seed=3)
     assert panel.undo() is None and panel.undo_button.disabled
-    kept = path.read_bytes()
-    first = panel.queue[0]
+    first, second = panel.queue[:2]
     panel.core.value, panel.fulfilment.value, panel.claim.value = "correct", "full", "x"
+    panel.save()
+    kept = path.read_bytes()
+    panel.core.value, panel.fulfilment.value = "correct", "partial"
     panel.save()
     assert not panel.undo_button.disabled
     panel.undo_button.click()
-    assert path.read_bytes() == kept  # exactly the line written, no more
-    assert panel.queue[0] is first and panel.saved == 0 and panel.claim.value == ""
-    panel.core.value, panel.fulfilment.value = "correct", "full"
-    panel.save()
-    with path.open("a") as handle:  # another writer appended since
-        handle.write("{}\n")
-    with pytest.raises(ValueError, match="changed since the last save"):
-        panel.undo()
-    assert len(path.read_text().splitlines()) == 3
+    assert path.read_bytes() == kept  # exactly the last row out
+    assert panel.queue[0] == second and panel.saved == 1 and panel.claim.value == ""
+    again = BlindGradingPanel(TASKS, RUNS, path, seed=3)  # after a restart: still undoable
+    assert again.undo() == first and again.queue[:2] == [first, second]
+    assert list(csv.reader(io.StringIO(path.read_text()))) == [
+        next(csv.reader(io.StringIO(kept.decode())))]  # the header alone
+    with path.open("a") as handle:  # a row of another sheet
+        handle.write("1,othersheet,ZZZZZZ,q,a,correct,full,no,,,,p,,no\n")
+    with pytest.raises(InputError, match="belongs to sheet 'othersheet'"):
+        BlindGradingPanel(TASKS, RUNS, path, seed=3)
+
+
+def test_a_key_of_another_evaluation_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "blind.csv"
+    BlindGradingPanel(TASKS, RUNS, path, seed=3)
+    with pytest.raises(InputError, match="names 1 runs this evaluation does not have"):
+        BlindGradingPanel(TASKS, [r for r in RUNS if r.run_id != RUNS[0].run_id], path)
 
 
 def test_without_a_grades_file_the_panel_offers_nothing() -> None:
@@ -210,5 +244,5 @@ def test_without_a_grades_file_the_panel_offers_nothing() -> None:
     assert panel.queue == [] and panel.save() is None
     assert list(panel.widget.children)[1:] == [panel.answer]  # its style; no form, no Save
     assert "set <code>grading_file</code>" in panel.answer.value
-    assert ("is done in the notebook <code>explorer.ipynb</code> with a grades file"
+    assert ("is done in the notebook <code>blind_grading.ipynb</code> with a grading file"
             in panel.static_html())

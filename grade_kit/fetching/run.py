@@ -32,6 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from grade_kit._progress import progress_bar
 from grade_kit.fetching.responders import (
     RESPONSE_FORMAT_INSTRUCTION,
     Answer,
@@ -299,7 +300,7 @@ async def fetch_async(tasks: Sequence[Task], responder: Responder, store: Path |
         retries: Retries of a transport error before any answer byte; default 2.
         rerun_failed: Also re-run slots whose primary attempt failed or timed out (a linked
             attempt; the primary stays the scored one); default False.
-        progress: Show a tqdm bar (a widget in Jupyter); default True.
+        progress: Show a progress bar (text, also in Jupyter); default True.
     """
     check_options(repeats=repeats, concurrency=concurrency, timeout_s=timeout_s,
                   rate_per_second=rate_per_second, retries=retries)
@@ -428,9 +429,7 @@ def _fresh_id(base: str, taken: set[str], primary: bool = False) -> str:
 
 
 def _progress_bar(total: int, setup: str) -> Any:
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=f"fetch {setup}", unit="run")
+    return progress_bar(total, f"fetch {setup}", "run")
 
 
 def fetch(tasks: Sequence[Task], responder: Responder, store: Path | str, *, setup: str,

@@ -133,7 +133,7 @@ class ModelClient:
             cache: every prompt is asked).
         concurrency: Requests in flight; default 8.
         timeout_s: Per request; default 120 s.
-        progress: Show a tqdm bar (a widget in Jupyter) while asking; default True.
+        progress: Show a progress bar (text, also in Jupyter) while asking; default True.
     """
 
     def __init__(self, base_url: str, model: str, *, api_key_env: str | None = None,
@@ -197,9 +197,9 @@ class ModelClient:
         todo = {k: p for k, p in zip(keys, prompts, strict=True) if k not in self._cached}
         bar = None
         if self.progress and todo:
-            from tqdm.auto import tqdm
+            from grade_kit._progress import progress_bar
 
-            bar = tqdm(total=len(todo), desc=f"{desc} ({self.model})", unit="prompt")
+            bar = progress_bar(len(todo), f"{desc} ({self.model})", "prompt")
         sessions = Sessions()
         try:
             session = sessions.get()

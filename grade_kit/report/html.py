@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from jupyter_client.asynchronous.client import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.utils import run_sync
 
@@ -174,6 +175,19 @@ def _index(pages: Sequence[Page], parameters: Mapping[str, Any]) -> str:
             f"<ul>{items}</ul><h2>Parameters</h2><table>{params}</table></body></html>\n")
 
 
+class _QuietClient(AsyncKernelClient):
+    """A client of a report's kernel with no heartbeat channel. Its thread makes its socket
+    when it gets to run, and makes it again whenever a ping waits over a second (on a busy
+    machine): a client stopped meanwhile has destroyed its zmq context, and the thread died
+    with a ``ZMQError: Too many open files`` traceback (1 report in 36). Nothing here reads
+    the heartbeat: papermill watches the kernel's process."""
+
+    def start_channels(self, shell: bool = True, iopub: bool = True, stdin: bool = True,
+                       hb: bool = False, control: bool = True) -> None:
+        super().start_channels(shell=shell, iopub=iopub, stdin=stdin, hb=False,
+                               control=control)
+
+
 class _LocalKernelManager(AsyncKernelManager):
     """A kernel reached over IPC sockets in a private temporary folder (mode 0700), never a
     TCP port: nothing else on the machine can read the kernel's traffic, and the kernel has
@@ -183,7 +197,8 @@ class _LocalKernelManager(AsyncKernelManager):
 
     def __init__(self, **kwargs: Any) -> None:
         folder = tempfile.mkdtemp(prefix="gk-kernel-")
-        super().__init__(transport="ipc", ip=os.path.join(folder, "k"), **kwargs)
+        super().__init__(transport="ipc", ip=os.path.join(folder, "k"),
+                         client_class=f"{__name__}._QuietClient", **kwargs)
         self._socket_folder = folder
         self._clients: list[Any] = []
 
@@ -210,7 +225,7 @@ class _LocalKernelManager(AsyncKernelManager):
         before it are stopped first (:meth:`release_clients`)."""
         self.release_clients()
         client = self.blocking_client()
-        client.start_channels()
+        client.start_channels(stdin=False, hb=False, control=False)  # see _QuietClient
         try:
             reply = client.execute_interactive(
                 "get_ipython().run_line_magic('reset', '-f')\n"
@@ -280,7 +295,8 @@ class ReportKernels:
                 run_sync(kernel.start_kernel)(env=env)
                 warm = kernel.blocking_client()
                 kernel.own(warm)
-                warm.start_channels()  # sent, not awaited: the imports run meanwhile
+                # sent, not awaited: the imports run meanwhile (no heartbeat: _QuietClient)
+                warm.start_channels(stdin=False, hb=False, control=False)
                 warm.execute(WARM_UP, silent=True, store_history=False)
         except BaseException:
             self.close()

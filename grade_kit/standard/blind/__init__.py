@@ -17,6 +17,7 @@ human judgement was checked.
 from grade_kit.standard.blind.pairs import calibration_report, pair_verdicts
 from grade_kit.standard.blind.sheet import (
     ANONYMITY_NOTE,
+    ASKS_FIELD,
     FORMS,
     GRADE_FIELDS,
     SHEET_COLUMNS,
@@ -36,6 +37,7 @@ from grade_kit.standard.blind.sheet_import import (
 
 __all__ = [
     "ANONYMITY_NOTE",
+    "ASKS_FIELD",
     "FORMS",
     "GRADE_FIELDS",
     "SHEET_COLUMNS",

@@ -19,14 +19,18 @@ ANONYMITY_NOTE = ("Anonymity is limited: an alias hides the setup, run id, timin
                   "can still reveal which setup wrote it.")
 """What every blind-grading surface states (docs/methodology.md §4 "Blind grading")."""
 
-__all__ = ["ANONYMITY_NOTE", "FORMS", "GRADE_FIELDS", "SHEET_COLUMNS", "answer_text",
+__all__ = ["ANONYMITY_NOTE", "ASKS_FIELD", "FORMS", "GRADE_FIELDS", "SHEET_COLUMNS", "answer_text",
            "grading_sheet", "neutralise_cell", "restore_cell", "sheet_id", "write_grading_sheet"]
 
 FORMS = ("short_long", "paragraph_table", "swapped_order")
 GRADE_FIELDS = ("core_conclusion", "request_fulfilment", "material_error", "claim", "evidence",
                 "effect", "grader", "reason")
-SHEET_COLUMNS = ("row", "sheet", "alias", "question", "answer", *GRADE_FIELDS)
-"""Columns of the sheet; graders fill the last eight. ``sheet`` binds each row to its key."""
+ASKS_FIELD = "needs_more_information"
+"""The sheet's optional last column: ``yes`` when the answer asks the user for more
+information (the standard's interaction state), ``no``, or empty (not recorded)."""
+SHEET_COLUMNS = ("row", "sheet", "alias", "question", "answer", *GRADE_FIELDS, ASKS_FIELD)
+"""Columns of the sheet; graders fill the last nine (the last optional). ``sheet`` binds
+each row to its key."""
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")
 
@@ -145,7 +149,7 @@ def grading_sheet(tasks: Sequence[Task], runs: Sequence[Run], seed: int = 0,
         rows.append({"row": number, "sheet": key["sheet"], "alias": entry["alias"],
                      "question": prompts.get(run.task_id, ""),
                      "answer": answer_text(run, entry["form"]),
-                     **dict.fromkeys(GRADE_FIELDS, "")})
+                     **dict.fromkeys((*GRADE_FIELDS, ASKS_FIELD), "")})
     return rows, key
 
 

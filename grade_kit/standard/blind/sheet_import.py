@@ -15,7 +15,7 @@ from grade_kit.io import InputError, describe_validation_error
 from grade_kit.parse import ParseError, loads_json, read_text
 from grade_kit.schema import Grade
 from grade_kit.standard.blind.pairs import pair_verdicts
-from grade_kit.standard.blind.sheet import GRADE_FIELDS, restore_cell, sheet_id
+from grade_kit.standard.blind.sheet import ASKS_FIELD, GRADE_FIELDS, restore_cell, sheet_id
 
 __all__ = ["SheetImport", "SheetKey", "import_grading_sheet", "read_key"]
 
@@ -81,7 +81,8 @@ def import_grading_sheet(sheet: Path, key: dict[str, Any]) -> SheetImport:
     """Map a filled sheet back to run ids, validating every field of every row.
 
     A row is blank when all eight grade fields are empty (the answer stays ungraded and is
-    listed). Any other row must be a valid grade. A sheet made with another key (its ``sheet``
+    listed); the optional ``needs_more_information`` column reads ``yes``, ``no`` or empty.
+    Any other row must be a valid grade. A sheet made with another key (its ``sheet``
     column differs from the key's), a repeated or missing header column, unknown aliases, a
     repeated alias, a bad value or a missing field are errors naming the row; with any error,
     ``grades`` is empty. Cells are read back through :func:`restore_cell`.
@@ -136,7 +137,14 @@ def import_grading_sheet(sheet: Path, key: dict[str, Any]) -> SheetImport:
         if not any(values.values()):
             out.blank.append(alias)
             continue
-        record = {k: v for k, v in values.items() if v}
+        record: dict[str, Any] = {k: v for k, v in values.items() if v}
+        asks = (row.get(ASKS_FIELD) or "").strip().lower()
+        if asks not in ("", "yes", "no"):
+            out.errors.append(f"{where}: field '{ASKS_FIELD}': {asks!r} is not yes, no or "
+                              "empty")
+            continue
+        if asks:
+            record[ASKS_FIELD] = asks == "yes"
         try:
             grade = Grade.model_validate({"run_id": aliases[alias]["run_id"], **record})
         except ValidationError as exc:
