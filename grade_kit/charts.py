@@ -361,6 +361,13 @@ def latency_chart(runs: pl.DataFrame | pd.DataFrame, timing: pl.DataFrame | pd.D
     column, prefix, axis, title = LATENCY_METRICS[metric]
     frame = _polars(runs).filter(pl.col("is_primary") & (pl.col("status") == "delivered")
                                  & pl.col(column).is_not_null())
+    if not frame.height:  # one line saying why, never an empty frame
+        every = _polars(timing).filter(pl.col("subset") == "all")
+        delivered = int(every.get_column("delivered").sum())
+        return _note(title, no_timing(delivered, int(every.get_column(
+            "missing_timestamps").sum())) if metric == "e2e" else
+            f"No working-time sample: none of {delivered} delivered runs records its "
+            "working time.")
     stats = _polars(timing).filter(pl.col("subset") == "all").select(
         "setup", pl.col(f"{prefix}_n").alias("n"), f"{prefix}_p50", f"{prefix}_p90",
         "timeouts", "limits", "failures")
@@ -424,13 +431,7 @@ def timing_charts(runs: pl.DataFrame | pd.DataFrame, timing: pl.DataFrame | pd.D
     some delivered primary run records working time. Where a metric has no sample, one line
     says why instead of an empty chart (runs without timestamps: no E2E)."""
     frame = _polars(timing).filter(pl.col("subset") == "all")
-    delivered = int(frame.get_column("delivered").sum())
-    parts: list[Any] = []
-    if int(frame.get_column("e2e_n").sum()):
-        parts.append(latency_chart(runs, timing, order=order))
-    else:
-        missing = int(frame.get_column("missing_timestamps").sum())
-        parts.append(_note("E2E latency", no_timing(delivered, missing)))
+    parts: list[Any] = [latency_chart(runs, timing, order=order)]
     if int(frame.get_column("working_n").sum()):
         parts.append(latency_chart(runs, timing, metric="working", order=order))
     return cast(Chart, parts[0] if len(parts) == 1 else alt.vconcat(*parts))
@@ -529,15 +530,15 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
               f"{against})"))
 
 
-def headline_matrix(comparisons: pl.DataFrame | pd.DataFrame, order: Order = None
-                    ) -> Chart | None:
+def headline_matrix(comparisons: pl.DataFrame | pd.DataFrame, order: Order = None) -> Chart:
     """The headline's significance matrix (:func:`significance_chart` of the resolved rate
-    on all questions); None, so nothing is shown, when fewer than two setups were compared
-    (the headline's sentences say so)."""
+    on all questions); one line saying why when fewer than two setups were compared."""
     frame = _polars(comparisons)
     tested = frame.filter((pl.col("subset") == "all") & (pl.col("metric") == "resolved_rate")
                           & pl.col("p_holm").is_not_null())
-    return significance_chart(frame, "resolved_rate", "all", order) if tested.height else None
+    if not tested.height:
+        return _note("Significance of the resolved rate", NO_COMPARISON)
+    return significance_chart(frame, "resolved_rate", "all", order)
 
 
 def significance_chart(comparisons: pl.DataFrame | pd.DataFrame,

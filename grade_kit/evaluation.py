@@ -91,6 +91,7 @@ from grade_kit.tables import (
     HeadlineView,
     Table,
     absences,
+    cell_text,
     headline_view,
     pending_state,
     provenance_table,
@@ -142,10 +143,11 @@ class RunExplanation:
         lines.append(f"scores: {dims}; per-run composite {composite}")
         for f in self.facts.iter_rows(named=True):
             mark = "pass" if f["passed"] else "FAIL"
-            tol = ", ".join(f"{k} {f[k]}" for k in ("abs_tol", "rel_tol") if f[k] is not None)
-            lines.append(f"  fact {f['fact_id']} [{mark}] {f['metric']}: gold {f['gold']}"
-                         f"{f' ({tol})' if tol else ''}, reported {f['reported']}"
-                         f" (parsed {f['parsed']})")
+            tol = ", ".join(f"{k} {cell_text(f[k], k)}" for k in ("abs_tol", "rel_tol")
+                            if f[k] is not None)
+            lines.append(f"  fact {f['fact_id']} [{mark}] {f['metric']}: gold "
+                         f"{cell_text(f['gold'], 'gold')}{f' ({tol})' if tol else ''}, "
+                         f"reported {f['reported']} (parsed {cell_text(f['parsed'], 'parsed')})")
         for c in self.claims.iter_rows(named=True):
             good = c["found"] != (c["role"] == "forbidden")
             mark = "ok" if good else "MISS" if c["role"] != "forbidden" else "STATED"
@@ -154,7 +156,8 @@ class RunExplanation:
             lines.append(f"  {c['role']} {c['claim_id']} [{mark}, {c['method']}] "
                          f"{c['text']!r}{where}")
         for j in self.judgements.iter_rows(named=True):
-            lines.append(f"  judged {j['dimension']} = {j['score']} by {j['judge']}: "
+            lines.append(f"  judged {j['dimension']} = {cell_text(j['score'], 'score')} by "
+                         f"{j['judge']}: "
                          f"{j['reason']}")
         g = self.grade
         lines.append(f"  grade {g['grade']}: {g['grade_reason']}"

@@ -242,7 +242,7 @@ class Explorer:
         self.next = w.Button(description="next ▶", layout=w.Layout(width="8em"),
                              tooltip="the next page of runs")
         self.where = w.HTML()
-        self.detail = w.HTML(layout=w.Layout(flex="1 1 30em", min_width="30em", max_height="46em",
+        self.detail = w.HTML(layout=w.Layout(flex="1 1 24em", min_width="24em", max_height="46em",
                                              overflow="auto", padding="0 0 0 1em"))
         self.detail.add_class("gk-run-detail")
         for widget in self.filters.values():
@@ -254,7 +254,10 @@ class Explorer:
         runs = w.VBox([self.count, w.Box([w.VBox([self.head, self.run_choice])],
                                          layout=w.Layout(overflow="auto")),
                        w.HBox([self.previous, self.next, self.where])],
-                      layout=w.Layout(flex="0 1 auto", max_width="100%"))
+                      # at most 58%: from a 1,200 px window (or 1,500 px with JupyterLab's
+                      # file browser open) the run's details stay beside the list, which
+                      # scrolls sideways when its run ids are longer
+                      layout=w.Layout(flex="0 1 auto", max_width="58%"))
         self.widget = w.VBox([
             w.HTML(_live_style(self.key)),
             w.HBox([*self.filters.values(), self.sort],

@@ -25,10 +25,11 @@ import polars as pl
 from grade_kit.schema import DIMENSIONS, SHORT_LABELS, Results
 from grade_kit.text import brief
 
-__all__ = ["ABSENT_ATTRIBUTE", "COLLAPSE_ROWS", "FOLD_TEXT", "LONG_TEXT", "MAX_TABLE_ROWS",
-           "NO_COMPARISON", "NO_GRADE", "NO_TOOL_CALLS", "PAIRED_SETUPS", "Absent",
-           "HeadlineView", "Table", "absences", "absent_html", "cell_text", "column_label",
-           "comparisons_table", "headline_view", "no_timing", "pending_state", "provenance_table",
+__all__ = ["ABSENT_ATTRIBUTE", "COLLAPSE_ROWS", "FOLD_TEXT", "KEY_COLUMNS", "LONG_TEXT",
+           "MAX_TABLE_ROWS", "NO_COMPARISON", "NO_GRADE", "NO_TOOL_CALLS", "PAIRED_SETUPS",
+           "WIDE_COLUMNS", "Absent", "HeadlineView", "Table", "absences", "absent_html",
+           "cell_text", "column_label", "comparisons_table", "headline_view",
+           "key_columns_first", "no_timing", "pending_state", "provenance_table",
            "summary_table", "table", "warnings_table"]
 
 MAX_TABLE_ROWS = 5_000
@@ -130,6 +131,27 @@ def _merge_intervals(frame: pl.DataFrame) -> tuple[pl.DataFrame, set[str]]:
     return frame, merged
 
 
+WIDE_COLUMNS = 10
+"""A table of more columns than this shows its key columns first (:data:`KEY_COLUMNS`)."""
+
+KEY_COLUMNS = ("setup", "compared", "baseline", "subset", "metric", "direction",
+               "mean_diff_b_minus_a", "p_holm", "N", "resolved_rate", "composite",
+               "e2e_p50", "e2e_p90", "headline_per_run_mean")
+"""What a wide table shows first, in this order, where it has them: who (the setup, or the
+pair), on which questions and figure, then the answer (the difference and its Holm p; the
+resolved rate; the composite; latency; tool calls). The other columns follow as they are,
+so the figures a reader looks for stay in view beside the first column."""
+
+
+def key_columns_first(columns: Sequence[str]) -> list[str]:
+    """``columns`` with those of :data:`KEY_COLUMNS` first, in that order, then the rest as
+    they were; at most :data:`WIDE_COLUMNS` columns come back as they are."""
+    if len(columns) <= WIDE_COLUMNS:
+        return list(columns)
+    first = [c for c in KEY_COLUMNS if c in columns]
+    return first + [c for c in columns if c not in first]
+
+
 @dataclass(frozen=True)
 class Table:
     """A frame formatted for reading: shows as an HTML table in Jupyter and in the report,
@@ -142,6 +164,9 @@ class Table:
     """Why this table's data does not exist; shown instead of the table (one sentence)."""
     empty: str | None = None
     """What an empty frame shows instead of "No rows."."""
+    ordered: bool = False
+    """The columns are in the order to show (a view built for a page); otherwise a wide
+    table shows its key columns first (:func:`key_columns_first`)."""
 
     def _empty_columns(self) -> list[str]:
         """Columns null in every row (left out of the table, and named in a note)."""
@@ -152,6 +177,8 @@ class Table:
 
     def _cells(self) -> tuple[list[str], list[list[str]], list[bool]]:
         kept = self.frame.drop(self._empty_columns()).head(MAX_TABLE_ROWS)
+        if not self.ordered:
+            kept = kept.select(key_columns_first(kept.columns))
         shown, merged = _merge_intervals(kept)
         numeric = [dtype.is_numeric() or name in merged
                    for name, dtype in shown.schema.items()]
@@ -432,7 +459,7 @@ def summary_table(results: Results) -> Table:
             + (f" Not ranked (coverage below {plan.coverage_min:.0%} of the planned slots, "
                "listed last, rates left blank; not in the comparisons or the common "
                "subset): " + ", ".join(sorted(unranked)) + "." if unranked else ""))
-    return Table(frame, "Summary: one row per setup", note)
+    return Table(frame, "Summary: one row per setup", note, ordered=True)
 
 
 def provenance_table(results: Results) -> Table:

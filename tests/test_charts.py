@@ -327,3 +327,40 @@ def test_every_chart_of_an_evaluation_over_the_row_limit_renders() -> None:
     # the 6,000 task consistencies are counted in bins, and the chart says so
     title = _spec(built["consistency_chart"])["title"]
     assert "6,000 tasks: counted in bins of 0.02" in str(title)
+
+
+def test_every_chart_builder_with_nothing_to_draw_says_why_in_one_line() -> None:
+    """One setup whose one run failed: no GRADE score, no timestamp, no tool call, nothing to
+    compare. Every builder returns a note chart (its sentence in ``usermeta``: a page and a
+    notebook show that line), never an empty frame and never None."""
+    failed = gk.evaluate([{"task_id": "q", "prompt": "x"}],
+                         [{"run_id": "r", "setup": "s", "task_id": "q", "repeat": 1,
+                           "status": "failed", "error": "boom"}])
+    built = {
+        "composite_chart": charts.composite_chart(failed.leaderboard),
+        "dimensions_chart": charts.dimensions_chart(failed.leaderboard),
+        "track_heatmap": charts.track_heatmap(failed.tracks),
+        "consistency_chart": charts.consistency_chart(failed.tasks),
+        "latency_chart": charts.latency_chart(failed.runs, failed.timing),
+        "working latency_chart": charts.latency_chart(failed.runs, failed.timing,
+                                                      metric="working"),
+        "timing_charts": charts.timing_charts(failed.runs, failed.timing),
+        "tool_calls_chart": charts.tool_calls_chart(failed.runs),
+        "comparisons_chart": charts.comparisons_chart(failed.comparisons),
+        "significance_chart": charts.significance_chart(failed.comparisons),
+        "headline_matrix": charts.headline_matrix(failed.comparisons),
+    }
+    reasons = {name: _spec(chart).get("usermeta", {}).get(charts.ABSENT_META)
+               for name, chart in built.items()}
+    assert reasons == {
+        **dict.fromkeys(("composite_chart", "dimensions_chart", "track_heatmap",
+                         "consistency_chart"), charts.NO_GRADE),
+        "latency_chart": "No E2E sample: 0 delivered runs.",
+        "working latency_chart": ("No working-time sample: none of 0 delivered runs records "
+                                  "its working time."),
+        "timing_charts": "No E2E sample: 0 delivered runs.",
+        "tool_calls_chart": charts.NO_TOOL_CALLS,
+        **dict.fromkeys(("comparisons_chart", "significance_chart", "headline_matrix"),
+                        charts.NO_COMPARISON)}
+    # the builders of a chart every evaluation has (its grades) still draw it
+    assert "usermeta" not in _spec(charts.rates_chart(failed.grades))

@@ -276,6 +276,21 @@ def test_the_explorer_filters_shows_runs_and_reopens_static(lab: Lab) -> None:
             fourth = options[4].split()[0]
             page.wait_for_function("""(id) => document.querySelector('.gk-run-detail')
                 .innerText.includes('Answer of run ' + id)""", arg=fourth)
+            # at 1,200 px, and at 1,500 px with the file browser open, the details stay beside
+            # the list (never below it)
+            beside = []
+            for width, browser_open in ((1200, False), (1500, True)):
+                page.set_viewport_size({"width": width, "height": 1000})
+                if browser_open:
+                    page.keyboard.press("Control+b")
+                    page.wait_for_selector("#filebrowser", state="visible")
+                time.sleep(0.5)
+                run_list = page.locator(".gk-run-list").bounding_box()
+                detail = page.locator(".gk-run-detail").bounding_box()
+                beside.append(detail["x"] >= run_list["x"] + run_list["width"] - 1
+                              and detail["y"] < run_list["y"] + run_list["height"])
+            assert beside == [True, True]
+            page.set_viewport_size({"width": 1600, "height": 1000})
             page.get_by_role("button", name="next ▶").click()
             page.get_by_text(f"runs 21–40 of {int(runs)}").wait_for()
             before_reopening = list(seen.errors)

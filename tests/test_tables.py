@@ -163,3 +163,25 @@ def test_a_long_or_many_line_cell_shows_its_first_line_and_folds_the_rest() -> N
     assert "Error: compose up failed … (+12 lines)<details" in page
     assert "layer 11 &lt;pulled&gt;</pre></details>" in page
     assert page.count("<details class=\"gk-full\">") == 2
+
+
+def test_a_wide_table_shows_its_key_columns_first() -> None:
+    """Past WIDE_COLUMNS columns the pair, the subset and the figure, then the difference and
+    its Holm p come first (as they are in the frame otherwise); a narrow table, or a view
+    built in its order (the summary), keeps its columns."""
+    from grade_kit.tables import WIDE_COLUMNS, key_columns_first, table
+
+    wide = ["baseline", "compared", "subset", "n_questions", "mean_a", "mean_b", "note",
+            "test", "value", "p_value", "p_holm", "mean_diff_b_minus_a", "metric", "direction"]
+    assert len(wide) > WIDE_COLUMNS
+    assert key_columns_first(wide) == [
+        "compared", "baseline", "subset", "metric", "direction", "mean_diff_b_minus_a",
+        "p_holm", "n_questions", "mean_a", "mean_b", "note", "test", "value", "p_value"]
+    narrow = ["subset", "p_holm", "setup"]
+    assert key_columns_first(narrow) == narrow
+    frame = pl.DataFrame({c: [1.0] for c in wide})
+    assert table(frame)._cells()[0][:3] == ["compared", "baseline", "subset"]
+    assert repr(table(frame)).splitlines()[0].split()[:2] == ["compared", "baseline"]
+    example = ROOT / "fixtures" / "example"  # the summary keeps the order it is built in
+    summary = gk.evaluate(example / "tasks", example / "runs.jsonl").summary
+    assert summary._cells()[0][:3] == ["setup", "N", "resolved rate"]
