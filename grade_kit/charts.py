@@ -482,6 +482,15 @@ def consistency_chart(tasks: pl.DataFrame | pd.DataFrame, order: Order = None) -
     return cast(Chart, chart)
 
 
+DIFFERENCE = "a stated difference"
+NO_DIFFERENCE = "no stated difference"
+"""The comparisons chart's two colours: whether the comparison states a direction (its
+``direction`` column: a grade rate's where its Holm-adjusted paired test has p < 0.05, a
+measured figure's where its interval excludes 0; docs/methodology.md §5), the same word the
+table and the headline use. A grade rate's interval may exclude 0 while its adjusted test
+does not: it is grey."""
+
+
 def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
                       subset: str = "all", order: Order = None) -> Chart:
     """Measured paired differences (B - A) with their 95% bootstrap intervals, per metric
@@ -510,17 +519,24 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
     words = {m: column_label(m) for m in frame.get_column("metric").unique().to_list()}
     frame = frame.with_columns(pair=pl.col("compared").replace_strict(labels) + " - "
                                + pl.col("baseline").replace_strict(labels),
-                               metric=pl.col("metric").replace_strict(words))
+                               metric=pl.col("metric").replace_strict(words),
+                               finding=pl.when(pl.col("direction").is_null())
+                               .then(pl.lit(NO_DIFFERENCE)).otherwise(pl.lit(DIFFERENCE)))
     data: Any = frame.to_pandas()
     base = alt.Chart(data)
-    points = base.mark_point(filled=True, size=70, color=PALETTE[0]).encode(
+    # coloured by the comparisons' own word (their direction column): the chart, the table
+    # and the headline say the same
+    finding = alt.Color("finding:N", title=None, scale=alt.Scale(
+        domain=[DIFFERENCE, NO_DIFFERENCE], range=[PALETTE[0], "#999999"]),
+        legend=alt.Legend(orient="top"))
+    points = base.mark_point(filled=True, size=70).encode(
         x=alt.X("mean_diff_b_minus_a:Q", title="mean paired difference (B - A)"),
-        y=alt.Y("pair:N", title=None),
+        y=alt.Y("pair:N", title=None), color=finding,
         tooltip=["compared", "baseline", "metric", "n_questions",
                  alt.Tooltip("mean_diff_b_minus_a:Q", format=".4g", title="difference"),
                  alt.Tooltip("ci_low:Q", format=".4g"), alt.Tooltip("ci_high:Q", format=".4g"),
                  "direction"])
-    bars = base.mark_rule(color=PALETTE[0]).encode(x="ci_low:Q", x2="ci_high:Q", y="pair:N")
+    bars = base.mark_rule().encode(x="ci_low:Q", x2="ci_high:Q", y="pair:N", color=finding)
     zero = base.mark_rule(color="#999999", strokeDash=[2, 2]).encode(x=alt.datum(0))
     return cast(Chart, alt.layer(zero, bars, points).facet(
         row=alt.Row("metric:N", title=None, header=alt.Header(

@@ -364,3 +364,21 @@ def test_every_chart_builder_with_nothing_to_draw_says_why_in_one_line() -> None
                         charts.NO_COMPARISON)}
     # the builders of a chart every evaluation has (its grades) still draw it
     assert "usermeta" not in _spec(charts.rates_chart(failed.grades))
+
+
+def test_the_comparisons_chart_colours_what_the_comparisons_state() -> None:
+    """A point is blue where its comparison states a direction and grey where not, whatever
+    its interval alone would say (a grade rate's interval can exclude 0 while its Holm p does
+    not: one answer, as in the table)."""
+    rows = [("careful", "hasty", "e2e_median_s", -3.0, -4.0, -2.0, "hasty better than careful"),
+            ("careful", "hasty", "unresolved_rate", 0.03, 0.005, 0.055, None)]
+    frame = pl.DataFrame([{"baseline": a, "compared": b, "subset": "all", "metric": m,
+                           "label": "measured", "mean_diff_b_minus_a": d, "ci_low": lo,
+                           "ci_high": hi, "direction": t, "n_questions": 40}
+                          for a, b, m, d, lo, hi, t in rows])
+    spec = _spec(charts.comparisons_chart(frame))
+    data = next(iter(spec["datasets"].values()))
+    assert {r["metric"]: r["finding"] for r in data} == {
+        "E2E median (s)": charts.DIFFERENCE, "unresolved rate": charts.NO_DIFFERENCE}
+    colour = spec["spec"]["layer"][2]["encoding"]["color"]
+    assert colour["scale"]["domain"] == [charts.DIFFERENCE, charts.NO_DIFFERENCE]

@@ -77,7 +77,7 @@ def test_every_notebook_becomes_an_offline_page(report: Path) -> None:
 def test_the_explorer_degrades_to_static_tables(report: Path) -> None:
     page = (report / "explorer.html").read_text()
     assert "the notebook <code>explorer.ipynb</code> filters them" in page
-    assert "Blind grading" not in page  # a notebook of its own, never on a report page
+    assert "answers await a grade" not in page  # its own notebook, never a report page
     # no widget view and no widget manager: nothing for the page to fetch or fail on
     assert "widget-view+json" not in page and "html-manager" not in page
 
