@@ -50,7 +50,7 @@ click away), so a page's height grows with its sections, not with setups or pair
 LONG_TEXT = 40
 """A text cell longer than this wraps (a warning, a reason); shorter ones never break."""
 
-FOLD_TEXT = 300
+FOLD_TEXT = 500
 """A text cell of several lines or longer than this (a log's error, a tool's stderr) shows
 its first line (:func:`~grade_kit.text.brief`); on a page the full text is one click away
 in the cell (``<details>``), so nothing is dropped from the file."""

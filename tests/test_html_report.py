@@ -181,6 +181,28 @@ def test_sections_without_data_are_left_out_with_one_line_why() -> None:
     assert leave_out_absent(untouched).cells == untouched.cells
 
 
+def test_the_headline_leaves_out_what_it_has_nothing_to_show(tmp_path: Path) -> None:
+    """report.html opens with the headline cells; one whose every output is a marked
+    sentence (the significance matrix of one setup) is left out: the sentences say why."""
+    import nbformat
+
+    from grade_kit.report.html import HEADLINE_TAG, merge_pages
+    from grade_kit.tables import absent_html
+
+    sentence, matrix = _section(None, "<p>careful is the only ranked setup</p>",
+                                absent_html("No comparison.", "Significance"))
+    for cell in (sentence, matrix):
+        cell.metadata["tags"] = [HEADLINE_TAG]
+    page = nbformat.v4.new_notebook(cells=[*_section("# Scorecard", "<table></table>"),
+                                           sentence, matrix])
+    path = tmp_path / "scorecard.ipynb"
+    nbformat.write(page, path)
+    merged = merge_pages([path], "t").cells
+    shown = [str(c.get("outputs", [{}])[0].get("data", {}).get("text/html", ""))
+             for c in merged if c.cell_type == "code"]
+    assert shown == ["<p>careful is the only ranked setup</p>", "<table></table>"]
+
+
 def test_the_chart_libraries_are_built_once_and_kept(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The inlined chart script is kept in the cache folder and reused; a damaged copy is

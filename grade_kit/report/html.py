@@ -478,7 +478,8 @@ def leave_out_absent(nb: Any) -> Any:
 def merge_pages(executed: Sequence[Path], title: str) -> Any:
     """One notebook of the executed notebooks, for ``report.html``: a title, the cells
     tagged :data:`HEADLINE_TAG` (the answer: sentences, one table, the significance
-    matrix), a table of contents linking each notebook's section, the notebooks in order,
+    matrix; one with nothing to show, such as the matrix of one setup, is left out: the
+    sentences say why), a table of contents linking each notebook's section, the notebooks in order,
     and the cells tagged :data:`FOOTER_TAG` (the provenance) last."""
     import nbformat
 
@@ -491,7 +492,8 @@ def merge_pages(executed: Sequence[Path], title: str) -> Any:
         for cell in nb.cells:
             tags = cell.get("metadata", {}).get("tags", [])
             if HEADLINE_TAG in tags:
-                first.append(cell)
+                if _absence([cell]) is None:  # the headline's sentences say what is absent
+                    first.append(cell)
                 continue
             if IN_HEADLINE_TAG in tags:
                 continue
