@@ -530,7 +530,8 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
         domain=[DIFFERENCE, NO_DIFFERENCE], range=[PALETTE[0], "#999999"]),
         legend=alt.Legend(orient="top"))
     points = base.mark_point(filled=True, size=70).encode(
-        x=alt.X("mean_diff_b_minus_a:Q", title="mean paired difference (B - A)"),
+        x=alt.X("mean_diff_b_minus_a:Q", title="mean paired difference (B - A)",
+                axis=alt.Axis(tickCount=5, labelOverlap="greedy", labelFlush=True)),
         y=alt.Y("pair:N", title=None), color=finding,
         tooltip=["compared", "baseline", "metric", "n_questions",
                  alt.Tooltip("mean_diff_b_minus_a:Q", format=".4g", title="difference"),

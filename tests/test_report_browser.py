@@ -176,7 +176,7 @@ _OVERLAPS = r"""
       const [a, at] = boxes[i], [c, ct] = boxes[j];
       const w = Math.min(a.right, c.right) - Math.max(a.left, c.left);
       const h = Math.min(a.bottom, c.bottom) - Math.max(a.top, c.top);
-      if (w > 2 && h > 2) out.push([k, at, ct]);
+      if (w > -1 && h > 2) out.push([k, at, ct]);  // on one line, closer than 1 px
     }
   });
   return out;
