@@ -1,6 +1,6 @@
 """The explorer: ipywidgets over an :class:`~grade_kit.Evaluation` (filter runs, read one
 run's answer, scores and :meth:`~grade_kit.Evaluation.explain`), and a blind-grading panel
-that appends each grade to a grades file as it is entered.
+(``blind_grading.ipynb``) that appends each grade to a blind grading sheet as it is entered.
 
 Each displays as two outputs: a static copy (HTML tables), then the live widget. While the
 widget is on screen it hides the copy; where it cannot be (an nbconvert export, a notebook
@@ -22,7 +22,6 @@ from typing import Any, cast
 
 import polars as pl
 
-from grade_kit.atomic import record_line
 from grade_kit.evaluation import Evaluation
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.io import InputError
@@ -31,8 +30,7 @@ from grade_kit.standard.blind.sheet import ANONYMITY_NOTE, answer_text
 from grade_kit.tables import cell_text, column_label, table
 
 __all__ = ["FILTERS", "INFORMATIVE", "KEYS_CLASS", "LISTED", "SORTS", "BlindGradingPanel",
-           "Explorer", "filter_runs", "listing", "most_informative_first", "record_grade",
-           "sort_runs"]
+           "Explorer", "filter_runs", "listing", "most_informative_first", "sort_runs"]
 
 FILTERS = ("setup", "track", "pack", "task_id", "grade")
 """The columns of :attr:`Evaluation.runs` the explorer filters on."""
@@ -377,17 +375,6 @@ class Explorer:
 
     def __repr__(self) -> str:
         return f"Explorer({self._runs.height} runs; filters {', '.join(FILTERS)})"
-
-
-def record_grade(path: Path | str, grade: Grade) -> None:
-    """Append one grade record to a grades JSONL file, flushed and fsynced before returning,
-    so closing the kernel right after loses nothing."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with target.open("a", encoding="utf-8") as handle:
-        handle.write(record_line(grade))
-        handle.flush()
-        os.fsync(handle.fileno())
 
 
 _CHOOSE = "— choose —"

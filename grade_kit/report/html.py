@@ -179,7 +179,7 @@ class _QuietClient(AsyncKernelClient):
     """A client of a report's kernel with no heartbeat channel. Its thread makes its socket
     when it gets to run, and makes it again whenever a ping waits over a second (on a busy
     machine): a client stopped meanwhile has destroyed its zmq context, and the thread died
-    with a ``ZMQError: Too many open files`` traceback (1 report in 36). Nothing here reads
+    with a ``ZMQError: Too many open files`` traceback (1 report in 50). Nothing here reads
     the heartbeat: papermill watches the kernel's process."""
 
     def start_channels(self, shell: bool = True, iopub: bool = True, stdin: bool = True,
