@@ -480,6 +480,7 @@ class BlindGradingPanel:
             key = read_key(self.key_path)
         else:
             _rows, key = grading_sheet(tasks, gradable, seed=self.seed)
+            self.key_path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(self.key_path, json.dumps(key, indent=2, ensure_ascii=False)
                               + "\n")
         by_id = {r.run_id: r for r in gradable}

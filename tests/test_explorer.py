@@ -232,6 +232,19 @@ def test_undo_takes_the_files_last_row_back_whichever_session_saved_it(
         BlindGradingPanel(TASKS, RUNS, path, seed=3)
 
 
+def test_the_key_and_the_file_go_where_asked_and_no_answer_is_no_form(tmp_path: Path) -> None:
+    panel = BlindGradingPanel(TASKS, RUNS, tmp_path / "a" / "g.csv",
+                              key_file=tmp_path / "keys" / "deep" / "k.json")
+    assert (tmp_path / "keys" / "deep" / "k.json").is_file() and panel.total == 3
+    panel.core.value, panel.fulfilment.value = "correct", "full"
+    panel.save()
+    assert (tmp_path / "a" / "g.csv").is_file()
+    none = BlindGradingPanel(TASKS, [r for r in RUNS if r.status != "delivered"],
+                             tmp_path / "none.csv")
+    assert none.total == 0 and "Every answer is graded" in none.answer.value
+    assert none.save() is None and none.save_button.disabled
+
+
 def test_a_key_of_another_evaluation_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "blind.csv"
     BlindGradingPanel(TASKS, RUNS, path, seed=3)
