@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from pydantic import ValidationError
+
 from grade_kit.io import InputError
+from grade_kit.schema import Run
 
 __all__ = ["RunStore", "Slot", "StoreLocked", "safe_file_names"]
 
@@ -65,7 +68,9 @@ class RunStore:
 
     Attributes:
         path: The JSONL file (created on first write).
-        torn: What was set aside when the store was opened (the bytes of a torn last line).
+        torn: What was set aside when the store was opened: the bytes of a torn last line
+            (moved to ``<store>.torn``), and every line that is not a run record (left in
+            place, its slot fetched again; the scorer's reader names its line).
         records: Every complete record, in file order.
     """
 
@@ -129,11 +134,13 @@ class RunStore:
                 continue
             try:
                 record = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
+                Run.model_validate(record)  # the run contract: else never a done slot
+            except (json.JSONDecodeError, UnicodeDecodeError, ValidationError):
+                # listed (the fetch's report counts it) and its slot fetched again; the
+                # scorer's reader names its line when the store is read
                 self.torn.append(line.decode("utf-8", "backslashreplace"))
                 continue
-            if isinstance(record, dict):
-                self.records.append(record)
+            self.records.append(record)
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one record as one line, then flush and fsync (durable before returning)."""
