@@ -26,6 +26,7 @@ from grade_kit.tables import (
     NO_COMPARISON,
     NO_GRADE,
     NO_TOOL_CALLS,
+    OFFLINE_ENV,
     PAIRED_SETUPS,
     absent_html,
     column_label,
@@ -608,17 +609,13 @@ def significance_chart(comparisons: pl.DataFrame | pd.DataFrame,
               "questions)"))
 
 
-OFFLINE_ENV = "GRADE_KIT_OFFLINE_HTML"
-"""When this environment variable is ``1`` (``grade-kit report`` sets it for the notebooks it
-runs), charts render as a bare ``vegaEmbed`` call whose libraries the report's page inlines
-once (interactive, with tooltips). Otherwise, importing this module switches Altair from its
-default renderer (which loads vega from a CDN, so draws nothing offline, and whose Vega-Lite 6
-specs JupyterLab's own renderer does not take) to ``grade_kit``: see :data:`LIVE_VEGA_LITE`.
-A renderer the user enabled before the import is kept; ``alt.renderers.enable(...)`` after
-it chooses another."""
-
 LIVE_VEGA_LITE = "5.21"
-"""The Vega-Lite that compiles a chart for a live front end: the ``grade_kit`` renderer sends
+"""The Vega-Lite that compiles a chart for a live front end. Importing this module switches
+Altair from its default renderer (which loads vega from a CDN, so draws nothing offline, and
+whose Vega-Lite 6 specs JupyterLab's own renderer does not take) to ``grade_kit`` (in
+``grade-kit report``'s kernels, :data:`~grade_kit.tables.OFFLINE_ENV`, to the report page's
+``grade_kit_offline``); a renderer the user enabled before the import is kept, and
+``alt.renderers.enable(...)`` after it chooses another. The ``grade_kit`` renderer sends
 each chart as a Vega 5 spec (``application/vnd.vega.v5+json``, compiled by vl-convert with
 this Vega-Lite), which JupyterLab, Notebook 7 and VS Code draw with the vega they bundle:
 offline, interactive (tooltips, the legend selects a setup), in a trusted or untrusted

@@ -26,11 +26,19 @@ from grade_kit.schema import DIMENSIONS, SHORT_LABELS, Results
 from grade_kit.text import brief
 
 __all__ = ["ABSENT_ATTRIBUTE", "COLLAPSE_ROWS", "FOLD_TEXT", "KEY_COLUMNS", "LONG_TEXT",
-           "MAX_TABLE_ROWS", "NO_COMPARISON", "NO_GRADE", "NO_TOOL_CALLS", "PAIRED_SETUPS",
-           "WIDE_COLUMNS", "Absent", "HeadlineView", "Table", "absences", "absent_html",
+           "MAX_TABLE_ROWS", "NO_COMPARISON", "NO_GRADE", "NO_TOOL_CALLS", "OFFLINE_ENV",
+           "PAIRED_SETUPS", "WIDE_COLUMNS", "Absent", "HeadlineView", "Table", "absences",
+           "absent_html",
            "cell_text", "column_label", "comparisons_table", "headline_view",
            "key_columns_first", "no_timing", "pending_state", "provenance_table",
            "summary_table", "table", "warnings_table"]
+
+OFFLINE_ENV = "GRADE_KIT_OFFLINE_HTML"
+"""When this environment variable is ``1`` (``grade-kit report`` sets it for the notebooks it
+runs), charts render as a bare ``vegaEmbed`` call whose libraries the report's page inlines
+once (interactive, with tooltips); see :data:`grade_kit.charts.LIVE_VEGA_LITE` otherwise.
+Here, not in :mod:`grade_kit.charts`, so the report command reads it without importing
+altair (1.2 s)."""
 
 MAX_TABLE_ROWS = 5_000
 """The most rows a table shows; a longer frame is cut there with a line that says so and

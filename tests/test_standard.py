@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -414,6 +415,21 @@ def _per_question(values: dict[str, list[float]]) -> pl.DataFrame:
                          for s, vs in values.items() for i, v in enumerate(vs)],
                         schema={"setup": pl.String, "task_id": pl.String,
                                 "composite": pl.Float64})
+
+
+def test_questions_needed_uses_the_normal_quantiles_scipy_gives() -> None:
+    """z = z_(1 - alpha/2) + z_power from the standard library's NormalDist, within 1e-15 of
+    scipy's norm.ppf (the oracle) at the default and other levels."""
+    from scipy.stats import norm
+
+    from grade_kit.standard.ranking import questions_needed
+
+    for alpha, power in ((0.05, 0.8), (0.01, 0.9), (0.1, 0.95)):
+        out = questions_needed(_per_question({"A": [0.0, 0.0, 0.0], "B": [1.0, 2.0, 3.0]}),
+                               alpha=alpha, power=power).row(0, named=True)
+        z = float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
+        assert out["formula"].endswith(f"({z:.4f} x sd / |mean|)^2")
+        assert out["questions_needed"] == math.ceil((z * 1.0 / 2.0) ** 2)
 
 
 def test_questions_needed_by_hand() -> None:

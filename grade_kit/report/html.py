@@ -25,10 +25,9 @@ from jupyter_core.utils import run_sync
 
 from grade_kit.atomic import atomic_write_text
 from grade_kit.cache import cache_dir
-from grade_kit.charts import OFFLINE_ENV
 from grade_kit.io import InputError
 from grade_kit.report.markdown import md_cell
-from grade_kit.tables import ABSENT_ATTRIBUTE
+from grade_kit.tables import ABSENT_ATTRIBUTE, OFFLINE_ENV
 
 __all__ = [
     "FOOTER_TAG",
@@ -250,9 +249,8 @@ class _LocalKernelManager(AsyncKernelManager):
 
 
 WARM_UP = ("import gc, grade_kit.charts, grade_kit.evaluation, grade_kit.explorer, "
-           "grade_kit.tables, grade_kit.report, scipy.stats\ngc.freeze()")
-"""What a report's kernel runs as it starts: the notebooks' first cells' imports (and
-``scipy.stats``, which ``questions_needed`` imports on its first call: 0.4 s), then
+           "grade_kit.tables, grade_kit.report\ngc.freeze()")
+"""What a report's kernel runs as it starts: the notebooks' first cells' imports, then
 ``gc.freeze()``, so the garbage collector no longer walks the imported modules' objects
 (they live as long as the kernel). Each full collection, in a reopen or in the namespace
 reset between two notebooks, walks only what the notebooks made: on a 100k-run evaluation
