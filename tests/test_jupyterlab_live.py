@@ -207,10 +207,16 @@ def test_a_notebook_runs_all_and_every_chart_draws_offline(lab: Lab, name: str) 
             static = seen.page.locator(".jp-RenderedSVG, .jp-RenderedImage").count()
             failed = seen.failed_cells()
             tip = _tooltip_of_first_mark(seen.page)
+            # saved and opened again with no kernel: every chart draws live again
+            _save_and_reopen(seen, name, f"{name}-reopened")
+            seen.page.wait_for_function(
+                "(n) => document.querySelectorAll('.jp-RenderedVegaCommon5 svg').length >= n",
+                arg=_charts_in(name), timeout=60_000)
+            again = seen.page.locator(".jp-RenderedVegaCommon5 svg").count()
         finally:
             seen.browser.close()
     assert failed == 0
-    assert drawn == _charts_in(name)  # every chart live (vega), none a static image
+    assert drawn == _charts_in(name) == again  # every chart live (vega), none an image
     assert static == 0
     # hovering a mark shows its tooltip: named fields, and a figure among them
     assert re.search(r"^\w[\w ]*:", tip, re.M) and re.search(r"[0-9]", tip), tip
