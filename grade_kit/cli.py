@@ -385,12 +385,13 @@ def _report_cmd(args: argparse.Namespace) -> int:
             if is_scored:
                 scored, title = given.resolve(), default_title({"runs": str(given.resolve())})
             else:
+                # scored under its final name (the pages name it), in a folder of its own
                 staging = Path(tempfile.mkdtemp(prefix=".scored-", dir=out.parent))
-                os.chmod(staging, 0o755)  # readable as the pages are (mkdtemp makes it 0700)
-                named = _score_into(staging, args, overrides)
+                scored = staging / "scored"
+                scored.mkdir(mode=0o755)  # readable as the pages are
+                named = _score_into(scored, args, overrides)
                 # the evaluation is gone with the call: its memory is free for the kernels
                 gc.collect()  # (a kernel's reopen took 3 s beside it, 0.9 s without)
-                scored = staging
                 title = default_title({"runs": [str(p) for p in named]
                                        if isinstance(named, list) else str(named)})
             parameters: dict[str, object] = {"scored": str(scored), **{
@@ -402,7 +403,8 @@ def _report_cmd(args: argparse.Namespace) -> int:
             raise
     if staging is not None:  # the one evaluation the pages show, beside them
         shutil.rmtree(out / "scored", ignore_errors=True)
-        os.replace(staging, out / "scored")
+        os.replace(staging / "scored", out / "scored")
+        staging.rmdir()
     print(f"report: {index.parent / 'report.html'} (one page to mail); each page: {index}")
     return 0
 
