@@ -151,10 +151,11 @@ resolved rate; the composite; latency; tool calls). The other columns follow as 
 so the figures a reader looks for stay in view beside the first column."""
 
 
-def key_columns_first(columns: Sequence[str]) -> list[str]:
+def key_columns_first(columns: Sequence[str], wide: int = WIDE_COLUMNS) -> list[str]:
     """``columns`` with those of :data:`KEY_COLUMNS` first, in that order, then the rest as
-    they were; at most :data:`WIDE_COLUMNS` columns come back as they are."""
-    if len(columns) <= WIDE_COLUMNS:
+    they were; at most ``wide`` columns (default :data:`WIDE_COLUMNS`) come back as they
+    are."""
+    if len(columns) <= wide:
         return list(columns)
     first = [c for c in KEY_COLUMNS if c in columns]
     return first + [c for c in columns if c not in first]
@@ -677,4 +678,7 @@ def comparisons_table(comparisons: pl.DataFrame | pd.DataFrame, subset: str = "a
         note = (f"{len(names)} setups: each one's pair with {best} (the best by resolved "
                 "rate); every pair is in ev.comparisons, and the significance matrix tests "
                 "them all.")
+    # the pair first however few columns have values (a subset with no tested pair shows
+    # as few as eight): both subsets' tables read alike
+    rows = rows.select(key_columns_first(rows.columns, wide=0))
     return Table(rows, f"Comparisons on {subset} questions", note, absent)

@@ -179,9 +179,25 @@ def test_a_wide_table_shows_its_key_columns_first() -> None:
         "p_holm", "n_questions", "mean_a", "mean_b", "note", "test", "value", "p_value"]
     narrow = ["subset", "p_holm", "setup"]
     assert key_columns_first(narrow) == narrow
+    assert key_columns_first(narrow, wide=0) == ["setup", "subset", "p_holm"]
     frame = pl.DataFrame({c: [1.0] for c in wide})
     assert table(frame)._cells()[0][:3] == ["compared", "baseline", "subset"]
     assert repr(table(frame)).splitlines()[0].split()[:2] == ["compared", "baseline"]
     example = ROOT / "fixtures" / "example"  # the summary keeps the order it is built in
     summary = gk.evaluate(example / "tasks", example / "runs.jsonl").summary
     assert summary._cells()[0][:3] == ["setup", "N", "resolved rate"]
+
+
+def test_both_subsets_comparisons_tables_start_with_the_pair() -> None:
+    """A subset whose pairs are all untested leaves most columns empty (eight or fewer
+    shown): its table still opens with compared, baseline, subset, metric, as the wide one
+    does (seen on the tau2 report's common subset, which opened with baseline)."""
+    from grade_kit.tables import comparisons_table
+
+    frame = pl.DataFrame({
+        "baseline": ["a", "a"], "compared": ["b", "b"], "subset": ["all", "common"],
+        "metric": ["resolved_rate", "resolved_rate"], "label": ["measured", "untested direction"],
+        "n_questions": [3, 0], "p_holm": [0.5, None], "note": [None, "no question"]})
+    for subset in ("all", "common"):
+        assert comparisons_table(frame, subset)._cells()[0][:4] == [
+            "compared", "baseline", "subset", "metric"]
