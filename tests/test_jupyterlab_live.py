@@ -16,6 +16,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -188,9 +189,31 @@ class Browser:
             .filter(e => e.getBoundingClientRect().height > 0).map(e => e.innerText)""",
                                        selector))
 
+    def live_charts(self, at_least: int) -> int:
+        """How many charts JupyterLab's vega drew (wider than 50 px), once ``at_least``
+        have."""
+        self.page.wait_for_function(
+            "(n) => document.querySelectorAll('.jp-RenderedVegaCommon5 svg').length >= n",
+            arg=at_least, timeout=60_000)
+        return int(self.page.evaluate("""() => Array.from(document.querySelectorAll(
+            '.jp-RenderedVegaCommon5 svg'))
+            .filter(e => e.getBoundingClientRect().width > 50).length"""))
 
-@pytest.mark.parametrize("name", [n for n in NOTEBOOKS if n != "explorer"])
-def test_a_notebook_runs_all_and_every_chart_draws_offline(lab: Lab, name: str) -> None:
+    def save_and_reopen(self, name: str, workspace: str) -> None:
+        """File > Save, end the kernel, open the notebook again (no kernel has run it)."""
+        self.page.get_by_role("menuitem", name="File", exact=True).click()
+        self.page.locator("li[data-command='docmanager:save']").click()
+        self.page.wait_for_function(
+            "() => !document.querySelector('.lm-TabBar-tab.jp-mod-dirty')")
+        _stop_kernels(self.lab)
+        self.open(name, workspace)
+        time.sleep(2)  # whatever the page would draw or complain about, it has by now
+
+
+@contextmanager
+def _ran(lab: Lab, name: str) -> Iterator[Browser]:
+    """A browser on the notebook ``name`` after Run All (in a workspace of its name), closed
+    on leaving; what it saw (``errors``, ``left``) stays readable after."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as driver:
@@ -198,23 +221,21 @@ def test_a_notebook_runs_all_and_every_chart_draws_offline(lab: Lab, name: str) 
         try:
             seen.open(name, name)
             seen.run_all()
-            seen.page.wait_for_function(
-                "(n) => document.querySelectorAll('.jp-RenderedVegaCommon5 svg').length >= n",
-                arg=_charts_in(name), timeout=60_000)
-            drawn = seen.page.evaluate("""() => Array.from(document.querySelectorAll(
-                '.jp-RenderedVegaCommon5 svg'))
-                .filter(e => e.getBoundingClientRect().width > 50).length""")
-            static = seen.page.locator(".jp-RenderedSVG, .jp-RenderedImage").count()
-            failed = seen.failed_cells()
-            tip = _tooltip_of_first_mark(seen.page)
-            # saved and opened again with no kernel: every chart draws live again
-            _save_and_reopen(seen, name, f"{name}-reopened")
-            seen.page.wait_for_function(
-                "(n) => document.querySelectorAll('.jp-RenderedVegaCommon5 svg').length >= n",
-                arg=_charts_in(name), timeout=60_000)
-            again = seen.page.locator(".jp-RenderedVegaCommon5 svg").count()
+            yield seen
         finally:
             seen.browser.close()
+
+
+@pytest.mark.parametrize("name", [n for n in NOTEBOOKS if n != "explorer"])
+def test_a_notebook_runs_all_and_every_chart_draws_offline(lab: Lab, name: str) -> None:
+    with _ran(lab, name) as seen:
+        drawn = seen.live_charts(_charts_in(name))
+        static = seen.page.locator(".jp-RenderedSVG, .jp-RenderedImage").count()
+        failed = seen.failed_cells()
+        tip = _tooltip_of_first_mark(seen.page)
+        # saved and opened again with no kernel: every chart draws live again
+        seen.save_and_reopen(name, f"{name}-reopened")
+        again = seen.live_charts(_charts_in(name))
     assert failed == 0
     assert drawn == _charts_in(name) == again  # every chart live (vega), none an image
     assert static == 0
@@ -249,72 +270,59 @@ def test_the_explorer_filters_shows_runs_and_reopens_static(lab: Lab) -> None:
     """Run All; choose a filter (the list and the other filters follow); click a run and
     step to the next with the arrow key (its details follow); turn the page; save, stop the
     kernel, open again: the widget's static copy shows and no "model not found"."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as driver:
-        seen = Browser(lab, driver)
+    with _ran(lab, "explorer") as seen:
         page = seen.page
-        try:
-            seen.open("explorer", "explorer")
-            seen.run_all()
-            assert seen.failed_cells() == 0
-            count = page.locator(".gk-explorer-count")
-            assert count.inner_text().startswith("600 of 600 runs")
-            setup = page.locator(".widget-dropdown:has(> label:text-is('setup')) select")
-            label = _options(setup)[1]  # "careful 200"
-            chosen, runs = label.rsplit(" ", 1)
-            setup.select_option(index=1)
-            page.wait_for_function("""(n) => document.querySelector('.gk-explorer-count')
-                .innerText.startsWith(n + ' of 600 runs')""", arg=runs)
-            grade = page.locator(".widget-dropdown:has(> label:text-is('grade')) select")
-            offered = sum(int(t.rsplit(" ", 1)[1]) for t in
-                          _options(grade)[1:])
-            assert offered == int(runs)  # the grade filter counts only this setup's runs
-            listed = page.locator(".gk-run-list select")
-            options = _options(listed)
-            assert len(options) == 20 and all(chosen in o for o in options)
-            listed.select_option(index=3)
-            third = options[3].split()[0]
-            page.wait_for_function("""(id) => document.querySelector('.gk-run-detail')
-                .innerText.includes('Answer of run ' + id)""", arg=third)
-            listed.focus()
-            page.keyboard.press("ArrowDown")
-            fourth = options[4].split()[0]
-            page.wait_for_function("""(id) => document.querySelector('.gk-run-detail')
-                .innerText.includes('Answer of run ' + id)""", arg=fourth)
-            # at 1,200 px, and at 1,500 px with the file browser open, the details stay beside
-            # the list (never below it)
-            beside = []
-            for width, browser_open in ((1200, False), (1500, True)):
-                page.set_viewport_size({"width": width, "height": 1000})
-                if browser_open:
-                    page.keyboard.press("Control+b")
-                    page.wait_for_selector("#filebrowser", state="visible")
-                time.sleep(0.5)
-                run_list = page.locator(".gk-run-list").bounding_box()
-                detail = page.locator(".gk-run-detail").bounding_box()
-                beside.append(detail["x"] >= run_list["x"] + run_list["width"] - 1
-                              and detail["y"] < run_list["y"] + run_list["height"])
-            assert beside == [True, True]
-            page.set_viewport_size({"width": 1600, "height": 1000})
-            page.get_by_role("button", name="next ▶").click()
-            page.get_by_text(f"runs 21–40 of {int(runs)}").wait_for()
-            before_reopening = list(seen.errors)
-            page.get_by_role("menuitem", name="File", exact=True).click()
-            page.locator("li[data-command='docmanager:save']").click()
-            page.wait_for_function("""() => !document.querySelector(
-                '.lm-TabBar-tab.jp-mod-dirty')""")
-            _stop_kernels(lab.url)
-            seen.open("explorer", "reopened")
-            page.wait_for_function("""() => !Array.from(document.querySelectorAll(
-                '.jp-OutputArea-output')).some(e => e.innerText.includes('Loading widget'))""",
-                                   timeout=60_000)
-            time.sleep(1)
-            missing = [t for t in seen.visible_text(".jp-OutputArea-output")
-                       if "model not found" in t]
-            static = seen.visible_text("[data-gk-static]")
-        finally:
-            seen.browser.close()
+        assert seen.failed_cells() == 0
+        count = page.locator(".gk-explorer-count")
+        assert count.inner_text().startswith("600 of 600 runs")
+        setup = page.locator(".widget-dropdown:has(> label:text-is('setup')) select")
+        label = _options(setup)[1]  # "careful 200"
+        chosen, runs = label.rsplit(" ", 1)
+        setup.select_option(index=1)
+        page.wait_for_function("""(n) => document.querySelector('.gk-explorer-count')
+            .innerText.startsWith(n + ' of 600 runs')""", arg=runs)
+        grade = page.locator(".widget-dropdown:has(> label:text-is('grade')) select")
+        offered = sum(int(t.rsplit(" ", 1)[1]) for t in
+                      _options(grade)[1:])
+        assert offered == int(runs)  # the grade filter counts only this setup's runs
+        listed = page.locator(".gk-run-list select")
+        options = _options(listed)
+        assert len(options) == 20 and all(chosen in o for o in options)
+        listed.select_option(index=3)
+        third = options[3].split()[0]
+        page.wait_for_function("""(id) => document.querySelector('.gk-run-detail')
+            .innerText.includes('Answer of run ' + id)""", arg=third)
+        listed.focus()
+        page.keyboard.press("ArrowDown")
+        fourth = options[4].split()[0]
+        page.wait_for_function("""(id) => document.querySelector('.gk-run-detail')
+            .innerText.includes('Answer of run ' + id)""", arg=fourth)
+        # at 1,200 px, and at 1,500 px with the file browser open, the details stay beside
+        # the list (never below it)
+        beside = []
+        for width, browser_open in ((1200, False), (1500, True)):
+            page.set_viewport_size({"width": width, "height": 1000})
+            if browser_open:
+                page.keyboard.press("Control+b")
+                page.wait_for_selector("#filebrowser", state="visible")
+            time.sleep(0.5)
+            run_list = page.locator(".gk-run-list").bounding_box()
+            detail = page.locator(".gk-run-detail").bounding_box()
+            beside.append(detail["x"] >= run_list["x"] + run_list["width"] - 1
+                          and detail["y"] < run_list["y"] + run_list["height"])
+        assert beside == [True, True]
+        page.set_viewport_size({"width": 1600, "height": 1000})
+        page.get_by_role("button", name="next ▶").click()
+        page.get_by_text(f"runs 21–40 of {int(runs)}").wait_for()
+        before_reopening = list(seen.errors)
+        seen.save_and_reopen("explorer", "reopened")
+        page.wait_for_function("""() => !Array.from(document.querySelectorAll(
+            '.jp-OutputArea-output')).some(e => e.innerText.includes('Loading widget'))""",
+                               timeout=60_000)
+        time.sleep(1)
+        missing = [t for t in seen.visible_text(".jp-OutputArea-output")
+                   if "model not found" in t]
+        static = seen.visible_text("[data-gk-static]")
     assert missing == []
     assert len(static) == 1 and "explorer.ipynb filters them" in static[0]
     assert before_reopening == []
@@ -326,51 +334,32 @@ def test_the_explorer_filters_shows_runs_and_reopens_static(lab: Lab) -> None:
     assert seen.left == []
 
 
-def _save_and_reopen(seen: Browser, name: str, workspace: str) -> None:
-    """File > Save, end the kernel, open the notebook again (no kernel has run it)."""
-    page = seen.page
-    page.get_by_role("menuitem", name="File", exact=True).click()
-    page.locator("li[data-command='docmanager:save']").click()
-    page.wait_for_function("() => !document.querySelector('.lm-TabBar-tab.jp-mod-dirty')")
-    _stop_kernels(seen.lab)
-    seen.open(name, workspace)
-    time.sleep(2)  # whatever the page would draw or complain about, it has by now
-
-
 def test_blind_grading_shows_no_key_renders_its_menus_and_resumes_in_order(lab: Lab) -> None:
     """The blind notebook as a grader uses it: Run All; the menus show their placeholder;
     nothing on the page names a setup or a run; one grade saved (aliases only on disk, the
     key apart); the kernel restarted and Run All again: the panel resumes at the next answer
     of the same order, its progress counted from the file."""
-    from playwright.sync_api import sync_playwright
-
     sheet, key_path = lab.root / "blind_grades.csv", lab.root / "blind_grades.key.json"
-    with sync_playwright() as driver:
-        seen = Browser(lab, driver)
+    with _ran(lab, "blind_grading") as seen:
         page = seen.page
-        try:
-            seen.open("blind_grading", "blind")
-            seen.run_all()
-            assert seen.failed_cells() == 0
-            core = page.locator(".widget-dropdown:has(> label:text-is('core')) select")
-            shown = core.evaluate("s => s.options[s.selectedIndex].text")
-            first = page.locator(".jupyter-widgets h4").first.inner_text()
-            text = page.locator(".jp-Notebook").inner_text()
-            key = json.loads(key_path.read_text())
-            order = list(key["aliases"])
-            assert first.startswith(f"Answer {order[0]}: 0 of {len(order)} graded")
-            core.select_option(label="correct")
-            page.locator(".widget-dropdown:has(> label:text-is('fulfilment')) select"
-                         ).select_option(label="full")
-            page.get_by_role("button", name="Save grade").click()
-            page.get_by_text(f"Answer {order[1]}: 1 of {len(order)} graded").wait_for()
-            on_disk = sheet.read_text()
-            _stop_kernels(lab.url)  # a restart: a new kernel, the same file
-            seen.open("blind_grading", "blind-again")
-            seen.run_all()
-            resumed = page.locator(".jupyter-widgets h4").first.inner_text()
-        finally:
-            seen.browser.close()
+        assert seen.failed_cells() == 0
+        core = page.locator(".widget-dropdown:has(> label:text-is('core')) select")
+        shown = core.evaluate("s => s.options[s.selectedIndex].text")
+        first = page.locator(".jupyter-widgets h4").first.inner_text()
+        text = page.locator(".jp-Notebook").inner_text()
+        key = json.loads(key_path.read_text())
+        order = list(key["aliases"])
+        assert first.startswith(f"Answer {order[0]}: 0 of {len(order)} graded")
+        core.select_option(label="correct")
+        page.locator(".widget-dropdown:has(> label:text-is('fulfilment')) select"
+                     ).select_option(label="full")
+        page.get_by_role("button", name="Save grade").click()
+        page.get_by_text(f"Answer {order[1]}: 1 of {len(order)} graded").wait_for()
+        on_disk = sheet.read_text()
+        _stop_kernels(lab.url)  # a restart: a new kernel, the same file
+        seen.open("blind_grading", "blind-again")
+        seen.run_all()
+        resumed = page.locator(".jupyter-widgets h4").first.inner_text()
     assert shown.replace("\u00a0", " ") == "— choose —"  # (ipywidgets: no-break spaces)
     runs = {entry["run_id"] for entry in key["aliases"].values()}
     for secret in (*runs, "careful", "hasty", "erratic"):  # the demo's run ids and setups
@@ -384,18 +373,10 @@ def test_fetch_reopens_with_its_bars_as_text_and_no_widget_error(lab: Lab) -> No
     """fetch.ipynb against the demo server: Run All, save, open again without a kernel: each
     setup's finished progress bar is text, and nothing says "model not found" or "Loading
     widget"."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as driver:
-        seen = Browser(lab, driver)
-        try:
-            seen.open("fetch", "fetch")
-            seen.run_all()
-            failed = seen.failed_cells()
-            _save_and_reopen(seen, "fetch", "fetch-reopened")
-            outputs = "\n".join(seen.visible_text(".jp-OutputArea-output"))
-        finally:
-            seen.browser.close()
+    with _ran(lab, "fetch") as seen:
+        failed = seen.failed_cells()
+        seen.save_and_reopen("fetch", "fetch-reopened")
+        outputs = "\n".join(seen.visible_text(".jp-OutputArea-output"))
     assert failed == 0
     for setup in ("careful", "hasty", "erratic"):
         assert re.search(rf"fetch {setup}: 100%.*\|", outputs), outputs[:2000]
