@@ -576,7 +576,7 @@ class BlindGradingPanel:
             ValueError: when the core conclusion or the request fulfilment is not chosen, or
                 the entry is not a valid grade (the answer stays, nothing is written).
         """
-        from grade_kit.standard.blind import ASKS_FIELD, SHEET_COLUMNS, neutralise_cell
+        from grade_kit.standard.blind import ASKS_FIELD, write_sheet_rows
 
         if not self.queue or self.path is None:
             return None
@@ -599,10 +599,7 @@ class BlindGradingPanel:
         new = not self.path.is_file() or not self.path.stat().st_size
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(SHEET_COLUMNS))
-            if new:
-                writer.writeheader()
-            writer.writerow({k: neutralise_cell(v) for k, v in record.items()})
+            write_sheet_rows(handle, [record], header=new)
             handle.flush()
             os.fsync(handle.fileno())
         self.queue.pop(0)

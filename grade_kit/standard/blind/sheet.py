@@ -8,9 +8,9 @@ import hashlib
 import json
 import random
 import string
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from grade_kit.schema import Run, Task
 
@@ -20,7 +20,8 @@ ANONYMITY_NOTE = ("Anonymity is limited: an alias hides the setup, run id, timin
 """What every blind-grading surface states (docs/methodology.md §4 "Blind grading")."""
 
 __all__ = ["ANONYMITY_NOTE", "ASKS_FIELD", "FORMS", "GRADE_FIELDS", "SHEET_COLUMNS", "answer_text",
-           "grading_sheet", "neutralise_cell", "restore_cell", "sheet_id", "write_grading_sheet"]
+           "grading_sheet", "neutralise_cell", "restore_cell", "sheet_id", "write_grading_sheet",
+           "write_sheet_rows"]
 
 FORMS = ("short_long", "paragraph_table", "swapped_order")
 GRADE_FIELDS = ("core_conclusion", "request_fulfilment", "material_error", "claim", "evidence",
@@ -153,6 +154,18 @@ def grading_sheet(tasks: Sequence[Task], runs: Sequence[Run], seed: int = 0,
     return rows, key
 
 
+def write_sheet_rows(handle: IO[str], rows: Iterable[Mapping[str, Any]], *,
+                     header: bool) -> None:
+    """Write ``rows`` to an open sheet (CSV, the :data:`SHEET_COLUMNS`, every cell
+    neutralised against formula injection), after the header when ``header``: the one way a
+    sheet row is written, whole by :func:`write_grading_sheet` or one at a time by the
+    notebook's grading panel."""
+    writer = csv.DictWriter(handle, fieldnames=list(SHEET_COLUMNS))
+    if header:
+        writer.writeheader()
+    writer.writerows({k: neutralise_cell(v) for k, v in row.items()} for row in rows)
+
+
 def write_grading_sheet(rows: Sequence[dict[str, Any]], key: dict[str, Any], sheet: Path,
                         key_path: Path) -> None:
     """Write the sheet as CSV (UTF-8, one row per answer, every cell neutralised against
@@ -161,9 +174,7 @@ def write_grading_sheet(rows: Sequence[dict[str, Any]], key: dict[str, Any], she
 
     def write_sheet(path: Path) -> None:
         with path.open("w", encoding="utf-8", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(SHEET_COLUMNS))
-            writer.writeheader()
-            writer.writerows({k: neutralise_cell(v) for k, v in row.items()} for row in rows)
+            write_sheet_rows(handle, rows, header=True)
 
     sheet.parent.mkdir(parents=True, exist_ok=True)
     key_path.parent.mkdir(parents=True, exist_ok=True)
