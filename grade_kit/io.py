@@ -18,6 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+import msgspec
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pydantic import BaseModel, ValidationError
 
 from grade_kit._fastread import decode_fast, struct_of
@@ -26,10 +31,12 @@ from grade_kit.parse import ParseError, Undecodable, loads_json, read_lines
 from grade_kit.schema import InputFile, Reject, WarningItem
 
 __all__ = [
+    "RECORD_COLUMN",
     "Check",
     "InputError",
     "Line",
     "Loaded",
+    "RecordFile",
     "Records",
     "Rejected",
     "describe_validation_error",
@@ -39,8 +46,11 @@ __all__ = [
     "line_chunks",
     "memory_lines",
     "read_jsonl",
+    "record_lines",
+    "record_texts",
     "sha256_of",
     "validation_reject",
+    "write_record_file",
     "write_rejects",
 ]
 
@@ -164,6 +174,91 @@ def file_lines(path: Path) -> Iterator[Line]:
 Check = Callable[[Any, int, str], tuple[str | None, str] | None]
 """A loader's own check of a record that passed its model (a model or its fast struct, read
 by field names only): None, or the (field, reason) of a reject."""
+
+
+RECORD_COLUMN = "record"
+"""The column of a records Parquet file (a packed store's runs, a scored folder's state) that
+holds each record's JSON text: read back line by line through :func:`read_jsonl`."""
+_RECORD_ROWS = 4096
+"""Rows per row group of a records file: one record is read without the rest."""
+
+
+def _record_json(record: Any) -> msgspec.Raw:
+    """A pydantic model among the structs, as its own JSON text."""
+    if isinstance(record, BaseModel):
+        return msgspec.Raw(record.model_dump_json().encode())
+    raise TypeError(f"not a record: {type(record).__name__}")
+
+
+_RECORD_ENCODER = msgspec.json.Encoder(enc_hook=_record_json)
+
+
+def record_texts(records: Sequence[Any]) -> pl.Series:
+    """Each record's JSON text (a struct as msgspec encodes it, a model as pydantic does), as
+    a String series named :data:`RECORD_COLUMN`: encoded a block at a time into one buffer,
+    never a Python string per record."""
+    parts = []
+    for first in range(0, len(records), _RECORD_ROWS):
+        block = _RECORD_ENCODER.encode_lines(records[first:first + _RECORD_ROWS])
+        # a JSON line holds no raw newline: the lines end at the newlines, which are cut
+        ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10) + 1
+        offsets = np.concatenate(([0], ends)).astype(np.int64)
+        lines = pa.LargeStringArray.from_buffers(
+            len(ends), pa.py_buffer(offsets.tobytes()), pa.py_buffer(block))
+        parts.append(pl.Series(RECORD_COLUMN, lines).str.strip_suffix("\n"))
+    if not parts:
+        return pl.Series(RECORD_COLUMN, [], dtype=pl.String)
+    return pl.concat(parts, rechunk=False)
+
+
+def write_record_file(path: Path, records: Sequence[Any]) -> None:
+    """``records`` as a records Parquet file (:data:`RECORD_COLUMN`, zstd, small row groups)."""
+    pl.DataFrame(record_texts(records)).write_parquet(
+        path, compression="zstd", row_group_size=_RECORD_ROWS)
+
+
+def record_lines(path: Path) -> Iterator[Line]:
+    """The records of a Parquet file's :data:`RECORD_COLUMN`, numbered from 1 by row, as
+    lines for :func:`read_jsonl` (a batch of rows at a time).
+
+    Raises:
+        InputError: when it is missing or not a Parquet file with that column.
+    """
+    try:
+        batches = pq.ParquetFile(path).iter_batches(batch_size=_RECORD_ROWS,
+                                                     columns=[RECORD_COLUMN])
+        number = 0
+        for batch in batches:
+            for text in batch.column(0).to_pylist():
+                number += 1
+                yield number, text
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(f"{path}: not a records file ({exc})") from exc
+
+
+class RecordFile:
+    """One record of a records Parquet file at a time, by index: its row group is read (the
+    last one read is kept), not the file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: pq.ParquetFile | None = None
+        self._starts: list[int] = []
+        self._group: tuple[int, list[str]] | None = None
+
+    def text(self, index: int) -> str:
+        """The JSON text of the record at 0-based ``index``."""
+        if self._file is None:
+            self._file = pq.ParquetFile(self.path)
+            meta = self._file.metadata
+            self._starts = list(itertools.accumulate(
+                (meta.row_group(k).num_rows for k in range(meta.num_row_groups)), initial=0))
+        group = next(k for k in range(len(self._starts) - 1)
+                     if self._starts[k] <= index < self._starts[k + 1])
+        if self._group is None or self._group[0] != group:
+            table = self._file.read_row_group(group, columns=[RECORD_COLUMN])
+            self._group = (group, table.column(0).to_pylist())
+        return self._group[1][index - self._starts[group]]
 
 
 def read_jsonl(

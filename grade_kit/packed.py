@@ -33,11 +33,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import polars as pl
-from pydantic import BaseModel
 
-from grade_kit._fastread import LazyRecords, struct_of
+from grade_kit._fastread import LazyRecords
 from grade_kit.frames import (
     COLUMNS,
     RUN_FRAMES,
@@ -53,6 +51,8 @@ from grade_kit.io import (
     input_files,
     line_chunks,
     read_jsonl,
+    record_lines,
+    record_texts,
     write_rejects,
 )
 from grade_kit.records import RunChecks, VerdictCheck, record_sources
@@ -222,11 +222,8 @@ class _Writer:
         if not records:
             return
         frames = run_frames(LazyRecords(Run, list(records)), lines)
-        texts = [item.model_dump_json() if isinstance(item, BaseModel)
-                 else msgspec.json.encode(msgspec.to_builtins(item)).decode("utf-8")
-                 for item in records]
         runs = frames["runs"].with_columns(
-            record=pl.Series(texts, dtype=pl.String),
+            record_texts(records),
             partition=task_partitions(frames["runs"].get_column("task_id"), self.partitions))
         self.write("runs", runs)
         keys = runs.select("run_id", "partition")
@@ -421,12 +418,18 @@ class StoreRuns(LazyRecords[Run]):
 
     def _partition(self, partition: int) -> LazyRecords[Run]:
         if self._cached is None or self._cached[0] != partition:
-            files = sorted((self.store / "runs" / f"p={partition:03d}").glob("*.parquet"))
-            texts = (pl.read_parquet(files, columns=["record"]).get_column("record").to_list()
-                     if files else [])
-            struct = struct_of(Run)
-            self._cached = (partition, LazyRecords(Run, [msgspec.json.decode(t, type=struct)
-                                                         for t in texts]))
+            # each record through the one reader: a store on disk is trusted no more than
+            # a file of runs
+            records: list[Any] = []
+            for path in sorted((self.store / "runs" / f"p={partition:03d}").glob("*.parquet")):
+                loaded = read_jsonl(str(path), record_lines(path), Run)
+                if loaded.rejected:
+                    bad = loaded.rejected[0]
+                    raise InputError(f"{bad.source}: row {bad.line}, field "
+                                     f"'{bad.field or '-'}': {bad.error} (the store was "
+                                     "changed after it was packed)")
+                records.extend(loaded.records)
+            self._cached = (partition, LazyRecords(Run, records))
         return self._cached[1]
 
     def _item_at(self, index: int) -> Run:

@@ -23,6 +23,7 @@ from grade_kit.io import (
     is_in_memory,
     memory_lines,
     read_jsonl,
+    record_lines,
 )
 from grade_kit.schema import Grade, Judgement, Run, Task
 from grade_kit.sniff import file_kind, log_files, not_runs_error
@@ -68,11 +69,14 @@ def _log_folder_hint(folder: Path) -> str:
 
 
 def record_sources(given: Records, name: str) -> list[tuple[str, Iterator[Line]]]:
-    """(source name, lines) of JSONL files or in-memory records; in-memory records are named
-    ``<name>`` and numbered from 1."""
+    """(source name, lines) of JSONL files, records Parquet files (a ``.parquet`` file's
+    :data:`~grade_kit.io.RECORD_COLUMN`, numbered by row: a scored folder's state) or
+    in-memory records; in-memory records are named ``<name>`` and numbered from 1."""
     if is_in_memory(given):
         return [(f"<{name}>",
                  memory_lines(cast(Sequence[Mapping[str, Any] | BaseModel], given)))]
+    if isinstance(given, str | Path) and Path(given).suffix == ".parquet":
+        return [(str(given), record_lines(Path(given)))]
     paths = cast(Path | str | Sequence[Path | str], given)
     return [(str(path), iter(file_lines(path))) for path in run_files(paths)]
 

@@ -2,13 +2,15 @@
 as the same :class:`~grade_kit.evaluation.Evaluation` without scoring again (:func:`reopen`).
 
 ``ev.write(DIR)`` writes ``DIR/evaluation/``: every frame of the evaluation as Parquet (the
-tidy input frames, the GRADE scores, the standard's frames), the input records as JSONL (the
-runs, judgements and grade records as accepted, for the explorer and the review sheet), each
-with ``<name>.starts.npy`` (where each of its lines starts), and ``state.json`` (the tasks,
-rejects, warnings, input files, import notes and the setups compared). An evaluation of a
-packed store (given, or the temporary one of large inputs) keeps its answer text and run
-records in the store: a copy of the store, ``evaluation/store/``, takes the place of the
-JSONL files, so the folder reopens on its own. The typed results come from
+tidy input frames, the GRADE scores, the standard's frames), the input records (the runs,
+judgements and grade records as accepted, for the explorer and the review sheet) as records
+Parquet files, each record's JSON in one column as a packed store keeps its runs
+(:func:`~grade_kit.io.write_record_file`, read back through the one reader), and
+``state.json`` (the tasks, rejects, warnings, input files, import notes and the setups
+compared). An evaluation of a packed store (given, or the temporary one of large inputs)
+keeps its answer text and run records in the store: a copy of the store,
+``evaluation/store/``, takes the place of the records files, so the folder reopens on its
+own. The typed results come from
 ``DIR/results.json``. Reopening reads Parquet and JSON only; the run records are read when
 something asks for them.
 """
@@ -24,8 +26,6 @@ from dataclasses import asdict
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-import msgspec
-import numpy as np
 import polars as pl
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -33,7 +33,7 @@ from grade_kit._fastread import LazyRecords, raw_records
 from grade_kit.frames import COLUMNS, EvalData
 from grade_kit.grade import GradeScores
 from grade_kit.inputs import Inputs
-from grade_kit.io import InputError, Rejected, sha256_of
+from grade_kit.io import InputError, RecordFile, Rejected, sha256_of, write_record_file
 from grade_kit.packed import StoreRuns, read_manifest
 from grade_kit.parse import loads_json
 from grade_kit.records import load_grades, load_judgements, load_runs
@@ -54,17 +54,11 @@ __all__ = ["STATE_DIR", "STATE_VERSION", "read_state", "verify_state", "write_st
 
 STATE_DIR = "evaluation"
 """The folder under an output folder that holds the evaluation's state."""
-STATE_VERSION = 3
+STATE_VERSION = 4
 
 _DATA = [name for name in COLUMNS if name != "scores"]
 _SCORES = ["runs", "consistency", "tasks", "tracks", "packs", "overall", "matches"]
 _STANDARD = ["graded", "plan_frame", "slots", "e2e", "per_question", "unique_calls"]
-
-
-def _line(record: Any) -> bytes:
-    if isinstance(record, BaseModel):
-        return record.model_dump_json().encode() + b"\n"
-    return msgspec.json.encode(record) + b"\n"
 
 
 def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
@@ -89,15 +83,7 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
         kept = {} if store is not None else {
             "runs": inputs.runs, "judgements": inputs.judgements, "grades": inputs.grades}
         for name, records in kept.items():
-            lengths = []
-            with (staging / f"{name}.jsonl").open("wb") as handle:
-                for line in map(_line, raw_records(records)):
-                    handle.write(line)
-                    lengths.append(len(line))
-            # where each line starts: the explorer reads one run without scanning the file
-            starts = np.zeros(len(lengths), dtype=np.int64)
-            np.cumsum(lengths[:-1], out=starts[1:])
-            np.save(staging / f"{name}.starts.npy", starts)
+            write_record_file(staging / f"records-{name}.parquet", raw_records(records))
             counts[name] = len(records)
         state = {
             "version": STATE_VERSION, "frames": kind, "counts": counts,
@@ -132,15 +118,15 @@ _MODELS: dict[str, type[BaseModel]] = {"runs": Run, "judgements": Judgement, "gr
 
 
 class _RecordsFile(LazyRecords[Any]):
-    """Records of a JSONL file, read (by the loaders, so checked as ever) when first asked
-    for; its length is known without reading it, and one record asked for alone is read
-    from its own line (the explorer shows one run at a time)."""
+    """Records of a records Parquet file, read through their loader (so checked as ever)
+    when first asked for; its length is known without reading it, and one record asked for
+    alone is read from its own row group (the explorer shows one run at a time)."""
 
     def __init__(self, path: Path, count: int, kind: str, tasks: Sequence[Task]) -> None:
         super().__init__(_MODELS[kind], [])
         self._path, self._count, self._kind, self._tasks = path, count, kind, tasks
         self._records: Sequence[Any] | None = None
-        self._starts: np.ndarray | None = None
+        self._file = RecordFile(path)
         self._one: dict[int, Any] = {}
 
     def _loaded(self) -> Sequence[Any]:
@@ -160,11 +146,7 @@ class _RecordsFile(LazyRecords[Any]):
         if self._records is not None:
             return self._records[index]
         if index not in self._one:
-            if self._starts is None:  # where each line starts (written beside it)
-                self._starts = np.load(self._path.with_suffix(".starts.npy"))
-            with self._path.open("rb") as handle:
-                handle.seek(int(self._starts[index]))
-                text = handle.readline().decode("utf-8")
+            text = self._file.text(index)
             self._one[index] = self._model.model_validate(loads_json(text))
         return self._one[index]
 
@@ -204,8 +186,8 @@ def _expected_files(meta: StateFile) -> list[str]:
               (("data", _DATA), ("scores", _SCORES), ("standard", _STANDARD))
               for name in group]
     if meta.store is None:
-        names += [f"{STATE_DIR}/{name}{suffix}" for name in ("runs", "judgements", "grades")
-                  for suffix in (".jsonl", ".starts.npy")]
+        names += [f"{STATE_DIR}/records-{name}.parquet"
+                  for name in ("runs", "judgements", "grades")]
     return names
 
 
@@ -283,7 +265,7 @@ def read_state(folder: Path | str) -> tuple[Inputs, EvalData, GradeScores,
     store = state_dir / meta["store"] if meta.get("store") else None
 
     def records(name: str) -> Any:
-        return _RecordsFile(state_dir / f"{name}.jsonl", counts[name], name, tasks)
+        return _RecordsFile(state_dir / f"records-{name}.parquet", counts[name], name, tasks)
 
     inputs = Inputs(  # a store's judgements and grades are frames only, as when scored
         tasks=tasks,

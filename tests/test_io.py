@@ -6,10 +6,20 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
-from grade_kit.io import write_rejects
+from grade_kit._fastread import raw_records
+from grade_kit.io import (
+    InputError,
+    RecordFile,
+    record_lines,
+    record_texts,
+    write_record_file,
+    write_rejects,
+)
 from grade_kit.records import load_grades, load_judgements, load_runs
+from grade_kit.schema import Run
 from grade_kit.task_files import load_tasks
 
 from .conftest import ALL_DIMS, make_task, score
@@ -378,3 +388,45 @@ def test_the_loaders_check_verdicts_in_line_order(tmp_path: Path) -> None:
             (4, "dimension", "second evidence_linkag"), (6, "score", "Input should be less t")]
         assert loaded.rejected[2].error.endswith("(first on line 1)")
         assert loaded.rejected[2].raw == json.dumps(judgement | {"score": 0.1})
+
+
+def test_records_files_hold_each_record_as_its_json(tmp_path: Path) -> None:
+    # A records Parquet file (a scored folder's state, a store's runs) holds each record's
+    # JSON text: structs as msgspec writes them, models as pydantic does, one row each; it
+    # is read back line by line (numbered by row) and one record alone by index, across
+    # row groups (4,096 rows each).
+    lines = [json.dumps(json.loads(run_line(
+        f"r{i}", repeat=i, response={"key_findings": [f"é {i}\nzwei"],
+                                     "structured_metrics": {"m": i}})), ensure_ascii=False)
+             for i in range(1, 5002)]
+    loaded = load_runs(write(tmp_path / "runs.jsonl", lines))
+    assert not loaded.rejected
+    raw = list(raw_records(loaded.records))
+    raw[3] = loaded.records[3]  # a model among the structs
+    assert isinstance(raw[3], Run) and not isinstance(raw[4], Run)
+    path = tmp_path / "runs.parquet"
+    write_record_file(path, raw)
+    texts = [text for _, text in record_lines(path)]
+    assert len(texts) == 5001 and [n for n, _ in record_lines(path)][-1] == 5001
+    assert texts[3] == raw[3].model_dump_json()
+    assert texts[4] == msgspec.json.encode(raw[4]).decode()
+    assert json.loads(texts[0])["response"]["key_findings"] == ["é 1\nzwei"]
+    one = RecordFile(path)
+    for index in (0, 4095, 4096, 5000, 7):
+        assert one.text(index) == texts[index]
+    again = load_runs(path)  # the one reader, rows numbered as lines
+    assert not again.rejected and again.lines[-1] == 5001
+    assert [r.model_dump() for r in again.records[:3]] == [
+        r.model_dump() for r in loaded.records[:3]]
+
+
+def test_an_empty_records_file_reads_as_no_records(tmp_path: Path) -> None:
+    path = tmp_path / "none.parquet"
+    write_record_file(path, [])
+    assert list(record_lines(path)) == [] and record_texts([]).len() == 0
+
+
+def test_a_records_file_that_is_not_one_is_named(tmp_path: Path) -> None:
+    path = write(tmp_path / "runs.parquet", [run_line()])
+    with pytest.raises(InputError, match=r"runs\.parquet: not a records file"):
+        load_runs(path)

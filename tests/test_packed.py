@@ -5,6 +5,7 @@ the results of ``gk.evaluate`` on the same inputs in memory."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -377,3 +378,21 @@ def test_in_memory_inputs_split_by_task_and_mapped_give_the_same_results(
         assert part.runs.get_column("task_id").unique().is_in(
             pl.concat([q.runs for q in parts if q is not part]).get_column("task_id")
             .implode()).sum() == 0
+
+
+def test_a_store_record_changed_on_disk_is_named_when_read(inputs: dict[str, Any],
+                                                           tmp_path: Path) -> None:
+    # The store's run records pass the one reader as any file's do: a record edited after
+    # packing is refused with its file, row and field, not handed out.
+    store = tmp_path / "store"
+    shutil.copytree(inputs["store"], store)
+    chunk = sorted((store / "runs" / "p=000").glob("*.parquet"))[0]
+    frame = pl.read_parquet(chunk)
+    bad = json.loads(frame["record"][1])
+    bad["repeat"] = "twice"
+    frame = frame.with_columns(pl.Series("record", [frame["record"][0], json.dumps(bad),
+                                                    *frame["record"][2:]]))
+    frame.write_parquet(chunk)
+    runs = StoreRuns(store, read_manifest(store))
+    with pytest.raises(InputError, match=rf"{re.escape(str(chunk))}: row 2, field 'repeat'"):
+        runs[0]

@@ -42,7 +42,7 @@ def test_a_truncated_frame_is_named_before_anything_is_read(scored: Path) -> Non
 
 @pytest.mark.parametrize(("text", "message"), [
     ("{not json", r"state\.json: not a state file \(not JSON"),
-    ('{"version": 3, "frames": "polars"}', r"state\.json: field 'counts': Field required"),
+    ('{"version": 4, "frames": "polars"}', r"state\.json: field 'counts': Field required"),
 ])
 def test_a_garbage_state_file_is_named(scored: Path, text: str, message: str) -> None:
     (scored / "evaluation" / "state.json").write_text(text, encoding="utf-8")
