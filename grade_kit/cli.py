@@ -458,8 +458,8 @@ def _demo_server(args: argparse.Namespace) -> int:
 
 
 def _review_sheet(args: argparse.Namespace) -> int:
+    from grade_kit.review import write_review_sheet
     from grade_kit.standard.blind import ANONYMITY_NOTE
-    from grade_kit.standard.review import write_review_sheet
 
     evaluation = evaluate(*_sources(args), judgements=args.judgements,
                           grades=args.grades, judge=args.judge, grader=args.grader,

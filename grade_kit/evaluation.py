@@ -535,7 +535,9 @@ class Evaluation:
         out = output_folder(out_dir)
         refuse_links(out, [*OUTPUT_FILES.values(), STATE_DIR])
         with folder_lock(out):  # the outputs and the state that vouches for them, together
-            written = write_outputs(out, self, locked=True)
+            written = write_outputs(out, self.results, self.scores.runs, self.standard.graded,
+                                    lambda: self.runs_frame, self.inputs.rejected,
+                                    locked=True)
             state = write_state(out, self.inputs, self.data, self.scores, self.standard,
                                 self.kind, outputs=written)
         return {**written, "state": state}

@@ -1,8 +1,8 @@
 """The library's imports run one way, down: no cycle, no module reaching into another's
 private names, the statistics below the judges and the reports, fetching and judging apart,
 and a public surface stated once whose names no submodule shadows. Read from the source
-(every import, at module level or inside a function; ``if TYPE_CHECKING:`` blocks, which
-never run, left out)."""
+(every import, at module level, inside a function, or in an ``if TYPE_CHECKING:`` block:
+a type-only import is a dependency as much as any other)."""
 
 from __future__ import annotations
 
@@ -26,29 +26,12 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
-    """Every node outside ``if TYPE_CHECKING:`` blocks."""
-    kept: list[ast.AST] = []
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.orelse:
-                visit(child)
-            return
-        kept.append(node)
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(tree)
-    return kept
-
-
 def _imports(name: str) -> list[tuple[str, str | None]]:
-    """(module imported, name taken from it or None) for every runtime import of ``name``."""
+    """(module imported, name taken from it or None) for every import of ``name``."""
     path = MODULES[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: list[tuple[str, str | None]] = []
-    for node in _runtime_nodes(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found.extend((alias.name, None) for alias in node.names
                          if alias.name.startswith("grade_kit"))

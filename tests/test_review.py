@@ -9,7 +9,7 @@ from typing import Any
 
 import grade_kit as gk
 from grade_kit.cli import main
-from grade_kit.standard.review import review_queue, write_review_sheet
+from grade_kit.review import review_queue, write_review_sheet
 from tests.conftest import make_run, make_task
 
 TASK = make_task(gold_facts=[{"id": "f", "metric": "m", "value": 1}],

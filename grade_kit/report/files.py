@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -17,9 +16,7 @@ from grade_kit.atomic import atomic_write, indented_model_pieces, pieces_writer,
 from grade_kit.grade import long_scores_query
 from grade_kit.io import InputError, Rejected, write_rejects
 from grade_kit.report.markdown import scorecard_markdown
-
-if TYPE_CHECKING:
-    from grade_kit.evaluation import Evaluation
+from grade_kit.schema import Results
 
 __all__ = ["LOCK_FILE", "OUTPUT_FILES", "folder_lock", "output_folder", "refuse_links",
            "write_outputs"]
@@ -55,7 +52,7 @@ def _sink(query: Callable[[], pl.LazyFrame]) -> Callable[[Path], None]:
     return write
 
 
-def _rejects(rejected: list[Rejected]) -> Callable[[Path], None]:
+def _rejects(rejected: Sequence[Rejected]) -> Callable[[Path], None]:
     def write(path: Path) -> None:
         write_rejects(path, rejected)
     return write
@@ -110,13 +107,18 @@ def folder_lock(out: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def write_outputs(out_dir: Path | str, evaluation: Evaluation, *,
-                  locked: bool = False) -> dict[str, Path]:
+def write_outputs(out_dir: Path | str, results: Results, per_run: pl.DataFrame,
+                  graded: pl.DataFrame, runs: Callable[[], pl.DataFrame],
+                  rejected: Sequence[Rejected], *, locked: bool = False) -> dict[str, Path]:
     """Write every file of :data:`OUTPUT_FILES` under ``out_dir`` (created if needed).
 
     Args:
         out_dir: The output folder.
-        evaluation: What to write.
+        results: The typed results (results.json, scorecard.md).
+        per_run: The per-run GRADE scores (run_scores.parquet, scores.parquet).
+        graded: Each run's grade (run_grades.parquet).
+        runs: The tidy runs table, made when written (runs.parquet).
+        rejected: Every reject (rejects.jsonl).
         locked: The caller holds :func:`folder_lock` already; default False (taken here).
 
     Returns:
@@ -124,8 +126,6 @@ def write_outputs(out_dir: Path | str, evaluation: Evaluation, *,
     """
     out = output_folder(out_dir)
     refuse_links(out, OUTPUT_FILES.values())
-    results = evaluation.results
-    per_run = evaluation.scores.runs
 
     def long() -> pl.LazyFrame:
         return long_scores_query(per_run.lazy(), ("run_id", "setup", "task_id", "repeat",
@@ -139,9 +139,9 @@ def write_outputs(out_dir: Path | str, evaluation: Evaluation, *,
         "scorecard": text_writer(scorecard_markdown(results, rejects_file=OUTPUT_FILES["rejects"])),
         "scores": _sink(long),
         "run_scores": _parquet(lambda: per_run),
-        "run_grades": _parquet(lambda: evaluation.standard.graded),
-        "runs": _parquet(lambda: evaluation.runs_frame),
-        "rejects": _rejects(evaluation.inputs.rejected),
+        "run_grades": _parquet(lambda: graded),
+        "runs": _parquet(runs),
+        "rejects": _rejects(rejected),
     }
     def write_all() -> dict[str, Path]:
         return {name: atomic_write(out / OUTPUT_FILES[name], write)

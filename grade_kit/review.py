@@ -20,14 +20,12 @@ from __future__ import annotations
 import math
 import random
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import polars as pl
 
 from grade_kit._fastread import select_records
-
-if TYPE_CHECKING:
-    from grade_kit.evaluation import Evaluation
+from grade_kit.evaluation import Evaluation
+from grade_kit.standard.blind import grading_sheet, write_grading_sheet
 
 __all__ = ["REASONS", "review_queue", "write_review_sheet"]
 
@@ -87,8 +85,6 @@ def write_review_sheet(ev: Evaluation, sheet: Path | str, *, key: Path | str | N
     Returns:
         The queue and the key's path.
     """
-    from grade_kit.standard.blind import grading_sheet, write_grading_sheet
-
     queue = review_queue(ev, spot_check=spot_check, seed=seed)
     wanted = set(queue.get_column("run_id").to_list())
     runs = select_records(ev.inputs.runs, lambda r: r.run_id in wanted)
