@@ -14,7 +14,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, cast
 
-from grade_kit.adapters.common import SETUP_BY, SetupBy
+from grade_kit.adapters.common import ADAPTERS, SETUP_BY, SetupBy
 from grade_kit.evaluation import Evaluation, evaluate
 from grade_kit.inputs import read_inputs
 from grade_kit.io import InputError
@@ -67,8 +67,9 @@ def _bar(args: argparse.Namespace) -> bool:
 
 def _sources(args: argparse.Namespace) -> tuple[Path | list[Path], list[Path] | None]:
     """What to evaluate: (TASKS, RUNS); (TASKS, None) for a packed store (which must come
-    alone); (every path, None) when the paths are other tools' logs (Inspect ``.eval`` or
-    ``.json`` logs, tau-bench or tau2-bench files, or folders of them), read directly."""
+    alone); (every path, None) when the paths are other tools' logs of one registered kind
+    (Inspect ``.eval`` or ``.json`` logs, tau-bench or tau2-bench files, ..., or folders of
+    them), read directly."""
     if is_store(args.tasks):
         if args.runs:
             raise InputError(f"{args.tasks}: a packed store holds its runs; give no RUNS")
@@ -663,9 +664,9 @@ def build_parser() -> argparse.ArgumentParser:
     validate.set_defaults(func=_validate)
 
     imp = sub.add_parser("import", help="other tools' logs -> tasks/runs/grades JSONL")
-    imp.add_argument("source", choices=["inspect", "tau-bench"],
-                     help="inspect: Inspect AI .eval/.json logs; tau-bench: tau-bench or "
-                          "tau2-bench result files (detected per file)")
+    imp.add_argument("source", choices=sorted(ADAPTERS),
+                     help="; ".join(f"{a.name}: {a.describes} ({', '.join(a.suffixes)})"
+                                    for a in sorted(ADAPTERS.values(), key=lambda a: a.name)))
     imp.add_argument("paths", type=Path, nargs="+", help="log files or folders of them")
     imp.add_argument("--out", type=Path, required=True, help="output folder")
     imp.add_argument("--setup", help="setup name (default: the model named in each log)")

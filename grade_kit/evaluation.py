@@ -28,7 +28,7 @@ from grade_kit._fastread import concat_records
 from grade_kit._gc import gc_paused
 from grade_kit._progress import Step, stage_progress
 from grade_kit._version import __version__
-from grade_kit.adapters import read_inspect, read_tau_bench
+from grade_kit.adapters import read_logs
 from grade_kit.frames import EvalData, in_run_order
 from grade_kit.grade import (
     ClaimJudge,
@@ -83,7 +83,7 @@ from grade_kit.schema import (
     Provenance,
     Results,
 )
-from grade_kit.sniff import LogSource, log_files
+from grade_kit.sniff import log_files
 from grade_kit.standard import DEFAULT_SEED, StandardResults, standard_results
 from grade_kit.state import STATE_DIR, read_state, write_state
 from grade_kit.tables import (
@@ -674,13 +674,8 @@ def _inputs(tasks: Records | Inputs, runs: Records | None, judgements: Records |
         if logs is None:
             raise ValueError("runs are required (or pass one Inputs value, or other tools' "
                              "logs, as the first argument)")
-        return _inputs(import_logs(*logs), None, judgements, grades, packs)
+        return _inputs(read_logs(*logs), None, judgements, grades, packs)
     return read_inputs(tasks, runs, judgements=judgements, grades=grades, packs=packs)
-
-
-def import_logs(source: LogSource, files: list[Path]) -> Inputs:
-    """Other tools' logs read by their adapter (docs/adapters.md), as :class:`Inputs`."""
-    return read_inspect(files) if source == "inspect" else read_tau_bench(files)
 
 
 STORE_STAGES = ("read store", "GRADE scores", "standard statistics", "results")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -15,10 +15,14 @@ from typing import Any, Literal
 from grade_kit.inputs import Inputs, read_inputs
 from grade_kit.io import Rejected
 from grade_kit.schema import Grade, InputFile, Run, Task, WarningItem
+from grade_kit.sniff import FileHead, LogKind, register_log_kind
 
 __all__ = [
+    "ADAPTERS",
     "MAX_LOG_BYTES",
     "SETUP_BY",
+    "Adapter",
+    "FileHead",
     "Imported",
     "SetupBy",
     "finite_number",
@@ -27,6 +31,7 @@ __all__ = [
     "merge_imported",
     "name_setups",
     "read_log_json",
+    "register_adapter",
     "to_inputs",
     "whole_number",
     "write_imported",
@@ -93,6 +98,45 @@ class Imported:
     """When the source was made (Inspect's ``eval.created``): orders continuation logs."""
     fixed_setup: bool = False
     """The setup was given by the caller: naming leaves it as it is."""
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """Another tool's log format and how to read it (docs/adapters.md "Writing an adapter").
+
+    Attributes:
+        name: What ``grade-kit import NAME`` takes, and the kind :func:`~grade_kit.sniff.
+            file_kind` gives its files (``inspect``, ``tau-bench``).
+        describes: The format in words, for messages ("an Inspect AI log").
+        suffixes: The suffixes of the files in a folder that may be such a log.
+        recognises: Whether a file is such a log, from its head (a
+            :class:`~grade_kit.sniff.FileHead`): so ``grade-kit score LOG`` and
+            :func:`grade_kit.evaluate` take it directly.
+        read: One log file as :class:`Imported`: ``read(path, setup, options)`` where
+            ``setup`` names every run's setup (None: the adapter's default, such as the
+            model) and ``options`` are the caller's adapter options (``scorer``, ...). A
+            ``ValueError``, ``KeyError``, ``TypeError``, ``IndexError``, ``AttributeError``
+            or ``OSError`` it raises becomes one error naming the file.
+    """
+
+    name: str
+    describes: str
+    suffixes: tuple[str, ...]
+    recognises: Callable[[FileHead], bool]
+    read: Callable[[Path, str | None, Mapping[str, Any]], Imported]
+
+
+ADAPTERS: dict[str, Adapter] = {}
+"""Every registered adapter by name."""
+
+
+def register_adapter(adapter: Adapter) -> Adapter:
+    """Register ``adapter``: its files are then sniffed, scored directly and imported like
+    the built-in ones (an adapter of the same name is replaced). Returns it."""
+    register_log_kind(LogKind(adapter.name, adapter.describes, adapter.suffixes,
+                              adapter.recognises))
+    ADAPTERS[adapter.name] = adapter
+    return adapter
 
 
 def grade_for_outcome(run_id: str, outcome: str, grader: str, reason: str) -> Grade:

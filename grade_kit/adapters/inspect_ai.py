@@ -31,11 +31,14 @@ import zstandard
 
 from grade_kit.adapters.common import (
     MAX_LOG_BYTES,
+    Adapter,
+    FileHead,
     Imported,
     grade_for_outcome,
     log_json,
     non_negative,
     read_log_json,
+    register_adapter,
     whole_number,
 )
 from grade_kit.io import Rejected
@@ -520,3 +523,22 @@ def import_inspect(path: Path | str, setup: str | None = None,
                          + (" ..." if len(inconsistent) > 10 else ""))
     out.tasks = list(tasks.values())
     return out
+
+
+def _is_inspect_log(head: FileHead) -> bool:
+    """An ``.eval`` zip (it holds ``header.json`` or ``_journal/start.json``), or a ``.json``
+    log: one document whose head has ``"eval"`` and ``"version"`` keys (on one line: an
+    object with an ``eval`` object and a ``version``)."""
+    if head.zip_names is not None:
+        return bool(head.zip_names & {"header.json", "_journal/start.json"})
+    if head.record is not None:
+        return (head.alone and isinstance(head.record.get("eval"), dict)
+                and "version" in head.record)
+    return (head.document and head.text.startswith("{") and '"eval"' in head.text
+            and '"version"' in head.text)
+
+
+register_adapter(Adapter(
+    name="inspect", describes="an Inspect AI log", suffixes=(".eval", ".json"),
+    recognises=_is_inspect_log,
+    read=lambda path, setup, options: import_inspect(path, setup, options.get("scorer"))))

@@ -22,11 +22,14 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from grade_kit.adapters.common import (
+    Adapter,
+    FileHead,
     Imported,
     finite_number,
     grade_for_outcome,
     non_negative,
     read_log_json,
+    register_adapter,
     whole_number,
 )
 from grade_kit.io import Rejected
@@ -269,3 +272,24 @@ def import_tau_file(path: Path | str, setup: str | None = None) -> Imported:
     if head.startswith("["):
         return import_tau_bench(path, setup)
     return import_tau2_bench(path, setup)
+
+
+def _is_tau_results(head: FileHead) -> bool:
+    """A tau-bench results file (one JSON array whose first record has ``"traj"``,
+    ``"reward"`` or ``"task_id"`` keys) or a tau2-bench one (one object with
+    ``"simulations"``)."""
+    if head.record is not None:
+        return (head.alone and isinstance(head.record.get("simulations"), list)
+                and not isinstance(head.record.get("eval"), dict))  # that is an Inspect log
+    if not head.document:
+        return False
+    if head.text.startswith("{"):
+        return '"simulations"' in head.text and not (
+            '"eval"' in head.text and '"version"' in head.text)  # that is an Inspect log
+    return head.text.startswith("[") and any(
+        key in head.text for key in ('"traj"', '"reward"', '"task_id"'))
+
+
+register_adapter(Adapter(
+    name="tau-bench", describes="a tau-bench or tau2-bench results file", suffixes=(".json",),
+    recognises=_is_tau_results, read=lambda path, setup, options: import_tau_file(path, setup)))
