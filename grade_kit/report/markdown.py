@@ -62,6 +62,10 @@ def _pct(count: int, rate: float | None) -> str:
     return f"{count} ({rate:.1%})" if rate is not None else f"{count}"
 
 
+MATERIAL_ERRORS_LISTED = 25
+"""The material errors the scorecard lists per setup (a page to read, not a dump)."""
+
+
 def _grade_sections(results: Results) -> list[str]:
     r_ = results.plan.repeats
     plan = ("inferred; pass --repeats to state it" if results.plan.inferred
@@ -87,12 +91,18 @@ def _grade_sections(results: Results) -> list[str]:
     lines += _table(["setup", "N", "resolved", "partial", "material error", "unresolved",
                      "pending", "not run", "resolved 95% CI", "graded coverage", "stable",
                      "ungraded", "asks for more information"], rows)
-    errors = [(name, e) for name, s in results.setups.items() for e in s.grades.material_errors]
-    if errors:
+    total = sum(len(s.grades.material_errors) for s in results.setups.values())
+    if total:
+        listed = [(name, e) for name, s in results.setups.items()
+                  for e in s.grades.material_errors[:MATERIAL_ERRORS_LISTED]]
         lines += ["", "### Material errors", ""]
+        if len(listed) < total:
+            lines += [f"{total:,} material errors; the first {MATERIAL_ERRORS_LISTED} of each "
+                      "setup are listed (every one is in results.json and "
+                      "run_grades.parquet).", ""]
         lines += _table(["setup", "task", "repeat", "claim", "evidence", "effect", "grader"],
                         [[n, e.task_id, e.repeat, e.claim, e.evidence, e.effect, e.grader]
-                         for n, e in errors])
+                         for n, e in listed])
     return lines
 
 
