@@ -31,8 +31,8 @@ import psutil
 
 from grade_kit.evaluation import evaluate
 from grade_kit.frames import EvalData
-from grade_kit.grade import grade_scores
 from grade_kit.inputs import read_inputs
+from grade_kit.scorers import grade_scores
 from grade_kit.standard import standard_results
 from grade_kit.task_files import load_tasks
 

@@ -157,9 +157,9 @@ def _judge(args: argparse.Namespace) -> int:
 
 def _grade(args: argparse.Namespace) -> int:
     from grade_kit.atomic import atomic_write_text, write_records
-    from grade_kit.judges.calibration import calibration_review
-    from grade_kit.judges.grader import RuleGrader
+    from grade_kit.judges.calibration_review import calibration_review
     from grade_kit.judges.llm_grader import LLMGrader
+    from grade_kit.judges.rule_grader import RuleGrader
 
     inputs = _model_inputs(args)
     grader: Any = RuleGrader() if args.rules else LLMGrader(

@@ -30,16 +30,6 @@ from grade_kit._progress import Step, stage_progress
 from grade_kit._version import __version__
 from grade_kit.adapters import read_logs
 from grade_kit.frames import EvalData, in_run_order
-from grade_kit.grade import (
-    ClaimJudge,
-    GradeScores,
-    PartitionScores,
-    combine_scores,
-    fact_checks,
-    grade_scores,
-    partition_scores,
-    run_composites,
-)
 from grade_kit.inputs import Inputs, read_inputs
 from grade_kit.io import InputError, Records, is_in_memory
 from grade_kit.judges import (
@@ -50,8 +40,8 @@ from grade_kit.judges import (
     resolve_grader,
     resolve_judge,
 )
-from grade_kit.judges.grader import RULE_GRADER, rule_grades
 from grade_kit.judges.model import grading_label
+from grade_kit.judges.rule_grader import RULE_GRADER, rule_grades
 from grade_kit.packed import (
     StoreRuns,
     is_store,
@@ -82,6 +72,16 @@ from grade_kit.schema import (
     Judgement,
     Provenance,
     Results,
+)
+from grade_kit.scorers import (
+    ClaimJudge,
+    GradeScores,
+    PartitionScores,
+    combine_scores,
+    fact_checks,
+    grade_scores,
+    partition_scores,
+    run_composites,
 )
 from grade_kit.sniff import log_files
 from grade_kit.standard import DEFAULT_SEED, StandardResults, standard_results
@@ -713,7 +713,7 @@ def evaluate(
             that fills the judged dimensions of every run with no recorded judgement (a
             recorded judgement always wins); default None (judged dimensions come only from
             recorded judgements, and a composite over fewer than six dimensions is warned).
-        grader: ``"rules"`` (the offline rule grader, :mod:`grade_kit.judges.grader`) writes
+        grader: ``"rules"`` (the offline rule grader, :mod:`grade_kit.judges.rule_grader`) writes
             a grade record for every delivered run of a GRADE task that has none recorded,
             or a :class:`~grade_kit.judges.Grader` (such as
             :class:`~grade_kit.judges.llm_grader.LLMGrader`) asked about every delivered run
@@ -896,7 +896,7 @@ def _rule_grade_records(data: EvalData, per_run: pl.DataFrame,
 
 def score_partition(job: tuple[str, int, bool]) -> tuple[PartitionScores, pl.DataFrame | None]:
     """The map step of :func:`evaluate` on a packed store, for one partition: its
-    :func:`~grade_kit.grade.partition_scores` (the matched answer text left on disk, which
+    :func:`~grade_kit.scorers.partition_scores` (the matched answer text left on disk, which
     :meth:`Evaluation.explain` reads back for one run) and, when asked, the rule grader's
     records. A module-level function of plain arguments, so any executor can run it.
 

@@ -148,7 +148,7 @@ def read_task_frames(store: Path | str) -> dict[str, pl.DataFrame]:
 
 def partition_data(store: Path | str, partition: int) -> EvalData:
     """The frames of one partition, with every task frame: the input of
-    :func:`grade_kit.grade.partition_scores` (docs/scaling.md)."""
+    :func:`grade_kit.scorers.partition_scores` (docs/scaling.md)."""
     return EvalData.from_frames({**read_task_frames(store), **{
         name: read_store_frame(store, name, partition)
         for name in (*RUN_FRAMES, *VERDICT_FRAMES)}})

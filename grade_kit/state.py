@@ -31,7 +31,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from grade_kit._fastread import LazyRecords, raw_records
 from grade_kit.frames import COLUMNS, EvalData
-from grade_kit.grade import GradeScores
 from grade_kit.inputs import Inputs
 from grade_kit.io import InputError, RecordFile, Rejected, sha256_of, write_record_file
 from grade_kit.packed import StoreRuns, read_manifest
@@ -47,6 +46,7 @@ from grade_kit.schema import (
     Task,
     WarningItem,
 )
+from grade_kit.scorers import GradeScores
 from grade_kit.standard import StandardResults
 from grade_kit.task_files import task_as_data
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from grade_kit.frames import EvalData
-from grade_kit.grade import GradeScores, grade_scores
 from grade_kit.schema import Judgement, Run, Task
+from grade_kit.scorers import GradeScores, grade_scores
 
 ALL_DIMS = {"grounding_accuracy": 0.35, "insight_quality": 0.20, "evidence_linkage": 0.15,
             "calibration_limitation_handling": 0.15, "consistency": 0.10,

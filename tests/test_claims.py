@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grade_kit.frames import EvalData
-from grade_kit.grade import claim_matches, insight_scores
+from grade_kit.scorers import claim_matches, insight_scores
 from grade_kit.text import contains_run, normalize
 
 from .conftest import make_run, make_task, run_row, score, task_row
@@ -266,7 +266,7 @@ def test_answered_items_are_the_join_in_item_order() -> None:
     answered, a task without claims and a run_id listed twice included."""
     import polars as pl
 
-    from grade_kit.grade.claims import _answered_items
+    from grade_kit.scorers.claims import _answered_items
 
     items = pl.DataFrame({"run_id": ["a", "a", "b", "c", "a", "d", "d", "e"]})
     answered = pl.DataFrame({"run_id": ["a", "c", "d", "e", "d"],
@@ -296,7 +296,7 @@ def test_in_pieces_keeps_the_frame_and_cuts_it() -> None:
 def test_calibration_methods_are_the_sorted_distinct_methods_of_each_run() -> None:
     import polars as pl
 
-    from grade_kit.grade.calibration import _joined_methods
+    from grade_kit.scorers.calibration import _joined_methods
 
     frame = pl.DataFrame({
         "a": [None, "deterministic", "judge:x", "judge:x", None, "deterministic"],

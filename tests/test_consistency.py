@@ -18,14 +18,14 @@ from benchmarks.plain import (
     consistency_by_definition,
     ranking_by_definition,
 )
-from grade_kit.grade import (
+from grade_kit.scorers import (
     cluster_findings,
     finding_stability,
     kendall_tau_b,
     metric_variance,
     ranking_stability,
 )
-from grade_kit.grade.consistency import _finding_clusters
+from grade_kit.scorers.consistency import _finding_clusters
 from grade_kit.text import parse_number, tokenize
 
 from .conftest import make_run, make_task, score, task_row

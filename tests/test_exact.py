@@ -21,8 +21,8 @@ from grade_kit.exact import (
     seconds_between,
     segment_fmeans,
 )
-from grade_kit.grade import with_composite
 from grade_kit.schema import DIMENSIONS, PROJECT_WEIGHTS
+from grade_kit.scorers import with_composite
 
 
 def test_group_mean_is_fsum_over_n_not_a_running_sum() -> None:

@@ -7,7 +7,8 @@ import polars as pl
 import pytest
 
 from grade_kit.frames import COLUMNS, EvalData, model_columns, run_frames
-from grade_kit.grade import (
+from grade_kit.schema import Grade, Judgement, Run, RunLimit
+from grade_kit.scorers import (
     aggregate_scores,
     calibration_scores,
     claim_matches,
@@ -17,7 +18,6 @@ from grade_kit.grade import (
     run_scores,
     task_scores,
 )
-from grade_kit.schema import Grade, Judgement, Run, RunLimit
 
 from .conftest import judgement, make_run, make_task
 

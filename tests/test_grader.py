@@ -1,4 +1,4 @@
-"""The offline rule grader: each rule of grade_kit.judges.grader, by hand."""
+"""The offline rule grader: each rule of grade_kit.judges.rule_grader, by hand."""
 
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from grade_kit.frames import EvalData
-from grade_kit.grade import fact_checks, grounding_scores
-from grade_kit.grade.grounding import _grounding_scores
+from grade_kit.scorers import fact_checks, grounding_scores
+from grade_kit.scorers.grounding import _grounding_scores
 
 from .conftest import make_run, make_task, run_row, score, task_row
 

@@ -18,8 +18,7 @@ import pytest
 
 import grade_kit as gk
 from grade_kit.demo.server import DemoServer
-from grade_kit.judges.calibration import CALIBRATION_FORMS, calibration_review
-from grade_kit.judges.grader import RuleGrader
+from grade_kit.judges.calibration_review import CALIBRATION_FORMS, calibration_review
 from grade_kit.judges.llm import LLMClaimJudge
 from grade_kit.judges.llm_grader import (
     CONCLUSION_STEP,
@@ -28,6 +27,7 @@ from grade_kit.judges.llm_grader import (
     LLMGrader,
     grader_prompts,
 )
+from grade_kit.judges.rule_grader import RuleGrader
 from grade_kit.records import load_runs
 from grade_kit.task_files import load_tasks
 from tests.conftest import make_run, make_task

@@ -19,7 +19,7 @@ import pytest
 
 import grade_kit as gk
 import grade_kit.judges
-from grade_kit.grade import combine_scores, grade_scores, partition_scores
+from grade_kit.frames import EvalData
 from grade_kit.io import InputError
 from grade_kit.packed import (
     StoreRuns,
@@ -29,6 +29,7 @@ from grade_kit.packed import (
     read_manifest,
     split_by_task,
 )
+from grade_kit.scorers import combine_scores, grade_scores, partition_scores
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TASKS = FIXTURES / "tasks"
@@ -255,7 +256,7 @@ def test_partitions_hold_whole_tasks(inputs: dict[str, Any]) -> None:
 def test_map_and_reduce_equal_one_pass() -> None:
     """combine_scores over partition_scores of any split by task = grade_scores."""
     loaded = gk.read_inputs(TASKS, RUN_FILES)
-    data = gk.EvalData.from_records(loaded.tasks, loaded.runs)
+    data = EvalData.from_records(loaded.tasks, loaded.runs)
     whole = grade_scores(data)
     task_ids = data.tasks.get_column("task_id").to_list()
     parts = []
@@ -263,7 +264,7 @@ def test_map_and_reduce_equal_one_pass() -> None:
         keep = pl.col("task_id").is_in(half)
         runs = data.runs.filter(keep)
         ids = pl.col("run_id").is_in(runs.get_column("run_id").implode())
-        parts.append(partition_scores(gk.EvalData.from_frames({
+        parts.append(partition_scores(EvalData.from_frames({
             **{k: getattr(data, k) for k in ("tasks", "weights", "facts", "claims",
                                              "claim_terms")},
             "runs": runs, **{k: getattr(data, k).filter(ids) for k in

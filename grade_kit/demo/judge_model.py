@@ -5,7 +5,7 @@ so ``make demo`` exercises the model judge and grader over HTTP with no paid ser
 - **judge prompts**: the rule judge's evidence-linkage and structure & usability verdicts on
   the answer the prompt carries;
 - **grader prompts** (request fulfilment, core conclusion): the rule grader's record of that
-  answer (:mod:`grade_kit.judges.grader`; ground-truth gold facts, insights and forbidden
+  answer (:mod:`grade_kit.judges.rule_grader`; ground-truth gold facts, insights and forbidden
   claims). The records of every recorded demo answer and of its calibration forms are
   computed in one batch on first use; any other answer is graded on its own;
 - **pairwise prompts**: the answer whose rule-grader record ranks higher (correct and full >
@@ -23,8 +23,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from grade_kit.judges.calibration import CALIBRATION_FORMS, restated
-from grade_kit.judges.grader import RuleGrader
+from grade_kit.judges.calibration_review import CALIBRATION_FORMS, restated
 from grade_kit.judges.llm import CLAIM_PROMPT_MARK, JUDGE_PROMPT_MARK, answer_json
 from grade_kit.judges.llm_grader import (
     CONCLUSION_STEP,
@@ -32,6 +31,7 @@ from grade_kit.judges.llm_grader import (
     GRADER_PROMPT_MARK,
     PAIRWISE_STEP,
 )
+from grade_kit.judges.rule_grader import RuleGrader
 from grade_kit.schema import Grade, Run, Task
 from grade_kit.text import tokenize
 

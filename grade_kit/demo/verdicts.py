@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grade_kit.atomic import write_records
-from grade_kit.judges.calibration import CalibrationReview, calibration_review
+from grade_kit.judges.calibration_review import CalibrationReview, calibration_review
 from grade_kit.judges.llm import LLMJudge
 from grade_kit.judges.llm_grader import LLMGrader, PairwiseVerdict
 from grade_kit.schema import Run, Task

@@ -38,7 +38,7 @@ class Judge(Protocol):
 class Grader(Protocol):
     """Writes grade records (the standard's verdicts) for runs; ``name`` is recorded as each
     record's ``grader``. ``"rules"`` names the offline rule grader
-    (:mod:`grade_kit.judges.grader`), which works on frames inside :func:`grade_kit.evaluate`;
+    (:mod:`grade_kit.judges.rule_grader`), which works on frames inside :func:`grade_kit.evaluate`;
     :class:`~grade_kit.judges.llm_grader.LLMGrader` is one of these."""
 
     name: str

@@ -139,7 +139,7 @@ def claim_prompt(claim: str, targets: Sequence[str]) -> str:
 
 class LLMClaimJudge:
     """The claim validator's paraphrase fallback by a model (a
-    :class:`~grade_kit.grade.ClaimJudge`): asked only about claims the deterministic match
+    :class:`~grade_kit.scorers.ClaimJudge`): asked only about claims the deterministic match
     missed; the deciding method is recorded as ``judge:llm-claims:<model>``. Verdicts are
     cached like every model verdict; an unusable answer counts as not stated.
 

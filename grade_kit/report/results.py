@@ -9,8 +9,6 @@ from typing import Any
 
 import polars as pl
 
-from grade_kit.grade import GradeScores
-from grade_kit.grade.consistency import MAX_CONSISTENCY_RUNS
 from grade_kit.io import Rejected
 from grade_kit.schema import (
     DIMENSIONS,
@@ -23,6 +21,8 @@ from grade_kit.schema import (
     TaskScore,
     WarningItem,
 )
+from grade_kit.scorers import GradeScores
+from grade_kit.scorers.consistency import MAX_CONSISTENCY_RUNS
 from grade_kit.standard import StandardResults
 from grade_kit.standard.summary import MAX_COMPARED_SETUPS
 
@@ -103,7 +103,7 @@ def repeated_id_warnings(setups: dict[str, SetupResults]) -> list[WarningItem]:
 
 def consistency_cap_warnings(consistency: pl.DataFrame) -> list[WarningItem]:
     """One warning when some (setup, task) has more primary runs than
-    :data:`~grade_kit.grade.consistency.MAX_CONSISTENCY_RUNS`: its consistency is null."""
+    :data:`~grade_kit.scorers.consistency.MAX_CONSISTENCY_RUNS`: its consistency is null."""
     over = consistency.filter(pl.col("runs") > MAX_CONSISTENCY_RUNS).sort("setup", "task_id")
     if not over.height:
         return []

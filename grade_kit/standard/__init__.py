@@ -8,7 +8,7 @@ from grade_kit.standard.compare import (
     bootstrap_mean_ci,
     compare_setups,
 )
-from grade_kit.standard.grades import (
+from grade_kit.standard.grade_rates import (
     common_subset,
     grade_summary,
     plan_repeats,

@@ -29,7 +29,7 @@ from grade_kit.standard.compare import (
     direction_text,
     forget_resamples,
 )
-from grade_kit.standard.grades import (
+from grade_kit.standard.grade_rates import (
     COVERAGE_MIN,
     common_subset,
     grade_summary,
@@ -63,7 +63,7 @@ class StandardResults:
     """The standard's frames and typed summaries for one evaluation.
 
     Attributes:
-        graded: Every run's grade (:func:`~grade_kit.standard.grades.run_grades`).
+        graded: Every run's grade (:func:`~grade_kit.standard.grade_rates.run_grades`).
         plan_frame: Every planned (setup, question).
         slots: Every filled planned slot with its state (unfilled ones are counted).
         e2e: E2E seconds of every delivered run carrying both events (re-runs included).
@@ -74,7 +74,7 @@ class StandardResults:
         comparisons: Every pair of the compared setups (B against A, alphabetical) on
             ``all`` and ``common``.
         per_question: Per (setup, task) with a primary run in the plan, for ranked setups
-            (coverage at least :data:`~grade_kit.standard.grades.COVERAGE_MIN`): median
+            (coverage at least :data:`~grade_kit.standard.grade_rates.COVERAGE_MIN`): median
             E2E, median working time, mean unique tool calls, GRADE composite; what the
             comparisons and rank intervals pair.
         unique_calls: :func:`~grade_kit.standard.timing.unique_tool_calls` of every run
@@ -115,7 +115,7 @@ def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
 
     Args:
         data: The evaluation's frames.
-        slots: :func:`~grade_kit.standard.grades.planned_slots`.
+        slots: :func:`~grade_kit.standard.grade_rates.planned_slots`.
         e2e: :func:`~grade_kit.standard.timing.e2e_frame`.
         task_composites: Per (setup, task) composites, or None (no composite column).
         unique_calls: :func:`~grade_kit.standard.timing.unique_tool_calls` of every run
@@ -308,7 +308,7 @@ def standard_results(data: EvalData, repeats: int | None = None,
     Args:
         data: The evaluation's frames (runs, events, tool_calls, grades, tasks).
         repeats: R, the planned repeats per task; default inferred (see
-            :func:`~grade_kit.standard.grades.plan_repeats`; the plan says so).
+            :func:`~grade_kit.standard.grade_rates.plan_repeats`; the plan says so).
         task_composites: Per (setup, task) GRADE composites to compare; default None
             (timing and tool calls only).
         seed: Seed of the comparison bootstrap (recorded with every comparison).

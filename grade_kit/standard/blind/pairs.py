@@ -8,7 +8,7 @@ from typing import Any
 
 from grade_kit.frames import run_frames, verdict_frames
 from grade_kit.schema import MODEL_GRADER_PREFIXES, Grade, Run
-from grade_kit.standard.grades import run_grades
+from grade_kit.standard.grade_rates import run_grades
 
 __all__ = ["calibration_report", "pair_verdicts"]
 

@@ -250,7 +250,7 @@ def insight_scores(matches: Frame, runs: Frame, tasks: Frame) -> Frame:
     """Per-run insight quality = share of the task's gold insights found (docs/methodology.md §3).
 
     Tasks without gold insights get no row (null). A run with no response has no matches and
-    gets no row here; :func:`grade_kit.grade.no_response.no_response_zeros` scores it 0.
+    gets no row here; :func:`grade_kit.scorers.no_response.no_response_zeros` scores it 0.
 
     Returns:
         run_id, insight_quality, insight_quality_method.

@@ -12,20 +12,21 @@ from dataclasses import dataclass
 import polars as pl
 
 from grade_kit.frames import COLUMNS, EvalData, frames_repr, frames_repr_html, in_run_order
-from grade_kit.grade.calibration import calibration_scores
-from grade_kit.grade.claims import (
+from grade_kit.schema import PER_RUN_DIMENSIONS
+from grade_kit.scorers.calibration import calibration_scores
+from grade_kit.scorers.claims import (
     DETERMINISTIC,
     ClaimJudge,
     claim_matches,
     insight_scores,
 )
-from grade_kit.grade.composite import (
+from grade_kit.scorers.composite import (
     aggregate_scores,
     run_composites,
     task_scores,
     with_composite,
 )
-from grade_kit.grade.consistency import (
+from grade_kit.scorers.consistency import (
     cluster_findings,
     consistency_scores,
     finding_stability,
@@ -33,10 +34,9 @@ from grade_kit.grade.consistency import (
     metric_variance,
     ranking_stability,
 )
-from grade_kit.grade.grounding import fact_checks, grounding_scores
-from grade_kit.grade.judged import judged_scores
-from grade_kit.grade.no_response import defined_dimensions, no_response_zeros
-from grade_kit.schema import PER_RUN_DIMENSIONS
+from grade_kit.scorers.grounding import fact_checks, grounding_scores
+from grade_kit.scorers.judged import judged_scores
+from grade_kit.scorers.no_response import defined_dimensions, no_response_zeros
 
 __all__ = [
     "ClaimJudge",
@@ -74,7 +74,7 @@ def run_scores(data: EvalData, claim_judge: ClaimJudge | None = None) -> pl.Data
 
     Only primary runs feed the task scores; re-runs are scored so they can be reported beside
     the attempt they repeat, never in its place. A run with no response is scored by the one
-    rule of :mod:`grade_kit.grade.no_response`.
+    rule of :mod:`grade_kit.scorers.no_response`.
 
     Args:
         data: The evaluation's frames.

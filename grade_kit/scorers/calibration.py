@@ -7,7 +7,7 @@ import polars as pl
 
 from grade_kit.exact import row_fmean
 from grade_kit.frames import Frame, like, to_polars
-from grade_kit.grade.claims import role_share
+from grade_kit.scorers.claims import role_share
 
 __all__ = ["calibration_scores"]
 
@@ -55,7 +55,7 @@ def calibration_scores(matches: Frame, runs: Frame, tasks: Frame) -> Frame:
     The shares are: required limitations found; forbidden claims absent; ``calibration: true``
     insights found. A share is null when the task has none of its claims; a task with none of
     the three gets no row (null). A run with no response gets no row here;
-    :func:`grade_kit.grade.no_response.no_response_zeros` scores it 0.
+    :func:`grade_kit.scorers.no_response.no_response_zeros` scores it 0.
 
     Returns:
         run_id, calibration_limitation_handling, calibration_limitation_handling_method,

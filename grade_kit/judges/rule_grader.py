@@ -55,8 +55,8 @@ def rule_grades(runs: pl.DataFrame, items: pl.DataFrame, metrics: pl.DataFrame,
         runs: The runs of GRADE tasks (``has_response`` tells delivered answers).
         items: Answer items (for the findings).
         metrics: Reported metrics.
-        matches: :func:`grade_kit.grade.claim_matches` of those runs.
-        checks: :func:`grade_kit.grade.fact_checks` of those runs.
+        matches: :func:`grade_kit.scorers.claim_matches` of those runs.
+        checks: :func:`grade_kit.scorers.fact_checks` of those runs.
         recorded: The recorded grades frame (its runs are left alone).
     """
     todo = (runs.filter(pl.col("has_response"))
@@ -123,7 +123,7 @@ class RuleGrader:
 
     def __call__(self, tasks: Sequence[Task], runs: Sequence[Run]) -> list[Grade]:
         from grade_kit.frames import EvalData
-        from grade_kit.grade import fact_checks, grade_scores
+        from grade_kit.scorers import fact_checks, grade_scores
 
         data = EvalData.from_records(tasks, runs, [], [], None)
         scores = grade_scores(data, None)

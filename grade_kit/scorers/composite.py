@@ -112,7 +112,7 @@ def task_scores(run_scores: Frame, consistency: Frame, tasks: Frame, weights: Fr
 
     Args:
         run_scores: Per-run scores (run_id, setup, task_id, is_primary and the five per-run
-            dimensions), as returned by :func:`grade_kit.grade.run_scores`.
+            dimensions), as returned by :func:`grade_kit.scorers.run_scores`.
         consistency: Per (setup, task) consistency (:func:`consistency_scores`).
         tasks: The ``tasks`` frame; plain tasks are left out.
         weights: The ``weights`` frame (the tasks' rubric weights).

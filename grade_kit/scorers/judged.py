@@ -24,7 +24,7 @@ def judged_scores(judgements: Frame, runs: Frame) -> Frame:
     """Per-run evidence linkage and structure & usability from recorded judgements.
 
     A delivered run without a judgement, or with a null one, stays null. A run with no
-    response gets no row here; :func:`grade_kit.grade.no_response.no_response_zeros` scores it
+    response gets no row here; :func:`grade_kit.scorers.no_response.no_response_zeros` scores it
     0 where the task defines the dimension.
 
     Returns:

@@ -86,7 +86,7 @@ def grounding_scores(facts: Frame, runs: Frame, metrics: Frame) -> Frame:
 
     Runs of tasks without gold facts get no row (their grounding is null, never 0). A run with
     no response reports nothing, so it fails every fact and scores 0 by this rule too
-    (:func:`grade_kit.grade.no_response.no_response_zeros` records its method).
+    (:func:`grade_kit.scorers.no_response.no_response_zeros` records its method).
 
     Args:
         facts: The ``facts`` frame.

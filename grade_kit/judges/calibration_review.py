@@ -31,7 +31,7 @@ from grade_kit.frames import run_frames, verdict_frames
 from grade_kit.judges import Grader, Judge
 from grade_kit.schema import MODEL_GRADER_PREFIXES, Run, Task
 from grade_kit.standard.blind.sheet import answer_text
-from grade_kit.standard.grades import run_grades
+from grade_kit.standard.grade_rates import run_grades
 
 __all__ = ["CALIBRATION_FORMS", "CALIBRATION_SETUP", "CalibrationReview",
            "calibration_review", "calibration_samples", "restated"]
