@@ -31,10 +31,10 @@ import psutil
 
 from grade_kit.evaluation import evaluate
 from grade_kit.frames import EvalData
-from grade_kit.inputs import read_inputs
+from grade_kit.reading.inputs import read_inputs
+from grade_kit.reading.task_files import load_tasks
 from grade_kit.scorers import grade_scores
 from grade_kit.standard import standard_results
-from grade_kit.task_files import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "fixtures" / "example"
@@ -161,7 +161,7 @@ import json, resource, sys, time
 from pathlib import Path
 import grade_kit as gk
 import grade_kit.evaluation
-from grade_kit.packed import pack
+from grade_kit.reading.packed import pack
 kind, folder, partitions = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 paths = {k: folder / f"{k}.jsonl" for k in ("tasks", "runs", "judgements", "grades")}
 verdicts = {"judgements": paths["judgements"], "grades": paths["grades"]}

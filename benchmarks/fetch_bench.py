@@ -27,7 +27,7 @@ from pathlib import Path
 
 from grade_kit.demo.server import demo_server_process
 from grade_kit.fetching import OpenAIChat, RunStore, fetch_async
-from grade_kit.task_files import load_tasks
+from grade_kit.reading.task_files import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "fixtures"
@@ -60,7 +60,7 @@ def kills(times: int, seed: int = 7) -> None:
         store = Path(tmp) / "runs.jsonl"
         script = (
             "from grade_kit.fetching import OpenAIChat, fetch\n"
-            "from grade_kit.task_files import load_tasks\n"
+            "from grade_kit.reading.task_files import load_tasks\n"
             f"tasks = load_tasks({str(FIX / 'tasks')!r}, {str(FIX / 'packs')!r}).records\n"
             f"fetch(tasks, OpenAIChat({url!r}, 'careful'), {str(store)!r}, setup='careful',"
             " repeats=5, timeout_s=5, progress=False, concurrency=8)\n")

@@ -42,7 +42,7 @@ from benchmarks.bench import (
     stage,
 )
 from grade_kit.frames import EvalData
-from grade_kit.inputs import read_inputs
+from grade_kit.reading.inputs import read_inputs
 from grade_kit.scorers import combine_scores, partition_scores
 
 SETUPS = 10
@@ -201,7 +201,7 @@ def pipeline(n_runs: int, inputs_folder: Path | None = None,
     that folder has none: the same seed gives the same files)."""
     from grade_kit import __version__
     from grade_kit.evaluation import Evaluation
-    from grade_kit.report.results import build_results
+    from grade_kit.presentation.report.results import build_results
     from grade_kit.schema import Provenance
     from grade_kit.scorers import GradeScores
     from grade_kit.standard import standard_results

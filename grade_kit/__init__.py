@@ -19,13 +19,14 @@ from grade_kit.evaluation import (
     score_partition,
 )
 from grade_kit.fetching import HTTPAgent, OpenAIChat, PythonCallable, Replay, fetch, fetch_setups
-from grade_kit.inputs import Inputs, read_inputs
-from grade_kit.io import Rejected
 from grade_kit.judges import JUDGES, Grader, Judge
 from grade_kit.judges.calibration_review import calibration_review
 from grade_kit.judges.llm import LLMClaimJudge, LLMJudge
 from grade_kit.judges.llm_grader import LLMGrader
-from grade_kit.packed import pack, partition_data
+from grade_kit.presentation.tables import Table, table
+from grade_kit.reading.inputs import Inputs, read_inputs
+from grade_kit.reading.io import Rejected
+from grade_kit.reading.packed import pack, partition_data
 from grade_kit.schema import (
     DIMENSIONS,
     GRADE_STATES,
@@ -38,7 +39,6 @@ from grade_kit.schema import (
 )
 from grade_kit.scorers import ClaimJudge, combine_scores
 from grade_kit.standard import questions_needed, rank_intervals
-from grade_kit.tables import Table, table
 
 __all__ = [
     "DIMENSIONS",

@@ -16,13 +16,13 @@ from typing import Any, cast
 
 from grade_kit.adapters.common import ADAPTERS, SETUP_BY, SetupBy
 from grade_kit.evaluation import Evaluation, evaluate
-from grade_kit.inputs import read_inputs
-from grade_kit.io import InputError
 from grade_kit.judges import JUDGES, new_grades, new_judgements
-from grade_kit.packed import DEFAULT_CHUNK_LINES, DEFAULT_PARTITIONS, is_store, pack
+from grade_kit.reading.inputs import read_inputs
+from grade_kit.reading.io import InputError
+from grade_kit.reading.packed import DEFAULT_CHUNK_LINES, DEFAULT_PARTITIONS, is_store, pack
+from grade_kit.reading.sniff import log_files, lone_path_error
+from grade_kit.reading.task_files import find_packs_dir, load_tasks
 from grade_kit.schema import MAX_REPEAT
-from grade_kit.sniff import log_files, lone_path_error
-from grade_kit.task_files import find_packs_dir, load_tasks
 
 __all__ = ["main"]
 
@@ -95,7 +95,7 @@ def _pack(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from grade_kit.report.files import output_folder
+    from grade_kit.presentation.report.files import output_folder
 
     output_folder(args.out)  # before the evaluation: never minutes of work for nothing
     tasks, runs = _sources(args)
@@ -253,7 +253,7 @@ def _demo(args: argparse.Namespace) -> int:
     paths = evaluation.write(args.out)
     index = None
     if not args.no_report:
-        from grade_kit.report.html import NOTEBOOK_DIR, build_report
+        from grade_kit.presentation.report.html import NOTEBOOK_DIR, build_report
 
         if NOTEBOOK_DIR.is_dir():
             print("demo: running the notebooks into offline HTML scorecards")
@@ -280,7 +280,7 @@ def _setup_by(value: str) -> SetupBy:
     if not path.is_file():
         raise InputError(f"--setup-by {value}: neither {', '.join(SETUP_BY)} nor a mapping "
                          "file (no such file)")
-    from grade_kit.parse import ParseError, loads_json
+    from grade_kit.reading.parse import ParseError, loads_json
 
     try:
         mapping = loads_json(path.read_text(encoding="utf-8"))
@@ -357,14 +357,14 @@ def _report_cmd(args: argparse.Namespace) -> int:
 
     import yaml
 
-    from grade_kit.report.files import output_folder, refuse_links
-    from grade_kit.report.html import (
+    from grade_kit.presentation.report.files import output_folder, refuse_links
+    from grade_kit.presentation.report.html import (
         ReportKernels,
         build_report,
         default_title,
         report_entries,
     )
-    from grade_kit.state import STATE_DIR, verify_state
+    from grade_kit.reading.state import STATE_DIR, verify_state
 
     _raise_open_files()
     overrides = {name: yaml.safe_load(value)  # -p weakest 3, -p judge null

@@ -24,14 +24,11 @@ from typing import Any, Literal, TypeAlias, cast
 import pandas as pd
 import polars as pl
 
-from grade_kit._fastread import concat_records
 from grade_kit._gc import gc_paused
 from grade_kit._progress import Step, stage_progress
 from grade_kit._version import __version__
 from grade_kit.adapters import read_logs
 from grade_kit.frames import EvalData, in_run_order
-from grade_kit.inputs import Inputs, read_inputs
-from grade_kit.io import InputError, Records, is_in_memory
 from grade_kit.judges import (
     Grader,
     Judge,
@@ -42,7 +39,30 @@ from grade_kit.judges import (
 )
 from grade_kit.judges.model import grading_label
 from grade_kit.judges.rule_grader import RULE_GRADER, rule_grades
-from grade_kit.packed import (
+from grade_kit.presentation.report.files import (
+    OUTPUT_FILES,
+    folder_lock,
+    output_folder,
+    refuse_links,
+    write_outputs,
+)
+from grade_kit.presentation.report.results import build_results
+from grade_kit.presentation.tables import (
+    Absent,
+    HeadlineView,
+    Table,
+    absences,
+    cell_text,
+    headline_view,
+    pending_state,
+    provenance_table,
+    summary_table,
+    table,
+)
+from grade_kit.reading._fastread import concat_records
+from grade_kit.reading.inputs import Inputs, read_inputs
+from grade_kit.reading.io import InputError, Records, is_in_memory
+from grade_kit.reading.packed import (
     StoreRuns,
     is_store,
     pack,
@@ -55,15 +75,9 @@ from grade_kit.packed import (
     split_by_task,
     store_records,
 )
-from grade_kit.records import load_grades, load_judgements, run_files
-from grade_kit.report.files import (
-    OUTPUT_FILES,
-    folder_lock,
-    output_folder,
-    refuse_links,
-    write_outputs,
-)
-from grade_kit.report.results import build_results
+from grade_kit.reading.records import load_grades, load_judgements, run_files
+from grade_kit.reading.sniff import log_files
+from grade_kit.reading.state import STATE_DIR, read_state, write_state
 from grade_kit.schema import (
     DIMENSIONS,
     GRADE_STATES,
@@ -83,21 +97,7 @@ from grade_kit.scorers import (
     partition_scores,
     run_composites,
 )
-from grade_kit.sniff import log_files
 from grade_kit.standard import DEFAULT_SEED, StandardResults, standard_results
-from grade_kit.state import STATE_DIR, read_state, write_state
-from grade_kit.tables import (
-    Absent,
-    HeadlineView,
-    Table,
-    absences,
-    cell_text,
-    headline_view,
-    pending_state,
-    provenance_table,
-    summary_table,
-    table,
-)
 
 __all__ = ["Evaluation", "MapPartitions", "RunExplanation", "evaluate", "score_partition"]
 
@@ -366,7 +366,8 @@ class Evaluation:
 
     @property
     def headline(self) -> HeadlineView:
-        """The answer first (:func:`grade_kit.tables.headline_view`, docs/methodology.md §5
+        """The answer first (:func:`~grade_kit.presentation.tables.headline_view`,
+        docs/methodology.md §5
         "The headline"): the best setup on the resolved rate, its margin over the next with
         the interval and Holm-adjusted p, the statistically tied groups, and one compact
         table; the same tests, family and subset as ``comparisons``."""
@@ -375,19 +376,20 @@ class Evaluation:
     @property
     def summary(self) -> Table:
         """One row per setup, best resolved rate first, formatted for reading
-        (:func:`grade_kit.tables.summary_table`): N, the resolved rate with its 95%
+        (:func:`grade_kit.presentation.tables.summary_table`): N, the resolved rate with its 95%
         interval, the other grades, timing, tool calls and GRADE scores where they exist."""
         return summary_table(self.results)
 
     @property
     def provenance(self) -> Table:
-        """What made these figures, formatted (:func:`grade_kit.tables.provenance_table`):
+        """What made these figures, formatted
+        (:func:`~grade_kit.presentation.tables.provenance_table`):
         version, time, each input by name and SHA-256, R, seeds, judges and graders."""
         return provenance_table(self.results)
 
     @property
     def absent(self) -> Absent:
-        """Why a kind of figure does not exist here (:class:`grade_kit.tables.Absent`:
+        """Why a kind of figure does not exist here (:class:`grade_kit.presentation.tables.Absent`:
         ``grade``, ``timing``, ``comparison``, ``tool_calls``, each a sentence or None): what
         a table shows instead (``gk.table(ev.leaderboard, absent=ev.absent.grade)``) and why
         ``grade-kit report`` leaves a section out."""
@@ -705,7 +707,7 @@ def evaluate(
 
     Args:
         tasks: Folder of task files, a tasks JSONL file, task records, or one
-            :class:`~grade_kit.inputs.Inputs` value (then leave ``runs`` out).
+            :class:`~grade_kit.reading.inputs.Inputs` value (then leave ``runs`` out).
         runs: Run JSONL file(s) or folder(s), or run records.
         judgements: Recorded judgements (files or records); default None.
         grades: Grade records (files or records); default None (every run ungraded).
@@ -811,8 +813,8 @@ def _run_bytes(runs: Records | None) -> int:
 
 _PACK_APART = """
 import contextlib, json, sys
-from grade_kit.io import InputError
-from grade_kit.packed import pack
+from grade_kit.reading.io import InputError
+from grade_kit.reading.packed import pack
 arguments = json.loads(sys.argv[1])
 try:
     with contextlib.redirect_stdout(sys.stderr):  # its lines per chunk, when asked for
@@ -826,7 +828,7 @@ except Exception as error:
 
 def _pack_apart(tasks: Records, runs: Records, store: Path, judgements: Records | None,
                 grades: Records | None, packs: Path | str | None, progress: bool) -> None:
-    """:func:`~grade_kit.packed.pack` in a fresh Python process when every input is a path
+    """:func:`~grade_kit.reading.packed.pack` in a fresh Python process when every input is a path
     (so what packing held is not left in this one; a subprocess, not multiprocessing, so
     a script without a ``__main__`` guard works too), else here. With ``progress``, its
     line per chunk goes to stderr."""

@@ -23,8 +23,8 @@ import polars as pl
 from pydantic import BaseModel
 
 from grade_kit._chunks import in_pieces
-from grade_kit._fastread import raw_records
 from grade_kit._gc import gc_paused
+from grade_kit.reading._fastread import raw_records
 from grade_kit.schema import (
     DIMENSIONS,
     Claim,
@@ -446,7 +446,8 @@ def frames_repr_html(name: str, frames: dict[str, pl.DataFrame]) -> str:
 class EvalData:
     """All frames of one evaluation: tasks, runs and verdicts, flattened (see :data:`COLUMNS`).
 
-    Build it with the loaders (:mod:`grade_kit.records`) and :meth:`from_records`, or directly from
+    Build it with the loaders (:mod:`grade_kit.reading.records`) and :meth:`from_records`, or
+    directly from
     frames; every scorer reads only the frames it needs.
     """
 

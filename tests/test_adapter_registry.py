@@ -13,8 +13,8 @@ import pytest
 import grade_kit as gk
 from grade_kit.adapters import ADAPTERS, read_logs, register_adapter
 from grade_kit.cli import main
-from grade_kit.io import InputError
-from grade_kit.sniff import LOG_KINDS, file_kind, log_files
+from grade_kit.reading.io import InputError
+from grade_kit.reading.sniff import LOG_KINDS, file_kind, log_files
 
 from .toy_adapter import TOY
 

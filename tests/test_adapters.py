@@ -138,7 +138,7 @@ def test_cli_import_writes_the_records_read_gives(tmp_path: Path) -> None:
 def test_a_file_of_the_wrong_kind_is_a_clear_error(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     import grade_kit as gk
-    from grade_kit.io import InputError
+    from grade_kit.reading.io import InputError
 
     with pytest.raises(InputError, match=r"gpt-4o-airline\.json: cannot read as an Inspect AI "
                                          r"log: an Inspect \.json log is a JSON object"):
@@ -197,7 +197,7 @@ def test_an_eval_with_members_outside_the_archive_is_refused(tmp_path: Path) -> 
     import zipfile
 
     import grade_kit as gk
-    from grade_kit.io import InputError
+    from grade_kit.reading.io import InputError
 
     source = next(INSPECT.glob("*.eval"))
     evil = tmp_path / "evil.eval"
@@ -300,7 +300,7 @@ def test_the_provenance_names_each_log_read_with_its_hash() -> None:
     SHA-256 and the runs it gave (the converted records have no file of their own)."""
     import hashlib
 
-    from grade_kit.tables import provenance_table
+    from grade_kit.presentation.tables import provenance_table
 
     logs = sorted((REAL / "tau2_grok_airline_relaxed_task8").glob("*.json"))
     ev = gk.evaluate(logs)

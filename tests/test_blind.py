@@ -218,8 +218,8 @@ def test_every_blind_surface_says_anonymity_is_limited(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """docs/methodology.md §4 "Blind grading": the sheet's command, the notebook panel and
     the report's section each state it, in the standard's words."""
-    from grade_kit.explorer import BlindGradingPanel
-    from grade_kit.inputs import read_inputs
+    from grade_kit.presentation.explorer import BlindGradingPanel
+    from grade_kit.reading.inputs import read_inputs
     from grade_kit.standard.blind import ANONYMITY_NOTE
 
     assert ANONYMITY_NOTE.startswith("Anonymity is limited: an alias hides the setup")

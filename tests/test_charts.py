@@ -12,9 +12,9 @@ import polars as pl
 import pytest
 
 import grade_kit as gk
-from grade_kit import charts
+from grade_kit.presentation import charts
+from grade_kit.presentation.tables import Absent
 from grade_kit.schema import DIMENSIONS
-from grade_kit.tables import Absent
 from tests.specs import colour_maps, one_colour_each
 
 
@@ -251,7 +251,7 @@ def test_the_renderer_is_chosen_once_on_import(before: str | None, env: str | No
 
     code = ("import altair as alt\n"
             + (f"alt.renderers.enable({before!r})\n" if before else "")
-            + "import grade_kit.charts as c, polars as pl\n"
+            + "import grade_kit.presentation.charts as c, polars as pl\n"
             "chart = c.rates_chart(pl.DataFrame({'setup': ['a'], 'subset': ['all'], 'N': [10],"
             " 'resolved_rate': [0.5], 'resolved_ci_low': [0.4], 'resolved_ci_high': [0.6]}))\n"
             "bundle = chart._repr_mimebundle_()\n"

@@ -373,7 +373,7 @@ def test_per_run_rows_have_one_order_whatever_the_split() -> None:
     """Each slot's primary first, then its re-runs by run_id: the order is total, so scoring
     in one pass or split by task (the map-reduce path) gives the same rows."""
     from grade_kit.frames import EvalData
-    from grade_kit.packed import split_by_task
+    from grade_kit.reading.packed import split_by_task
     from grade_kit.scorers import combine_scores, grade_scores, partition_scores
 
     from .conftest import make_run, make_task

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 import grade_kit as gk
-from grade_kit.explorer import (
+from grade_kit.presentation.explorer import (
     KEYS_CLASS,
     BlindGradingPanel,
     Explorer,
@@ -21,7 +21,7 @@ from grade_kit.explorer import (
     listing,
     sort_runs,
 )
-from grade_kit.io import InputError
+from grade_kit.reading.io import InputError
 from tests.conftest import make_run, make_task
 
 HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"

@@ -1,4 +1,5 @@
-"""The loaders' fast path (grade_kit/_fastread.py) against the reference path (strict JSON and
+"""The loaders' fast path (grade_kit/reading/_fastread.py) against the reference path (strict
+JSON and
 the pydantic models, one line at a time): on thousands of random lines, valid and hostile,
 both accept the same lines with the same values and reject the rest with the same messages,
 and the frames built from either are equal."""
@@ -14,17 +15,17 @@ import msgspec
 import pytest
 from pydantic import BaseModel
 
-from grade_kit import io as gk_io
-from grade_kit._fastread import (
+from grade_kit.frames import run_frames, verdict_frames
+from grade_kit.reading import io as gk_io
+from grade_kit.reading._fastread import (
     LazyRecords,
     decode_fast,
     raw_records,
     struct_of,
 )
-from grade_kit.frames import run_frames, verdict_frames
-from grade_kit.io import Loaded
-from grade_kit.parse import ParseError, loads_json
-from grade_kit.records import load_grades, load_judgements, load_runs
+from grade_kit.reading.io import Loaded
+from grade_kit.reading.parse import ParseError, loads_json
+from grade_kit.reading.records import load_grades, load_judgements, load_runs
 from grade_kit.schema import Grade, Judgement, Response, Run, Task, ToolCall, Usage
 
 FastRun, FastJudgement, FastGrade = struct_of(Run), struct_of(Judgement), struct_of(Grade)

@@ -27,9 +27,9 @@ from grade_kit.fetching import (
     fetch,
     parse_answer,
 )
-from grade_kit.records import load_runs
+from grade_kit.reading.records import load_runs
+from grade_kit.reading.task_files import load_tasks
 from grade_kit.schema import Task
-from grade_kit.task_files import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "fixtures"
@@ -207,7 +207,7 @@ def test_a_fetch_killed_at_any_moment_resumes_to_every_slot_once(server: DemoSer
     script = (
         "import sys\n"
         "from grade_kit.fetching import OpenAIChat, fetch\n"
-        "from grade_kit.task_files import load_tasks\n"
+        "from grade_kit.reading.task_files import load_tasks\n"
         f"tasks = load_tasks({str(FIX / 'tasks')!r}, {str(FIX / 'packs')!r}).records[:6]\n"
         f"fetch(tasks, OpenAIChat({server.url!r}, 'hasty'), {str(store)!r}, setup='hasty',"
         f" repeats=3, timeout_s={server.timeout_s}, progress=False, concurrency=4)\n")

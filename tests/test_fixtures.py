@@ -14,7 +14,7 @@ import pytest
 
 from grade_kit.cli import main
 from grade_kit.demo import build_fixtures
-from grade_kit.task_files import load_tasks
+from grade_kit.reading.task_files import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"

@@ -117,8 +117,8 @@ def test_setups_over_other_questions_are_never_tied_or_compared() -> None:
 
 
 def test_past_four_setups_the_page_lists_each_setups_pair_with_the_best() -> None:
-    from grade_kit import charts
-    from grade_kit.tables import comparisons_table
+    from grade_kit.presentation import charts
+    from grade_kit.presentation.tables import comparisons_table
 
     five = _evaluation({name: set(range(k + 1)) for k, name in enumerate("ABCDE")},
                        questions=6)

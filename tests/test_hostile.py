@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 import grade_kit as gk
 from grade_kit.cli import main
-from grade_kit.parse import MAX_DEPTH, ParseError, loads_json, loads_yaml
-from grade_kit.records import load_runs
-from grade_kit.task_files import load_tasks
+from grade_kit.reading.parse import MAX_DEPTH, ParseError, loads_json, loads_yaml
+from grade_kit.reading.records import load_runs
+from grade_kit.reading.task_files import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "fixtures" / "example"
@@ -117,7 +117,7 @@ def test_no_coercion_of_runs(fields: dict[str, Any], field: str) -> None:
     ({"score": "0.5"}, "score"), ({"score": True}, "score"), ({"score": float("nan")}, "score"),
 ])
 def test_no_coercion_of_judgements(record: dict[str, Any], field: str) -> None:
-    from grade_kit.records import load_judgements
+    from grade_kit.reading.records import load_judgements
 
     base = {"run_id": "r", "dimension": "evidence_linkage", "score": 0.5, "judge": "j"}
     (reject,) = load_judgements([{**base, **record}]).rejected

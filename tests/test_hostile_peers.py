@@ -27,8 +27,8 @@ from grade_kit.http import (
     RECEIPT_BODY_CHARS,
     REDACTED,
 )
-from grade_kit.records import load_runs
-from grade_kit.task_files import load_tasks
+from grade_kit.reading.records import load_runs
+from grade_kit.reading.task_files import load_tasks
 from tests.peers import Request, delta, endless, head, peer, sse
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -124,8 +124,9 @@ def _reaches(start: str, edges: dict[str, set[str]]) -> set[str]:
 
 def test_the_statistics_stand_below_the_judges_the_reports_and_the_pipeline() -> None:
     edges = _edges()
-    above = ("grade_kit.judges", "grade_kit.report", "grade_kit.evaluation",
-             "grade_kit.fetching", "grade_kit.explorer", "grade_kit.charts", "grade_kit.cli")
+    above = ("grade_kit.judges", "grade_kit.presentation.report", "grade_kit.evaluation",
+             "grade_kit.fetching", "grade_kit.presentation.explorer",
+             "grade_kit.presentation.charts", "grade_kit.cli")
     for module in (m for m in MODULES if m.startswith("grade_kit.standard")):
         assert [t for t in _reaches(module, edges) if t.startswith(above)] == [], module
 

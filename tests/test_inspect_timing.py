@@ -234,7 +234,7 @@ def test_limit_and_working_time_contract(tmp_path: Path, record: dict[str, Any],
 
 
 def test_the_latency_chart_shows_working_time(constructed: gk.Evaluation) -> None:
-    from grade_kit import charts
+    from grade_kit.presentation import charts
 
     spec = charts.latency_chart(constructed.runs, constructed.timing, metric="working").to_dict()
     data = [row for rows in spec["datasets"].values() for row in rows]
@@ -248,7 +248,7 @@ def test_the_latency_chart_shows_working_time(constructed: gk.Evaluation) -> Non
 
 def test_timing_charts_show_working_time_or_say_why_there_is_no_e2e(
         constructed: gk.Evaluation) -> None:
-    from grade_kit import charts
+    from grade_kit.presentation import charts
 
     both = charts.timing_charts(constructed.runs, constructed.timing).to_dict()
     titles = [part["title"] for part in both["vconcat"]]

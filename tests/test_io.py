@@ -9,8 +9,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from grade_kit._fastread import raw_records
-from grade_kit.io import (
+from grade_kit.reading._fastread import raw_records
+from grade_kit.reading.io import (
     InputError,
     RecordFile,
     record_lines,
@@ -18,9 +18,9 @@ from grade_kit.io import (
     write_record_file,
     write_rejects,
 )
-from grade_kit.records import load_grades, load_judgements, load_runs
+from grade_kit.reading.records import load_grades, load_judgements, load_runs
+from grade_kit.reading.task_files import load_tasks
 from grade_kit.schema import Run
-from grade_kit.task_files import load_tasks
 
 from .conftest import ALL_DIMS, make_task, score
 
@@ -345,7 +345,7 @@ def test_a_number_too_long_for_python_is_a_reject_not_a_crash(tmp_path: Path) ->
 
 
 def test_verdict_checks_remember_what_stood_from_line_to_line() -> None:
-    from grade_kit.records import VerdictCheck
+    from grade_kit.reading.records import VerdictCheck
 
     class J:
         def __init__(self, run_id: str, dimension: str) -> None:

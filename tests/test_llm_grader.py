@@ -28,8 +28,8 @@ from grade_kit.judges.llm_grader import (
     grader_prompts,
 )
 from grade_kit.judges.rule_grader import RuleGrader
-from grade_kit.records import load_runs
-from grade_kit.task_files import load_tasks
+from grade_kit.reading.records import load_runs
+from grade_kit.reading.task_files import load_tasks
 from tests.conftest import make_run, make_task
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,8 +12,8 @@ import pytest
 import grade_kit as gk
 from grade_kit.demo.server import DemoServer
 from grade_kit.judges.llm import LLMJudge, judge_prompt
-from grade_kit.records import load_runs
-from grade_kit.task_files import load_tasks
+from grade_kit.reading.records import load_runs
+from grade_kit.reading.task_files import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "fixtures"

@@ -23,8 +23,8 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk  # noqa: E402
 from grade_kit.demo.server import JUDGE_MODEL, DemoServer  # noqa: E402
 from grade_kit.demo.setups import SETUPS  # noqa: E402
 from grade_kit.judges.llm import judge_prompt  # noqa: E402
+from grade_kit.reading.task_files import load_tasks  # noqa: E402
 from grade_kit.schema import Run  # noqa: E402
-from grade_kit.task_files import load_tasks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "fixtures"

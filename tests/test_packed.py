@@ -1,4 +1,4 @@
-"""Packed run stores (grade_kit/packed.py, docs/scaling.md): ``grade-kit pack`` keeps every
+"""Packed run stores (grade_kit/reading/packed.py, docs/scaling.md): ``grade-kit pack`` keeps every
 check and reject of the loaders, and ``gk.evaluate(store)``, one partition at a time, gives
 the results of ``gk.evaluate`` on the same inputs in memory."""
 
@@ -20,8 +20,8 @@ import pytest
 import grade_kit as gk
 import grade_kit.judges
 from grade_kit.frames import EvalData
-from grade_kit.io import InputError
-from grade_kit.packed import (
+from grade_kit.reading.io import InputError
+from grade_kit.reading.packed import (
     StoreRuns,
     is_store,
     pack,

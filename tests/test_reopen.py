@@ -10,7 +10,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import grade_kit as gk
-from grade_kit.io import InputError
+from grade_kit.reading.io import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "fixtures"

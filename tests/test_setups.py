@@ -10,9 +10,9 @@ import pytest
 from grade_kit.demo.setups import FAILURE_MODES, SetupProfile, answer_task
 from grade_kit.frames import EvalData
 from grade_kit.judges.rules import rule_judgements
+from grade_kit.reading.task_files import load_tasks
 from grade_kit.schema import Run, Task
 from grade_kit.scorers import grade_scores
-from grade_kit.task_files import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKS = ROOT / "fixtures" / "packs"

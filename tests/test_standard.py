@@ -393,7 +393,7 @@ def test_events_in_an_impossible_order_are_never_samples() -> None:
 
 @pytest.mark.parametrize("stamp", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
 def test_timestamps_out_of_range_in_utc_reject_the_line(stamp: str) -> None:
-    from grade_kit.records import load_runs
+    from grade_kit.reading.records import load_runs
 
     loaded = load_runs([{"run_id": "r", "setup": "A", "task_id": "q", "repeat": 1,
                          "status": "delivered", "response": {},
@@ -525,7 +525,7 @@ def test_e2e_without_channel_overhead_is_the_exact_difference() -> None:
 
 
 def test_the_scorecard_lists_the_first_material_errors_of_each_setup_and_counts_all() -> None:
-    from grade_kit.report.markdown import MATERIAL_ERRORS_LISTED, scorecard_markdown
+    from grade_kit.presentation.report.markdown import MATERIAL_ERRORS_LISTED, scorecard_markdown
 
     runs = [make_run(f"r{r:02d}", "q1", repeat=r) for r in range(1, 31)]
     grades = [grade(f"r{r:02d}", err="yes", claim=f"claim {r:02d}") for r in range(1, 31)]

@@ -18,7 +18,7 @@ import pytest
 
 import grade_kit as gk
 from grade_kit.cli import main
-from grade_kit.io import InputError
+from grade_kit.reading.io import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "fixtures" / "example"
@@ -290,7 +290,7 @@ def test_a_store_scored_folder_passes_the_checks_and_reports(tmp_path: Path) -> 
     assert main(["pack", str(EXAMPLE / "tasks"), str(EXAMPLE / "runs.jsonl"), "--out",
                  str(store)]) == 0
     assert main(["score", str(store), "--out", str(scored), "--quiet"]) == 0
-    from grade_kit.state import verify_state
+    from grade_kit.reading.state import verify_state
 
     assert verify_state(scored).store == "store"
     assert main(["report", str(scored), "--out", str(tmp_path / "pages")]) == 0

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from grade_kit.adapters import Adapter, FileHead, Imported, grade_for_outcome
-from grade_kit.io import Rejected
+from grade_kit.reading.io import Rejected
 from grade_kit.schema import Run, Task
 
 MARK = "TOYLOG "

@@ -1,7 +1,7 @@
 """Adapters: other tools' logs -> task, run and grade records.
 
 :func:`read_logs` (and its named forms :func:`read_inspect`, :func:`read_tau_bench`) returns
-:class:`~grade_kit.inputs.Inputs` that :func:`grade_kit.evaluate` takes directly;
+:class:`~grade_kit.reading.inputs.Inputs` that :func:`grade_kit.evaluate` takes directly;
 ``grade-kit import`` writes the same records as ``tasks.jsonl``, ``runs.jsonl`` and
 ``grades.jsonl``. Field mappings, and what each source
 lacks, are in ``docs/adapters.md``. Each adapter is one module of this package that
@@ -30,8 +30,8 @@ from grade_kit.adapters.common import (
     to_inputs,
     write_imported,
 )
-from grade_kit.inputs import Inputs
-from grade_kit.io import InputError, sha256_of
+from grade_kit.reading.inputs import Inputs
+from grade_kit.reading.io import InputError, sha256_of
 from grade_kit.schema import InputFile
 
 # Every module of this package but common is an adapter that registers itself on import:

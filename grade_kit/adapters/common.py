@@ -12,10 +12,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from grade_kit.inputs import Inputs, read_inputs
-from grade_kit.io import Rejected
+from grade_kit.reading.inputs import Inputs, read_inputs
+from grade_kit.reading.io import Rejected
+from grade_kit.reading.sniff import FileHead, LogKind, register_log_kind
 from grade_kit.schema import Grade, InputFile, Run, Task, WarningItem
-from grade_kit.sniff import FileHead, LogKind, register_log_kind
 
 __all__ = [
     "ADAPTERS",
@@ -105,12 +105,12 @@ class Adapter:
     """Another tool's log format and how to read it (docs/adapters.md "Writing an adapter").
 
     Attributes:
-        name: What ``grade-kit import NAME`` takes, and the kind :func:`~grade_kit.sniff.
+        name: What ``grade-kit import NAME`` takes, and the kind :func:`~grade_kit.reading.sniff.
             file_kind` gives its files (``inspect``, ``tau-bench``).
         describes: The format in words, for messages ("an Inspect AI log").
         suffixes: The suffixes of the files in a folder that may be such a log.
         recognises: Whether a file is such a log, from its head (a
-            :class:`~grade_kit.sniff.FileHead`): so ``grade-kit score LOG`` and
+            :class:`~grade_kit.reading.sniff.FileHead`): so ``grade-kit score LOG`` and
             :func:`grade_kit.evaluate` take it directly.
         read: One log file as :class:`Imported`: ``read(path, setup, options)`` where
             ``setup`` names every run's setup (None: the adapter's default, such as the
@@ -321,7 +321,7 @@ def merge_imported(parts: list[Imported]) -> Imported:
 def write_imported(imported: Imported, out_dir: Path | str) -> dict[str, Path]:
     """Write ``tasks.jsonl``, ``runs.jsonl`` and ``grades.jsonl`` (and ``NOTES.md``)."""
     from grade_kit.atomic import atomic_write_text
-    from grade_kit.report.markdown import md_cell
+    from grade_kit.presentation.report.markdown import md_cell
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -342,7 +342,7 @@ def write_imported(imported: Imported, out_dir: Path | str) -> dict[str, Path]:
 
 
 def to_inputs(imported: Imported) -> Inputs:
-    """The imported records as :class:`~grade_kit.inputs.Inputs`, validated by exactly the
+    """The imported records as :class:`~grade_kit.reading.inputs.Inputs`, validated by exactly the
     checks a file's records meet; every import note becomes a warning."""
     inputs = read_inputs(imported.tasks, imported.runs, grades=imported.grades)
     notes = [WarningItem(source=imported.label or None, message=n)

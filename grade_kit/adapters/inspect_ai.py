@@ -41,7 +41,7 @@ from grade_kit.adapters.common import (
     register_adapter,
     whole_number,
 )
-from grade_kit.io import Rejected
+from grade_kit.reading.io import Rejected
 from grade_kit.schema import SOURCE_TOTAL_SLACK_S, Run, Task
 from grade_kit.text import brief
 

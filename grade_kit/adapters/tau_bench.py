@@ -32,7 +32,7 @@ from grade_kit.adapters.common import (
     register_adapter,
     whole_number,
 )
-from grade_kit.io import Rejected
+from grade_kit.reading.io import Rejected
 from grade_kit.schema import Run, Task
 
 __all__ = ["import_tau2_bench", "import_tau_bench", "import_tau_file"]

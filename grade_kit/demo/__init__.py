@@ -41,7 +41,7 @@ def build_fixtures(root: Path) -> dict[str, list[Path]]:
 
     Tasks are written from the generated ground truth, and the runs from the tasks.
     """
-    from grade_kit.task_files import load_tasks
+    from grade_kit.reading.task_files import load_tasks
 
     packs = generate_packs(root / "packs")
     tasks = write_task_suite(root / "packs", root / "tasks")

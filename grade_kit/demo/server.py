@@ -557,7 +557,7 @@ def fetch_demo_runs(fixtures: Path | str, runs_dir: Path | str, *,
         The run files, one per setup.
     """
     from grade_kit.fetching import fetch_setups
-    from grade_kit.task_files import load_tasks
+    from grade_kit.reading.task_files import load_tasks
 
     root = Path(fixtures)
     tasks = load_tasks(root / "tasks", root / "packs").records

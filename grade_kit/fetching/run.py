@@ -51,7 +51,7 @@ from grade_kit.http import (
     redact,
     secret_values,
 )
-from grade_kit.parse import ParseError, loads_json
+from grade_kit.reading.parse import ParseError, loads_json
 from grade_kit.schema import Run, Task
 from grade_kit.text import only_asks
 

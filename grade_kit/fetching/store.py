@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from grade_kit.io import InputError
+from grade_kit.reading.io import InputError
 from grade_kit.schema import Run
 
 __all__ = ["RunStore", "Slot", "StoreLocked", "safe_file_names"]

@@ -1,7 +1,7 @@
 """Judges: whatever scores the judged dimensions (evidence linkage, structure & usability) per
 run. A judge is an object with a ``name`` that maps tasks and runs to judgement records
 (:class:`Judge`); ``"rules"`` names the offline rule judge (:mod:`grade_kit.judges.rules`).
-Recorded judgements load through :mod:`grade_kit.records`.
+Recorded judgements load through :mod:`grade_kit.reading.records`.
 
 Vocabulary: a *judge* fills judged dimensions; a *claim judge* (:class:`grade_kit.ClaimJudge`)
 is asked only whether a claim the deterministic matcher missed is stated; a *grader* writes
@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from grade_kit._fastread import raw_records, select_records
-from grade_kit.inputs import Inputs
 from grade_kit.judges.rules import JUDGE as RULES_JUDGE_NAME
 from grade_kit.judges.rules import rule_judgements
+from grade_kit.reading._fastread import raw_records, select_records
+from grade_kit.reading.inputs import Inputs
 from grade_kit.schema import Grade, Judgement, Run, Task
 
 __all__ = ["JUDGES", "Grader", "Judge", "RuleJudge", "new_grades", "new_judgements",

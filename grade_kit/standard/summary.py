@@ -12,7 +12,7 @@ from typing import Literal
 import polars as pl
 
 from grade_kit.frames import EvalData, frames_repr, frames_repr_html
-from grade_kit.io import InputError
+from grade_kit.reading.io import InputError
 from grade_kit.schema import (
     FOUR_GRADES,
     CommonSubset,

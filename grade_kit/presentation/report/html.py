@@ -25,9 +25,9 @@ from jupyter_core.utils import run_sync
 
 from grade_kit.atomic import atomic_write_text
 from grade_kit.cache import cache_dir
-from grade_kit.io import InputError
-from grade_kit.report.markdown import md_cell
-from grade_kit.tables import ABSENT_ATTRIBUTE, OFFLINE_ENV
+from grade_kit.presentation.report.markdown import md_cell
+from grade_kit.presentation.tables import ABSENT_ATTRIBUTE, OFFLINE_ENV
+from grade_kit.reading.io import InputError
 
 __all__ = [
     "FOOTER_TAG",
@@ -46,7 +46,7 @@ __all__ = [
     "report_entries",
 ]
 
-NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 """The notebooks: ``grade_kit/notebooks``, a link to the checkout's ``notebooks/`` (the one
 copy), copied into a wheel as package data, so an installed grade_kit reports too."""
 
@@ -253,8 +253,9 @@ class _LocalKernelManager(AsyncKernelManager):
 
 
 WARM_UP = ("import sys\nsys.modules.setdefault('rfc3987_syntax', None)\n"
-           "import gc, grade_kit.charts, grade_kit.evaluation, grade_kit.explorer, "
-           "grade_kit.tables, grade_kit.report\ngc.freeze()")
+           "import gc, grade_kit.presentation.charts, grade_kit.evaluation, "
+           "grade_kit.presentation.explorer, "
+           "grade_kit.presentation.tables, grade_kit.presentation.report\ngc.freeze()")
 """What a report's kernel runs as it starts: the notebooks' first cells' imports, then
 ``gc.freeze()``. Before them, ``rfc3987_syntax`` is marked absent: jsonschema (under
 altair) imports it where it is installed (JupyterLab brings it) only to check the ``iri``
@@ -292,7 +293,7 @@ class ReportKernels:
         count = count or max(1, (os.cpu_count() or 2) // 2)
         count = min(count, max(1, len(self.notebooks)))
         self.groups = [list(self.notebooks[k::count]) for k in range(count)]
-        # the kernels render charts for an offline page (grade_kit.charts reads this)
+        # the kernels render charts for an offline page (grade_kit.presentation.charts reads this)
         env = {**os.environ, OFFLINE_ENV: "1"}
         self.kernels: list[_LocalKernelManager] = []
         try:
@@ -410,7 +411,8 @@ def _heading(cell: Any) -> tuple[int, str] | None:
 
 def _absence(cells: Sequence[Any]) -> str | None:
     """Why a section's data does not exist: the reason of its outputs when every output of
-    its code cells is a marked sentence (:func:`~grade_kit.tables.absent_html`), else None
+    its code cells is a marked sentence (:func:`~grade_kit.presentation.tables.absent_html`),
+    else None
     (a section with no output at all is not absent)."""
     reasons = []
     for cell in cells:

@@ -13,8 +13,8 @@ from pathlib import Path
 import polars as pl
 
 from grade_kit.atomic import atomic_write, indented_model_pieces, pieces_writer, text_writer
-from grade_kit.io import InputError, Rejected, write_rejects
-from grade_kit.report.markdown import scorecard_markdown
+from grade_kit.presentation.report.markdown import scorecard_markdown
+from grade_kit.reading.io import InputError, Rejected, write_rejects
 from grade_kit.schema import Results
 from grade_kit.scorers import long_scores_query
 

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grade_kit._fastread import raw_records
 from grade_kit._gc import gc_paused
-from grade_kit.io import Loaded, Records, Rejected, input_files
-from grade_kit.packed import StoreRuns
-from grade_kit.records import load_grades, load_judgements, load_runs
+from grade_kit.reading._fastread import raw_records
+from grade_kit.reading.io import Loaded, Records, Rejected, input_files
+from grade_kit.reading.packed import StoreRuns
+from grade_kit.reading.records import load_grades, load_judgements, load_runs
+from grade_kit.reading.task_files import load_tasks
 from grade_kit.schema import Grade, InputFile, Judgement, Run, Task, WarningItem
-from grade_kit.task_files import load_tasks
 
 __all__ = ["Inputs", "read_inputs"]
 

@@ -16,7 +16,7 @@ from typing import Any, cast
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from grade_kit.io import (
+from grade_kit.reading.io import (
     InputError,
     Loaded,
     Records,
@@ -25,7 +25,7 @@ from grade_kit.io import (
     is_in_memory,
     validation_reject,
 )
-from grade_kit.parse import ParseError, Undecodable, loads_json, loads_yaml, read_text
+from grade_kit.reading.parse import ParseError, Undecodable, loads_json, loads_yaml, read_text
 from grade_kit.schema import Task, WarningItem
 
 __all__ = ["TASK_SUFFIXES", "find_packs_dir", "load_tasks", "task_as_data"]
@@ -97,7 +97,7 @@ def task_as_data(record: Mapping[str, Any] | BaseModel) -> Any:
 
 
 def _file_text(path: Path) -> str:
-    """A task file's text, or an :class:`~grade_kit.parse.Undecodable` saying why not."""
+    """A task file's text, or an :class:`~grade_kit.reading.parse.Undecodable` saying why not."""
     try:
         return read_text(path)
     except (ParseError, OSError) as exc:

@@ -5,7 +5,7 @@ as the same :class:`~grade_kit.evaluation.Evaluation` without scoring again (:fu
 tidy input frames, the GRADE scores, the standard's frames), the input records (the runs,
 judgements and grade records as accepted, for the explorer and the review sheet) as records
 Parquet files, each record's JSON in one column as a packed store keeps its runs
-(:func:`~grade_kit.io.write_record_file`, read back through the one reader), and
+(:func:`~grade_kit.reading.io.write_record_file`, read back through the one reader), and
 ``state.json`` (the tasks, rejects, warnings, input files, import notes and the setups
 compared). An evaluation of a packed store (given, or the temporary one of large inputs)
 keeps its answer text and run records in the store: a copy of the store,
@@ -29,13 +29,14 @@ from typing import Any, Literal
 import polars as pl
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from grade_kit._fastread import LazyRecords, raw_records
 from grade_kit.frames import COLUMNS, EvalData
-from grade_kit.inputs import Inputs
-from grade_kit.io import InputError, RecordFile, Rejected, sha256_of, write_record_file
-from grade_kit.packed import StoreRuns, read_manifest
-from grade_kit.parse import loads_json
-from grade_kit.records import load_grades, load_judgements, load_runs
+from grade_kit.reading._fastread import LazyRecords, raw_records
+from grade_kit.reading.inputs import Inputs
+from grade_kit.reading.io import InputError, RecordFile, Rejected, sha256_of, write_record_file
+from grade_kit.reading.packed import StoreRuns, read_manifest
+from grade_kit.reading.parse import loads_json
+from grade_kit.reading.records import load_grades, load_judgements, load_runs
+from grade_kit.reading.task_files import task_as_data
 from grade_kit.schema import (
     Grade,
     InputFile,
@@ -48,7 +49,6 @@ from grade_kit.schema import (
 )
 from grade_kit.scorers import GradeScores
 from grade_kit.standard import StandardResults
-from grade_kit.task_files import task_as_data
 
 __all__ = ["STATE_DIR", "STATE_VERSION", "read_state", "verify_state", "write_state"]
 

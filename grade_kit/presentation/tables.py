@@ -36,8 +36,9 @@ __all__ = ["ABSENT_ATTRIBUTE", "COLLAPSE_ROWS", "FOLD_TEXT", "KEY_COLUMNS", "LON
 OFFLINE_ENV = "GRADE_KIT_OFFLINE_HTML"
 """When this environment variable is ``1`` (``grade-kit report`` sets it for the notebooks it
 runs), charts render as a bare ``vegaEmbed`` call whose libraries the report's page inlines
-once (interactive, with tooltips); see :data:`grade_kit.charts.LIVE_VEGA_LITE` otherwise.
-Here, not in :mod:`grade_kit.charts`, so the report command reads it without importing
+once (interactive, with tooltips); see :data:`grade_kit.presentation.charts.LIVE_VEGA_LITE`
+otherwise.
+Here, not in :mod:`grade_kit.presentation.charts`, so the report command reads it without importing
 altair (1.2 s)."""
 
 MAX_TABLE_ROWS = 5_000

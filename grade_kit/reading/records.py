@@ -11,8 +11,8 @@ from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
-from grade_kit._fastread import LazyRecords, raw_records
-from grade_kit.io import (
+from grade_kit.reading._fastread import LazyRecords, raw_records
+from grade_kit.reading.io import (
     Check,
     InputError,
     Line,
@@ -25,8 +25,8 @@ from grade_kit.io import (
     read_jsonl,
     record_lines,
 )
+from grade_kit.reading.sniff import file_kind, log_files, not_runs_error
 from grade_kit.schema import Grade, Judgement, Run, Task
-from grade_kit.sniff import file_kind, log_files, not_runs_error
 
 __all__ = ["RunChecks", "VerdictCheck", "load_grades", "load_judgements", "load_runs",
            "record_sources", "run_files"]
@@ -70,7 +70,7 @@ def _log_folder_hint(folder: Path) -> str:
 
 def record_sources(given: Records, name: str) -> list[tuple[str, Iterator[Line]]]:
     """(source name, lines) of JSONL files, records Parquet files (a ``.parquet`` file's
-    :data:`~grade_kit.io.RECORD_COLUMN`, numbered by row: a scored folder's state) or
+    :data:`~grade_kit.reading.io.RECORD_COLUMN`, numbered by row: a scored folder's state) or
     in-memory records; in-memory records are named ``<name>`` and numbered from 1."""
     if is_in_memory(given):
         return [(f"<{name}>",

@@ -24,10 +24,10 @@ import polars as pl
 
 from grade_kit.evaluation import Evaluation
 from grade_kit.frames import Frame, like, to_polars
-from grade_kit.io import InputError
+from grade_kit.presentation.tables import cell_text, column_label, table
+from grade_kit.reading.io import InputError
 from grade_kit.schema import Grade, Run, Task
 from grade_kit.standard.blind.sheet import ANONYMITY_NOTE, answer_text
-from grade_kit.tables import cell_text, column_label, table
 
 __all__ = ["FILTERS", "INFORMATIVE", "KEYS_CLASS", "LISTED", "SORTS", "BlindGradingPanel",
            "Explorer", "filter_runs", "listing", "most_informative_first", "sort_runs"]
@@ -127,7 +127,8 @@ def _rows_html(shown: pl.DataFrame, rows: int) -> str:
 def listing(page: pl.DataFrame) -> tuple[str, list[tuple[str, str]]]:
     """The run list's header and one ``(label, run_id)`` option per row of ``page`` (rows of
     ``ev.runs``): the :data:`LISTED` columns as every table formats them
-    (:func:`~grade_kit.tables.cell_text`), padded to a common width (ipywidgets shows the
+    (:func:`~grade_kit.presentation.tables.cell_text`), padded to a common width (ipywidgets
+    shows the
     spaces as no-break ones, so they line up), numbers right-aligned, run ids in full."""
     numeric = [page.schema[c].is_numeric() for c in LISTED]
     header = [column_label(c) for c in LISTED]

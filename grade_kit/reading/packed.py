@@ -35,7 +35,6 @@ from typing import Any
 
 import polars as pl
 
-from grade_kit._fastread import LazyRecords
 from grade_kit.frames import (
     COLUMNS,
     RUN_FRAMES,
@@ -44,7 +43,8 @@ from grade_kit.frames import (
     task_frames,
     verdict_frames,
 )
-from grade_kit.io import (
+from grade_kit.reading._fastread import LazyRecords
+from grade_kit.reading.io import (
     InputError,
     Records,
     Rejected,
@@ -55,9 +55,9 @@ from grade_kit.io import (
     record_texts,
     write_rejects,
 )
-from grade_kit.records import RunChecks, VerdictCheck, record_sources
+from grade_kit.reading.records import RunChecks, VerdictCheck, record_sources
+from grade_kit.reading.task_files import load_tasks, task_as_data
 from grade_kit.schema import Grade, InputFile, Judgement, Run, WarningItem
-from grade_kit.task_files import load_tasks, task_as_data
 
 __all__ = [
     "DEFAULT_CHUNK_LINES",
@@ -384,7 +384,7 @@ def _pack(root: Path, tasks: Records, runs: Records, judgements: Records | None,
 
 
 def store_records(store: Path | str, manifest: dict[str, Any]) -> dict[str, Any]:
-    """What a store holds besides its runs and frames, as :class:`~grade_kit.inputs.Inputs`
+    """What a store holds besides its runs and frames, as :class:`~grade_kit.reading.inputs.Inputs`
     fields: its validated ``tasks``, the ``rejected`` records :func:`pack` kept, the task
     ``warnings`` and the input ``files`` (path, SHA-256, records, rejected)."""
     loaded = load_tasks(Path(store) / "tasks.jsonl")

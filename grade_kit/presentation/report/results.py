@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from grade_kit.io import Rejected
+from grade_kit.reading.io import Rejected
 from grade_kit.schema import (
     DIMENSIONS,
     Aggregate,

@@ -3,8 +3,9 @@ every bad one kept with its file, line and field (docs/methodology.md §6).
 
 Bad input anywhere gives a clear error naming file, line and field; the good records go on;
 the bad ones are kept verbatim (:func:`write_rejects`) and counted in the report. Nothing is
-dropped silently. Tasks load through :mod:`grade_kit.task_files`; runs, judgements and grades
-through :mod:`grade_kit.records`, with their checks across lines.
+dropped silently. Tasks load through :mod:`grade_kit.reading.task_files`; runs, judgements and
+grades
+through :mod:`grade_kit.reading.records`, with their checks across lines.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ValidationError
 
-from grade_kit._fastread import decode_fast, struct_of
 from grade_kit._gc import gc_paused
-from grade_kit.parse import ParseError, Undecodable, loads_json, read_lines
+from grade_kit.reading._fastread import decode_fast, struct_of
+from grade_kit.reading.parse import ParseError, Undecodable, loads_json, read_lines
 from grade_kit.schema import InputFile, Reject, WarningItem
 
 __all__ = [
@@ -115,7 +116,7 @@ class Loaded(Generic[T]):
 
     records: Sequence[T] = field(default_factory=list)
     """The records: a list, or for runs, judgements and grades a
-    :class:`~grade_kit._fastread.LazyRecords` (models built on first access)."""
+    :class:`~grade_kit.reading._fastread.LazyRecords` (models built on first access)."""
     lines: list[int | None] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     """The file (or ``<runs>``-style name) each record came from."""
@@ -159,7 +160,8 @@ def validation_reject(source: str, line: int | None, raw: str,
 
 
 def file_lines(path: Path) -> Iterator[Line]:
-    """The numbered non-blank lines of the file at ``path`` (:func:`~grade_kit.parse.read_lines`).
+    """The numbered non-blank lines of the file at ``path``
+    (:func:`~grade_kit.reading.parse.read_lines`).
 
     Raises:
         InputError: when it is missing, not a regular file, or cannot be read.
@@ -280,7 +282,7 @@ def read_jsonl(
 ) -> Loaded[Any]:
     """Validate each line as ``model`` (a run, judgement or grade); ``check`` may reject
     more. A line is first tried as the model's struct
-    (:func:`~grade_kit._fastread.decode_fast`); the records are structs where that
+    (:func:`~grade_kit.reading._fastread.decode_fast`); the records are structs where that
     succeeded, models elsewhere."""
     records: list[Any] = []
     out: Loaded[Any] = Loaded(records=records)

@@ -21,8 +21,7 @@ import altair as alt
 import pandas as pd
 import polars as pl
 
-from grade_kit.schema import COVERAGE_MIN, DIMENSIONS, GRADE_STATES, SHORT_LABELS
-from grade_kit.tables import (
+from grade_kit.presentation.tables import (
     NO_COMPARISON,
     NO_GRADE,
     NO_TOOL_CALLS,
@@ -32,6 +31,7 @@ from grade_kit.tables import (
     column_label,
     no_timing,
 )
+from grade_kit.schema import COVERAGE_MIN, DIMENSIONS, GRADE_STATES, SHORT_LABELS
 
 __all__ = [
     "ABSENT_META",
@@ -85,7 +85,8 @@ def _polars(frame: pl.DataFrame | pd.DataFrame) -> pl.DataFrame:
 def setup_order(grades: pl.DataFrame | pd.DataFrame) -> list[str]:
     """The setups in the order ``ev.grades`` lists them: the summary's (ranked setups by
     resolved rate on all questions, best first, ties by name; setups not ranked last), one
-    rule (:func:`grade_kit.tables.summary_table`). Pass it as ``order`` to every chart of an
+    rule (:func:`~grade_kit.presentation.tables.summary_table`). Pass it as ``order`` to every
+    chart of an
     evaluation, so each setup keeps one place and one colour on all of them."""
     names = _polars(grades).filter(pl.col("subset") == "all").get_column("setup").to_list()
     return list(dict.fromkeys(names))
@@ -419,7 +420,7 @@ ABSENT_META = "grade_kit_absent"
 def _note(title: str, text: str) -> alt.Chart:
     """A chart of one line of text: why a chart has nothing to draw (never an empty axis).
     Its ``usermeta`` carries the sentence: a report page shows it as one marked line of text
-    (:func:`~grade_kit.tables.absent_html`) instead of a chart."""
+    (:func:`~grade_kit.presentation.tables.absent_html`) instead of a chart."""
     chart = alt.Chart(pd.DataFrame({"text": [text]}), title=title).mark_text(
         align="left", baseline="middle", fontSize=13, x=5).encode(
         text="text:N").properties(width=520, height=30, usermeta={ABSENT_META: text})
@@ -613,7 +614,8 @@ LIVE_VEGA_LITE = "5.21"
 """The Vega-Lite that compiles a chart for a live front end. Importing this module switches
 Altair from its default renderer (which loads vega from a CDN, so draws nothing offline, and
 whose Vega-Lite 6 specs JupyterLab's own renderer does not take) to ``grade_kit`` (in
-``grade-kit report``'s kernels, :data:`~grade_kit.tables.OFFLINE_ENV`, to the report page's
+``grade-kit report``'s kernels, :data:`~grade_kit.presentation.tables.OFFLINE_ENV`, to the
+report page's
 ``grade_kit_offline``); a renderer the user enabled before the import is kept, and
 ``alt.renderers.enable(...)`` after it chooses another. The ``grade_kit`` renderer sends
 each chart as a Vega 5 spec (``application/vnd.vega.v5+json``, compiled by vl-convert with

@@ -4,7 +4,7 @@ the pydantic models would accept it with the same values (docs/methodology.md §
 A line of runs, judgements or grades is first tried here. :func:`decode_fast` returns a
 light struct (no pydantic object, no cyclic-GC tracking) when the line is certainly valid,
 and None otherwise; a None sends the line down the reference path
-(:func:`grade_kit.parse.loads_json` and the pydantic model), which either accepts it or
+(:func:`grade_kit.reading.parse.loads_json` and the pydantic model), which either accepts it or
 names the file, line and field of the problem. So the fast path never decides a reject, and
 it accepts a line only when every check of the reference path holds:
 
@@ -13,7 +13,7 @@ it accepts a line only when every check of the reference path holds:
 - no key repeated in any object: a colon outside a string is always a key's, so when the
   line holds no ``\\u`` escape the re-encoded value has as many colons as the line exactly
   when no key was dropped as a repeat;
-- no nesting deeper than :data:`~grade_kit.parse.MAX_DEPTH`, no lone surrogate, no
+- no nesting deeper than :data:`~grade_kit.reading.parse.MAX_DEPTH`, no lone surrogate, no
   byte-order mark;
 - the models' own rules: each struct is derived from its pydantic model by
   :func:`struct_of` (types, lengths and bounds, literals, defaults; the models' validators
@@ -47,7 +47,7 @@ from typing import (
 import msgspec
 from pydantic import AfterValidator, AllowInfNan, BaseModel
 
-from grade_kit.parse import MAX_DEPTH
+from grade_kit.reading.parse import MAX_DEPTH
 
 __all__ = ["LazyRecords", "concat_records", "decode_fast", "raw_records", "select_records",
            "struct_of"]
