@@ -490,18 +490,22 @@ def test_a_follow_up_that_fails_keeps_the_first_answer(tmp_path: Path) -> None:
 
 def test_a_line_that_is_not_a_run_is_listed_and_its_slot_fetched_again(
         server: DemoServer, tmp_path: Path) -> None:
-    """A store line that is JSON but not a run record (an array; a run with a repeat of
-    "x") never counts as a done slot, and is never dropped silently: the fetch lists it and
-    fetches the slot again; the scorer's reader names its line."""
+    """A store line the scorer's reader refuses (an array; a run with a repeat of "x"; a
+    run whose key repeats or that holds NaN, which Python's json reads but the one reader
+    does not) never counts as a done slot, and is never dropped silently: the fetch lists
+    it and fetches the slot again; the scorer's reader names its line."""
     tasks = TASKS[:1]
     store = tmp_path / "runs.jsonl"
     task = tasks[0].task_id
-    store.write_text('[1, 2]\n' + json.dumps(
-        {"run_id": "hasty-bad", "setup": "hasty", "task_id": task, "repeat": "x",
-         "status": "delivered", "response": {"text": "x"}}) + "\n")
+    run = {"run_id": "hasty-bad", "setup": "hasty", "task_id": task, "repeat": 1,
+           "status": "delivered", "response": {"text": "x"}}
+    store.write_text('[1, 2]\n' + json.dumps({**run, "repeat": "x"}) + "\n"
+                     + json.dumps(run)[:-1] + ', "repeat": 1}\n'
+                     + json.dumps({**run, "run_id": "hasty-nan", "working_s": float("nan")})
+                     + "\n")
     report = fetch(tasks, OpenAIChat(server.url, "hasty"), store, setup="hasty", repeats=1,
                    timeout_s=server.timeout_s, progress=False)
-    assert len(report.torn) == 2 and report.delivered == 1
+    assert len(report.torn) == 4 and report.delivered == 1
     loaded = load_runs(store, TASKS)
     assert len(loaded.records) == 1
-    assert sorted(r.line for r in loaded.rejected) == [1, 2]
+    assert sorted(r.line for r in loaded.rejected) == [1, 2, 3, 4]

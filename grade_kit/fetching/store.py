@@ -9,6 +9,7 @@ its last complete line; nothing already written is ever rewritten.
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 import re
@@ -17,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from pydantic import ValidationError
-
-from grade_kit.reading.io import InputError
+from grade_kit.reading._fastread import LazyRecords
+from grade_kit.reading.io import InputError, read_jsonl
+from grade_kit.reading.parse import numbered_lines
 from grade_kit.schema import Run
 
 __all__ = ["RunStore", "Slot", "StoreLocked", "safe_file_names"]
@@ -129,18 +130,13 @@ class RunStore:
                 handle.flush()
                 os.fsync(handle.fileno())
             self.torn.append(tail.decode("utf-8", "backslashreplace"))
-        for line in data[:end].splitlines():
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                Run.model_validate(record)  # the run contract: else never a done slot
-            except (json.JSONDecodeError, UnicodeDecodeError, ValidationError):
-                # listed (the fetch's report counts it) and its slot fetched again; the
-                # scorer's reader names its line when the store is read
-                self.torn.append(line.decode("utf-8", "backslashreplace"))
-                continue
-            self.records.append(record)
+        # The one reader, as the scorer will read the store: a line it refuses (not strict
+        # JSON, not a run) is listed (the fetch's report counts it) and its slot fetched
+        # again, never taken for a done slot; the scorer names its line.
+        loaded = read_jsonl(str(self.path), numbered_lines(io.BytesIO(data[:end])), Run)
+        self.torn.extend(reject.raw for reject in loaded.rejected)
+        self.records.extend(run.model_dump(mode="json")
+                            for run in LazyRecords(Run, list(loaded.records)))
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one record as one line, then flush and fsync (durable before returning)."""
