@@ -10,19 +10,13 @@ statistics in :mod:`grade_kit.standard`; the text normaliser in :mod:`grade_kit.
 
 from grade_kit._version import __version__ as __version__
 from grade_kit.adapters import read_inspect, read_logs, read_tau_bench
-from grade_kit.evaluation import (
-    Evaluation,
-    RunExplanation,
-    evaluate,
-    reopen,
-    reopen_or_evaluate,
-    score_partition,
-)
+from grade_kit.evaluation import evaluate, reopen, reopen_or_evaluate
 from grade_kit.fetching import HTTPAgent, OpenAIChat, PythonCallable, Replay, fetch, fetch_setups
 from grade_kit.judges import JUDGES, Grader, Judge
 from grade_kit.judges.calibration_review import calibration_review
 from grade_kit.judges.llm import LLMClaimJudge, LLMJudge
 from grade_kit.judges.llm_grader import LLMGrader
+from grade_kit.partitioned import score_partition
 from grade_kit.presentation.tables import Table, table
 from grade_kit.reading.inputs import Inputs, read_inputs
 from grade_kit.reading.io import Rejected
@@ -37,6 +31,7 @@ from grade_kit.schema import (
     Run,
     Task,
 )
+from grade_kit.scored import Evaluation, RunExplanation
 from grade_kit.scorers import ClaimJudge, combine_scores
 from grade_kit.standard import questions_needed, rank_intervals
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from grade_kit.adapters.common import ADAPTERS, SETUP_BY, SetupBy
-from grade_kit.evaluation import Evaluation, evaluate
+from grade_kit.evaluation import evaluate
 from grade_kit.judges import JUDGES, new_grades, new_judgements
 from grade_kit.reading.inputs import read_inputs
 from grade_kit.reading.io import InputError
@@ -23,6 +23,7 @@ from grade_kit.reading.packed import DEFAULT_CHUNK_LINES, DEFAULT_PARTITIONS, is
 from grade_kit.reading.sniff import log_files, lone_path_error
 from grade_kit.reading.task_files import find_packs_dir, load_tasks
 from grade_kit.schema import MAX_REPEAT
+from grade_kit.scored import Evaluation
 
 __all__ = ["main"]
 

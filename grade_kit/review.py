@@ -23,8 +23,8 @@ from pathlib import Path
 
 import polars as pl
 
-from grade_kit.evaluation import Evaluation
 from grade_kit.reading._fastread import select_records
+from grade_kit.scored import Evaluation
 from grade_kit.standard.blind import grading_sheet, write_grading_sheet
 
 __all__ = ["REASONS", "review_queue", "write_review_sheet"]

@@ -22,11 +22,11 @@ from typing import Any, cast
 
 import polars as pl
 
-from grade_kit.evaluation import Evaluation
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.presentation.tables import cell_text, column_label, table
 from grade_kit.reading.io import InputError
 from grade_kit.schema import Grade, Run, Task
+from grade_kit.scored import Evaluation
 from grade_kit.standard.blind.sheet import ANONYMITY_NOTE, answer_text
 
 __all__ = ["FILTERS", "INFORMATIVE", "KEYS_CLASS", "LISTED", "SORTS", "BlindGradingPanel",

@@ -1,5 +1,5 @@
 """Score once, report many: an evaluation's state written beside its outputs, and read back
-as the same :class:`~grade_kit.evaluation.Evaluation` without scoring again (:func:`reopen`).
+as the same :class:`~grade_kit.scored.Evaluation` without scoring again (:func:`reopen`).
 
 ``ev.write(DIR)`` writes ``DIR/evaluation/``: every frame of the evaluation as Parquet (the
 tidy input frames, the GRADE scores, the standard's frames), the input records (the runs,

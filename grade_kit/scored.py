@@ -1,0 +1,561 @@
+"""An evaluation, scored: :class:`Evaluation` (frames for a notebook, typed results for
+files, explanations of one run) and :func:`conclude`, the last steps every evaluation ends
+with (the standard's statistics, the provenance, the typed results)."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+import polars as pl
+
+from grade_kit._progress import Step
+from grade_kit._version import __version__
+from grade_kit.frames import EvalData, in_run_order
+from grade_kit.judges.model import grading_label
+from grade_kit.presentation.report.files import (
+    OUTPUT_FILES,
+    folder_lock,
+    output_folder,
+    refuse_links,
+    write_outputs,
+)
+from grade_kit.presentation.report.results import build_results
+from grade_kit.presentation.tables import (
+    Absent,
+    HeadlineView,
+    Table,
+    absences,
+    cell_text,
+    headline_view,
+    pending_state,
+    provenance_table,
+    summary_table,
+    table,
+)
+from grade_kit.reading.inputs import Inputs
+from grade_kit.reading.packed import (
+    partition_of,
+    read_manifest,
+    read_store_frame,
+)
+from grade_kit.reading.state import STATE_DIR, write_state
+from grade_kit.schema import (
+    DIMENSIONS,
+    GRADE_STATES,
+    SHORT_LABELS,
+    Provenance,
+    Results,
+)
+from grade_kit.scorers import (
+    GradeScores,
+    fact_checks,
+    partition_scores,
+    run_composites,
+)
+from grade_kit.standard import StandardResults, standard_results
+
+__all__ = ["Evaluation", "FrameKind", "RunExplanation", "conclude"]
+
+FrameKind = Literal["polars", "pandas"]
+Frame = pl.DataFrame | pd.DataFrame
+
+
+def _as_kind(frame: pl.DataFrame, kind: FrameKind) -> Frame:
+    return frame.to_pandas() if kind == "pandas" else frame
+
+
+@dataclass(frozen=True)
+class RunExplanation:
+    """Why one run scored what it did (:meth:`Evaluation.explain`).
+
+    Attributes:
+        run: The run's row of :attr:`Evaluation.runs` (scores, composite, grade, timing).
+        facts: Each gold fact: gold value, tolerances, reported raw and parsed value, pass.
+        claims: Each claim (insight, limitation, forbidden): text, found, the answer item
+            that matched or null, the deciding method.
+        judgements: Each judgement of the run: dimension, score, judge, reason.
+        grade: The grade with its reason and the material-error record (claim, evidence,
+            effect), and the grader.
+    """
+
+    run: dict[str, Any]
+    facts: pl.DataFrame
+    claims: pl.DataFrame
+    judgements: pl.DataFrame
+    grade: dict[str, Any]
+
+    def _lines(self) -> list[str]:
+        r = self.run
+        lines = [f"run {r['run_id']} · setup {r['setup']} · task {r['task_id']} · repeat "
+                 f"{r['repeat']} · {r['status']}" + ("" if r["is_primary"] else
+                                                     f" · re-run of {r['attempt_of']}")]
+        dims = ", ".join(f"{SHORT_LABELS[d]} {'—' if r[d] is None else f'{r[d]:.3f}'}"
+                         for d in DIMENSIONS)
+        composite = "—" if r["composite"] is None else f"{r['composite']:.3f}"
+        lines.append(f"scores: {dims}; per-run composite {composite}")
+        for f in self.facts.iter_rows(named=True):
+            mark = "pass" if f["passed"] else "FAIL"
+            tol = ", ".join(f"{k} {cell_text(f[k], k)}" for k in ("abs_tol", "rel_tol")
+                            if f[k] is not None)
+            lines.append(f"  fact {f['fact_id']} [{mark}] {f['metric']}: gold "
+                         f"{cell_text(f['gold'], 'gold')}{f' ({tol})' if tol else ''}, "
+                         f"reported {f['reported']} (parsed {cell_text(f['parsed'], 'parsed')})")
+        for c in self.claims.iter_rows(named=True):
+            good = c["found"] != (c["role"] == "forbidden")
+            mark = "ok" if good else "MISS" if c["role"] != "forbidden" else "STATED"
+            where = (f" in {c['matched_field']}: {c['matched_text']!r}"
+                     if c["matched_text"] is not None else "")
+            lines.append(f"  {c['role']} {c['claim_id']} [{mark}, {c['method']}] "
+                         f"{c['text']!r}{where}")
+        for j in self.judgements.iter_rows(named=True):
+            lines.append(f"  judged {j['dimension']} = {cell_text(j['score'], 'score')} by "
+                         f"{j['judge']}: "
+                         f"{j['reason']}")
+        g = self.grade
+        lines.append(f"  grade {g['grade']}: {g['grade_reason']}"
+                     + (f" (claim {g['claim']!r}; evidence {g['evidence']!r}; effect "
+                        f"{g['effect']!r})" if g.get("claim") else ""))
+        return lines
+
+    def __repr__(self) -> str:
+        return "\n".join(self._lines())
+
+    def _repr_html_(self) -> str:
+        r = self.run
+        title = html.escape(f"run {r['run_id']} · {r['setup']} · {r['task_id']} · "
+                            f"repeat {r['repeat']} · {r['status']}")
+        parts = [f"<h4>{title}</h4>",
+                 table(pl.DataFrame([{d: r[d] for d in (*DIMENSIONS, "composite")}]))
+                 ._repr_html_(),
+                 "<h5>Gold facts</h5>", table(self.facts.drop("run_id", "task_id"))._repr_html_(),
+                 "<h5>Claims</h5>", table(self.claims.drop("run_id", "task_id"))._repr_html_(),
+                 "<h5>Judgements</h5>", table(self.judgements)._repr_html_(),
+                 "<h5>Grade</h5>", table(pl.DataFrame([self.grade]))._repr_html_()]
+        return "".join(parts)
+
+
+class Evaluation:
+    """An evaluation, scored: frames for a notebook, typed results for files.
+
+    Frames are polars unless :func:`evaluate` was given ``frames="pandas"``. Column contracts:
+
+    - :attr:`leaderboard`: one row per setup, best composite first: composite,
+      ``dimensions_computed`` (the composite is over these), the six dimensions, tasks, N and
+      every grade rate, graded coverage;
+    - :attr:`tasks`, :attr:`tracks`, :attr:`packs`: the GRADE aggregates;
+    - :attr:`runs`: one row per run (primary and re-runs, ``is_primary``);
+    - :attr:`grades`, :attr:`timing`, :attr:`tool_calls`: one row per setup and subset
+      (``all``, ``common``), every denominator a column;
+    - :attr:`comparisons`: one row per setup pair, subset and figure, with its label;
+    - :attr:`rejected`, :attr:`warnings`.
+    """
+
+    def __init__(self, inputs: Inputs, data: EvalData, scores: GradeScores,
+                 standard: StandardResults, results: Results, kind: FrameKind) -> None:
+        self.inputs = inputs
+        self.data = data
+        self.scores = scores
+        self.standard = standard
+        self.results = results
+        self.kind: FrameKind = kind
+
+    # ------------------------------------------------------------------ frames (polars)
+
+    @cached_property
+    def runs_frame(self) -> pl.DataFrame:
+        """:attr:`runs` as polars, whatever ``frames`` was."""
+        d = self.data
+        per_run = self.scores.runs
+        composites = run_composites(per_run, d.weights)
+        assert isinstance(composites, pl.DataFrame)
+        consistency = self.scores.consistency.select("setup", "task_id", "consistency")
+        graded = self.standard.graded.select("run_id", "grade", "grade_reason")
+        e2e = self.standard.e2e.select("run_id", e2e_s=pl.col("seconds"))
+        calls = self.standard.unique_calls.select("run_id", tool_calls=pl.col("unique"))
+        dims = [c for c in DIMENSIONS if c != "consistency"]
+        runs = in_run_order(d.runs)
+        # Each other frame's columns lined up with the sorted runs by a join of the keys
+        # alone, then all set side by side: every column is gathered once (joining the
+        # frames one after another copied the growing frame at each join: 0.6 GB more at
+        # the peak at 1M runs, docs/scaling.md).
+        keys = runs.select("run_id", "setup", "task_id", "is_primary")
+        lined_up = []
+        for name, other, on in (("tasks", d.tasks.select("task_id", "track", "pack"), "task_id"),
+                                ("run scores", per_run.select("run_id", *dims), "run_id"),
+                                ("consistency", consistency, ["setup", "task_id"]),
+                                ("composites", composites, "run_id"),
+                                ("run grades", graded, "run_id"), ("E2E", e2e, "run_id"),
+                                ("tool calls", calls, "run_id")):
+            piece = keys.join(other, on=on, how="left", maintain_order="left")
+            if piece.height != runs.height:  # loaded inputs never repeat these keys
+                raise ValueError(f"the runs frame cannot be made: {name} repeat a key "
+                                 f"({on}) of the runs")
+            lined_up.append(piece.drop(keys.columns))
+        out = pl.concat([runs, *lined_up], how="horizontal").with_columns(
+            consistency=pl.when(pl.col("is_primary")).then(pl.col("consistency")))
+        return out.select(
+            "run_id", "setup", "task_id", "track", "pack", "repeat", "is_primary", "attempt_of",
+            "status", "limit_type", "limit_value", "error", *DIMENSIONS, "composite",
+            "rubric_score", "grade", "grade_reason", "e2e_s", "working_s", "tool_calls",
+            "input_tokens", "output_tokens",
+        )
+
+    @cached_property
+    def _summary_order(self) -> dict[str, int]:
+        """Each setup's place in the summary (ranked setups by resolved rate first): the
+        grades, timing and tool-call frames list their setups in the same order."""
+        names = summary_table(self.results).frame.get_column("setup").to_list() \
+            if self.results.setups else []
+        return {str(name): k for k, name in enumerate(names)}
+
+    def _standard_rows(self, part: str) -> pl.DataFrame:
+        rows: list[dict[str, Any]] = []
+        subsets = [("all", {n: (s.grades, s.timing, s.tool_calls)
+                            for n, s in self.results.setups.items()}),
+                   ("common", {n: (s.grades, s.timing, s.tool_calls)
+                               for n, s in self.results.common_subset.setups.items()})]
+        order = self._summary_order
+        for subset, per_setup in subsets:
+            for setup in sorted(per_setup, key=lambda name: order.get(name, len(order))):
+                g, t, tc = per_setup[setup]
+                row: dict[str, Any] = {"setup": setup, "subset": subset}
+                if part == "grades":
+                    counts, rates = g.counts.model_dump(), g.rates.model_dump()
+                    row.update(N=g.N, questions=g.questions, repeats=g.repeats)
+                    for state in GRADE_STATES:
+                        ci = g.wilson95.get(state)
+                        row[state] = counts[state]
+                        row[f"{state}_rate"] = rates[state]
+                        row[f"{state}_ci_low"] = None if ci is None else ci.low
+                        row[f"{state}_ci_high"] = None if ci is None else ci.high
+                    row.update(run_coverage=g.run_coverage,
+                               graded_coverage=g.graded_coverage, ungraded=g.ungraded,
+                               beyond_plan=g.beyond_plan,
+                               needs_more_information=g.needs_more_information,
+                               stable_resolved=g.stable_resolution.count)
+                elif part == "timing":
+                    row.update(attempted=t.timeouts.attempted, delivered=t.delivered,
+                               missing_timestamps=t.missing_timestamps,
+                               **{f"e2e_{k}": v for k, v in t.e2e_s.model_dump().items()},
+                               **{f"working_{k}": v
+                                  for k, v in t.working_s.model_dump().items()},
+                               timeouts=t.timeouts.count, timeout_rate=t.timeouts.rate,
+                               limits=t.limits.count, limit_rate=t.limits.rate,
+                               limit_types=", ".join(f"{k} {n}" for k, n
+                                                     in t.limits.by_type.items()) or None,
+                               failures=t.failures.count, failure_rate=t.failures.rate,
+                               e2e_beyond_source_total=t.e2e_beyond_source_total,
+                               **({f"outcome_{k}": v for k, v in
+                                   t.time_to_outcome_s.model_dump().items() if k != "label"}
+                                  if t.time_to_outcome_s is not None else {}))
+                else:
+                    row.update(delivered=tc.delivered, runs_exposed=tc.runs_exposed,
+                               coverage=tc.coverage,
+                               **{f"per_run_{k}": v for k, v in tc.per_run.model_dump().items()},
+                               recorded_per_run_mean=tc.recorded_per_run.mean,
+                               unique_calls=tc.unique_calls, recorded_calls=tc.recorded_calls,
+                               runs_with_repeated_ids=tc.runs_with_repeated_ids,
+                               headline_per_run_mean=(tc.headline_per_run or tc.per_run).mean,
+                               headline_basis=tc.headline_basis,
+                               attempted_runs_exposed=tc.attempted_runs_exposed,
+                               attempted_per_run_mean=(tc.attempted_per_run.mean
+                                                       if tc.attempted_per_run else None),
+                               span_p50_s=tc.span_s.p50)
+                rows.append(row)
+        return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame(
+            schema={"setup": pl.String, "subset": pl.String})
+
+    @cached_property
+    def _frames(self) -> dict[str, pl.DataFrame]:
+        grades = self._standard_rows("grades")
+        lb_rows = []
+        for setup, s in self.results.setups.items():
+            o = s.overall
+            lb_rows.append({"setup": setup, "composite": o.composite,
+                            "dimensions_computed": o.dimensions_computed,
+                            **o.dimensions.model_dump(), "tasks": o.tasks})
+        leaderboard = pl.DataFrame(lb_rows, schema={
+            "setup": pl.String, "composite": pl.Float64, "dimensions_computed": pl.Int64,
+            **dict.fromkeys(DIMENSIONS, pl.Float64), "tasks": pl.Int64})
+        if grades.height:
+            rates = grades.filter(pl.col("subset") == "all").select(
+                "setup", "N", *[f"{s}_rate" for s in GRADE_STATES], "graded_coverage")
+            leaderboard = leaderboard.join(rates, on="setup", how="left")
+        leaderboard = leaderboard.sort(["composite", "setup"], descending=[True, False],
+                                       nulls_last=True)
+        comparisons = pl.DataFrame([
+            {"baseline": c.baseline, "compared": c.compared, "subset": c.subset,
+             "questions": c.questions, "metric": f.metric, "label": f.label,
+             "n_questions": f.n_questions, "mean_a": f.mean_a, "mean_b": f.mean_b,
+             "mean_diff_b_minus_a": f.mean_diff_b_minus_a,
+             "ci_low": None if f.ci95 is None else f.ci95.low,
+             "ci_high": None if f.ci95 is None else f.ci95.high,
+             "direction": f.direction, "value": f.value, "p_value": f.p_value,
+             "p_holm": f.p_holm, "test": f.test,
+             "note": f.formula or f.statement}
+            for c in self.results.comparisons for f in c.figures
+        ], schema={"baseline": pl.String, "compared": pl.String, "subset": pl.String,
+                   "questions": pl.Int64, "metric": pl.String, "label": pl.String,
+                   "n_questions": pl.Int64, "mean_a": pl.Float64, "mean_b": pl.Float64,
+                   "mean_diff_b_minus_a": pl.Float64, "ci_low": pl.Float64,
+                   "ci_high": pl.Float64, "direction": pl.String, "value": pl.Float64,
+                   "p_value": pl.Float64, "p_holm": pl.Float64, "test": pl.String,
+                   "note": pl.String})
+        rejected = pl.DataFrame(
+            [{"source": r.source, "line": r.line, "field": r.field, "error": r.error}
+             for r in self.inputs.rejected],
+            schema={"source": pl.String, "line": pl.Int64, "field": pl.String,
+                    "error": pl.String})
+        warnings = pl.DataFrame(
+            [w.model_dump() for w in self.results.warnings],
+            schema={"source": pl.String, "line": pl.Int64, "message": pl.String})
+        return {"leaderboard": leaderboard, "grades": grades,
+                "timing": self._standard_rows("timing"),
+                "tool_calls": self._standard_rows("tool_calls"), "comparisons": comparisons,
+                "rejected": rejected, "warnings": warnings}
+
+    # ------------------------------------------------------------------ frames (public)
+
+    @property
+    def headline(self) -> HeadlineView:
+        """The answer first (:func:`~grade_kit.presentation.tables.headline_view`,
+        docs/methodology.md §5
+        "The headline"): the best setup on the resolved rate, its margin over the next with
+        the interval and Holm-adjusted p, the statistically tied groups, and one compact
+        table; the same tests, family and subset as ``comparisons``."""
+        return headline_view(self.results, self.standard.compared)
+
+    @property
+    def summary(self) -> Table:
+        """One row per setup, best resolved rate first, formatted for reading
+        (:func:`grade_kit.presentation.tables.summary_table`): N, the resolved rate with its 95%
+        interval, the other grades, timing, tool calls and GRADE scores where they exist."""
+        return summary_table(self.results)
+
+    @property
+    def provenance(self) -> Table:
+        """What made these figures, formatted
+        (:func:`~grade_kit.presentation.tables.provenance_table`):
+        version, time, each input by name and SHA-256, R, seeds, judges and graders."""
+        return provenance_table(self.results)
+
+    @property
+    def absent(self) -> Absent:
+        """Why a kind of figure does not exist here (:class:`grade_kit.presentation.tables.Absent`:
+        ``grade``, ``timing``, ``comparison``, ``tool_calls``, each a sentence or None): what
+        a table shows instead (``gk.table(ev.leaderboard, absent=ev.absent.grade)``) and why
+        ``grade-kit report`` leaves a section out."""
+        return absences(self.results)
+
+    @property
+    def leaderboard(self) -> Frame:
+        """One row per setup, best composite first (see the class docstring)."""
+        return _as_kind(self._frames["leaderboard"], self.kind)
+
+    @property
+    def tasks(self) -> Frame:
+        """Per (setup, GRADE task): six dimensions, composite, rubric score, runs."""
+        return _as_kind(self.scores.tasks, self.kind)
+
+    @property
+    def tracks(self) -> Frame:
+        """Per (setup, track): dimension means, composite mean, tasks."""
+        return _as_kind(self.scores.tracks, self.kind)
+
+    @property
+    def packs(self) -> Frame:
+        """Per (setup, pack): dimension means, composite mean, tasks."""
+        return _as_kind(self.scores.packs, self.kind)
+
+    @property
+    def runs(self) -> Frame:
+        """One row per run: ids, status (with the limit's type and value for a run stopped
+        by a limit), six dimensions (consistency: its task's, on primary runs), per-run
+        composite and rubric score, grade and reason, E2E seconds, working seconds (where
+        the source records them), unique tool calls (null when the run exposed no tool
+        events), tokens where known."""
+        return _as_kind(self.runs_frame, self.kind)
+
+    @property
+    def grades(self) -> Frame:
+        """Per setup and subset: N, questions, repeats, each state's count, rate and 95%
+        Wilson interval, graded coverage, ungraded, beyond plan, stable resolutions."""
+        return _as_kind(self._frames["grades"], self.kind)
+
+    @property
+    def timing(self) -> Frame:
+        """Per setup and subset: attempted, delivered, E2E n/mean/P50/P90/min/max, runs
+        without timestamps, working time n/mean/P50/P90/min/max (where the source records
+        it), timeouts, limits (with their types) and failures with their rates."""
+        return _as_kind(self._frames["timing"], self.kind)
+
+    @property
+    def tool_calls(self) -> Frame:
+        """Per setup and subset: delivered, exposed, coverage, unique calls per run
+        (n/mean/P50/P90/min/max) and recorded calls per run (mean) side by side, unique and
+        recorded calls, runs reusing ids, span P50."""
+        return _as_kind(self._frames["tool_calls"], self.kind)
+
+    @property
+    def comparisons(self) -> Frame:
+        """One row per setup pair, subset and figure: label, paired n, means, difference,
+        95% bootstrap interval, direction, value, and for each grade rate (``resolved_rate``,
+        ...) the paired test's p-value, its Holm adjustment across the pairs and the test's
+        name; formula or statement."""
+        return _as_kind(self._frames["comparisons"], self.kind)
+
+    @property
+    def rejected(self) -> Frame:
+        """Every rejected input record: source, line, field, error."""
+        return _as_kind(self._frames["rejected"], self.kind)
+
+    @property
+    def warnings(self) -> Frame:
+        """Every warning: source, line, message."""
+        return _as_kind(self._frames["warnings"], self.kind)
+
+    # ------------------------------------------------------------------ the rest
+
+    @property
+    def grading_note(self) -> str:
+        """Who graded, labelled an internal consistency review when every grader is a model
+        (:func:`~grade_kit.judges.model.grading_label`)."""
+        return grading_label(self.results.provenance.graders)
+
+    def weakest_tasks(self, n: int = 5) -> Frame:
+        """The ``n`` GRADE tasks with the lowest composite per setup (ties by task id), the
+        rows of :attr:`tasks`; tasks without a composite are left out."""
+        frame = (self.scores.tasks.filter(pl.col("composite").is_not_null())
+                 .sort("setup", "composite", "task_id")
+                 .group_by("setup", maintain_order=True).head(n))
+        return _as_kind(frame, self.kind)
+
+    def _answer_frames(self, one: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The metrics and claim matches of the one run in ``one``: from memory, or for an
+        evaluation of a packed store, read back from the run's partition and matched again
+        (the same deterministic rule, so the same decisions, with the matched text)."""
+        d = self.data
+        run_id = one.get_column("run_id").item()
+        store = d.extra.get("store")
+        if store is None:
+            return (d.metrics.filter(pl.col("run_id") == run_id),
+                    self.scores.matches.filter(pl.col("run_id") == run_id))
+        partition = partition_of(one.get_column("task_id").item(),
+                                 int(read_manifest(store)["partitions"]))
+        frames = {name: read_store_frame(store, name, partition)
+                  .filter(pl.col("run_id") == run_id) for name in
+                  ("items", "metrics", "events", "tool_calls", "judgements", "grades")}
+        mini = EvalData.from_frames({**{k: getattr(d, k) for k in
+                                        ("tasks", "weights", "facts", "claims", "claim_terms")},
+                                     **frames, "runs": one})
+        return frames["metrics"], partition_scores(mini).matches
+
+    def explain(self, run_id: str) -> RunExplanation:
+        """Why run ``run_id`` scored what it did: its gold facts, claims, judgements and grade.
+
+        Raises:
+            KeyError: when no loaded run has that id.
+        """
+        row = self.runs_frame.filter(pl.col("run_id") == run_id)
+        if row.is_empty():
+            raise KeyError(f"no run {run_id!r} in this evaluation")
+        d = self.data
+        one = d.runs.filter(pl.col("run_id") == run_id)
+        metrics, matches = self._answer_frames(one)
+        facts = fact_checks(d.facts, one, metrics)
+        assert isinstance(facts, pl.DataFrame)
+        claims = (matches
+                  .join(d.claims.select("task_id", "claim_id", "text"),
+                        on=["task_id", "claim_id"], how="left")
+                  .select("run_id", "task_id", "claim_id", "role", "calibration", "text",
+                          "found", "method", "matched_field", "matched_text"))
+        judgements = d.judgements.filter(pl.col("run_id") == run_id).select(
+            "dimension", "score", "judge", "reason")
+        grade = self.standard.graded.filter(pl.col("run_id") == run_id).select(
+            "grade", "grade_reason", "core_conclusion", "request_fulfilment",
+            "material_error", "claim", "evidence", "effect", "grader").to_dicts()[0]
+        return RunExplanation(run=row.to_dicts()[0], facts=facts, claims=claims,
+                              judgements=judgements, grade=grade)
+
+    def write(self, out_dir: Path | str) -> dict[str, Path]:
+        """Write results.json, scorecard.md, the Parquet frames and rejects.jsonl under
+        ``out_dir``: exactly the files of ``grade-kit score``; and the evaluation's state
+        (``evaluation/``; for an evaluation of a packed store, a copy of the store), from
+        which :func:`reopen` gives this evaluation back without scoring again.
+
+        Returns:
+            The written paths by name.
+        """
+        out = output_folder(out_dir)
+        refuse_links(out, [*OUTPUT_FILES.values(), STATE_DIR])
+        with folder_lock(out):  # the outputs and the state that vouches for them, together
+            written = write_outputs(out, self.results, self.scores.runs, self.standard.graded,
+                                    lambda: self.runs_frame, self.inputs.rejected,
+                                    locked=True)
+            state = write_state(out, self.inputs, self.data, self.scores, self.standard,
+                                self.kind, outputs=written)
+        return {**written, "state": state}
+
+    def _summary(self) -> str:
+        def count(n: int, noun: str) -> str:
+            return f"{n} {noun}{'' if n == 1 else 's'}"
+
+        return (f"{count(len(self.results.setups), 'setup')}, "
+                f"{count(len(self.inputs.tasks), 'task')}, {count(len(self.inputs.runs), 'run')}, "
+                f"R = {self.results.plan.repeats}"
+                f"{' (inferred)' if self.results.plan.inferred else ''}, "
+                f"{len(self.inputs.rejected)} rejected, "
+                f"{count(len(self.results.warnings), 'warning')}")
+
+    def __repr__(self) -> str:
+        lines = [f"Evaluation({self._summary()})"]
+        pending = pending_state(self.results)
+        if pending:
+            lines.append(f"  {pending}")
+        for row in self._frames["leaderboard"].head(10).iter_rows(named=True):
+            comp = "—" if row["composite"] is None else f"{row['composite']:.3f}"
+            lines.append(f"  {row['setup']}: composite {comp} over "
+                         f"{row['dimensions_computed']} of {len(DIMENSIONS)} dimensions, "
+                         f"{row['tasks']} tasks")
+        if len(self.results.setups) > 10:
+            lines.append(f"  … {len(self.results.setups) - 10} more setups")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        pending = pending_state(self.results)
+        parts = [f"<p><b>Evaluation</b>: {html.escape(self._summary())}</p>",
+                 f"<p><b>{html.escape(pending)}</b></p>" if pending else "",
+                 self.summary._repr_html_()]
+        if self.results.warnings:  # listed once, by .warnings (the scorecard's own section)
+            count = len(self.results.warnings)
+            parts.append(f"<p>{count} warning{'' if count == 1 else 's'}: "
+                         "<code>.warnings</code> lists them.</p>")
+        if self.inputs.rejected:
+            parts.append(f"<p>{len(self.inputs.rejected)} input records rejected: see "
+                         "<code>.rejected</code>.</p>")
+        return "".join(parts)
+
+
+def conclude(inputs: Inputs, data: EvalData, scores: GradeScores, frames: FrameKind,
+              repeats: int | None, seed: int, exclude_channel_overhead: bool, step: Step, *,
+              arguments: dict[str, Any], judges: list[str],
+              graders: list[str]) -> Evaluation:
+    """The last steps of every evaluation: the standard's statistics, the provenance and
+    the typed results."""
+    step("standard statistics")
+    standard = standard_results(data, repeats, scores.tasks, seed=seed,
+                                exclude_channel_overhead=exclude_channel_overhead,
+                                stated_repeats=inputs.stated_repeats)
+    provenance = Provenance(
+        grade_kit_version=__version__, created_at=datetime.now(UTC).isoformat(),
+        inputs=inputs.files, arguments=arguments, seeds={"comparison_bootstrap": seed},
+        judges=judges, graders=graders)
+    step("results")
+    results = build_results(scores, standard, inputs.rejected, inputs.warnings, provenance)
+    return Evaluation(inputs, data, scores, standard, results, frames)
