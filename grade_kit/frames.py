@@ -447,8 +447,7 @@ class EvalData:
     """All frames of one evaluation: tasks, runs and verdicts, flattened (see :data:`COLUMNS`).
 
     Build it with the loaders (:mod:`grade_kit.reading.records`) and :meth:`from_records`, or
-    directly from
-    frames; every scorer reads only the frames it needs.
+    directly from frames; every scorer reads only the frames it needs.
     """
 
     tasks: pl.DataFrame

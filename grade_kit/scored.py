@@ -325,10 +325,9 @@ class Evaluation:
     @property
     def headline(self) -> HeadlineView:
         """The answer first (:func:`~grade_kit.presentation.tables.headline_view`,
-        docs/methodology.md §5
-        "The headline"): the best setup on the resolved rate, its margin over the next with
-        the interval and Holm-adjusted p, the statistically tied groups, and one compact
-        table; the same tests, family and subset as ``comparisons``."""
+        docs/methodology.md §5 "The headline"): the best setup on the resolved rate, its margin
+        over the next with the interval and Holm-adjusted p, the statistically tied groups,
+        and one compact table; the same tests, family and subset as ``comparisons``."""
         return headline_view(self.results, self.standard.compared)
 
     @property

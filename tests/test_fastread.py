@@ -1,6 +1,5 @@
 """The loaders' fast path (grade_kit/reading/_fastread.py) against the reference path (strict
-JSON and
-the pydantic models, one line at a time): on thousands of random lines, valid and hostile,
+JSON and the pydantic models, one line at a time): on thousands of random lines, valid and hostile,
 both accept the same lines with the same values and reject the rest with the same messages,
 and the frames built from either are equal."""
 

@@ -1,6 +1,5 @@
 """Tables for people (grade_kit.presentation.tables): formatting by hand, every row shown, text
-escaped,
-and the summary that adapts to the data."""
+escaped, and the summary that adapts to the data."""
 
 from __future__ import annotations
 

@@ -86,8 +86,7 @@ def setup_order(grades: pl.DataFrame | pd.DataFrame) -> list[str]:
     """The setups in the order ``ev.grades`` lists them: the summary's (ranked setups by
     resolved rate on all questions, best first, ties by name; setups not ranked last), one
     rule (:func:`~grade_kit.presentation.tables.summary_table`). Pass it as ``order`` to every
-    chart of an
-    evaluation, so each setup keeps one place and one colour on all of them."""
+    chart of an evaluation, so each setup keeps one place and one colour on all of them."""
     names = _polars(grades).filter(pl.col("subset") == "all").get_column("setup").to_list()
     return list(dict.fromkeys(names))
 
@@ -615,8 +614,7 @@ LIVE_VEGA_LITE = "5.21"
 Altair from its default renderer (which loads vega from a CDN, so draws nothing offline, and
 whose Vega-Lite 6 specs JupyterLab's own renderer does not take) to ``grade_kit`` (in
 ``grade-kit report``'s kernels, :data:`~grade_kit.presentation.tables.OFFLINE_ENV`, to the
-report page's
-``grade_kit_offline``); a renderer the user enabled before the import is kept, and
+report page's ``grade_kit_offline``); a renderer the user enabled before the import is kept, and
 ``alt.renderers.enable(...)`` after it chooses another. The ``grade_kit`` renderer sends
 each chart as a Vega 5 spec (``application/vnd.vega.v5+json``, compiled by vl-convert with
 this Vega-Lite), which JupyterLab, Notebook 7 and VS Code draw with the vega they bundle:

@@ -128,8 +128,7 @@ def listing(page: pl.DataFrame) -> tuple[str, list[tuple[str, str]]]:
     """The run list's header and one ``(label, run_id)`` option per row of ``page`` (rows of
     ``ev.runs``): the :data:`LISTED` columns as every table formats them
     (:func:`~grade_kit.presentation.tables.cell_text`), padded to a common width (ipywidgets
-    shows the
-    spaces as no-break ones, so they line up), numbers right-aligned, run ids in full."""
+    shows the spaces as no-break ones, so they line up), numbers right-aligned, run ids in full."""
     numeric = [page.schema[c].is_numeric() for c in LISTED]
     header = [column_label(c) for c in LISTED]
     cells = [[cell_text(v, c) for v, c in zip(row, LISTED, strict=True)]

@@ -37,9 +37,8 @@ OFFLINE_ENV = "GRADE_KIT_OFFLINE_HTML"
 """When this environment variable is ``1`` (``grade-kit report`` sets it for the notebooks it
 runs), charts render as a bare ``vegaEmbed`` call whose libraries the report's page inlines
 once (interactive, with tooltips); see :data:`grade_kit.presentation.charts.LIVE_VEGA_LITE`
-otherwise.
-Here, not in :mod:`grade_kit.presentation.charts`, so the report command reads it without importing
-altair (1.2 s)."""
+otherwise. Here, not in :mod:`grade_kit.presentation.charts`, so the report command reads it
+without importing altair (1.2 s)."""
 
 MAX_TABLE_ROWS = 5_000
 """The most rows a table shows; a longer frame is cut there with a line that says so and

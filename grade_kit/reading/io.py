@@ -4,8 +4,7 @@ every bad one kept with its file, line and field (docs/methodology.md §6).
 Bad input anywhere gives a clear error naming file, line and field; the good records go on;
 the bad ones are kept verbatim (:func:`write_rejects`) and counted in the report. Nothing is
 dropped silently. Tasks load through :mod:`grade_kit.reading.task_files`; runs, judgements and
-grades
-through :mod:`grade_kit.reading.records`, with their checks across lines.
+grades through :mod:`grade_kit.reading.records`, with their checks across lines.
 """
 
 from __future__ import annotations

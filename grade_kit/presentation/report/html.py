@@ -412,8 +412,7 @@ def _heading(cell: Any) -> tuple[int, str] | None:
 def _absence(cells: Sequence[Any]) -> str | None:
     """Why a section's data does not exist: the reason of its outputs when every output of
     its code cells is a marked sentence (:func:`~grade_kit.presentation.tables.absent_html`),
-    else None
-    (a section with no output at all is not absent)."""
+    else None (a section with no output at all is not absent)."""
     reasons = []
     for cell in cells:
         for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
