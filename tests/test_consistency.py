@@ -327,3 +327,13 @@ def test_metric_variance_squares_are_correctly_rounded() -> None:
     assert metric_variance({"m": values}) == 1 / (1 + std / abs(mean)) == 0.6899680231387443
 
 
+
+
+def test_cluster_findings_takes_any_iterable_of_tokens_and_counts_a_repeat_once() -> None:
+    # {a, b} vs {a, b, c}: |∩| = 2, 3 * 2 >= 2 + 3, so the second joins the first cluster;
+    # {c, d, e, f, g} vs {a, b}: sizes 5 and 2 (5 > 2 * 2), a new cluster; an empty finding
+    # opens its own cluster (0 >= 0 with no head of size 0 before it), and a later empty one
+    # joins it
+    runs = [[["a", "a", "b"], ("a", "b", "c")], [iter("cdefg"), [], set()]]
+    assert cluster_findings(runs) == [[0, 0], [1, 2, 2]]
+    assert cluster_findings([[frozenset("ab"), frozenset("abc")]]) == [[0, 0]]

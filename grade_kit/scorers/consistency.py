@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from fractions import Fraction
 from itertools import combinations
 
@@ -77,35 +77,45 @@ def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float | None:
     return (concordant - discordant) / denominator
 
 
-def cluster_findings(runs: Sequence[Sequence[frozenset[Hashable]]]) -> list[list[int]]:
+def cluster_findings(runs: Sequence[Sequence[Iterable[Hashable]]]) -> list[list[int]]:
     """Greedy clustering of top-3 findings in run order (docs/methodology.md §3).
 
     A finding joins the first cluster whose *first* finding has token-set Jaccard >= 0.50 with
     it, else it opens a new cluster.
 
     Args:
-        runs: Per run (in repeat order), the token sets of its top-3 findings (tokens as
-            strings, or as ids that are equal exactly when the tokens are).
+        runs: Per run (in repeat order), the tokens of each of its top-3 findings (a set or
+            any iterable: repeats count once; tokens as strings, or as ids that are equal
+            exactly when the tokens are).
 
     Returns:
         Per run, the cluster index of each of its findings.
     """
-    heads: list[tuple[frozenset[Hashable], int]] = []
+    # Each finding's token set as the bits of an integer (a bit per distinct token, in
+    # first-seen order): the intersection is an AND, its size a bit count.
+    bits: dict[Hashable, int] = {}
+    heads: list[tuple[int, int]] = []
     out: list[list[int]] = []
     for findings in runs:
         assigned = []
         for tokens in findings:
-            size = len(tokens)
+            mask = 0
+            for token in tokens:
+                bit = bits.get(token)
+                if bit is None:
+                    bit = bits[token] = 1 << len(bits)
+                mask |= bit
+            size = mask.bit_count()
             for index, (head, head_size) in enumerate(heads):
                 # Jaccard >= 0.5  <=>  2 |a ∩ b| >= |a ∪ b| = |a| + |b| - |a ∩ b|
                 #                 <=>  3 |a ∩ b| >= |a| + |b|, exact in integers; and as
                 # |a ∩ b| <= min(|a|, |b|), that needs 2 min(|a|, |b|) >= max(|a|, |b|).
                 if (size <= 2 * head_size and head_size <= 2 * size
-                        and 3 * len(tokens & head) >= size + head_size):
+                        and 3 * (mask & head).bit_count() >= size + head_size):
                     assigned.append(index)
                     break
             else:
-                heads.append((tokens, size))
+                heads.append((mask, size))
                 assigned.append(len(heads) - 1)
         out.append(assigned)
     return out
@@ -258,7 +268,7 @@ def _finding_clusters(top: pl.DataFrame) -> list[int]:
     out: list[int] = []
     for tokens in (top.group_by("group", maintain_order=True).agg("tokens")
                    .get_column("tokens").to_list()):
-        out.extend(cluster_findings([[frozenset(ids) for ids in tokens]])[0])
+        out.extend(cluster_findings([tokens])[0])
     return out
 
 
