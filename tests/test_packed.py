@@ -391,9 +391,18 @@ def test_a_store_record_changed_on_disk_is_named_when_read(inputs: dict[str, Any
     frame = pl.read_parquet(chunk)
     bad = json.loads(frame["record"][1])
     bad["repeat"] = "twice"
-    frame = frame.with_columns(pl.Series("record", [frame["record"][0], json.dumps(bad),
-                                                    *frame["record"][2:]]))
-    frame.write_parquet(chunk)
+    records = frame["record"].to_list()
+    frame.with_columns(pl.Series("record", [records[0], json.dumps(bad), *records[2:]])
+                       ).write_parquet(chunk)
     runs = StoreRuns(store, read_manifest(store))
     with pytest.raises(InputError, match=rf"{re.escape(str(chunk))}: row 2, field 'repeat'"):
         runs[0]
+    # a record missing (null), or a column of numbers, is refused as plainly
+    frame.with_columns(pl.Series("record", [records[0], None, *records[2:]])
+                       ).write_parquet(chunk)
+    with pytest.raises(InputError, match=rf"{re.escape(str(chunk))}: row 2, field '-': a "
+                                         "record must be a JSON object"):
+        StoreRuns(store, read_manifest(store))[0]
+    frame.with_columns(pl.Series("record", range(frame.height))).write_parquet(chunk)
+    with pytest.raises(InputError, match=r"not a records file \(its record column holds int64"):
+        StoreRuns(store, read_manifest(store))[0]

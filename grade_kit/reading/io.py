@@ -237,14 +237,19 @@ def record_lines(path: Path) -> Iterator[Line]:
         InputError: when it is missing or not a Parquet file with that column.
     """
     try:
-        batches = pq.ParquetFile(path).iter_batches(batch_size=_RECORD_ROWS,
-                                                     columns=[RECORD_COLUMN])
+        file = pq.ParquetFile(path)
+        kind = file.schema_arrow.field(RECORD_COLUMN).type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+                or pa.types.is_string_view(kind)):
+            raise InputError(f"{path}: not a records file (its {RECORD_COLUMN} column holds "
+                             f"{kind}, not text)")
         number = 0
-        for batch in batches:
+        for batch in file.iter_batches(batch_size=_RECORD_ROWS, columns=[RECORD_COLUMN]):
             for text in batch.column(0).to_pylist():
                 number += 1
-                yield number, text
-    except (OSError, pa.ArrowException) as exc:
+                # a missing value is no record: the reader refuses it, naming its row
+                yield number, "null" if text is None else text
+    except (OSError, KeyError, pa.ArrowException) as exc:
         raise InputError(f"{path}: not a records file ({exc})") from exc
 
 
