@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import json
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import UnionType
@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # pandas is imported by whoever passes a pandas frame; never 
 
 __all__ = [
     "COLUMNS",
+    "RUN_FIELDS",
     "RUN_FRAMES",
     "EvalData",
     "Frame",
@@ -267,6 +268,29 @@ _FIELDS = (("finding", "key_findings"), ("limitation", "limitations"),
            ("recommendation", "recommendations"))
 
 
+RUN_FIELDS: dict[str, str] = {
+    "run_id": "run_id", "setup": "setup", "task_id": "task_id", "repeat": "repeat",
+    "attempt_of": "attempt_of", "status": "status", "error": "error",
+    "input_tokens": "usage.input_tokens", "output_tokens": "usage.output_tokens",
+    "limit_type": "limit.type", "limit_value": "limit.value", "working_s": "working_s",
+    "source_metric": "source.metric", "source_score": "source.score",
+    "source_total_s": "source.total_s",
+}
+"""The ``runs`` frame's columns that restate a field of the run record, by its path (a
+missing parent gives null); their dtypes are the fields' (:func:`model_columns`, tied by a
+test). The other columns of ``runs`` are computed (:func:`run_frames`)."""
+
+
+def _path_values(records: Sequence[Any], path: str) -> list[Any]:
+    """The value at ``path`` (``field`` or ``field.subfield``) of every record, None where
+    the parent is absent."""
+    first, _, rest = path.partition(".")
+    if not rest:
+        return [getattr(record, first) for record in records]
+    return [None if (parent := getattr(record, first)) is None else getattr(parent, rest)
+            for record in records]
+
+
 RUN_FRAMES = ("runs", "items", "metrics", "events", "tool_calls")
 """The frames flattened from run records (see :data:`COLUMNS`)."""
 
@@ -283,14 +307,19 @@ def run_frames(runs: Sequence[Run],
         lines: Each record's line in its file (the ``runs`` frame's ``line``); None: null.
     """
     runs = raw_records(runs)  # field reads only: no model is built for a loaded run
-    r: dict[str, list[Any]] = {k: [] for k in COLUMNS["runs"]}
+    # The columns that restate a field, one column at a time (RUN_FIELDS); those computed
+    # from the metadata and the answer, and the other frames, in one pass over the runs.
+    r: dict[str, list[Any]] = {k: [] for k in _RUN_COMPUTED}
     it: dict[str, list[Any]] = {k: [] for k in COLUMNS["items"] if k != "norm"}
     m: dict[str, list[Any]] = {k: [] for k in COLUMNS["metrics"]}
     ev: dict[str, list[Any]] = {k: [] for k in COLUMNS["events"]}
     tc: dict[str, list[Any]] = {k: [] for k in COLUMNS["tool_calls"]}
-    line_list: Iterable[int | None] = lines if lines is not None else [None] * len(runs)
     with gc_paused():
-        _flatten_runs(runs, line_list, r, it, m, ev, tc)
+        _flatten_runs(runs, r, it, m, ev, tc)
+        r.update({column: _path_values(runs, path) for column, path in RUN_FIELDS.items()})
+        r["is_primary"] = [attempt is None for attempt in r["attempt_of"]]
+        r["tools_exposed"] = [run.tool_calls is not None for run in runs]
+        r["line"] = list(lines) if lines is not None else [None] * len(runs)
     items = pl.DataFrame(it, schema={k: v for k, v in COLUMNS["items"].items() if k != "norm"})
     items = items.with_columns(normalize_column(items.get_column("text")))
     return {
@@ -319,30 +348,25 @@ def _metric_columns(value: Any) -> tuple[str, float | None, str | None, str | No
             normalize_value(value) if is_str else None)
 
 
-def _flatten_runs(runs: Sequence[Any], line_list: Iterable[int | None],
-                  r: dict[str, list[Any]], it: dict[str, list[Any]],
+_RUN_COMPUTED = ("has_response", "clock", "endpoint_offset_s", "follow_up", "resumed")
+"""The ``runs`` columns :func:`_flatten_runs` computes from the answer and the metadata."""
+
+
+def _flatten_runs(runs: Sequence[Any], r: dict[str, list[Any]], it: dict[str, list[Any]],
                   m: dict[str, list[Any]], ev: dict[str, list[Any]],
                   tc: dict[str, list[Any]]) -> None:
-    """Append every run's rows to the column lists (timestamps as epoch microseconds)."""
+    """Append every run's computed ``runs`` columns (:data:`_RUN_COMPUTED`) and its rows of
+    the other frames to the column lists (timestamps as epoch microseconds)."""
     # Metric values repeat (every run that reports the right figure reports the same one):
     # each distinct string, integer and float is parsed once, in a table of its own type
     # (1 == 1.0 == True as keys). A float zero is never looked up: 0.0 == -0.0, and their
     # raw texts differ.
     seen: dict[type, dict[Any, tuple[str, float | None, str | None, str | None]]] = {
         str: {}, int: {}, float: {}}
-    for run, line in zip(runs, line_list, strict=True):
+    for run in runs:
         rid = run.run_id
-        r["run_id"].append(rid)
-        r["setup"].append(run.setup)
-        r["task_id"].append(run.task_id)
-        r["repeat"].append(run.repeat)
-        r["attempt_of"].append(run.attempt_of)
-        r["status"].append(run.status)
-        r["error"].append(run.error)
-        r["is_primary"].append(run.attempt_of is None)
         answered = run.status == "delivered" and run.response is not None
         r["has_response"].append(answered)
-        r["tools_exposed"].append(run.tool_calls is not None)
         metadata = run.metadata
         clock = metadata.get("clock") if metadata else None
         if isinstance(clock, dict):
@@ -355,22 +379,10 @@ def _flatten_runs(runs: Sequence[Any], line_list: Iterable[int | None],
         else:
             r["clock"].append(None)
             r["endpoint_offset_s"].append(None)
-        usage = run.usage
-        r["input_tokens"].append(None if usage is None else usage.input_tokens)
-        r["output_tokens"].append(None if usage is None else usage.output_tokens)
         follow_up, resumed = (interaction_labels(metadata.get("interaction")) if metadata
                               else (None, False))
         r["follow_up"].append(follow_up)
         r["resumed"].append(resumed)
-        limit = run.limit
-        r["limit_type"].append(None if limit is None else limit.type)
-        r["limit_value"].append(None if limit is None else limit.value)
-        r["working_s"].append(run.working_s)
-        source = run.source
-        r["source_metric"].append(None if source is None else source.metric)
-        r["source_score"].append(None if source is None else source.score)
-        r["source_total_s"].append(None if source is None else source.total_s)
-        r["line"].append(line)
         if answered:
             resp = run.response
             for field_name, attr in _FIELDS:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any, get_args
+
 import pandas as pd
 import polars as pl
 import pytest
 
-from grade_kit.frames import COLUMNS, EvalData, model_columns, run_frames
+from grade_kit.frames import COLUMNS, RUN_FIELDS, EvalData, model_columns, run_frames
 from grade_kit.schema import Grade, Judgement, Run, RunLimit
 from grade_kit.scorers import (
     aggregate_scores,
@@ -57,6 +59,22 @@ def test_columns_that_restate_a_field_take_its_type_from_the_model() -> None:
     for name in ("events", "response", "provenance"):
         with pytest.raises(TypeError, match="not a scalar column"):
             model_columns(Run if name != "provenance" else Judgement, name)
+
+
+def test_every_runs_column_read_off_the_record_is_tied_to_its_field() -> None:
+    """Each path of RUN_FIELDS names a scalar field of the run contract (through a nested
+    model where it has a dot), and the column's dtype is that field's; the other columns of
+    ``runs`` are the computed ones, named once."""
+    for column, path in RUN_FIELDS.items():
+        model: Any = Run
+        *parents, leaf = path.split(".")
+        for parent in parents:
+            annotation = model.model_fields[parent].annotation
+            model = next(a for a in get_args(annotation) if a is not type(None))
+        assert model_columns(model, leaf, prefix="")[leaf] == COLUMNS["runs"][column], column
+    computed = set(COLUMNS["runs"]) - set(RUN_FIELDS)
+    assert computed == {"is_primary", "has_response", "tools_exposed", "clock",
+                        "endpoint_offset_s", "follow_up", "resumed", "line"}
 
 
 def test_pandas_in_pandas_out() -> None:
