@@ -80,6 +80,7 @@ __all__ = [
     "ToolNameCount",
     "Usage",
     "WarningItem",
+    "material_error_of",
     "parse_timestamp",
     "write_json_schemas",
 ]
@@ -456,6 +457,15 @@ class Judgement(_In):
 MODEL_GRADER_PREFIXES = ("llm:", "llm-grader:", "model:")
 """A judge or grader name with one of these prefixes is a model (calibration reports of
 model-only grading are labelled an internal consistency review)."""
+
+
+def material_error_of(core_conclusion: str) -> Literal["yes", "no", "pending"]:
+    """A grade's ``material_error`` where the grader states only the core conclusion (a model
+    grader, the grading panel): ``yes`` for ``material_error``, ``pending`` for ``pending``,
+    else ``no``."""
+    if core_conclusion == "material_error":
+        return "yes"
+    return "pending" if core_conclusion == "pending" else "no"
 
 
 class Grade(_In):

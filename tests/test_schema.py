@@ -48,3 +48,11 @@ def test_a_timestamp_must_be_representable_in_utc(stamp: str, valid: bool) -> No
     else:
         with pytest.raises(ValueError, match=r"out of range in UTC|naive"):
             parse_timestamp(stamp)
+
+
+def test_material_error_follows_the_core_conclusion_where_only_that_is_stated() -> None:
+    from grade_kit.schema import material_error_of
+
+    assert [material_error_of(c) for c in ("material_error", "pending", "correct",
+                                           "no_gradable_conclusion")] == [
+        "yes", "pending", "no", "no"]

@@ -35,7 +35,7 @@ from grade_kit.judges.model import (
     parse_json_object,
     unbound,
 )
-from grade_kit.schema import Grade, Run, Task
+from grade_kit.schema import Grade, Run, Task, material_error_of
 
 __all__ = ["CONCLUSION_STEP", "FULFILMENT_STEP", "GRADER_PROMPT_MARK", "PAIRWISE_STEP",
            "LLMGrader", "PairwiseVerdict", "grader_prompts", "pairwise_prompt",
@@ -191,8 +191,7 @@ class LLMGrader(ModelVerdicts):
             out.append(Grade(
                 run_id=run.run_id, core_conclusion=core,  # type: ignore[arg-type]
                 request_fulfilment=request_fulfilment or "pending",  # type: ignore[arg-type]
-                material_error=("yes" if core == "material_error" else
-                                "pending" if core == "pending" else "no"),
+                material_error=material_error_of(core),
                 claim=_text(c_data, "claim") if core == "material_error" else None,
                 evidence=_text(c_data, "evidence") if core == "material_error" else None,
                 effect=_text(c_data, "effect") if core == "material_error" else None,

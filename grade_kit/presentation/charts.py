@@ -21,6 +21,7 @@ import altair as alt
 import pandas as pd
 import polars as pl
 
+from grade_kit.frames import to_polars
 from grade_kit.presentation.tables import (
     NO_COMPARISON,
     NO_GRADE,
@@ -78,16 +79,12 @@ Chart = alt.Chart | alt.LayerChart | alt.FacetChart | alt.VConcatChart
 """What every builder returns: a single, layered, faceted or stacked Altair chart."""
 
 
-def _polars(frame: pl.DataFrame | pd.DataFrame) -> pl.DataFrame:
-    return frame if isinstance(frame, pl.DataFrame) else pl.from_pandas(frame)
-
-
 def setup_order(grades: pl.DataFrame | pd.DataFrame) -> list[str]:
     """The setups in the order ``ev.grades`` lists them: the summary's (ranked setups by
     resolved rate on all questions, best first, ties by name; setups not ranked last), one
     rule (:func:`~grade_kit.presentation.tables.summary_table`). Pass it as ``order`` to every
     chart of an evaluation, so each setup keeps one place and one colour on all of them."""
-    names = _polars(grades).filter(pl.col("subset") == "all").get_column("setup").to_list()
+    names = to_polars(grades).filter(pl.col("subset") == "all").get_column("setup").to_list()
     return list(dict.fromkeys(names))
 
 
@@ -191,7 +188,7 @@ Order = Sequence[str] | None
 def composite_chart(leaderboard: pl.DataFrame | pd.DataFrame, order: Order = None) -> Chart:
     """The GRADE composite per setup, with how many dimensions it is over (one line saying
     why, where no setup has a composite)."""
-    lb = _polars(leaderboard).select("setup", "composite", "dimensions_computed", "tasks")
+    lb = to_polars(leaderboard).select("setup", "composite", "dimensions_computed", "tasks")
     if lb.get_column("composite").null_count() == lb.height:
         return _note("GRADE composite per setup", NO_GRADE)
     setups = _order(lb, order)
@@ -207,7 +204,7 @@ def composite_chart(leaderboard: pl.DataFrame | pd.DataFrame, order: Order = Non
 
 def dimensions_chart(leaderboard: pl.DataFrame | pd.DataFrame, order: Order = None) -> Chart:
     """The six GRADE dimensions per setup (a missing dimension is absent, never 0)."""
-    lb = _polars(leaderboard)
+    lb = to_polars(leaderboard)
     long = lb.unpivot(index="setup", on=list(DIMENSIONS), variable_name="dimension",
                       value_name="score").drop_nulls("score").with_columns(
         dimension_label=pl.col("dimension").replace_strict(SHORT_LABELS))
@@ -228,7 +225,7 @@ def dimensions_chart(leaderboard: pl.DataFrame | pd.DataFrame, order: Order = No
 
 def track_heatmap(tracks: pl.DataFrame | pd.DataFrame, order: Order = None) -> Chart:
     """Track x dimension heatmap, one panel per setup."""
-    frame = _polars(tracks)
+    frame = to_polars(tracks)
     long = frame.unpivot(index=["setup", "track"], on=list(DIMENSIONS),
                          variable_name="dimension", value_name="score").drop_nulls("score")
     if not long.height:
@@ -253,7 +250,7 @@ def track_heatmap(tracks: pl.DataFrame | pd.DataFrame, order: Order = None) -> C
 def grade_distribution_chart(grades: pl.DataFrame | pd.DataFrame, subset: str = "all",
                              order: Order = None) -> Chart:
     """Slots per grade state as stacked bars over N (pending and not run shown)."""
-    frame = _polars(grades).filter(pl.col("subset") == subset)
+    frame = to_polars(grades).filter(pl.col("subset") == subset)
     long = frame.unpivot(index=["setup", "N"], on=list(GRADE_STATES), variable_name="state",
                          value_name="slots")
     states = list(GRADE_STATES)
@@ -277,7 +274,7 @@ def rates_chart(grades: pl.DataFrame | pd.DataFrame, state: str = "resolved",
     """One grade rate per setup with its 95% Wilson interval over N. A setup below the
     coverage threshold (``run_coverage``, docs/methodology.md §4 "Coverage") is not drawn:
     its rate over N is mostly not-run slots, not a measurement; the title names it."""
-    rows = _polars(grades).filter(pl.col("subset") == subset)
+    rows = to_polars(grades).filter(pl.col("subset") == subset)
     unranked: list[str] = []
     if "run_coverage" in rows.columns:
         low_coverage = pl.col("run_coverage").fill_null(0.0) < COVERAGE_MIN
@@ -360,16 +357,16 @@ def latency_chart(runs: pl.DataFrame | pd.DataFrame, timing: pl.DataFrame | pd.D
         order: The setups' order and colours (:func:`setup_order`); default by name.
     """
     column, prefix, axis, title = LATENCY_METRICS[metric]
-    frame = _polars(runs).filter(pl.col("is_primary") & (pl.col("status") == "delivered")
+    frame = to_polars(runs).filter(pl.col("is_primary") & (pl.col("status") == "delivered")
                                  & pl.col(column).is_not_null())
     if not frame.height:  # one line saying why, never an empty frame
-        every = _polars(timing).filter(pl.col("subset") == "all")
+        every = to_polars(timing).filter(pl.col("subset") == "all")
         delivered = int(every.get_column("delivered").sum())
         return _note(title, no_timing(delivered, int(every.get_column(
             "missing_timestamps").sum())) if metric == "e2e" else
             f"No working-time sample: none of {delivered} delivered runs records its "
             "working time.")
-    stats = _polars(timing).filter(pl.col("subset") == "all").select(
+    stats = to_polars(timing).filter(pl.col("subset") == "all").select(
         "setup", pl.col(f"{prefix}_n").alias("n"), f"{prefix}_p50", f"{prefix}_p90",
         "timeouts", "limits", "failures")
     setups = _order(stats, order)
@@ -431,7 +428,7 @@ def timing_charts(runs: pl.DataFrame | pd.DataFrame, timing: pl.DataFrame | pd.D
     """The E2E latency ECDF (:func:`latency_chart`) and, below it, the working-time ECDF when
     some delivered primary run records working time. Where a metric has no sample, one line
     says why instead of an empty chart (runs without timestamps: no E2E)."""
-    frame = _polars(timing).filter(pl.col("subset") == "all")
+    frame = to_polars(timing).filter(pl.col("subset") == "all")
     parts: list[Any] = [latency_chart(runs, timing, order=order)]
     if int(frame.get_column("working_n").sum()):
         parts.append(latency_chart(runs, timing, metric="working", order=order))
@@ -440,7 +437,7 @@ def timing_charts(runs: pl.DataFrame | pd.DataFrame, timing: pl.DataFrame | pd.D
 
 def tool_calls_chart(runs: pl.DataFrame | pd.DataFrame, order: Order = None) -> Chart:
     """Unique tool calls per delivered primary run that exposed tool events, per setup."""
-    frame = (_polars(runs).filter(pl.col("is_primary") & pl.col("tool_calls").is_not_null())
+    frame = (to_polars(runs).filter(pl.col("is_primary") & pl.col("tool_calls").is_not_null())
              .group_by("setup", "tool_calls").len().sort("setup", "tool_calls"))
     if not frame.height:
         return _note("Unique tool calls per run", NO_TOOL_CALLS)
@@ -458,11 +455,11 @@ def tool_calls_chart(runs: pl.DataFrame | pd.DataFrame, order: Order = None) -> 
 def consistency_chart(tasks: pl.DataFrame | pd.DataFrame, order: Order = None) -> Chart:
     """Consistency per task and setup (null where a task has fewer than 2 runs): one tick a
     task up to :data:`MAX_TICKS` tasks, else each setup's tasks counted in bins of 0.02."""
-    frame = _polars(tasks).select("setup", "task_id", "consistency").drop_nulls("consistency")
+    frame = to_polars(tasks).select("setup", "task_id", "consistency").drop_nulls("consistency")
     title = "Consistency across repeats, per task"
     if not frame.height:
         return _note(title, "No consistency: no GRADE task has 2 or more runs of one setup."
-                     if _polars(tasks).height else NO_GRADE)
+                     if to_polars(tasks).height else NO_GRADE)
     setups = _order(frame, order)
     if frame.height > MAX_TICKS:
         binned = (frame.with_columns(bin=(pl.col("consistency") * 50).floor().clip(0, 49) / 50)
@@ -497,7 +494,7 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
     """Measured paired differences (B - A) with their 95% bootstrap intervals, per metric
     (one line saying why, where nothing was measured). Past :data:`PAIRED_SETUPS` setups,
     only each setup against the first of ``order`` (default: by name), as setup - it."""
-    frame = (_polars(comparisons)
+    frame = (to_polars(comparisons)
              .filter((pl.col("subset") == subset) & (pl.col("label") == "measured")))
     if not frame.height:
         return _note(f"Paired differences on {subset} questions", NO_COMPARISON)
@@ -551,7 +548,7 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
 def headline_matrix(comparisons: pl.DataFrame | pd.DataFrame, order: Order = None) -> Chart:
     """The headline's significance matrix (:func:`significance_chart` of the resolved rate
     on all questions); one line saying why when fewer than two setups were compared."""
-    frame = _polars(comparisons)
+    frame = to_polars(comparisons)
     tested = frame.filter((pl.col("subset") == "all") & (pl.col("metric") == "resolved_rate")
                           & pl.col("p_holm").is_not_null())
     if not tested.height:
@@ -565,7 +562,7 @@ def significance_chart(comparisons: pl.DataFrame | pd.DataFrame,
     """A setup x setup matrix of one grade rate's paired test: each cell the Holm-adjusted
     p-value of the pair (docs/methodology.md §5 "Significance"), coloured by it (darker: a
     smaller p), with the row setup's rate minus the column setup's in the tooltip."""
-    frame = _polars(comparisons).filter((pl.col("subset") == subset)
+    frame = to_polars(comparisons).filter((pl.col("subset") == subset)
                                         & (pl.col("metric") == metric)
                                         & pl.col("p_holm").is_not_null())
     if not frame.height:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import csv
 import html
 import io
-import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,7 +24,7 @@ import polars as pl
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.presentation.tables import cell_text, column_label, table
 from grade_kit.reading.io import InputError
-from grade_kit.schema import Grade, Run, Task
+from grade_kit.schema import Grade, Run, Task, material_error_of
 from grade_kit.scored import Evaluation
 from grade_kit.standard.blind.sheet import ANONYMITY_NOTE, answer_text
 
@@ -471,8 +470,7 @@ class BlindGradingPanel:
     def _open_sheet(self, tasks: Sequence[Task], runs: Sequence[Run]) -> str:
         """Read the key (or make and write it) and the file's graded aliases; returns the
         sheet id."""
-        from grade_kit.atomic import atomic_write_text
-        from grade_kit.standard.blind import grading_sheet, read_key
+        from grade_kit.standard.blind import grading_sheet, read_key, write_key
 
         assert self.path is not None and self.key_path is not None
         gradable = [r for r in runs if r.attempt_of is None]
@@ -480,9 +478,7 @@ class BlindGradingPanel:
             key = read_key(self.key_path)
         else:
             _rows, key = grading_sheet(tasks, gradable, seed=self.seed)
-            self.key_path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(self.key_path, json.dumps(key, indent=2, ensure_ascii=False)
-                              + "\n")
+            write_key(key, self.key_path)
         by_id = {r.run_id: r for r in gradable}
         prompts = {t.task_id: t.prompt for t in tasks}
         lacking = [e["run_id"] for e in key["aliases"].values() if e["run_id"] not in by_id]
@@ -586,8 +582,7 @@ class BlindGradingPanel:
         alias = self.queue[0]
         fields = {
             "core_conclusion": core, "request_fulfilment": fulfilment,
-            "material_error": ("yes" if core == "material_error" else
-                               "pending" if core == "pending" else "no"),
+            "material_error": material_error_of(core),
             "claim": self.claim.value or None, "evidence": self.evidence.value or None,
             "effect": self.effect.value or None, "grader": self.grader,
             "reason": self.reason.value or None}

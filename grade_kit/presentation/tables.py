@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 import polars as pl
 
+from grade_kit.frames import to_polars
 from grade_kit.schema import DIMENSIONS, SHORT_LABELS, Results
 from grade_kit.text import brief
 
@@ -294,7 +295,7 @@ def table(frame: pl.DataFrame | pd.DataFrame, *, title: str | None = None,
             such sentences. Default none: the table is shown.
         empty: What an empty frame shows; default "No rows.".
     """
-    polars_frame = frame if isinstance(frame, pl.DataFrame) else pl.from_pandas(frame)
+    polars_frame = to_polars(frame)
     return Table(polars_frame, title, note, absent, empty)
 
 
@@ -666,8 +667,7 @@ def comparisons_table(comparisons: pl.DataFrame | pd.DataFrame, subset: str = "a
     setups; beyond, only each setup's pair with the first of ``order`` (default by name),
     as B - A like every pair (``ev.comparisons`` and the significance matrix hold them
     all). ``absent``: as for :func:`table`."""
-    frame = comparisons if isinstance(comparisons, pl.DataFrame) else pl.from_pandas(
-        comparisons)
+    frame = to_polars(comparisons)
     rows = frame.filter(pl.col("subset") == subset) if frame.height else frame
     names = sorted(set(rows.get_column("baseline").to_list())
                    | set(rows.get_column("compared").to_list())) if rows.height else []

@@ -27,6 +27,7 @@ from grade_kit.standard.blind.sheet import (
     restore_cell,
     sheet_id,
     write_grading_sheet,
+    write_key,
     write_sheet_rows,
 )
 from grade_kit.standard.blind.sheet_import import (
@@ -54,5 +55,6 @@ __all__ = [
     "restore_cell",
     "sheet_id",
     "write_grading_sheet",
+    "write_key",
     "write_sheet_rows",
 ]

@@ -21,7 +21,7 @@ ANONYMITY_NOTE = ("Anonymity is limited: an alias hides the setup, run id, timin
 
 __all__ = ["ANONYMITY_NOTE", "ASKS_FIELD", "FORMS", "GRADE_FIELDS", "SHEET_COLUMNS", "answer_text",
            "grading_sheet", "neutralise_cell", "restore_cell", "sheet_id", "write_grading_sheet",
-           "write_sheet_rows"]
+           "write_key", "write_sheet_rows"]
 
 FORMS = ("short_long", "paragraph_table", "swapped_order")
 GRADE_FIELDS = ("core_conclusion", "request_fulfilment", "material_error", "claim", "evidence",
@@ -170,13 +170,21 @@ def write_grading_sheet(rows: Sequence[dict[str, Any]], key: dict[str, Any], she
                         key_path: Path) -> None:
     """Write the sheet as CSV (UTF-8, one row per answer, every cell neutralised against
     formula injection) and the key as JSON, each to a temporary name renamed into place."""
-    from grade_kit.atomic import atomic_write, atomic_write_text
+    from grade_kit.atomic import atomic_write
 
     def write_sheet(path: Path) -> None:
         with path.open("w", encoding="utf-8", newline="") as handle:
             write_sheet_rows(handle, rows, header=True)
 
     sheet.parent.mkdir(parents=True, exist_ok=True)
-    key_path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(sheet, write_sheet)
+    write_key(key, key_path)
+
+
+def write_key(key: dict[str, Any], key_path: Path) -> None:
+    """Write a sheet's key as JSON (to a temporary name renamed into place; its folder made
+    if needed): the one way a key is written, read back by :func:`read_key`."""
+    from grade_kit.atomic import atomic_write_text
+
+    key_path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(key_path, json.dumps(key, indent=2, ensure_ascii=False) + "\n")
