@@ -106,3 +106,19 @@ def _renamed(log: Path) -> Path:
 def test_no_grade_kit_file_names_the_test_adapter() -> None:
     # it is registered from tests/ alone: grade_kit holds no trace of it
     assert not [p for p in PACKAGE.rglob("*.py") if "toylog" in p.read_text(encoding="utf-8")]
+
+
+def test_a_file_two_adapters_could_claim_is_the_first_registered_ones(tmp_path: Path) -> None:
+    # An Inspect log whose head mentions "simulations" (a tau2 key) is an Inspect log: the
+    # package's adapters are asked in the order of their module names, inspect_ai first
+    one_line = tmp_path / "one.json"
+    one_line.write_text(json.dumps({"eval": {"task": "t"}, "version": 2,
+                                    "simulations": []}), encoding="utf-8")
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text('{\n  "version": 2,\n  "eval": {"task": "t"},\n  "samples": [{"input": '
+                      '"run the simulations"}]\n}\n', encoding="utf-8")
+    tau2 = tmp_path / "tau2.json"
+    tau2.write_text('{\n  "simulations": []\n}\n', encoding="utf-8")
+    assert [file_kind(p) for p in (one_line, pretty, tau2)] == ["inspect", "inspect",
+                                                                 "tau-bench"]
+    assert list(ADAPTERS)[:2] == ["inspect", "tau-bench"]

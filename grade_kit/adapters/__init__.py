@@ -34,9 +34,10 @@ from grade_kit.reading.inputs import Inputs
 from grade_kit.reading.io import InputError, sha256_of
 from grade_kit.schema import InputFile
 
-# Every module of this package but common is an adapter that registers itself on import:
-# a new one is its own file (docs/adapters.md "Writing an adapter").
-for _module in pkgutil.iter_modules(__path__):
+# Every module of this package but common is an adapter that registers itself on import, in
+# the order of their names (the order the sniffer asks them in): a new one is its own file
+# (docs/adapters.md "Writing an adapter").
+for _module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
     if _module.name != "common":
         importlib.import_module(f"{__name__}.{_module.name}")
 

@@ -279,13 +279,11 @@ def _is_tau_results(head: FileHead) -> bool:
     ``"reward"`` or ``"task_id"`` keys) or a tau2-bench one (one object with
     ``"simulations"``)."""
     if head.record is not None:
-        return (head.alone and isinstance(head.record.get("simulations"), list)
-                and not isinstance(head.record.get("eval"), dict))  # that is an Inspect log
+        return head.alone and isinstance(head.record.get("simulations"), list)
     if not head.document:
         return False
     if head.text.startswith("{"):
-        return '"simulations"' in head.text and not (
-            '"eval"' in head.text and '"version"' in head.text)  # that is an Inspect log
+        return '"simulations"' in head.text
     return head.text.startswith("[") and any(
         key in head.text for key in ('"traj"', '"reward"', '"task_id"'))
 

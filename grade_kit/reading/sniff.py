@@ -83,6 +83,8 @@ def register_log_kind(kind: LogKind) -> None:
 
 
 def _recognised(head: FileHead) -> str | None:
+    """The first kind, in the order they were registered (the package's adapters in the
+    order of their module names), that recognises the file."""
     return next((kind.name for kind in LOG_KINDS.values() if kind.recognises(head)), None)
 
 
