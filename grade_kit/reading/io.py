@@ -45,6 +45,7 @@ __all__ = [
     "file_lines",
     "input_files",
     "is_in_memory",
+    "kept_records",
     "line_chunks",
     "memory_lines",
     "read_jsonl",
@@ -252,6 +253,21 @@ def record_lines(path: Path) -> Iterator[Line]:
                 yield number, "null" if text is None else text
     except (OSError, KeyError, pa.ArrowException) as exc:
         raise InputError(f"{path}: not a records file ({exc})") from exc
+
+
+def kept_records(source: str, lines: Iterator[Line], model: type[Model]) -> list[Any]:
+    """Records grade_kit kept on disk itself (a packed store's runs, a scored folder's
+    records), read through the one reader; each must pass.
+
+    Raises:
+        InputError: for the first that does not, naming its file, row and field.
+    """
+    loaded = read_jsonl(source, lines, model)
+    if loaded.rejected:
+        bad = loaded.rejected[0]
+        raise InputError(f"{bad.source}: row {bad.line}, field '{bad.field or '-'}': "
+                         f"{bad.error} (changed after grade_kit wrote it)")
+    return list(loaded.records)
 
 
 class RecordFile:

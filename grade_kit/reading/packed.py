@@ -49,6 +49,7 @@ from grade_kit.reading.io import (
     Records,
     Rejected,
     input_files,
+    kept_records,
     line_chunks,
     read_jsonl,
     record_lines,
@@ -422,13 +423,7 @@ class StoreRuns(LazyRecords[Run]):
             # a file of runs
             records: list[Any] = []
             for path in sorted((self.store / "runs" / f"p={partition:03d}").glob("*.parquet")):
-                loaded = read_jsonl(str(path), record_lines(path), Run)
-                if loaded.rejected:
-                    bad = loaded.rejected[0]
-                    raise InputError(f"{bad.source}: row {bad.line}, field "
-                                     f"'{bad.field or '-'}': {bad.error} (the store was "
-                                     "changed after it was packed)")
-                records.extend(loaded.records)
+                records.extend(kept_records(str(path), record_lines(path), Run))
             self._cached = (partition, LazyRecords(Run, records))
         return self._cached[1]
 

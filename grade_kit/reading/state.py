@@ -32,9 +32,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from grade_kit.frames import COLUMNS, EvalData
 from grade_kit.reading._fastread import LazyRecords, raw_records
 from grade_kit.reading.inputs import Inputs
-from grade_kit.reading.io import InputError, RecordFile, Rejected, sha256_of, write_record_file
+from grade_kit.reading.io import (
+    InputError,
+    RecordFile,
+    Rejected,
+    kept_records,
+    sha256_of,
+    write_record_file,
+)
 from grade_kit.reading.packed import StoreRuns, read_manifest
-from grade_kit.reading.parse import loads_json
 from grade_kit.reading.records import load_grades, load_judgements, load_runs
 from grade_kit.reading.task_files import task_as_data
 from grade_kit.schema import (
@@ -147,7 +153,9 @@ class _RecordsFile(LazyRecords[Any]):
             return self._records[index]
         if index not in self._one:
             text = self._file.text(index)
-            self._one[index] = self._model.model_validate(loads_json(text))
+            # the one reader, as for the whole file
+            kept = kept_records(str(self._path), iter([(index + 1, text)]), self._model)
+            self._one[index] = LazyRecords(self._model, kept)[0]
         return self._one[index]
 
     def __iter__(self) -> Iterator[Any]:
