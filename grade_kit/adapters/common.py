@@ -105,8 +105,9 @@ class Adapter:
     """Another tool's log format and how to read it (docs/adapters.md "Writing an adapter").
 
     Attributes:
-        name: What ``grade-kit import NAME`` takes, and the kind :func:`~grade_kit.reading.sniff.
-            file_kind` gives its files (``inspect``, ``tau-bench``).
+        name: What ``grade-kit import NAME`` takes, and the kind the sniffer
+            (:func:`~grade_kit.reading.sniff.file_kind`) gives its files (``inspect``,
+            ``tau-bench``).
         describes: The format in words, for messages ("an Inspect AI log").
         suffixes: The suffixes of the files in a folder that may be such a log.
         recognises: Whether a file is such a log, from its head (a
