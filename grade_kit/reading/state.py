@@ -21,8 +21,10 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -79,18 +81,24 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
     staging = Path(tempfile.mkdtemp(prefix=f".{STATE_DIR}-", dir=out))
     os.chmod(staging, 0o755)  # readable as the other outputs are (mkdtemp makes it 0700)
     try:
-        for prefix, names, owner in (("data", _DATA, data), ("scores", _SCORES, scores),
-                                     ("standard", _STANDARD, standard)):
-            for name in names:
-                getattr(owner, name).write_parquet(staging / f"{prefix}-{name}.parquet")
-        counts = {}
         if store is not None:  # its runs and answer text, read back by explain and the explorer
             shutil.copytree(store, staging / "store")
         kept = {} if store is not None else {
             "runs": inputs.runs, "judgements": inputs.judgements, "grades": inputs.grades}
-        for name, records in kept.items():
-            write_record_file(staging / f"records-{name}.parquet", raw_records(records))
-            counts[name] = len(records)
+        counts = {name: len(records) for name, records in kept.items()}
+        writes: list[Callable[[], object]] = [
+            partial(write_record_file, staging / f"records-{name}.parquet", raw_records(records))
+            for name, records in kept.items()]
+        writes.extend(partial(getattr(owner, name).write_parquet,
+                              staging / f"{prefix}-{name}.parquet")
+                      for prefix, names, owner in (("data", _DATA, data),
+                                                   ("scores", _SCORES, scores),
+                                                   ("standard", _STANDARD, standard))
+                      for name in names)
+        # Two threads: most of a file's writing is compression, which releases the GIL.
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            for _ in pool.map(lambda write: write(), writes):
+                pass
         state = {
             "version": STATE_VERSION, "frames": kind, "counts": counts,
             "store": None if store is None else "store",
