@@ -7,6 +7,7 @@ per-run, per-task and aggregated frames; each scorer is also public on its own.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import polars as pl
@@ -188,12 +189,14 @@ def partition_scores(data: EvalData, claim_judge: ClaimJudge | None = None) -> P
     the map step. Every figure depends only on the runs of one task, so any split of the runs
     that keeps each task's runs together gives the same rows (docs/scaling.md)."""
     grade_runs = _grade_runs(data)
-    matches = claim_matches(data.claims, data.claim_terms, grade_runs, data.items,
-                             claim_judge)
-    return PartitionScores(runs=_run_scores(data, grade_runs, matches),
-                           consistency=consistency_scores(grade_runs, data.items,
-                                                           data.metrics),
-                           matches=matches)
+    # Consistency is independent of the claims: it runs on a second thread, its Python
+    # (the clustering) while the claim matching's polars queries run here.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        consistency = pool.submit(consistency_scores, grade_runs, data.items, data.metrics)
+        matches = claim_matches(data.claims, data.claim_terms, grade_runs, data.items,
+                                claim_judge)
+        runs = _run_scores(data, grade_runs, matches)
+        return PartitionScores(runs=runs, consistency=consistency.result(), matches=matches)
 
 
 def combine_scores(parts: Sequence[PartitionScores], tasks: pl.DataFrame,
