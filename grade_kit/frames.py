@@ -14,6 +14,7 @@ import html
 import json
 import sys
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import UnionType
@@ -314,21 +315,21 @@ def run_frames(runs: Sequence[Run],
     m: dict[str, list[Any]] = {k: [] for k in COLUMNS["metrics"]}
     ev: dict[str, list[Any]] = {k: [] for k in COLUMNS["events"]}
     tc: dict[str, list[Any]] = {k: [] for k in COLUMNS["tool_calls"]}
-    with gc_paused():
+    with gc_paused(), ThreadPoolExecutor(max_workers=1) as pool:
         _flatten_runs(runs, r, it, m, ev, tc)
+        items = pl.DataFrame(it, schema={k: v for k, v in COLUMNS["items"].items()
+                                         if k != "norm"})
+        # The texts are normalised by polars on a second thread while the other columns,
+        # in Python, are made here.
+        norm = pool.submit(normalize_column, items.get_column("text"))
         r.update({column: _path_values(runs, path) for column, path in RUN_FIELDS.items()})
         r["is_primary"] = [attempt is None for attempt in r["attempt_of"]]
         r["tools_exposed"] = [run.tool_calls is not None for run in runs]
         r["line"] = list(lines) if lines is not None else [None] * len(runs)
-    items = pl.DataFrame(it, schema={k: v for k, v in COLUMNS["items"].items() if k != "norm"})
-    items = items.with_columns(normalize_column(items.get_column("text")))
-    return {
-        "runs": _frame("runs", r),
-        "items": items.select(list(COLUMNS["items"])),
-        "metrics": _frame("metrics", m),
-        "events": _frame("events", ev),
-        "tool_calls": _frame("tool_calls", tc),
-    }
+        frames = {"runs": _frame("runs", r), "metrics": _frame("metrics", m),
+                  "events": _frame("events", ev), "tool_calls": _frame("tool_calls", tc)}
+        items = items.with_columns(norm.result()).select(list(COLUMNS["items"]))
+    return {name: items if name == "items" else frames[name] for name in RUN_FRAMES}
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
