@@ -42,7 +42,7 @@ from grade_kit.partitioned import (
 )
 from grade_kit.reading._fastread import concat_records
 from grade_kit.reading.inputs import Inputs, read_inputs
-from grade_kit.reading.io import InputError, Records, is_in_memory
+from grade_kit.reading.io import InputError, Records, input_files, is_in_memory
 from grade_kit.reading.packed import (
     is_store,
     split_by_task,
@@ -143,11 +143,15 @@ def _inputs(tasks: Records | Inputs, runs: Records | None, judgements: Records |
             loaded_j = load_judgements(judgements, out.runs)
             out = replace(out, judgements=concat_records(Judgement, out.judgements,
                                                          loaded_j.records),
-                          rejected=[*out.rejected, *loaded_j.rejected])
+                          rejected=[*out.rejected, *loaded_j.rejected],
+                          files=[*out.files, *input_files("judgements", loaded_j.sources,
+                                                          loaded_j.rejected)])
         if grades is not None:
             loaded_g = load_grades(grades, out.runs)
             out = replace(out, grades=concat_records(Grade, out.grades, loaded_g.records),
-                          rejected=[*out.rejected, *loaded_g.rejected])
+                          rejected=[*out.rejected, *loaded_g.rejected],
+                          files=[*out.files, *input_files("grades", loaded_g.sources,
+                                                          loaded_g.rejected)])
         return out
     if runs is None:
         try:  # Inspect or tau-bench logs given where tasks go (files or folders)

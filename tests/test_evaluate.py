@@ -207,6 +207,23 @@ def test_one_inputs_value_is_taken_whole() -> None:
         gk.evaluate(EXAMPLE / "tasks")
 
 
+def test_verdicts_added_to_an_inputs_value_are_in_the_provenance() -> None:
+    """Judgement and grade files given beside one Inputs value are read, rejected and
+    recorded as they are when given with the tasks and runs: the same inputs in the
+    provenance (path, SHA-256, records, rejects), in the same order."""
+    together = gk.evaluate(EXAMPLE / "tasks", EXAMPLE / "runs.jsonl",
+                           judgements=EXAMPLE / "judgements.jsonl",
+                           grades=EXAMPLE / "grades.jsonl", seed=1)
+    added = gk.evaluate(gk.read_inputs(EXAMPLE / "tasks", EXAMPLE / "runs.jsonl"),
+                        judgements=EXAMPLE / "judgements.jsonl",
+                        grades=EXAMPLE / "grades.jsonl", seed=1)
+    files = together.results.provenance.inputs
+    assert [f.kind for f in files] == ["tasks"] * (len(files) - 3) + [
+        "runs", "judgements", "grades"]
+    assert added.results.provenance.inputs == files
+    assert added.inputs.rejected == together.inputs.rejected
+
+
 def test_pandas_frames_for_all(suite: gk.Evaluation) -> None:
     ev = gk.evaluate(EXAMPLE / "tasks", EXAMPLE / "runs.jsonl", frames="pandas")
     for name in ("leaderboard", "tasks", "tracks", "packs", "runs", "grades", "timing",
