@@ -95,8 +95,9 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
                                                    ("scores", _SCORES, scores),
                                                    ("standard", _STANDARD, standard))
                       for name in names)
-        # Two threads: most of a file's writing is compression, which releases the GIL.
-        with ThreadPoolExecutor(max_workers=2) as pool:
+        # Two threads: most of a file's writing is compression, which releases the GIL. A
+        # store's evaluation (the path that bounds memory) writes one file at a time.
+        with ThreadPoolExecutor(max_workers=1 if store is not None else 2) as pool:
             for _ in pool.map(lambda write: write(), writes):
                 pass
         state = {
