@@ -8,14 +8,14 @@ pure functions from frames to frames, are in :mod:`grade_kit.scorers`; the stand
 statistics in :mod:`grade_kit.standard`; the text normaliser in :mod:`grade_kit.text`.
 """
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from grade_kit._version import __version__ as __version__
 from grade_kit.adapters import read_inspect, read_logs, read_tau_bench
 from grade_kit.evaluation import evaluate, reopen, reopen_or_evaluate
-from grade_kit.fetching import HTTPAgent, OpenAIChat, PythonCallable, Replay, fetch, fetch_setups
 from grade_kit.judges import JUDGES, Grader, Judge
 from grade_kit.judges.calibration_review import calibration_review
-from grade_kit.judges.llm import LLMClaimJudge, LLMJudge
-from grade_kit.judges.llm_grader import LLMGrader
 from grade_kit.partitioned import score_partition
 from grade_kit.presentation.tables import Table, table
 from grade_kit.reading.inputs import Inputs, read_inputs
@@ -78,3 +78,37 @@ __all__ = [
     "score_partition",
     "table",
 ]
+
+if TYPE_CHECKING:
+    from grade_kit.fetching import (
+        HTTPAgent,
+        OpenAIChat,
+        PythonCallable,
+        Replay,
+        fetch,
+        fetch_setups,
+    )
+    from grade_kit.judges.llm import LLMClaimJudge, LLMJudge
+    from grade_kit.judges.llm_grader import LLMGrader
+
+_ON_FIRST_USE = {
+    **dict.fromkeys(("HTTPAgent", "OpenAIChat", "PythonCallable", "Replay", "fetch",
+                     "fetch_setups"), "grade_kit.fetching"),
+    "LLMClaimJudge": "grade_kit.judges.llm", "LLMJudge": "grade_kit.judges.llm",
+    "LLMGrader": "grade_kit.judges.llm_grader",
+}
+"""The names whose modules need an HTTP client or a SQL engine (aiohttp, duckdb: about 0.2 s
+to import), imported when first asked for, so a command that scores never loads them."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _ON_FIRST_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'grade_kit' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_ON_FIRST_USE})

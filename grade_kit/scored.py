@@ -9,15 +9,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import pandas as pd
 import polars as pl
 
 from grade_kit._progress import Step
 from grade_kit._version import __version__
 from grade_kit.frames import EvalData, in_run_order
-from grade_kit.judges.model import grading_label
+from grade_kit.judges import grading_label
 from grade_kit.presentation.report.files import (
     OUTPUT_FILES,
     folder_lock,
@@ -63,7 +62,10 @@ from grade_kit.standard import StandardResults, standard_results
 __all__ = ["Evaluation", "FrameKind", "RunExplanation", "conclude"]
 
 FrameKind = Literal["polars", "pandas"]
-Frame = pl.DataFrame | pd.DataFrame
+if TYPE_CHECKING:  # pandas is imported when a pandas frame is asked for, never here
+    import pandas as pd
+
+    Frame = pl.DataFrame | pd.DataFrame
 
 
 def _as_kind(frame: pl.DataFrame, kind: FrameKind) -> Frame:
@@ -424,7 +426,7 @@ class Evaluation:
     @property
     def grading_note(self) -> str:
         """Who graded, labelled an internal consistency review when every grader is a model
-        (:func:`~grade_kit.judges.model.grading_label`)."""
+        (:func:`~grade_kit.judges.grading_label`)."""
         return grading_label(self.results.provenance.graders)
 
     def weakest_tasks(self, n: int = 5) -> Frame:

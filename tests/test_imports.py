@@ -146,3 +146,23 @@ def test_the_public_surface_is_stated_once_and_no_submodule_shadows_it() -> None
     assert len(gk.__all__) == len(set(gk.__all__))
     for name in gk.__all__:
         assert getattr(gk, name) is not None, name
+
+
+def test_scoring_imports_no_http_client_sql_engine_or_pandas() -> None:
+    """``grade-kit score`` (the CLI and the package it imports) loads neither aiohttp nor
+    duckdb (fetching and the model clients load them when first asked for) nor pandas (a
+    pandas frame is made only when asked for): about half a second of every command."""
+    import subprocess
+    import sys
+
+    code = ("import sys, grade_kit, grade_kit.cli; "
+            "print(sorted(m for m in ('aiohttp', 'duckdb', 'pandas') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "[]"
+    # and every public name still resolves, the deferred ones to their modules' objects
+    from grade_kit.fetching import fetch
+    from grade_kit.judges.llm_grader import LLMGrader
+
+    assert gk.fetch is fetch and gk.LLMGrader is LLMGrader
+    assert {"fetch", "LLMGrader", "evaluate"} <= set(dir(gk))

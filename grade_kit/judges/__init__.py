@@ -17,10 +17,10 @@ from grade_kit.judges.rules import JUDGE as RULES_JUDGE_NAME
 from grade_kit.judges.rules import rule_judgements
 from grade_kit.reading._fastread import raw_records, select_records
 from grade_kit.reading.inputs import Inputs
-from grade_kit.schema import Grade, Judgement, Run, Task
+from grade_kit.schema import MODEL_GRADER_PREFIXES, Grade, Judgement, Run, Task
 
-__all__ = ["JUDGES", "Grader", "Judge", "RuleJudge", "new_grades", "new_judgements",
-           "resolve_grader", "resolve_judge", "rule_judgements"]
+__all__ = ["JUDGES", "Grader", "Judge", "RuleJudge", "grading_label", "new_grades",
+           "new_judgements", "resolve_grader", "resolve_judge", "rule_judgements"]
 
 
 @runtime_checkable
@@ -111,3 +111,15 @@ def new_grades(grader: Grader, inputs: Inputs) -> list[Grade]:
     these)."""
     graded = {g.run_id for g in raw_records(inputs.grades)}
     return grader(inputs.tasks, select_records(inputs.runs, lambda r: r.run_id not in graded))
+
+
+def grading_label(graders: Sequence[str]) -> str:
+    """One sentence naming who graded, labelled an *internal consistency review* when every
+    grader is a model (docs/methodology.md §4 "Model judges and graders")."""
+    if not graders:
+        return "No grader: every delivered run without a grade record is pending verification."
+    names = ", ".join(graders)
+    if all(g.startswith(MODEL_GRADER_PREFIXES) for g in graders):
+        return (f"Graded by {names}: every grader is a model, so read these grades as an "
+                "internal consistency review, not a verified grading.")
+    return f"Graded by {names}."

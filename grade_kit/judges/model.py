@@ -36,26 +36,13 @@ from grade_kit.http import (
     run_sync,
     secret_values,
 )
-from grade_kit.schema import MODEL_GRADER_PREFIXES
 
 __all__ = ["PARAMETERS", "Asked", "ModelClient", "ModelVerdicts",
-           "alias_instruction", "answer_alias", "grading_label", "parse_json_object",
+           "alias_instruction", "answer_alias", "parse_json_object",
            "unbound"]
 
 PARAMETERS: dict[str, Any] = {"temperature": 0}
 """Sampling parameters of every judge and grader request (part of each cache key)."""
-
-def grading_label(graders: Sequence[str]) -> str:
-    """One sentence naming who graded, labelled an *internal consistency review* when every
-    grader is a model (docs/methodology.md §4 "Model judges and graders")."""
-    if not graders:
-        return "No grader: every delivered run without a grade record is pending verification."
-    names = ", ".join(graders)
-    if all(g.startswith(MODEL_GRADER_PREFIXES) for g in graders):
-        return (f"Graded by {names}: every grader is a model, so read these grades as an "
-                "internal consistency review, not a verified grading.")
-    return f"Graded by {names}."
-
 
 def answer_alias(seed: int, task_id: str, key: str) -> str:
     """The random alias an answer is shown under: six characters of an HMAC of the answer's

@@ -17,14 +17,16 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import polars as pl
 
 from grade_kit.frames import to_polars
 from grade_kit.schema import DIMENSIONS, SHORT_LABELS, Results
 from grade_kit.text import brief
+
+if TYPE_CHECKING:  # pandas is imported by whoever passes a pandas frame; never here
+    import pandas as pd
 
 __all__ = ["ABSENT_ATTRIBUTE", "COLLAPSE_ROWS", "FOLD_TEXT", "KEY_COLUMNS", "LONG_TEXT",
            "MAX_TABLE_ROWS", "NO_COMPARISON", "NO_GRADE", "NO_TOOL_CALLS", "OFFLINE_ENV",

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from grade_kit.judges.model import grading_label
+from grade_kit.judges import grading_label
 from grade_kit.schema import (
     DIMENSIONS,
     GRADE_STATES,
