@@ -142,7 +142,7 @@ def parse_timestamp(value: str) -> datetime:
         parsed = datetime.fromisoformat(value)
     except ValueError as exc:
         raise ValueError(f"not an ISO 8601 timestamp: {value[:64]!r}") from exc
-    if parsed.tzinfo is None or parsed.utcoffset() is None:
+    if parsed.tzinfo is None:  # else a fixed offset: fromisoformat makes no other time zone
         raise ValueError(f"naive timestamp (no time zone): {value[:64]!r}")
     if 1 < parsed.year < 9999:  # an offset is under a day: in UTC it is within years 1-9999
         return parsed
