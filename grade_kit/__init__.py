@@ -97,8 +97,8 @@ _ON_FIRST_USE = {
     "LLMClaimJudge": "grade_kit.judges.llm", "LLMJudge": "grade_kit.judges.llm",
     "LLMGrader": "grade_kit.judges.llm_grader",
 }
-"""The names whose modules need an HTTP client or a SQL engine (aiohttp, duckdb: about 0.2 s
-to import), imported when first asked for, so a command that scores never loads them."""
+"""The names whose modules need an HTTP client or a SQL engine (aiohttp, duckdb), imported
+when first asked for, so a command that scores never loads them."""
 
 
 def __getattr__(name: str) -> Any:

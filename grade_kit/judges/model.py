@@ -44,6 +44,7 @@ __all__ = ["PARAMETERS", "Asked", "ModelClient", "ModelVerdicts",
 PARAMETERS: dict[str, Any] = {"temperature": 0}
 """Sampling parameters of every judge and grader request (part of each cache key)."""
 
+
 def answer_alias(seed: int, task_id: str, key: str) -> str:
     """The random alias an answer is shown under: six characters of an HMAC of the answer's
     key (a run id) keyed by ``seed`` and the question, so aliases differ per question and per
