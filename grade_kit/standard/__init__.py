@@ -5,6 +5,7 @@ setup comparisons and blind grading. :func:`standard_results` assembles them."""
 from grade_kit.standard.compare import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    bootstrap_count_cis,
     bootstrap_mean_ci,
     compare_setups,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "StandardResults",
+    "bootstrap_count_cis",
     "bootstrap_mean_ci",
     "common_subset",
     "compare_setups",

@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "GRADE_RATES",
+    "bootstrap_count_cis",
     "bootstrap_mean_ci",
     "compare_setups",
     "direction_text",
@@ -66,10 +67,29 @@ def _resample_indices(seed: int, n: int, resamples: int) -> np.ndarray:
     return indices
 
 
+@functools.lru_cache(maxsize=2)
+def _resample_counts(seed: int, n: int, resamples: int) -> np.ndarray:
+    """How many times each question is drawn in each resample (resamples x n, the smallest
+    unsigned integer type that holds n), counted from :func:`_resample_indices`: the same
+    draws."""
+    indices = _resample_indices(seed, n, resamples)
+    counts = np.empty((resamples, n), dtype=np.min_scalar_type(n))
+    step = max(1, _BLOCK_VALUES // n)
+    for at in range(0, resamples, step):
+        block = indices[at:at + step]
+        rows = np.arange(block.shape[0])[:, None] * n
+        counts[at:at + step] = np.bincount((block + rows).ravel(),
+                                           minlength=block.size).reshape(block.shape)
+    counts.flags.writeable = False
+    return counts
+
+
 def forget_resamples() -> None:
-    """Let go of the cached resampled indices (up to 2 x 320 MB at 20,000 questions) once a
-    set of comparisons is done; the next comparison draws them again, the same."""
+    """Let go of the cached resampled indices and counts (up to 2 x 400 MB at 20,000
+    questions) once a set of comparisons is done; the next comparison draws them again, the
+    same."""
     _resample_indices.cache_clear()
+    _resample_counts.cache_clear()
 
 
 def bootstrap_mean_ci(diffs: np.ndarray, seed: int = DEFAULT_SEED,
@@ -93,6 +113,49 @@ def bootstrap_mean_ci(diffs: np.ndarray, seed: int = DEFAULT_SEED,
     return float(lo), float(hi)
 
 
+def bootstrap_count_cis(differences: np.ndarray, per: int, seed: int = DEFAULT_SEED,
+                        resamples: int = DEFAULT_RESAMPLES,
+                        level: float = 0.95) -> list[tuple[float, float] | None]:
+    """Percentile bootstrap CIs of the mean of integer per-question differences over
+    ``per``, each resample's mean exact (docs/methodology.md §5 "Significance").
+
+    The resamples are :func:`bootstrap_mean_ci`'s (the same seeded question draws); a
+    resample's mean is (sum over questions of draws x difference) / (n x ``per``), the sum
+    an integer made exactly and the division the one rounding.
+
+    Args:
+        differences: n questions x k columns of integers (one column per figure).
+        per: The denominator of each difference (R, the repeats, for a grade rate).
+        seed: Bootstrap seed.
+        resamples: Bootstrap resamples.
+        level: Interval level; default 0.95.
+
+    Returns:
+        Each column's (low, high); None for every column with fewer than 2 questions.
+    """
+    n, k = differences.shape
+    if n < 2:
+        return [None] * k
+    counts = _resample_counts(seed, n, resamples)
+    # Every product and partial sum is an integer of at most n x max|difference| (the draws
+    # of a resample add up to n): exact in float32 up to 2^24 and in float64 up to 2^53, in
+    # whatever order the matrix product adds.
+    bound = n * int(np.abs(differences).max(initial=0))
+    if bound > 2**53:
+        raise ValueError(f"differences too large to sum exactly ({bound:,})")
+    exact = np.dtype(np.float32 if bound <= 2**24 else np.float64)
+    weights: np.ndarray = differences.astype(exact)
+    sums = np.empty((resamples, k))
+    step = max(1, _BLOCK_VALUES // n)
+    for at in range(0, resamples, step):
+        drawn: np.ndarray = counts[at:at + step].astype(exact)
+        sums[at:at + step] = drawn @ weights
+    means = sums / (n * per)
+    alpha = (1 - level) / 2
+    lows, highs = np.quantile(means, [alpha, 1 - alpha], axis=0)
+    return [(float(lo), float(hi)) for lo, hi in zip(lows, highs, strict=True)]
+
+
 SUBSET_MEANING = {
     "all": "questions both setups ran",
     "common": "the common subset (every slot resolved by every setup)",
@@ -110,15 +173,14 @@ def direction_text(better: str | None, diff: float | None, a: str, b: str) -> st
     return f"{b} {'better' if improves else 'worse'} than {a}"
 
 
-def _measured(metric: str, meaning: str, diffs: np.ndarray, mean_diff: float,
-              better: str | None, a: str, b: str, seed: int, resamples: int,
-              **fields: Any) -> Figure:
-    """A *measured* figure: the paired differences' bootstrap interval, and a direction only
-    when it excludes 0 and the metric has a better side (``fields``: means, p-value...)."""
-    ci = bootstrap_mean_ci(diffs, seed, resamples)
+def _measured(metric: str, meaning: str, n: int, ci: tuple[float, float] | None,
+              mean_diff: float, better: str | None, a: str, b: str, **fields: Any) -> Figure:
+    """A *measured* figure over ``n`` paired questions with its bootstrap interval ``ci``: a
+    direction only when it excludes 0 and the metric has a better side (``fields``: means,
+    p-value...)."""
     excludes = None if ci is None else bool(ci[0] > 0 or ci[1] < 0)
     direction = direction_text(better, mean_diff, a, b) if excludes else None
-    return Figure(metric=metric, label="measured", meaning=meaning, n_questions=len(diffs),
+    return Figure(metric=metric, label="measured", meaning=meaning, n_questions=n,
                   mean_diff_b_minus_a=mean_diff,
                   ci95=None if ci is None else Interval(low=ci[0], high=ci[1]),
                   ci_excludes_zero=excludes, direction=direction, **fields)
@@ -126,32 +188,43 @@ def _measured(metric: str, meaning: str, diffs: np.ndarray, mean_diff: float,
 
 def _grade_rate_figures(paired: pl.DataFrame, a: str, b: str, repeats: int, where: str,
                         seed: int, resamples: int) -> list[Figure]:
-    """Each grade's rate on the paired questions, B - A, with its bootstrap interval and its
+    """Each grade's rate on the paired questions, B - A, with its bootstrap interval
+    (:func:`bootstrap_count_cis`, the grades paired on the same questions at once) and its
     paired test (:func:`~grade_kit.standard.significance.paired_count_test`): per question
     a setup's rate is its slots in the grade / R."""
-    figures: list[Figure] = []
-    for grade, better in GRADE_RATES.items():
+    counts: dict[str, tuple[list[int], list[int]]] = {}
+    by_questions: dict[bytes, list[str]] = {}  # the grades paired on the same questions
+    for grade in GRADE_RATES:
         column = f"{grade}_slots"
         if column not in paired.columns:
             continue
+        both = pl.col(column).is_not_null() & pl.col(f"{column}_b").is_not_null()
+        rows = paired.select(both.alias("both")).to_series().to_numpy()
+        on = paired.filter(both)
+        counts[grade] = (on.get_column(column).to_list(), on.get_column(f"{column}_b").to_list())
+        by_questions.setdefault(rows.tobytes(), []).append(grade)
+    cis: dict[str, tuple[float, float] | None] = {}
+    for grades in by_questions.values():
+        differences = np.array([[y - x for x, y in zip(*counts[g], strict=True)]
+                                for g in grades], dtype=np.int64).T.reshape(-1, len(grades))
+        cis.update(zip(grades, bootstrap_count_cis(differences, repeats, seed, resamples),
+                       strict=True))
+    figures: list[Figure] = []
+    for grade, (ca, cb) in counts.items():
         metric = f"{grade}_rate"
         meaning = (f"{grade.replace('_', ' ')} rate: per question, slots {grade} / R "
                    f"(R = {repeats})")
-        both = paired.filter(pl.col(column).is_not_null() & pl.col(f"{column}_b").is_not_null())
-        if both.is_empty():
+        if not ca:
             figures.append(Figure(metric=metric, label="untested direction", meaning=meaning,
                                   statement=f"no question of {where} was run by both {a} "
                                             f"and {b}"))
             continue
-        ca = both.get_column(column).to_list()
-        cb = both.get_column(f"{column}_b").to_list()
         slots = len(ca) * repeats  # the rates as counts over slots: one exact division each
-        mean_diff = (sum(cb) - sum(ca)) / slots
-        diffs = (np.asarray(cb, dtype=float) - np.asarray(ca, dtype=float)) / repeats
         p, test = paired_count_test(ca, cb, repeats, seed)
         figures.append(_measured(
-            metric, meaning, diffs, mean_diff, better, a, b, seed, resamples,
-            mean_a=sum(ca) / slots, mean_b=sum(cb) / slots, p_value=p, test=test))
+            metric, meaning, len(ca), cis[grade], (sum(cb) - sum(ca)) / slots,
+            GRADE_RATES[grade], a, b, mean_a=sum(ca) / slots, mean_b=sum(cb) / slots,
+            p_value=p, test=test))
     return figures
 
 
@@ -200,9 +273,9 @@ def compare_setups(per_question: pl.DataFrame, a: str, b: str, questions: Sequen
         xb = both.get_column(f"{metric}_b").to_numpy().astype(float)
         diffs = xb - xa
         mean_diff = fmean(diffs.tolist())
-        figures.append(_measured(metric, meaning, diffs, mean_diff, better, a, b, seed,
-                                 resamples, mean_a=fmean(xa.tolist()),
-                                 mean_b=fmean(xb.tolist())))
+        figures.append(_measured(metric, meaning, len(diffs),
+                                 bootstrap_mean_ci(diffs, seed, resamples), mean_diff, better,
+                                 a, b, mean_a=fmean(xa.tolist()), mean_b=fmean(xb.tolist())))
         if metric == "e2e_median_s":
             figures.append(Figure(
                 metric="e2e_seconds_over_plan", label="conditional estimate",
