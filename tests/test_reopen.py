@@ -131,3 +131,40 @@ def test_a_scored_folder_asked_for_again_is_read_once(tmp_path: Path) -> None:
     again = gk.reopen_or_evaluate(tmp_path / "b")
     assert again is not other
     assert_frame_equal(again.grades, graded.grades)
+
+
+def test_values_json_allows_beyond_the_typed_fields_are_kept_as_read(tmp_path: Path) -> None:
+    """An open field (reported metrics, metadata) may hold what Python's JSON reads and
+    msgspec does not (NaN, infinities, integers past 64 bits): the records a scored folder
+    and a packed store keep are the values read, not null (methodology §6), and the store's
+    metrics frame is the in-memory one."""
+    import json
+
+    first = json.loads((EXAMPLE / "runs.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    odd = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf"),
+           "big": 2**70 + 1, "negative_zero": -0.0}
+    first["response"]["structured_metrics"].update(odd)
+    first["metadata"] = {"odd": odd}
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(json.dumps(first) + "\n", encoding="utf-8")
+    as_read = json.dumps(first["response"]["structured_metrics"])  # NaN, Infinity as Python writes
+    ev = gk.evaluate(EXAMPLE / "tasks", runs)
+    assert json.dumps(ev.inputs.runs[0].response.structured_metrics) == as_read
+    ev.write(tmp_path / "scored")
+    again = gk.reopen(tmp_path / "scored").inputs.runs[0]
+    assert json.dumps(again.response.structured_metrics) == as_read
+    assert json.dumps(again.metadata) == json.dumps(first["metadata"])
+    metrics = ev.data.metrics.filter(pl.col("key").is_in(list(odd)))
+    assert sorted(metrics.get_column("raw").to_list()) == sorted(
+        ["NaN", "Infinity", "-Infinity", str(2**70 + 1), "-0.0"])
+    gk.pack(EXAMPLE / "tasks", runs, tmp_path / "store", progress=False)
+    stored = gk.evaluate(tmp_path / "store")
+    assert json.dumps(stored.inputs.runs[0].response.structured_metrics) == as_read
+    from grade_kit.reading.packed import read_store_frame
+
+    model = gk.evaluate(EXAMPLE / "tasks", [gk.Run.model_validate(first)])  # in memory
+    assert json.dumps(model.inputs.runs[0].response.structured_metrics) == as_read
+    assert_frame_equal(model.data.metrics, ev.data.metrics)
+
+    assert_frame_equal(read_store_frame(tmp_path / "store", "metrics").sort("run_id", "key"),
+                       ev.data.metrics.sort("run_id", "key"))

@@ -79,9 +79,10 @@ def is_in_memory(given: object) -> bool:
 
 def memory_lines(records: Sequence[Mapping[str, Any] | BaseModel]) -> Iterator[Line]:
     """In-memory records as numbered lines of JSON (from 1), which meet every check a file's
-    lines do."""
+    lines do; a model's values are written as Python's decoder reads them back (NaN and
+    infinities too, where pydantic's JSON mode would make them null)."""
     for number, record in enumerate(records, start=1):
-        data = record.model_dump(mode="json") if isinstance(record, BaseModel) else record
+        data = record.model_dump() if isinstance(record, BaseModel) else record
         yield number, json.dumps(data, ensure_ascii=False, default=str)
 
 
@@ -188,9 +189,13 @@ _RECORD_ROWS = 4096
 
 
 def _record_json(record: Any) -> msgspec.Raw:
-    """A pydantic model among the structs, as its own JSON text."""
+    """A pydantic model among the structs, as the JSON text Python's decoder reads back to
+    the same values: a model was read by the reference path, whose open fields may hold NaN,
+    infinities or integers past 64 bits (written as Python writes them, where pydantic's own
+    JSON would write null)."""
     if isinstance(record, BaseModel):
-        return msgspec.Raw(record.model_dump_json().encode())
+        return msgspec.Raw(json.dumps(record.model_dump(), ensure_ascii=False,
+                                     separators=(",", ":")).encode())
     raise TypeError(f"not a record: {type(record).__name__}")
 
 
