@@ -328,6 +328,11 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
         step("flatten")
         data = EvalData.from_records(inputs.tasks, inputs.runs, inputs.judgements, inputs.grades,
                                      inputs.run_lines)
+        # Flattened: the records are read again only when asked for (explain, the explorer)
+        # and written to the state as the same records files, so they are held as those
+        # (an Inputs value given stays the caller's, whole).
+        if not isinstance(tasks, Inputs):
+            inputs = inputs.held()
         step("GRADE scores")
         if map_partitions is None:
             scores = grade_scores(data, claim_judge)

@@ -70,7 +70,7 @@ def test_one_record_is_read_from_its_own_line(tmp_path: Path) -> None:
     ev.write(tmp_path)
     runs = gk.reopen(tmp_path).inputs.runs
     third = runs[2]
-    assert runs._records is None  # nothing else was read
+    assert list(runs._one) == [2]  # nothing else was read
     assert third.model_dump() == list(ev.inputs.runs)[2].model_dump()
     assert runs[-1].model_dump() == list(ev.inputs.runs)[-1].model_dump()
     with pytest.raises(IndexError):
@@ -78,7 +78,6 @@ def test_one_record_is_read_from_its_own_line(tmp_path: Path) -> None:
     # every line's start is written beside the records: each record, read alone, is its own
     fresh = gk.reopen(tmp_path).inputs.runs
     assert [fresh[i].run_id for i in range(len(fresh))] == [r.run_id for r in ev.inputs.runs]
-    assert fresh._records is None
 
 
 def test_an_empty_records_file_has_no_line_to_read(tmp_path: Path) -> None:
@@ -109,7 +108,10 @@ def test_a_page_reopens_a_scored_folder_or_evaluates(tmp_path: Path) -> None:
     _same(ev, gk.reopen_or_evaluate(tmp_path))
     fresh = gk.reopen_or_evaluate(None, EXAMPLE / "tasks", EXAMPLE / "runs.jsonl", judge=None)
     assert fresh.results.setups.keys() == ev.results.setups.keys()
-    assert not isinstance(fresh.inputs.runs, type(gk.reopen(tmp_path).inputs.runs))
+    # evaluated: its records held in memory; reopened: read from the folder's records file
+    assert not isinstance(fresh.inputs.runs.source, Path)
+    assert gk.reopen(tmp_path).inputs.runs.source == tmp_path / "evaluation" / (
+        "records-runs.parquet")
     with pytest.raises(ValueError, match="give the tasks of these runs"):
         gk.reopen_or_evaluate(None, None, EXAMPLE / "runs.jsonl")
     demo = gk.reopen_or_evaluate(None)  # neither: the demo suite and its recorded runs

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from grade_kit._gc import gc_paused
-from grade_kit.reading._fastread import raw_records
-from grade_kit.reading.io import Loaded, Records, Rejected, input_files
+from grade_kit.reading._fastread import LazyRecords, raw_records
+from grade_kit.reading.io import HeldRecords, Loaded, Records, Rejected, input_files
 from grade_kit.reading.packed import StoreRuns
 from grade_kit.reading.records import load_grades, load_judgements, load_runs
 from grade_kit.reading.task_files import load_tasks
@@ -53,6 +53,9 @@ class Inputs:
             reruns, setups = self.runs.reruns, self.runs.setups
             verdicts = (f"{self.runs.judgements} judgements, {self.runs.grades} grade records "
                         f"(in the store)")
+        elif isinstance(self.runs, HeldRecords) and self.runs.setups is not None:
+            reruns, setups = self.runs.reruns or 0, self.runs.setups  # counted when held
+            verdicts = f"{len(self.judgements)} judgements, {len(self.grades)} grade records"
         else:
             runs = raw_records(self.runs)
             reruns = sum(1 for r in runs if r.attempt_of is not None)
@@ -61,6 +64,20 @@ class Inputs:
         return (f"{len(self.tasks)} tasks, {len(self.runs)} runs ({reruns} re-runs) of "
                 f"{setups} setups, {verdicts}, {len(self.rejected)} rejected, "
                 f"{len(self.warnings)} warnings")
+
+    def held(self) -> Inputs:
+        """These inputs with their runs, judgements and grades held as records files in
+        memory (:class:`~grade_kit.reading.io.HeldRecords`: compressed JSON texts, each
+        record read back when asked for), for once they are flattened into frames; records
+        held elsewhere already (a store, a scored folder) stay as they are."""
+        def held(records: Sequence[Any], model: type[Run | Judgement | Grade]) -> Any:
+            if isinstance(records, list) or type(records) is LazyRecords:
+                return HeldRecords.of(records, model, f"{model.__name__.lower()} records "
+                                                      "held in memory")
+            return records
+        return replace(self, runs=held(self.runs, Run),
+                       judgements=held(self.judgements, Judgement),
+                       grades=held(self.grades, Grade))
 
     def __repr__(self) -> str:
         return f"Inputs({self._counts()})"

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar
 
 import msgspec
 import numpy as np
@@ -28,13 +28,14 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ValidationError
 
 from grade_kit._gc import gc_paused
-from grade_kit.reading._fastread import decode_fast, struct_of
+from grade_kit.reading._fastread import LazyRecords, decode_fast, raw_records, struct_of
 from grade_kit.reading.parse import ParseError, Undecodable, loads_json, read_lines
 from grade_kit.schema import InputFile, Reject, WarningItem
 
 __all__ = [
     "RECORD_COLUMN",
     "Check",
+    "HeldRecords",
     "InputError",
     "Line",
     "Loaded",
@@ -224,9 +225,10 @@ def record_texts(records: Sequence[Any]) -> pl.Series:
     return pl.concat(parts, rechunk=False)
 
 
-def write_record_file(path: Path, records: Sequence[Any]) -> None:
+def write_record_file(path: Path | pa.NativeFile, records: Sequence[Any]) -> None:
     """``records`` as a records Parquet file (:data:`RECORD_COLUMN`, zstd, a row group per
-    block of records, written as it is encoded: the whole text is never held)."""
+    block of records, written as it is encoded: the whole text is never held) at ``path``,
+    or into an Arrow output stream."""
     schema = pa.schema([(RECORD_COLUMN, pa.large_string())])
     # zstd at level 1: as small as the default level here (193 MB of runs' JSON -> 28 MB at
     # 100k per-task runs), and faster; no dictionary: records are distinct
@@ -236,7 +238,15 @@ def write_record_file(path: Path, records: Sequence[Any]) -> None:
             writer.write_table(pa.table([block], schema=schema))
 
 
-def record_lines(path: Path) -> Iterator[Line]:
+RecordSource: TypeAlias = Path | pa.Buffer
+"""Where a records Parquet file is: a path, or its bytes held in memory."""
+
+
+def _parquet(source: RecordSource) -> pq.ParquetFile:
+    return pq.ParquetFile(pa.BufferReader(source) if isinstance(source, pa.Buffer) else source)
+
+
+def record_lines(path: RecordSource) -> Iterator[Line]:
     """The records of a Parquet file's :data:`RECORD_COLUMN`, numbered from 1 by row, as
     lines for :func:`read_jsonl` (a batch of rows at a time).
 
@@ -244,7 +254,7 @@ def record_lines(path: Path) -> Iterator[Line]:
         InputError: when it is missing or not a Parquet file with that column.
     """
     try:
-        file = pq.ParquetFile(path)
+        file = _parquet(path)
         kind = file.schema_arrow.field(RECORD_COLUMN).type
         if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)
                 or pa.types.is_string_view(kind)):
@@ -279,7 +289,7 @@ class RecordFile:
     """One record of a records Parquet file at a time, by index: its row group is read (the
     last one read is kept), not the file."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: RecordSource) -> None:
         self.path = path
         self._file: pq.ParquetFile | None = None
         self._starts: list[int] = []
@@ -288,7 +298,7 @@ class RecordFile:
     def text(self, index: int) -> str:
         """The JSON text of the record at 0-based ``index``."""
         if self._file is None:
-            self._file = pq.ParquetFile(self.path)
+            self._file = _parquet(self.path)
             meta = self._file.metadata
             self._starts = list(itertools.accumulate(
                 (meta.row_group(k).num_rows for k in range(meta.num_row_groups)), initial=0))
@@ -297,6 +307,68 @@ class RecordFile:
             table = self._file.read_row_group(group, columns=[RECORD_COLUMN])
             self._group = (group, table.column(0).to_pylist())
         return self._group[1][index - self._starts[group]]
+
+
+class HeldRecords(LazyRecords[Any]):
+    """Validated records held as a records Parquet file (:func:`write_record_file`): a file
+    (a scored folder's), or its compressed bytes in memory (an evaluation's, once its records
+    are flattened into frames: 28 MB for 100k runs that took 500 MB decoded). Each record is
+    read back through the one reader when asked for: one alone from its own row group (the
+    explorer shows one run at a time), all at once for iteration.
+
+    Args:
+        source: The file's path, or its bytes.
+        count: How many records it holds.
+        model: Their model.
+        name: The source named in an error (a path names itself).
+    """
+
+    def __init__(self, source: RecordSource, count: int, model: type[BaseModel],
+                 name: str | None = None) -> None:
+        super().__init__(model, [])
+        self.source = source
+        self._count = count
+        self._name = name or str(source)
+        self._file = RecordFile(source)
+        self._one: dict[int, Any] = {}
+        self.reruns: int | None = None
+        """Runs only, when counted as they were held: the re-runs among them."""
+        self.setups: int | None = None
+        """Runs only, when counted as they were held: their setups."""
+
+    @classmethod
+    def of(cls, records: Sequence[Any], model: type[BaseModel], name: str) -> HeldRecords:
+        """``records`` encoded into a records Parquet file in memory."""
+        raw = raw_records(records)
+        sink = pa.BufferOutputStream()
+        write_record_file(sink, raw)
+        held = cls(sink.getvalue(), len(raw), model, name)
+        if model.__name__ == "Run":
+            held.reruns = sum(1 for run in raw if run.attempt_of is not None)
+            held.setups = len({run.setup for run in raw})
+        return held
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _item_at(self, index: int) -> Any:
+        if index not in self._one:
+            text = self._file.text(index)
+            kept = kept_records(self._name, iter([(index + 1, text)]), self._model)
+            self._one[index] = LazyRecords(self._model, kept)[0]
+        return self._one[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(LazyRecords(self._model, self.raw))
+
+    @property
+    def raw(self) -> list[Any]:
+        """Every record's value (fields only, no model built): the whole file is read."""
+        return kept_records(self._name, record_lines(self.source), self._model)
+
+    def __repr__(self) -> str:
+        return f"HeldRecords({self._model.__name__} x {self._count})"
+
 
 
 def read_jsonl(

@@ -21,7 +21,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from functools import partial
@@ -29,21 +29,20 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import polars as pl
+import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from grade_kit.frames import COLUMNS, EvalData
-from grade_kit.reading._fastread import LazyRecords, raw_records
+from grade_kit.reading._fastread import raw_records
 from grade_kit.reading.inputs import Inputs
 from grade_kit.reading.io import (
+    HeldRecords,
     InputError,
-    RecordFile,
     Rejected,
-    kept_records,
     sha256_of,
     write_record_file,
 )
 from grade_kit.reading.packed import StoreRuns, read_manifest
-from grade_kit.reading.records import load_grades, load_judgements, load_runs
 from grade_kit.reading.task_files import task_as_data
 from grade_kit.schema import (
     Grade,
@@ -87,7 +86,7 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
             "runs": inputs.runs, "judgements": inputs.judgements, "grades": inputs.grades}
         counts = {name: len(records) for name, records in kept.items()}
         writes: list[Callable[[], object]] = [
-            partial(write_record_file, staging / f"records-{name}.parquet", raw_records(records))
+            partial(_write_records, staging / f"records-{name}.parquet", records)
             for name, records in kept.items()]
         writes.extend(partial(getattr(owner, name).write_parquet,
                               staging / f"{prefix}-{name}.parquet")
@@ -132,48 +131,13 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
 _MODELS: dict[str, type[BaseModel]] = {"runs": Run, "judgements": Judgement, "grades": Grade}
 
 
-class _RecordsFile(LazyRecords[Any]):
-    """Records of a records Parquet file, read through their loader (so checked as ever)
-    when first asked for; its length is known without reading it, and one record asked for
-    alone is read from its own row group (the explorer shows one run at a time)."""
-
-    def __init__(self, path: Path, count: int, kind: str, tasks: Sequence[Task]) -> None:
-        super().__init__(_MODELS[kind], [])
-        self._path, self._count, self._kind, self._tasks = path, count, kind, tasks
-        self._records: Sequence[Any] | None = None
-        self._file = RecordFile(path)
-        self._one: dict[int, Any] = {}
-
-    def _loaded(self) -> Sequence[Any]:
-        if self._records is None:
-            if self._kind == "runs":
-                self._records = load_runs(self._path, self._tasks).records
-            elif self._kind == "judgements":
-                self._records = load_judgements(self._path).records
-            else:
-                self._records = load_grades(self._path).records
-        return self._records
-
-    def __len__(self) -> int:
-        return self._count
-
-    def _item_at(self, index: int) -> Any:
-        if self._records is not None:
-            return self._records[index]
-        if index not in self._one:
-            text = self._file.text(index)
-            # the one reader, as for the whole file
-            kept = kept_records(str(self._path), iter([(index + 1, text)]), self._model)
-            self._one[index] = LazyRecords(self._model, kept)[0]
-        return self._one[index]
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._loaded())
-
-    @property
-    def raw(self) -> list[Any]:
-        """Every record's stored value (the whole file is read)."""
-        return list(raw_records(self._loaded()))
+def _write_records(path: Path, records: Sequence[Any]) -> None:
+    """``records`` as a records file: the bytes already held as one (an evaluation's records
+    once flattened, :meth:`Inputs.held`), or encoded now."""
+    if isinstance(records, HeldRecords) and isinstance(records.source, pa.Buffer):
+        path.write_bytes(memoryview(records.source))
+    else:
+        write_record_file(path, raw_records(records))
 
 
 class StateFile(BaseModel):
@@ -282,7 +246,7 @@ def read_state(folder: Path | str) -> tuple[Inputs, EvalData, GradeScores,
     store = state_dir / meta["store"] if meta.get("store") else None
 
     def records(name: str) -> Any:
-        return _RecordsFile(state_dir / f"records-{name}.parquet", counts[name], name, tasks)
+        return HeldRecords(state_dir / f"records-{name}.parquet", counts[name], _MODELS[name])
 
     inputs = Inputs(  # a store's judgements and grades are frames only, as when scored
         tasks=tasks,
