@@ -5,7 +5,8 @@ statistics, dataframe-native. ``gk.evaluate(tasks, runs, judge="rules")`` is the
 rules it implements are in docs/methodology.md, and each function cites the rule it implements.
 Public functions accept pandas or polars frames and return the same kind. The scorers,
 pure functions from frames to frames, are in :mod:`grade_kit.scorers`; the standard's
-statistics in :mod:`grade_kit.standard`; the text normaliser in :mod:`grade_kit.text`.
+statistics in :mod:`grade_kit.standard`; the text normaliser in :mod:`grade_kit.text`; a
+packed store's map and reduce steps in :mod:`grade_kit.partitioned`.
 """
 
 from importlib import import_module
@@ -16,23 +17,20 @@ from grade_kit.adapters import read_inspect, read_logs, read_tau_bench
 from grade_kit.evaluation import evaluate, reopen, reopen_or_evaluate
 from grade_kit.judges import JUDGES, Grader, Judge
 from grade_kit.judges.calibration_review import calibration_review
-from grade_kit.partitioned import score_partition
-from grade_kit.presentation.tables import Table, table
+from grade_kit.presentation.tables import table
 from grade_kit.reading.inputs import Inputs, read_inputs
-from grade_kit.reading.io import Rejected
-from grade_kit.reading.packed import pack, partition_data
+from grade_kit.reading.packed import pack
 from grade_kit.schema import (
     DIMENSIONS,
     GRADE_STATES,
     PROJECT_WEIGHTS,
     Grade,
     Judgement,
-    Results,
     Run,
     Task,
 )
-from grade_kit.scored import Evaluation, RunExplanation
-from grade_kit.scorers import ClaimJudge, combine_scores
+from grade_kit.scored import Evaluation
+from grade_kit.scorers import ClaimJudge
 from grade_kit.standard import questions_needed, rank_intervals
 
 __all__ = [
@@ -53,20 +51,14 @@ __all__ = [
     "LLMJudge",
     "OpenAIChat",
     "PythonCallable",
-    "Rejected",
     "Replay",
-    "Results",
     "Run",
-    "RunExplanation",
-    "Table",
     "Task",
     "calibration_review",
-    "combine_scores",
     "evaluate",
     "fetch",
     "fetch_setups",
     "pack",
-    "partition_data",
     "questions_needed",
     "rank_intervals",
     "read_inputs",
@@ -75,7 +67,6 @@ __all__ = [
     "read_tau_bench",
     "reopen",
     "reopen_or_evaluate",
-    "score_partition",
     "table",
 ]
 

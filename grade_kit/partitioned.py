@@ -40,8 +40,12 @@ from grade_kit.scorers import (
     partition_scores,
 )
 
-__all__ = ["STORE_STAGES", "MapPartitions", "evaluate_store", "evaluate_through_store",
-           "rule_grade_records", "score_partition"]
+__all__ = ["STORE_STAGES", "MapPartitions", "combine_scores", "evaluate_store",
+           "evaluate_through_store", "partition_data", "rule_grade_records", "score_partition"]
+"""The map step (:func:`score_partition`), the reduce step
+(:func:`~grade_kit.scorers.combine_scores`) and a partition's frames
+(:func:`~grade_kit.reading.packed.partition_data`) are the API of scaling out
+(docs/scaling.md)."""
 
 MapPartitions: TypeAlias = Callable[[Callable[[Any], Any], Iterable[Any]], Iterable[Any]]
 """A ``map(function, jobs)``: the built-in one, an executor's, or a distributed engine's."""

@@ -4,8 +4,9 @@
     .venv/bin/python docs/examples/dask_cluster.py
 
 ``gk.evaluate(store, map_partitions=...)`` hands each partition to ``map_partitions`` (the map
-step, ``gk.score_partition``: one partition in, its per-run scores, consistency and claim
-matches out) and combines what comes back with the standard's statistics (the reduce step).
+step, ``grade_kit.partitioned.score_partition``: one partition in, its per-run scores,
+consistency and claim matches out) and combines what comes back with the standard's
+statistics (the reduce step).
 Here the map runs on a ``dask.distributed.LocalCluster`` of two worker processes; on a real
 cluster, pass ``Client("tcp://scheduler:8786")`` instead and keep the store on storage every
 worker mounts at the same path (each worker reads its own partition from it).

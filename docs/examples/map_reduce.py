@@ -3,8 +3,8 @@
 
     .venv/bin/python docs/examples/map_reduce.py
 
-The map step is ``gk.score_partition`` (one partition in, its per-run scores, consistency and
-claim matches out); the reduce step is ``gk.combine_scores`` and the standard's statistics, in
+The map step is ``score_partition`` (one partition in, its per-run scores, consistency and
+claim matches out); the reduce step is ``combine_scores`` and the standard's statistics, in
 ``gk.evaluate``. Any ``map(function, jobs)`` can run the map step: here a process pool; with
 Dask, ``lambda f, jobs: client.gather(client.map(f, list(jobs)))``; with Ray,
 ``lambda f, jobs: ray.get([ray.remote(f).remote(job) for job in jobs])``. The workers read
@@ -20,6 +20,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 import grade_kit as gk
+from grade_kit.partitioned import combine_scores, partition_data, score_partition
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,9 +35,9 @@ def main() -> None:
         # 1. The map and the reduce by hand: one partition per job, then combine.
         jobs = [(str(store), partition, False) for partition in range(report.partitions)]
         with ProcessPoolExecutor(2, mp_context=get_context("spawn")) as pool:
-            parts = [scores for scores, _ in pool.map(gk.score_partition, jobs)]
-        tasks = gk.partition_data(store, 0)  # every partition carries all task frames
-        combined = gk.combine_scores(parts, tasks.tasks, tasks.weights)
+            parts = [scores for scores, _ in pool.map(score_partition, jobs)]
+        tasks = partition_data(store, 0)  # every partition carries all task frames
+        combined = combine_scores(parts, tasks.tasks, tasks.weights)
         print(combined.overall.select("setup", "composite").sort("setup"))
 
         # 2. The same through gk.evaluate, which also computes the standard's statistics.
