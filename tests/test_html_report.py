@@ -177,6 +177,10 @@ def test_sections_without_data_are_left_out_with_one_line_why() -> None:
                                                                         absent_html(compare))]
     (line,) = leave_out_absent(nbformat.v4.new_notebook(cells=whole)).cells
     assert line.source == "**Comparing**: left out. No comparison."
+    # a page of its own keeps its title as its heading
+    heading, line = leave_out_absent(nbformat.v4.new_notebook(cells=whole), page=True).cells
+    assert (heading.source, line.source) == ("# Comparing",
+                                             "**Comparing**: left out. No comparison.")
     untouched = nbformat.v4.new_notebook(cells=_section("# P", table_html))
     assert leave_out_absent(untouched).cells == untouched.cells
 
@@ -362,8 +366,11 @@ def test_a_failing_report_leaves_no_page_behind(tmp_path: Path) -> None:
 def test_the_index_names_no_local_folder(report: Path) -> None:
     index = (report / "index.html").read_text()
     assert str(ROOT) not in index and str(report.parent) not in index
-    # the scored folder by the name it has beside the pages (never a staging folder's)
-    assert "<td>scored</td><td>&#x27;scored&#x27;</td>" in index
+    # the scored folder by the name it has beside the pages (never a staging folder's),
+    # and how to open it again
+    assert ("<td>scored folder</td><td>scored (open it again with <code>gk.reopen("
+            "&#x27;scored&#x27;)</code>") in index
+    assert "<h1>grade_kit report: runs.jsonl</h1>" in index
 
 
 def test_report_html_is_one_page_to_mail(report: Path) -> None:

@@ -98,15 +98,18 @@ def _vega_bundle() -> str:
     return bundle
 
 
-def export_html(notebook: Path | Any, out: Path, title: str, bundle: str | None = None) -> Path:
+def export_html(notebook: Path | Any, out: Path, title: str, bundle: str | None = None,
+                page: bool = True) -> Path:
     """Export an executed notebook (a file, or a notebook node) to offline HTML: no input
-    cells, no parameters cells, no CDN scripts, the chart libraries inlined once."""
+    cells, no parameters cells, no CDN scripts, the chart libraries inlined once; sections
+    without data left out (:func:`leave_out_absent`; ``page``: a page of its own, default,
+    not ``report.html``)."""
     import nbformat
     from nbconvert import HTMLExporter
     from nbconvert.preprocessors import TagRemovePreprocessor
 
     nb = leave_out_absent(nbformat.read(notebook, as_version=4) if isinstance(notebook, Path)
-                          else notebook)
+                          else notebook, page=page)
     nb.metadata["title"] = title
     # no widget state: widgets need a kernel, so each output's static HTML is exported
     # instead (and no widget manager script is fetched)
@@ -157,21 +160,41 @@ def _portable(value: Any) -> Any:
     return value
 
 
-def _index(pages: Sequence[Page], parameters: Mapping[str, Any]) -> str:
+_PARAMETER_LABELS = {"scored": "scored folder"}
+"""How the index names a notebook parameter (the others by their own names)."""
+
+
+def _index(pages: Sequence[Page], parameters: Mapping[str, Any], title: str) -> str:
+    """The folder's front page: its title, the page to mail, each page, and what the pages
+    were made from (each parameter given, a path by its name beside the pages; the scored
+    folder with how to open it again)."""
     items = "".join(f'<li><a href="{html.escape(p.html.name)}">{html.escape(p.name)}</a></li>'
                     for p in pages)
-    params = "".join(f"<tr><td>{html.escape(str(k))}</td>"
-                     f"<td>{html.escape(repr(_portable(v)))}</td></tr>"
-                     for k, v in parameters.items())
+    rows = []
+    for key, value in parameters.items():
+        if value is None:
+            continue
+        shown = _portable(value)
+        text = ", ".join(map(str, shown)) if isinstance(shown, list) else str(shown)
+        cell = html.escape(text)
+        if key == "scored":
+            cell += (f" (open it again with <code>gk.reopen({html.escape(repr(text))})</code>,"
+                     f" or <code>grade-kit report {html.escape(text)} --out DIR</code> for "
+                     "new pages)")
+        rows.append(f"<tr><td>{html.escape(_PARAMETER_LABELS.get(key, key))}</td>"
+                    f"<td>{cell}</td></tr>")
+    made_from = f"<h2>Made from</h2><table>{''.join(rows)}</table>" if rows else ""
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-            "style-src 'unsafe-inline'\"><title>grade_kit report</title>"
+            f"style-src 'unsafe-inline'\"><title>{html.escape(title)}</title>"
             "<style>body{font-family:sans-serif;max-width:50em;margin:2em auto}"
-            "td{padding:0 1em}</style></head><body><h1>grade_kit report</h1>"
+            "td{padding:0 1em 0 0;vertical-align:top}td:first-child{white-space:nowrap}"
+            "</style></head><body>"
+            f"<h1>{html.escape(title)}</h1>"
             "<p><a href=\"report.html\"><b>report.html</b></a>: every page in one, with a "
             "table of contents and the provenance: the one to mail (it opens offline from "
             "an attachment).</p><p>Its sections, one page each:</p>"
-            f"<ul>{items}</ul><h2>Parameters</h2><table>{params}</table></body></html>\n")
+            f"<ul>{items}</ul>{made_from}</body></html>\n")
 
 
 class _QuietClient(AsyncKernelClient):
@@ -438,14 +461,15 @@ LEFT_OUT_TAG = "left-out"
 """Tags the line that stands for the sections a page left out."""
 
 
-def leave_out_absent(nb: Any) -> Any:
+def leave_out_absent(nb: Any, page: bool = False) -> Any:
     """The notebook with each section whose data does not exist left out, one line saying
     why in its place: a section (a level-2 heading and the cells up to the next heading) is
     left out when every output of its cells is a marked sentence (``gk.table(...,
     absent=...)``, a chart's note); neighbouring sections left out for the same reason share
     one line. When every section of the notebook is left out, so is the notebook, under its
-    title. Sections with data are kept as they are (an absent output among them keeps its
-    sentence)."""
+    title: one line in ``report.html``; with ``page`` (a page of its own), its title as the
+    page's heading, then the line saying why. Sections with data are kept as they are (an
+    absent output among them keeps its sentence)."""
     sections: list[list[Any]] = [[]]
     for cell in nb.cells:
         if _heading(cell) is not None:
@@ -460,6 +484,10 @@ def leave_out_absent(nb: Any) -> Any:
         title = next((h[1] for s in sections if (h := _heading(s[0])) and h[0] == 1), "")
         first = next(r for r in reasons if r)
         kept = [_left_out([title or "This page"], first)]
+        if page and title:
+            import nbformat
+
+            kept.insert(0, nbformat.v4.new_markdown_cell(f"# {md_cell(title)}"))
     else:
         pending: list[str] = []
         pending_reason = ""
@@ -570,5 +598,5 @@ def _build(parameters: Mapping[str, Any], out: Path, kernels: ReportKernels,
                 for p in (page.result() for page in group)}
     pages = [made[name] for name in notebooks]
     merged = merge_pages([p.executed for p in pages], title)
-    export_html(merged, out / "report.html", title, bundle.result())
-    return atomic_write_text(out / "index.html", _index(pages, parameters))
+    export_html(merged, out / "report.html", title, bundle.result(), page=False)
+    return atomic_write_text(out / "index.html", _index(pages, parameters, title))
