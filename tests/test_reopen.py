@@ -170,3 +170,29 @@ def test_values_json_allows_beyond_the_typed_fields_are_kept_as_read(tmp_path: P
 
     assert_frame_equal(read_store_frame(tmp_path / "store", "metrics").sort("run_id", "key"),
                        ev.data.metrics.sort("run_id", "key"))
+
+
+def test_an_evaluation_holds_its_records_as_the_records_files_it_writes(
+        tmp_path: Path) -> None:
+    """Once flattened, an evaluation's records are held as records files in memory (the
+    same records, counted the same), and the state writes those very bytes."""
+    import pyarrow as pa
+
+    from grade_kit.reading.io import HeldRecords
+
+    given = (EXAMPLE / "tasks", EXAMPLE / "runs.jsonl")
+    ev = gk.evaluate(*given, judgements=EXAMPLE / "judgements.jsonl",
+                     grades=EXAMPLE / "grades.jsonl")
+    read = gk.read_inputs(*given, judgements=EXAMPLE / "judgements.jsonl",
+                          grades=EXAMPLE / "grades.jsonl")
+    assert repr(ev.inputs) == repr(read)
+    for name in ("runs", "judgements", "grades"):
+        held = getattr(ev.inputs, name)
+        assert isinstance(held, HeldRecords) and isinstance(held.source, pa.Buffer)
+        assert [r.model_dump() for r in held] == [r.model_dump() for r in getattr(read, name)]
+    assert ev.inputs.runs[3].model_dump() == read.runs[3].model_dump()
+    assert list(ev.inputs.runs._one) == [3]  # one record asked for, one read
+    ev.write(tmp_path)
+    for name in ("runs", "judgements", "grades"):
+        written = (tmp_path / "evaluation" / f"records-{name}.parquet").read_bytes()
+        assert written == getattr(ev.inputs, name).source.to_pybytes()

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ValidationError
 from grade_kit._gc import gc_paused
 from grade_kit.reading._fastread import LazyRecords, decode_fast, raw_records, struct_of
 from grade_kit.reading.parse import ParseError, Undecodable, loads_json, read_lines
-from grade_kit.schema import InputFile, Reject, WarningItem
+from grade_kit.schema import InputFile, Reject, Run, WarningItem
 
 __all__ = [
     "RECORD_COLUMN",
@@ -343,7 +343,7 @@ class HeldRecords(LazyRecords[Any]):
         sink = pa.BufferOutputStream()
         write_record_file(sink, raw)
         held = cls(sink.getvalue(), len(raw), model, name)
-        if model.__name__ == "Run":
+        if model is Run:
             held.reruns = sum(1 for run in raw if run.attempt_of is not None)
             held.setups = len({run.setup for run in raw})
         return held
@@ -368,7 +368,6 @@ class HeldRecords(LazyRecords[Any]):
 
     def __repr__(self) -> str:
         return f"HeldRecords({self._model.__name__} x {self._count})"
-
 
 
 def read_jsonl(
