@@ -173,7 +173,7 @@ def test_values_json_allows_beyond_the_typed_fields_are_kept_as_read(tmp_path: P
 
 
 def test_an_evaluation_holds_its_records_as_the_records_files_it_writes(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Once flattened, an evaluation's records are held as records files in memory (the
     same records, counted the same), and the state writes those very bytes."""
     import pyarrow as pa
@@ -192,7 +192,13 @@ def test_an_evaluation_holds_its_records_as_the_records_files_it_writes(
         assert [r.model_dump() for r in held] == [r.model_dump() for r in getattr(read, name)]
     assert ev.inputs.runs[3].model_dump() == read.runs[3].model_dump()
     assert list(ev.inputs.runs._one) == [3]  # one record asked for, one read
-    ev.write(tmp_path)
+    import grade_kit.reading.state as state
+
+    def no_encoding(*_: object) -> None:
+        raise AssertionError("held records were encoded again")
+
+    monkeypatch.setattr(state, "write_record_file", no_encoding)
+    ev.write(tmp_path)  # the held bytes, written as they are
     for name in ("runs", "judgements", "grades"):
         written = (tmp_path / "evaluation" / f"records-{name}.parquet").read_bytes()
         assert written == getattr(ev.inputs, name).source.to_pybytes()

@@ -204,9 +204,9 @@ _RECORD_ENCODER = msgspec.json.Encoder(enc_hook=_record_json)
 
 
 def _record_blocks(records: Sequence[Any]) -> Iterator[pa.LargeStringArray]:
-    """The records' JSON texts (a struct as msgspec encodes it, a model as pydantic does), a
-    block of :data:`_RECORD_ROWS` at a time: each block encoded in one call into one buffer,
-    never a Python string per record."""
+    """The records' JSON texts (a struct as msgspec encodes it, a model as
+    :func:`_record_json` writes it), a block of :data:`_RECORD_ROWS` at a time: each block
+    encoded in one call into one buffer, never a Python string per record."""
     for first in range(0, len(records), _RECORD_ROWS):
         block = _RECORD_ENCODER.encode_lines(records[first:first + _RECORD_ROWS])
         # a JSON line holds no raw newline: the lines end at the newlines, which are cut
