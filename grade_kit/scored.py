@@ -216,32 +216,24 @@ class Evaluation:
             if self.results.setups else []
         return {str(name): k for k, name in enumerate(names)}
 
+    def _in_summary_order(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """Rows per setup and subset: ``all`` first, each in the summary's order."""
+        order = self._summary_order
+        return frame.sort(pl.col("subset") != "all", pl.col("setup").replace_strict(
+            order, default=len(order), return_dtype=pl.Int64), maintain_order=True)
+
     def _standard_rows(self, part: str) -> pl.DataFrame:
         rows: list[dict[str, Any]] = []
-        subsets = [("all", {n: (s.grades, s.timing, s.tool_calls)
+        subsets = [("all", {n: (s.timing, s.tool_calls)
                             for n, s in self.results.setups.items()}),
-                   ("common", {n: (s.grades, s.timing, s.tool_calls)
+                   ("common", {n: (s.timing, s.tool_calls)
                                for n, s in self.results.common_subset.setups.items()})]
         order = self._summary_order
         for subset, per_setup in subsets:
             for setup in sorted(per_setup, key=lambda name: order.get(name, len(order))):
-                g, t, tc = per_setup[setup]
+                t, tc = per_setup[setup]
                 row: dict[str, Any] = {"setup": setup, "subset": subset}
-                if part == "grades":
-                    counts, rates = g.counts.model_dump(), g.rates.model_dump()
-                    row.update(N=g.N, questions=g.questions, repeats=g.repeats)
-                    for state in GRADE_STATES:
-                        ci = g.wilson95.get(state)
-                        row[state] = counts[state]
-                        row[f"{state}_rate"] = rates[state]
-                        row[f"{state}_ci_low"] = None if ci is None else ci.low
-                        row[f"{state}_ci_high"] = None if ci is None else ci.high
-                    row.update(run_coverage=g.run_coverage,
-                               graded_coverage=g.graded_coverage, ungraded=g.ungraded,
-                               beyond_plan=g.beyond_plan,
-                               needs_more_information=g.needs_more_information,
-                               stable_resolved=g.stable_resolution.count)
-                elif part == "timing":
+                if part == "timing":
                     row.update(attempted=t.timeouts.attempted, delivered=t.delivered,
                                missing_timestamps=t.missing_timestamps,
                                **{f"e2e_{k}": v for k, v in t.e2e_s.model_dump().items()},
@@ -275,7 +267,7 @@ class Evaluation:
 
     @cached_property
     def _frames(self) -> dict[str, pl.DataFrame]:
-        grades = self._standard_rows("grades")
+        grades = self._in_summary_order(self.standard.grades)
         lb_rows = []
         for setup, s in self.results.setups.items():
             o = s.overall

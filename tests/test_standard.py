@@ -589,3 +589,49 @@ def test_the_scorecard_lists_the_first_material_errors_of_each_setup_and_counts_
     assert not any(f"| {e.claim} |" in text for e in errors[25:])
     few = scorecard_markdown(gk.evaluate([plain("q1")], runs[:3], grades=grades[:3]).results)
     assert "material errors; the first" not in few and "| claim 03 |" in few
+
+
+def test_grade_frame_summarises_every_setup_at_once() -> None:
+    """§4 "Rates", hand-computed: A and B planned on q1 and q2 with R = 2, C on nothing."""
+    from grade_kit.standard import grade_frame, grade_summaries, grade_summary, wilson_interval
+    from grade_kit.standard.grade_rates import planned_slots, setup_plan
+
+    runs = [make_run("a-q1-1", "q1", 1, "A"), make_run("a-q1-2", "q1", 2, "A"),
+            make_run("a-q2-1", "q2", 1, "A"), make_run("a-q2-2", "q2", 2, "A"),
+            make_run("a-q1-3", "q1", 3, "A"),  # beyond R
+            make_run("b-q1-1", "q1", 1, "B"), make_run("b-q2-1", "q2", 1, "B",
+                                                       status="timeout")]
+    grades = [grade("a-q1-1"), grade("a-q1-2"), grade("a-q1-3"),
+              grade("a-q2-1", "material_error", err="yes", claim="x"),
+              grade("b-q1-1", fulfil="partial", needs_more_information=True)]
+    data = EvalData.from_records([plain("q1"), plain("q2")], runs, grades=grades)
+    graded = run_grades(data.runs, data.grades)
+    plan = setup_plan(data.runs, data.tasks)
+    slots = planned_slots(graded, plan, 2)
+    rows, errors = grade_frame(plan, slots, graded, ["A", "B", "C"], 2)
+    by = {row["setup"]: row for row in rows.iter_rows(named=True)}
+    a, b, c = by["A"], by["B"], by["C"]
+    assert (a["N"], a["questions"], a["repeats"]) == (4, 2, 2)
+    assert [a[s] for s in ("resolved", "partially_resolved", "material_error", "unresolved",
+                           "pending_verification", "not_run")] == [2, 0, 1, 0, 1, 0]
+    assert (a["resolved_rate"], a["material_error_rate"], a["not_run_rate"]) == (0.5, 0.25, 0.0)
+    assert (a["graded_coverage"], a["run_coverage"]) == (0.75, 1.0)
+    assert (a["ungraded"], a["beyond_plan"], a["needs_more_information"],
+            a["stable_resolved"]) == (1, 1, 0, 1)
+    ci = wilson_interval(2, 4)
+    assert ci is not None and (a["resolved_ci_low"], a["resolved_ci_high"]) == (ci.low, ci.high)
+    assert [b[s] for s in ("resolved", "partially_resolved", "material_error", "unresolved",
+                           "pending_verification", "not_run")] == [0, 1, 0, 1, 0, 2]
+    assert (b["graded_coverage"], b["run_coverage"], b["needs_more_information"],
+            b["stable_resolved"], b["ungraded"]) == (0.5, 0.5, 1, 0, 0)
+    assert (c["N"], c["resolved"], c["not_run"], c["stable_resolved"]) == (0, 0, 0, 0)
+    assert c["resolved_rate"] is None and c["resolved_ci_low"] is None
+    assert c["graded_coverage"] is None and c["run_coverage"] is None
+    assert errors.select("setup", "run_id", "claim").rows() == [("A", "a-q2-1", "x")]
+    typed = grade_summaries(rows, errors)
+    assert typed["A"].material_errors[0].run_id == "a-q2-1"
+    assert typed["A"] == grade_summary(plan, slots, graded, "A", 2)
+    assert all(sum(s.counts.model_dump().values()) == s.N for s in typed.values())
+    # with R = 1 stable resolution is not measured
+    once = grade_frame(plan, planned_slots(graded, plan, 1), graded, ["A"], 1)[0]
+    assert once.get_column("stable_resolved").to_list() == [None]

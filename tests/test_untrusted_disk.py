@@ -19,6 +19,7 @@ import pytest
 import grade_kit as gk
 from grade_kit.cli import main
 from grade_kit.reading.io import InputError
+from grade_kit.reading.state import STATE_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "fixtures" / "example"
@@ -42,7 +43,8 @@ def test_a_truncated_frame_is_named_before_anything_is_read(scored: Path) -> Non
 
 @pytest.mark.parametrize(("text", "message"), [
     ("{not json", r"state\.json: not a state file \(not JSON"),
-    ('{"version": 4, "frames": "polars"}', r"state\.json: field 'counts': Field required"),
+    (f'{{"version": {STATE_VERSION}, "frames": "polars"}}',
+     r"state\.json: field 'counts': Field required"),
 ])
 def test_a_garbage_state_file_is_named(scored: Path, text: str, message: str) -> None:
     (scored / "evaluation" / "state.json").write_text(text, encoding="utf-8")

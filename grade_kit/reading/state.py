@@ -61,11 +61,12 @@ __all__ = ["STATE_DIR", "STATE_VERSION", "read_state", "verify_state", "write_st
 
 STATE_DIR = "evaluation"
 """The folder under an output folder that holds the evaluation's state."""
-STATE_VERSION = 4
+STATE_VERSION = 5
 
 _DATA = [name for name in COLUMNS if name != "scores"]
 _SCORES = ["runs", "consistency", "tasks", "tracks", "packs", "overall", "matches"]
-_STANDARD = ["graded", "plan_frame", "slots", "e2e", "per_question", "unique_calls"]
+_STANDARD = ["graded", "plan_frame", "slots", "e2e", "grades", "per_question",
+             "unique_calls"]
 
 
 def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,

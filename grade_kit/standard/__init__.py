@@ -11,6 +11,8 @@ from grade_kit.standard.compare import (
 )
 from grade_kit.standard.grade_rates import (
     common_subset,
+    grade_frame,
+    grade_summaries,
     grade_summary,
     plan_repeats,
     planned_slots,
@@ -40,6 +42,8 @@ __all__ = [
     "compare_setups",
     "e2e_frame",
     "event_offsets",
+    "grade_frame",
+    "grade_summaries",
     "grade_summary",
     "median",
     "nearest_rank",

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import polars as pl
 from pydantic import TypeAdapter
@@ -17,6 +17,7 @@ from grade_kit.schema import (
     GradeCounts,
     GradeRates,
     GradeSummary,
+    Interval,
     MaterialError,
     Plan,
     StableResolution,
@@ -26,8 +27,11 @@ from grade_kit.standard.stats import wilson_interval
 __all__ = [
     "COVERAGE_MIN",
     "FOUR_GRADES",
+    "GRADE_COLUMNS",
     "GRADE_STATES",
     "common_subset",
+    "grade_frame",
+    "grade_summaries",
     "grade_summary",
     "plan_repeats",
     "planned_slots",
@@ -193,13 +197,6 @@ def planned_slots(graded: pl.DataFrame, plan: pl.DataFrame, repeats: int) -> pl.
             .sort("setup", "task_id", "repeat"))
 
 
-def _counts(slots: pl.DataFrame, n: int) -> dict[str, int]:
-    got = dict(slots.group_by("state").len().iter_rows())
-    counts: dict[str, int] = {state: int(got.get(state, 0)) for state in GRADE_STATES}
-    counts["not_run"] = n - slots.height
-    return counts
-
-
 def resolved_questions(plan: pl.DataFrame, slots: pl.DataFrame,
                        repeats: int) -> pl.DataFrame:
     """Per planned (setup, task): whether all R slots are resolved.
@@ -237,59 +234,123 @@ def _material_errors(rows: list[dict[str, object]]) -> list[MaterialError]:
     return errors
 
 
-def grade_summary(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame, setup: str,
-                  repeats: int) -> GradeSummary:
-    """Rates over N = questions x repeats for one setup (docs/methodology.md §4 "Rates").
+GRADE_COLUMNS: dict[str, type[pl.DataType]] = {
+    "setup": pl.String, "N": pl.Int64, "questions": pl.Int64, "repeats": pl.Int64,
+    **{name: dtype for state in GRADE_STATES for name, dtype in (
+        (state, pl.Int64), (f"{state}_rate", pl.Float64), (f"{state}_ci_low", pl.Float64),
+        (f"{state}_ci_high", pl.Float64))},
+    "run_coverage": pl.Float64, "graded_coverage": pl.Float64, "ungraded": pl.Int64,
+    "beyond_plan": pl.Int64, "needs_more_information": pl.Int64, "stable_resolved": pl.Int64,
+}
+"""The columns of :func:`grade_frame`: one row per setup, every denominator a column."""
 
-    Counts of the four grades + pending_verification + not_run = N; every rate divides by N and
-    carries a 95% Wilson interval over N; graded coverage = four grades / N; stable resolution
-    = questions whose R slots are all resolved (null when R = 1).
+_ERROR_FIELDS = ("run_id", "task_id", "repeat", "claim", "evidence", "effect", "grader",
+                 "grade_reason")
+
+
+def grade_frame(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame,
+                setups: Sequence[str], repeats: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Rates over N = questions x repeats, every setup at once (docs/methodology.md §4
+    "Rates").
+
+    Per setup, counts of the four grades + pending_verification + not_run = N; every rate
+    divides by N and carries a 95% Wilson interval over N (null when N = 0); graded coverage
+    = four grades / N; run coverage = filled slots / N; stable resolution = questions whose
+    R slots are all resolved (null when R = 1); ungraded delivered runs, primary runs beyond
+    R and runs whose answer asks for more information, in the plan.
 
     Args:
         plan: :func:`setup_plan`, or the part of it a subset keeps.
         slots: :func:`planned_slots` (filled slots of the same questions).
         graded: :func:`run_grades` (for ungraded, beyond-plan counts and material errors).
-        setup: The setup to summarise.
+        setups: The setups summarised, in order (a setup with no planned question gets a
+            row with N = 0).
         repeats: R.
+
+    Returns:
+        The frame of :data:`GRADE_COLUMNS` (one row per setup of ``setups``), and each
+        setup's material errors (setup and the fields of
+        :class:`~grade_kit.schema.MaterialError`, by setup, task and repeat).
     """
-    mine_plan = plan.filter(pl.col("setup") == setup)
-    mine = slots.filter(pl.col("setup") == setup)
-    questions = mine_plan.height
-    n = questions * repeats
-    counts = _counts(mine, n)
-    four = sum(counts[g] for g in FOUR_GRADES)
-    in_plan = graded.filter(pl.col("run_id").is_in(mine.get_column("run_id").implode()))
-    ungraded = int(in_plan.filter(~pl.col("graded") & (pl.col("status") == "delivered")).height)
-    task_ids = mine_plan.get_column("task_id").implode()
-    beyond = graded.filter((pl.col("setup") == setup) & pl.col("is_primary")
-                           & (pl.col("repeat") > repeats)
-                           & pl.col("task_id").is_in(task_ids)).height
-    asking = int(in_plan.filter(pl.col("is_primary")
-                                & pl.col("needs_more_information").fill_null(False)).height)
-    stable_count = None
+    keys = pl.DataFrame({"setup": list(setups)}, schema={"setup": pl.String})
+
+    def per_setup(frame: pl.DataFrame, **aggregates: pl.Expr) -> pl.DataFrame:
+        return keys.join(frame.group_by("setup").agg(**aggregates), on="setup", how="left",
+                         maintain_order="left").drop("setup")
+
+    in_plan = graded.join(slots.select("run_id"), on="run_id", how="semi")
+    beyond = graded.filter(pl.col("is_primary") & (pl.col("repeat") > repeats)).join(
+        plan.select("setup", "task_id"), on=["setup", "task_id"], how="semi")
+    state = pl.col("state")
+    parts = [
+        per_setup(plan, questions=pl.len()),
+        per_setup(slots, filled=pl.len(), **{g: (state == g).sum() for g in GRADE_STATES
+                                             if g != "not_run"}),
+        per_setup(in_plan, ungraded=(~pl.col("graded") & (pl.col("status") == "delivered"))
+                  .sum(), needs_more_information=(
+                      pl.col("is_primary") & pl.col("needs_more_information").fill_null(False))
+                  .sum()),
+        per_setup(beyond, beyond_plan=pl.len()),
+    ]
     if repeats > 1:
-        stable_count = int(resolved_questions(mine_plan, mine, repeats)
-                           .get_column("all_resolved").sum())
+        parts.append(per_setup(resolved_questions(plan, slots, repeats),
+                               stable_resolved=pl.col("all_resolved").sum()))
+    counts = pl.concat([keys, *parts], how="horizontal").with_columns(
+        pl.exclude("setup").fill_null(0).cast(pl.Int64))
+    counts = counts.with_columns(N=pl.col("questions") * repeats, repeats=pl.lit(repeats))
+    counts = counts.with_columns(not_run=pl.col("N") - pl.col("filled"),
+                                 stable_resolved=pl.col("stable_resolved") if repeats > 1
+                                 else pl.lit(None, dtype=pl.Int64))
+    n = pl.col("N")
+    whole = pl.when(n > 0)
+    rows = counts.with_columns(
+        **{f"{g}_rate": whole.then(pl.col(g) / n) for g in GRADE_STATES},
+        run_coverage=whole.then(pl.col("filled") / n),
+        graded_coverage=whole.then(pl.sum_horizontal(*FOUR_GRADES) / n))
+    intervals = [[wilson_interval(k, total) for k, total in zip(
+        rows.get_column(g).to_list(), rows.get_column("N").to_list(), strict=True)]
+        for g in GRADE_STATES]
+    rows = rows.with_columns(
+        pl.Series(f"{g}_ci_{side}", [None if ci is None else getattr(ci, side) for ci in cis],
+                  dtype=pl.Float64)
+        for g, cis in zip(GRADE_STATES, intervals, strict=True) for side in ("low", "high"))
     errors = (in_plan.filter(pl.col("grade") == "material_error")
-              .select("run_id", "task_id", "repeat", "claim", "evidence", "effect", "grader",
-                      "grade_reason").sort("task_id", "repeat"))
-    return GradeSummary(
-        N=n,
-        questions=questions,
-        repeats=repeats,
-        counts=GradeCounts(**counts),
-        rates=GradeRates(**{k: (v / n if n else None) for k, v in counts.items()}),
-        wilson95={k: wilson_interval(v, n) for k, v in counts.items()},
-        interval_note=INTERVAL_NOTE,
-        graded_coverage=four / n if n else None,
-        ungraded=ungraded,
-        beyond_plan=int(beyond),
-        needs_more_information=asking,
-        stable_resolution=StableResolution(count=stable_count, questions=questions,
-                                           repeats=repeats),
-        material_errors=_material_errors(errors.to_dicts()),
-        run_coverage=(n - counts["not_run"]) / n if n else None,
-    )
+              .select("setup", *_ERROR_FIELDS).sort("setup", "task_id", "repeat"))
+    return rows.select(list(GRADE_COLUMNS)).cast(GRADE_COLUMNS), errors  # type: ignore[arg-type]
+
+
+def grade_summaries(rows: pl.DataFrame, errors: pl.DataFrame) -> dict[str, GradeSummary]:
+    """The typed summary of each row of :func:`grade_frame`, by setup."""
+    by_setup: dict[str, list[dict[str, object]]] = {}
+    for error in errors.iter_rows(named=True):
+        by_setup.setdefault(error.pop("setup"), []).append(error)
+    out: dict[str, GradeSummary] = {}
+    for row in rows.iter_rows(named=True):
+        out[row["setup"]] = GradeSummary(
+            N=row["N"], questions=row["questions"], repeats=row["repeats"],
+            counts=GradeCounts(**{g: row[g] for g in GRADE_STATES}),
+            rates=GradeRates(**{g: row[f"{g}_rate"] for g in GRADE_STATES}),
+            wilson95={g: (None if row[f"{g}_ci_low"] is None else
+                          Interval(low=row[f"{g}_ci_low"], high=row[f"{g}_ci_high"]))
+                      for g in GRADE_STATES},
+            interval_note=INTERVAL_NOTE, graded_coverage=row["graded_coverage"],
+            ungraded=row["ungraded"], beyond_plan=row["beyond_plan"],
+            needs_more_information=row["needs_more_information"],
+            stable_resolution=StableResolution(count=row["stable_resolved"],
+                                               questions=row["questions"],
+                                               repeats=row["repeats"]),
+            material_errors=_material_errors(by_setup.get(row["setup"], [])),
+            run_coverage=row["run_coverage"])
+    return out
+
+
+def grade_summary(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame, setup: str,
+                  repeats: int) -> GradeSummary:
+    """:func:`grade_frame` of one setup, typed (:func:`grade_summaries`)."""
+    rows, errors = grade_frame(plan.filter(pl.col("setup") == setup),
+                               slots.filter(pl.col("setup") == setup),
+                               graded.filter(pl.col("setup") == setup), [setup], repeats)
+    return grade_summaries(rows, errors)[setup]
 
 
 def run_coverage(plan: pl.DataFrame, slots: pl.DataFrame, repeats: int) -> dict[str, float | None]:

@@ -18,6 +18,7 @@ from grade_kit.schema import (
     CommonSubset,
     Comparison,
     Figure,
+    GradeSummary,
     Plan,
     Rerun,
     SubsetSetup,
@@ -32,7 +33,8 @@ from grade_kit.standard.compare import (
 from grade_kit.standard.grade_rates import (
     COVERAGE_MIN,
     common_subset,
-    grade_summary,
+    grade_frame,
+    grade_summaries,
     plan_repeats,
     planned_slots,
     ranked_setups,
@@ -68,6 +70,9 @@ class StandardResults:
         slots: Every filled planned slot with its state (unfilled ones are counted).
         e2e: E2E seconds of every delivered run carrying both events (re-runs included).
         plan: R, and whether it was given or inferred.
+        grades: Per setup and subset (``all``, ``common``), its grades over N
+            (:func:`~grade_kit.standard.grade_rates.grade_frame`; ``subset`` after
+            ``setup``): what each setup's typed grade summary is built from.
         setups: Per setup, its summaries on all questions.
         reruns: Per setup, its re-runs.
         common: The common subset, with each setup's summaries on it.
@@ -87,6 +92,7 @@ class StandardResults:
     slots: pl.DataFrame
     e2e: pl.DataFrame
     plan: Plan
+    grades: pl.DataFrame
     setups: dict[str, SubsetSetup]
     reruns: dict[str, list[Rerun]]
     common: CommonSubset
@@ -188,13 +194,13 @@ def _split_by_setup(data: EvalData, graded: pl.DataFrame,
     return {s: _SetupFrames(runs[s], events[s], calls[s], grades[s]) for s in setups}
 
 
-def _subset_setup(frames: _SetupFrames, plan: pl.DataFrame, slots: pl.DataFrame,
-                  setup: str, repeats: int,
+def _subset_setup(frames: _SetupFrames, slots: pl.DataFrame, grades: GradeSummary,
                   exclude_channel_overhead: bool = False) -> SubsetSetup:
-    """One setup's summaries on a subset (``plan`` and ``slots`` hold its rows only)."""
+    """One setup's summaries on a subset (``slots`` holds its rows only), its grades
+    summarised already (:func:`~grade_kit.standard.grade_rates.grade_frame`)."""
     run_ids = slots.get_column("run_id").to_list()
     return SubsetSetup(
-        grades=grade_summary(plan, slots, frames.graded, setup, repeats),
+        grades=grades,
         timing=timing_summary(frames.runs, frames.events, run_ids,
                               exclude_channel_overhead=exclude_channel_overhead),
         tool_calls=tool_call_summary(frames.runs, frames.tool_calls, run_ids),
@@ -241,32 +247,32 @@ def _reruns(graded: pl.DataFrame, e2e: pl.DataFrame, setup: str) -> list[Rerun]:
 
 
 def _setup_summaries(data: EvalData, graded: pl.DataFrame, setups: list[str],
-                     on_all: tuple[pl.DataFrame, pl.DataFrame],
-                     on_common: tuple[pl.DataFrame, pl.DataFrame], e2e: pl.DataFrame,
-                     r: int, exclude_channel_overhead: bool,
+                     on_all: tuple[pl.DataFrame, dict[str, GradeSummary]],
+                     on_common: tuple[pl.DataFrame, dict[str, GradeSummary]],
+                     e2e: pl.DataFrame, exclude_channel_overhead: bool,
                      ) -> tuple[list[SubsetSetup], list[SubsetSetup], dict[str, list[Rerun]]]:
     """Each setup's summaries on all questions and on the common subset (``on_all`` and
-    ``on_common``: the plan and the filled slots), and its re-runs. Each setup's rows are
-    split off here and let go on return, before the comparisons need the memory."""
+    ``on_common``: the filled slots and each setup's grades), and its re-runs. Each setup's
+    rows are split off here and let go on return, before the comparisons need the memory."""
     # Each setup's summaries are independent: two threads share them, so one's Python
     # (summaries, models) runs while the other's polars queries do (the same figures).
     frames = _split_by_setup(data, graded, setups)
-    plans, subplans = (_rows_of(f, setups) for f in (on_all[0], on_common[0]))
-    filled, subfilled = (_rows_of(f, setups) for f in (on_all[1], on_common[1]))
-    nothing: list[SubsetSetup] = []  # a setup with no question in a subset: made once
+    filled, subfilled = (_rows_of(f, setups) for f in (on_all[0], on_common[0]))
 
-    def summarise(setup: str, plan: pl.DataFrame, slots: pl.DataFrame) -> SubsetSetup:
-        if plan.height or slots.height:
-            return _subset_setup(frames[setup], plan, slots, setup, r,
-                                 exclude_channel_overhead)
+    nothing: list[SubsetSetup] = []  # summaries of no run (but the grades): made once
+
+    def summarise(setup: str, slots: pl.DataFrame,
+                  grades: dict[str, GradeSummary]) -> SubsetSetup:
+        if slots.height:
+            return _subset_setup(frames[setup], slots, grades[setup], exclude_channel_overhead)
         if not nothing:
-            nothing.append(_subset_setup(frames[setup], plan, slots, setup, r,
+            nothing.append(_subset_setup(frames[setup], slots, grades[setup],
                                          exclude_channel_overhead))
-        return nothing[0].model_copy(deep=True)
+        return nothing[0].model_copy(update={"grades": grades[setup]}, deep=True)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        summaries = list(pool.map(lambda s: summarise(s, plans[s], filled[s]), setups))
-        common = list(pool.map(lambda s: summarise(s, subplans[s], subfilled[s]), setups))
+        summaries = list(pool.map(lambda s: summarise(s, filled[s], on_all[1]), setups))
+        common = list(pool.map(lambda s: summarise(s, subfilled[s], on_common[1]), setups))
     return summaries, common, {s: _reruns(frames[s].graded, e2e, s) for s in setups}
 
 
@@ -338,9 +344,12 @@ def standard_results(data: EvalData, repeats: int | None = None,
     subset = common_subset(plan_frame.filter(is_ranked), slots.filter(is_ranked), r)
     in_subset = pl.col("task_id").is_in(pl.Series(subset, dtype=pl.String).implode())
     sub_plan, sub_slots = plan_frame.filter(in_subset), slots.filter(in_subset)
+    grades = {subset: grade_frame(on_plan, on_slots, graded, setups, r)
+              for subset, on_plan, on_slots in (("all", plan_frame, slots),
+                                                ("common", sub_plan, sub_slots))}
     on_all, on_common, reruns = _setup_summaries(
-        data, graded, setups, (plan_frame, slots), (sub_plan, sub_slots), e2e, r,
-        exclude_channel_overhead)
+        data, graded, setups, (slots, grade_summaries(*grades["all"])),
+        (sub_slots, grade_summaries(*grades["common"])), e2e, exclude_channel_overhead)
     per_setup = dict(zip(setups, on_all, strict=True))
     common = CommonSubset(
         tasks=subset, questions=len(subset), of_questions=len(task_ids), repeats=r,
@@ -367,6 +376,8 @@ def standard_results(data: EvalData, repeats: int | None = None,
     adjust_by_holm(comparisons)
     return StandardResults(
         graded=graded, plan_frame=plan_frame, slots=slots, e2e=e2e, plan=plan,
+        grades=pl.concat([frame.insert_column(1, pl.lit(subset).alias("subset"))
+                          for subset, (frame, _) in grades.items()]),
         setups=per_setup,
         reruns=reruns, common=common,
         comparisons=comparisons, per_question=per_question, unique_calls=unique_calls,
