@@ -635,3 +635,20 @@ def test_grade_frame_summarises_every_setup_at_once() -> None:
     # with R = 1 stable resolution is not measured
     once = grade_frame(plan, planned_slots(graded, plan, 1), graded, ["A"], 1)[0]
     assert once.get_column("stable_resolved").to_list() == [None]
+
+
+def test_per_question_rates_are_divided_exactly() -> None:
+    """§4 "Rates": question q<k> has k of R = 5 slots resolved, its rate is k / 5 as Python
+    divides (polars divides a column by a literal as k x (1/5): 3 -> 0.6000000000000001);
+    rank intervals and questions needed read this column."""
+    runs, grades = [], []
+    for k in range(6):
+        for repeat in range(1, 6):
+            run_id = f"q{k}-{repeat}"
+            runs.append(make_run(run_id, f"q{k}", repeat))
+            grades.append(grade(run_id) if repeat <= k else grade(run_id, fulfil="not_met"))
+    data = EvalData.from_records([plain(f"q{k}") for k in range(6)], runs, grades=grades)
+    per_question = standard_results(data, repeats=5).per_question.sort("task_id")
+    assert per_question.get_column("resolved_rate").to_list() == [k / 5 for k in range(6)]
+    assert per_question.get_column("unresolved_rate").to_list() == [
+        (5 - k) / 5 for k in range(6)]

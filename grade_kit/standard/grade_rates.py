@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 from pydantic import TypeAdapter
 
+from grade_kit.exact import divide
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.schema import (
     COVERAGE_MIN,
@@ -301,12 +302,11 @@ def grade_frame(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame,
     counts = counts.with_columns(not_run=pl.col("N") - pl.col("filled"),
                                  stable_resolved=pl.col("stable_resolved") if repeats > 1
                                  else pl.lit(None, dtype=pl.Int64))
-    n = pl.col("N")
-    whole = pl.when(n > 0)
+    n = pl.col("N")  # every share over N divided as IEEE 754 does (grade_kit.exact.divide)
     rows = counts.with_columns(
-        **{f"{g}_rate": whole.then(pl.col(g) / n) for g in GRADE_STATES},
-        run_coverage=whole.then(pl.col("filled") / n),
-        graded_coverage=whole.then(pl.sum_horizontal(*FOUR_GRADES) / n))
+        *(divide(counts, pl.col(g), n).alias(f"{g}_rate") for g in GRADE_STATES),
+        divide(counts, pl.col("filled"), n).alias("run_coverage"),
+        divide(counts, pl.sum_horizontal(*FOUR_GRADES), n).alias("graded_coverage"))
     intervals = [[wilson_interval(k, total) for k, total in zip(
         rows.get_column(g).to_list(), rows.get_column("N").to_list(), strict=True)]
         for g in GRADE_STATES]

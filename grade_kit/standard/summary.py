@@ -11,6 +11,7 @@ from typing import Literal
 
 import polars as pl
 
+from grade_kit.exact import divide
 from grade_kit.frames import EvalData, frames_repr, frames_repr_html
 from grade_kit.reading.io import InputError
 from grade_kit.schema import (
@@ -160,8 +161,9 @@ def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
                                    for g in FOUR_GRADES})
     per_q = per_q.join(counts, on=["setup", "task_id"], how="left")
     if repeats is not None:
-        per_q = per_q.with_columns(**{f"{g}_rate": pl.col(f"{g}_slots") / repeats
-                                      for g in FOUR_GRADES})
+        per_q = per_q.with_columns(  # IEEE division (a literal divisor: grade_kit.exact)
+            divide(per_q, pl.col(f"{g}_slots"), pl.lit(repeats)).alias(f"{g}_rate")
+            for g in FOUR_GRADES)
     return per_q.sort("setup", "task_id")
 
 
