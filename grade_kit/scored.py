@@ -222,46 +222,27 @@ class Evaluation:
         return frame.sort(pl.col("subset") != "all", pl.col("setup").replace_strict(
             order, default=len(order), return_dtype=pl.Int64), maintain_order=True)
 
-    def _standard_rows(self, part: str) -> pl.DataFrame:
+    def _timing_rows(self) -> pl.DataFrame:
         rows: list[dict[str, Any]] = []
-        subsets = [("all", {n: (s.timing, s.tool_calls)
-                            for n, s in self.results.setups.items()}),
-                   ("common", {n: (s.timing, s.tool_calls)
-                               for n, s in self.results.common_subset.setups.items()})]
+        subsets = [("all", {n: s.timing for n, s in self.results.setups.items()}),
+                   ("common", {n: s.timing for n, s in self.results.common_subset.setups.items()})]
         order = self._summary_order
         for subset, per_setup in subsets:
             for setup in sorted(per_setup, key=lambda name: order.get(name, len(order))):
-                t, tc = per_setup[setup]
-                row: dict[str, Any] = {"setup": setup, "subset": subset}
-                if part == "timing":
-                    row.update(attempted=t.timeouts.attempted, delivered=t.delivered,
-                               missing_timestamps=t.missing_timestamps,
-                               **{f"e2e_{k}": v for k, v in t.e2e_s.model_dump().items()},
-                               **{f"working_{k}": v
-                                  for k, v in t.working_s.model_dump().items()},
-                               timeouts=t.timeouts.count, timeout_rate=t.timeouts.rate,
-                               limits=t.limits.count, limit_rate=t.limits.rate,
-                               limit_types=", ".join(f"{k} {n}" for k, n
-                                                     in t.limits.by_type.items()) or None,
-                               failures=t.failures.count, failure_rate=t.failures.rate,
-                               e2e_beyond_source_total=t.e2e_beyond_source_total,
-                               **({f"outcome_{k}": v for k, v in
-                                   t.time_to_outcome_s.model_dump().items() if k != "label"}
-                                  if t.time_to_outcome_s is not None else {}))
-                else:
-                    row.update(delivered=tc.delivered, runs_exposed=tc.runs_exposed,
-                               coverage=tc.coverage,
-                               **{f"per_run_{k}": v for k, v in tc.per_run.model_dump().items()},
-                               recorded_per_run_mean=tc.recorded_per_run.mean,
-                               unique_calls=tc.unique_calls, recorded_calls=tc.recorded_calls,
-                               runs_with_repeated_ids=tc.runs_with_repeated_ids,
-                               headline_per_run_mean=(tc.headline_per_run or tc.per_run).mean,
-                               headline_basis=tc.headline_basis,
-                               attempted_runs_exposed=tc.attempted_runs_exposed,
-                               attempted_per_run_mean=(tc.attempted_per_run.mean
-                                                       if tc.attempted_per_run else None),
-                               span_p50_s=tc.span_s.p50)
-                rows.append(row)
+                t = per_setup[setup]
+                rows.append({
+                    "setup": setup, "subset": subset, "attempted": t.timeouts.attempted,
+                    "delivered": t.delivered, "missing_timestamps": t.missing_timestamps,
+                    **{f"e2e_{k}": v for k, v in t.e2e_s.model_dump().items()},
+                    **{f"working_{k}": v for k, v in t.working_s.model_dump().items()},
+                    "timeouts": t.timeouts.count, "timeout_rate": t.timeouts.rate,
+                    "limits": t.limits.count, "limit_rate": t.limits.rate,
+                    "limit_types": ", ".join(f"{k} {n}" for k, n
+                                             in t.limits.by_type.items()) or None,
+                    "failures": t.failures.count, "failure_rate": t.failures.rate,
+                    "e2e_beyond_source_total": t.e2e_beyond_source_total,
+                    **({f"outcome_{k}": v for k, v in t.time_to_outcome_s.model_dump().items()
+                        if k != "label"} if t.time_to_outcome_s is not None else {})})
         return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame(
             schema={"setup": pl.String, "subset": pl.String})
 
@@ -310,8 +291,14 @@ class Evaluation:
             [w.model_dump() for w in self.results.warnings],
             schema={"source": pl.String, "line": pl.Int64, "message": pl.String})
         return {"leaderboard": leaderboard, "grades": grades,
-                "timing": self._standard_rows("timing"),
-                "tool_calls": self._standard_rows("tool_calls"), "comparisons": comparisons,
+                "timing": self._timing_rows(),
+                "tool_calls": self._in_summary_order(self.standard.tool_calls.select(
+                    "setup", "subset", "delivered", "runs_exposed", "coverage",
+                    pl.col("^per_run_.*$"), "recorded_per_run_mean", "unique_calls",
+                    "recorded_calls", "runs_with_repeated_ids", "headline_per_run_mean",
+                    "headline_basis", "attempted_runs_exposed", "attempted_per_run_mean",
+                    span_p50_s="span_s_p50")),
+                "comparisons": comparisons,
                 "rejected": rejected, "warnings": warnings}
 
     # ------------------------------------------------------------------ frames (public)

@@ -652,3 +652,64 @@ def test_per_question_rates_are_divided_exactly() -> None:
     assert per_question.get_column("resolved_rate").to_list() == [k / 5 for k in range(6)]
     assert per_question.get_column("unresolved_rate").to_list() == [
         (5 - k) / 5 for k in range(6)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcd"),
+                          st.one_of(st.none(), st.integers(-5, 5).map(float),
+                                    st.floats(-1e6, 1e6, allow_nan=False))),
+                max_size=40))
+def test_summary_frame_is_summarize_per_group(samples: list[tuple[str, float | None]]) -> None:
+    """§4 "Timing": the summary of every group at once equals summarize of each group (a
+    group with only nulls, or none at all, has n = 0)."""
+    from grade_kit.standard.stats import summary_frame, summary_of
+
+    frame = pl.DataFrame(samples, schema={"g": pl.String, "x": pl.Float64}, orient="row")
+    groups = pl.DataFrame({"g": ["d", "c", "b", "a", "z"]})
+    out = summary_frame(frame, ["g"], "x", groups=groups, prefix="e_")
+    assert out.get_column("g").to_list() == ["d", "c", "b", "a", "z"]
+    for row in out.iter_rows(named=True):
+        values = [x for g, x in samples if g == row["g"] and x is not None]
+        assert summary_of(row, "e_") == summarize(values)
+
+
+def test_tool_call_frame_counts_each_setup_on_its_own_basis() -> None:
+    """§4 "Tool calls", hand-computed: A repeats a call id (its headline counts calls as
+    recorded), B does not (unique ids), C has no run."""
+    from grade_kit.standard import tool_call_frame, tool_call_summaries
+    from grade_kit.standard.grade_rates import planned_slots, setup_plan
+    from grade_kit.standard.timing import RECORDED_BASIS, UNIQUE_BASIS
+
+    calls = [{"id": "c1", "name": "sql", "started": at(1), "ended": at(2)},
+             {"id": "c1", "name": "sql", "started": at(3), "ended": at(4)},  # id reused
+             {"id": "c2", "name": "search", "started": at(5), "ended": at(9)}]
+    runs = [make_run("a", "q", 1, tool_calls=calls),
+            make_run("b", "q", 2, tool_calls=[]),
+            make_run("c", "q", 3, tool_calls=None),
+            make_run("d", "q", 4, status="failed", tool_calls=[{"id": "x", "name": "sql"}]),
+            make_run("e", "q", 1, setup="B", tool_calls=[
+                {"id": "k1", "name": "sql", "started": at(0)}, {"id": "k2", "name": "sql"}])]
+    data = EvalData.from_records([plain("q")], runs)
+    plan = setup_plan(data.runs, data.tasks)
+    slots = planned_slots(run_grades(data.runs, data.grades), plan, 4)
+    rows, by_name = tool_call_frame(data.runs, data.tool_calls, slots, ["A", "B", "C"])
+    by = {row["setup"]: row for row in rows.iter_rows(named=True)}
+    a, b, c = by["A"], by["B"], by["C"]
+    assert (a["delivered"], a["runs_exposed"], a["coverage"]) == (3, 2, 2 / 3)
+    assert (a["unique_calls"], a["recorded_calls"], a["runs_with_repeated_ids"]) == (2, 3, 1)
+    assert a["headline_basis"] == RECORDED_BASIS and b["headline_basis"] == UNIQUE_BASIS
+    assert (a["per_run_n"], a["per_run_mean"], a["recorded_per_run_mean"]) == (2, 1.0, 1.5)
+    assert a["headline_per_run_mean"] == 1.5  # calls as recorded: 3 and 0
+    # exposed runs of every status (a, b and the failed d), counted as recorded: 3, 0, 1
+    assert (a["attempted_runs_exposed"], a["attempted_per_run_n"],
+            a["attempted_per_run_mean"], a["attempted_per_run_p50"],
+            a["attempted_per_run_p90"]) == (3, 3, 4 / 3, 1.0, 3.0)
+    assert (a["span_s_n"], a["span_s_mean"]) == (1, 8.0)  # 09:00:01 to 09:00:09
+    assert (b["per_run_mean"], b["headline_per_run_mean"], b["coverage"]) == (2.0, 2.0, 1.0)
+    assert (b["span_s_n"], b["span_s_mean"]) == (1, 0.0)  # started and last both at 0
+    assert (c["delivered"], c["runs_exposed"], c["per_run_n"], c["span_s_n"]) == (0, 0, 0, 0)
+    assert c["coverage"] is None and c["per_run_mean"] is None
+    assert by_name.rows() == [("A", "search", 1, 1), ("A", "sql", 1, 1), ("B", "sql", 2, 1)]
+    typed = tool_call_summaries(rows, by_name)
+    assert typed["B"].by_name["sql"].calls == 2 and typed["C"].by_name == {}
+    assert typed["A"].span_s.label.startswith("first-to-last")

@@ -65,7 +65,7 @@ STATE_VERSION = 5
 
 _DATA = [name for name in COLUMNS if name != "scores"]
 _SCORES = ["runs", "consistency", "tasks", "tracks", "packs", "overall", "matches"]
-_STANDARD = ["graded", "plan_frame", "slots", "e2e", "grades", "per_question",
+_STANDARD = ["graded", "plan_frame", "slots", "e2e", "grades", "tool_calls", "per_question",
              "unique_calls"]
 
 

@@ -28,6 +28,8 @@ from grade_kit.standard.timing import (
     event_offsets,
     per_question_median,
     timing_summary,
+    tool_call_frame,
+    tool_call_summaries,
     tool_call_summary,
     unique_tool_calls,
 )
@@ -59,6 +61,8 @@ __all__ = [
     "standard_results",
     "summarize",
     "timing_summary",
+    "tool_call_frame",
+    "tool_call_summaries",
     "tool_call_summary",
     "unique_tool_calls",
     "wilson_interval",

@@ -8,10 +8,14 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 
-from grade_kit.exact import fmean
+import numpy as np
+import polars as pl
+
+from grade_kit.exact import fmean, segment_fmeans
 from grade_kit.schema import Interval, Summary
 
-__all__ = ["WILSON_Z95", "median", "nearest_rank", "summarize", "wilson_interval"]
+__all__ = ["SUMMARY_FIELDS", "WILSON_Z95", "median", "nearest_rank", "summarize",
+           "summary_frame", "summary_of", "wilson_interval"]
 
 WILSON_Z95 = 1.959963984540054
 """The standard normal quantile of 0.975 (scipy.stats.norm.ppf(0.975))."""
@@ -45,6 +49,52 @@ def summarize(values: Sequence[float]) -> Summary:
         return Summary(n=0)
     return Summary(n=n, mean=fmean(ordered), p50=median(ordered),
                    p90=nearest_rank(ordered, 0.9), min=ordered[0], max=ordered[-1])
+
+
+SUMMARY_FIELDS = ("n", "mean", "p50", "p90", "min", "max")
+"""The statistics of :func:`summarize`, in order: the columns of :func:`summary_frame`."""
+
+
+def summary_frame(frame: pl.DataFrame, keys: Sequence[str], value: str,
+                  groups: pl.DataFrame | None = None, prefix: str = "") -> pl.DataFrame:
+    """:func:`summarize` of ``value`` per group of ``keys``, every group at once: the same
+    figures (n, the ``fsum`` mean, the median as the mean of the middle two, the nearest-rank
+    P90 as the ceil(9n/10)-th value, min, max), nulls left out.
+
+    Args:
+        frame: The samples.
+        keys: The grouping columns.
+        value: The sampled column (cast to float).
+        groups: The groups to summarise, in order (a group without a sample gets n = 0 and
+            null statistics); default: those of ``frame``, sorted.
+        prefix: Put before each statistic's name (``e2e_`` -> ``e2e_n``, ...).
+
+    Returns:
+        ``keys`` and one column per statistic of :data:`SUMMARY_FIELDS`.
+    """
+    keys = list(keys)
+    samples = (frame.select(*keys, x=pl.col(value).cast(pl.Float64)).drop_nulls("x")
+               .sort(*keys, "x"))
+    ordered = pl.col("x")
+    n = pl.len()
+    stats = samples.group_by(keys, maintain_order=True).agg(
+        n=n, lo=ordered.get((n - 1) // 2), hi=ordered.get(n // 2),
+        p90=ordered.get((9 * n + 9) // 10 - 1), min=ordered.first(), max=ordered.last())
+    counts = stats.get_column("n").to_numpy().astype(np.int64)
+    means = segment_fmeans(samples.get_column("x").to_numpy(), np.cumsum(counts) - counts) \
+        if stats.height else np.empty(0)
+    stats = stats.select(*keys, "n", pl.Series("mean", means, dtype=pl.Float64),
+                         p50=(pl.col("lo") + pl.col("hi")) / 2, p90="p90", min="min",
+                         max="max")
+    wanted = groups.select(keys) if groups is not None else stats.select(keys)
+    out = wanted.join(stats, on=keys, how="left", maintain_order="left", nulls_equal=True)
+    return out.with_columns(pl.col("n").fill_null(0).cast(pl.Int64)).rename(
+        {name: prefix + name for name in SUMMARY_FIELDS})
+
+
+def summary_of(row: dict[str, object], prefix: str = "") -> Summary:
+    """The :class:`~grade_kit.schema.Summary` in a row of :func:`summary_frame`."""
+    return Summary(**{name: row[prefix + name] for name in SUMMARY_FIELDS})
 
 
 def wilson_interval(successes: int, n: int, z: float = WILSON_Z95) -> Interval | None:

@@ -23,6 +23,7 @@ from grade_kit.schema import (
     Plan,
     Rerun,
     SubsetSetup,
+    ToolCalls,
 )
 from grade_kit.standard.compare import (
     DEFAULT_SEED,
@@ -50,7 +51,8 @@ from grade_kit.standard.timing import (
     e2e_frame,
     per_question_median,
     timing_summary,
-    tool_call_summary,
+    tool_call_frame,
+    tool_call_summaries,
     unique_tool_calls,
     working_frame,
 )
@@ -74,6 +76,8 @@ class StandardResults:
         grades: Per setup and subset (``all``, ``common``), its grades over N
             (:func:`~grade_kit.standard.grade_rates.grade_frame`; ``subset`` after
             ``setup``): what each setup's typed grade summary is built from.
+        tool_calls: Per setup and subset, its tool calls
+            (:func:`~grade_kit.standard.timing.tool_call_frame`), the same way.
         setups: Per setup, its summaries on all questions.
         reruns: Per setup, its re-runs.
         common: The common subset, with each setup's summaries on it.
@@ -94,6 +98,7 @@ class StandardResults:
     e2e: pl.DataFrame
     plan: Plan
     grades: pl.DataFrame
+    tool_calls: pl.DataFrame
     setups: dict[str, SubsetSetup]
     reruns: dict[str, list[Rerun]]
     common: CommonSubset
@@ -196,18 +201,33 @@ def _split_by_setup(data: EvalData, graded: pl.DataFrame,
     return {s: _SetupFrames(runs[s], events[s], calls[s], grades[s]) for s in setups}
 
 
-def _subset_setup(frames: _SetupFrames, slots: pl.DataFrame, grades: GradeSummary,
+@dataclass(frozen=True)
+class _Summarised:
+    """A subset's summaries made for every setup at once (the grades and the tool calls),
+    typed, by setup; and its filled slots, for what is still summarised setup by setup."""
+
+    slots: pl.DataFrame
+    grades: dict[str, GradeSummary]
+    tool_calls: dict[str, ToolCalls]
+
+
+def _subset_setup(frames: _SetupFrames, slots: pl.DataFrame, setup: str, made: _Summarised,
                   exclude_channel_overhead: bool = False) -> SubsetSetup:
-    """One setup's summaries on a subset (``slots`` holds its rows only), its grades
-    summarised already (:func:`~grade_kit.standard.grade_rates.grade_frame`)."""
+    """One setup's summaries on a subset (``slots`` holds its rows only)."""
     run_ids = slots.get_column("run_id").to_list()
     return SubsetSetup(
-        grades=grades,
+        grades=made.grades[setup],
         timing=timing_summary(frames.runs, frames.events, run_ids,
                               exclude_channel_overhead=exclude_channel_overhead),
-        tool_calls=tool_call_summary(frames.runs, frames.tool_calls, run_ids),
+        tool_calls=made.tool_calls[setup],
         source_metrics=source_metrics(frames.runs, run_ids),
     )
+
+
+def _by_subset(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """One frame of per-subset frames, ``subset`` after ``setup``."""
+    return pl.concat([frame.insert_column(1, pl.lit(subset).alias("subset"))
+                      for subset, frame in frames.items()])
 
 
 def adjust_by_holm(comparisons: list[Comparison]) -> None:
@@ -249,32 +269,30 @@ def _reruns(graded: pl.DataFrame, e2e: pl.DataFrame, setup: str) -> list[Rerun]:
 
 
 def _setup_summaries(data: EvalData, graded: pl.DataFrame, setups: list[str],
-                     on_all: tuple[pl.DataFrame, dict[str, GradeSummary]],
-                     on_common: tuple[pl.DataFrame, dict[str, GradeSummary]],
-                     e2e: pl.DataFrame, exclude_channel_overhead: bool,
+                     on_all: _Summarised, on_common: _Summarised, e2e: pl.DataFrame,
+                     exclude_channel_overhead: bool,
                      ) -> tuple[list[SubsetSetup], list[SubsetSetup], dict[str, list[Rerun]]]:
-    """Each setup's summaries on all questions and on the common subset (``on_all`` and
-    ``on_common``: the filled slots and each setup's grades), and its re-runs. Each setup's
-    rows are split off here and let go on return, before the comparisons need the memory."""
+    """Each setup's summaries on all questions and on the common subset, and its re-runs.
+    Each setup's rows are split off here and let go on return, before the comparisons need
+    the memory."""
     # Each setup's summaries are independent: two threads share them, so one's Python
     # (summaries, models) runs while the other's polars queries do (the same figures).
     frames = _split_by_setup(data, graded, setups)
-    filled, subfilled = (_rows_of(f, setups) for f in (on_all[0], on_common[0]))
+    filled, subfilled = (_rows_of(f.slots, setups) for f in (on_all, on_common))
+    nothing: list[SubsetSetup] = []  # summaries of no run (but those made already): once
 
-    nothing: list[SubsetSetup] = []  # summaries of no run (but the grades): made once
-
-    def summarise(setup: str, slots: pl.DataFrame,
-                  grades: dict[str, GradeSummary]) -> SubsetSetup:
+    def summarise(setup: str, slots: pl.DataFrame, made: _Summarised) -> SubsetSetup:
         if slots.height:
-            return _subset_setup(frames[setup], slots, grades[setup], exclude_channel_overhead)
+            return _subset_setup(frames[setup], slots, setup, made, exclude_channel_overhead)
         if not nothing:
-            nothing.append(_subset_setup(frames[setup], slots, grades[setup],
+            nothing.append(_subset_setup(frames[setup], slots, setup, made,
                                          exclude_channel_overhead))
-        return nothing[0].model_copy(update={"grades": grades[setup]}, deep=True)
+        return nothing[0].model_copy(update={"grades": made.grades[setup],
+                                             "tool_calls": made.tool_calls[setup]}, deep=True)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        summaries = list(pool.map(lambda s: summarise(s, filled[s], on_all[1]), setups))
-        common = list(pool.map(lambda s: summarise(s, subfilled[s], on_common[1]), setups))
+        summaries = list(pool.map(lambda s: summarise(s, filled[s], on_all), setups))
+        common = list(pool.map(lambda s: summarise(s, subfilled[s], on_common), setups))
     return summaries, common, {s: _reruns(frames[s].graded, e2e, s) for s in setups}
 
 
@@ -346,12 +364,18 @@ def standard_results(data: EvalData, repeats: int | None = None,
     subset = common_subset(plan_frame.filter(is_ranked), slots.filter(is_ranked), r)
     in_subset = pl.col("task_id").is_in(pl.Series(subset, dtype=pl.String).implode())
     sub_plan, sub_slots = plan_frame.filter(in_subset), slots.filter(in_subset)
+    # Per subset, the summaries made for every setup at once (frames, then typed)
+    subsets = {"all": (plan_frame, slots), "common": (sub_plan, sub_slots)}
     grades = {subset: grade_frame(on_plan, on_slots, graded, setups, r)
-              for subset, on_plan, on_slots in (("all", plan_frame, slots),
-                                                ("common", sub_plan, sub_slots))}
-    on_all, on_common, reruns = _setup_summaries(
-        data, graded, setups, (slots, grade_summaries(*grades["all"])),
-        (sub_slots, grade_summaries(*grades["common"])), e2e, exclude_channel_overhead)
+              for subset, (on_plan, on_slots) in subsets.items()}
+    calls = {subset: tool_call_frame(data.runs, data.tool_calls, on_slots, setups)
+             for subset, (_, on_slots) in subsets.items()}
+    made = {subset: _Summarised(on_slots, grade_summaries(*grades[subset]),
+                                tool_call_summaries(*calls[subset]))
+            for subset, (_, on_slots) in subsets.items()}
+    on_all, on_common, reruns = _setup_summaries(data, graded, setups, made["all"],
+                                                 made["common"], e2e,
+                                                 exclude_channel_overhead)
     per_setup = dict(zip(setups, on_all, strict=True))
     common = CommonSubset(
         tasks=subset, questions=len(subset), of_questions=len(task_ids), repeats=r,
@@ -378,8 +402,8 @@ def standard_results(data: EvalData, repeats: int | None = None,
     adjust_by_holm(comparisons)
     return StandardResults(
         graded=graded, plan_frame=plan_frame, slots=slots, e2e=e2e, plan=plan,
-        grades=pl.concat([frame.insert_column(1, pl.lit(subset).alias("subset"))
-                          for subset, (frame, _) in grades.items()]),
+        grades=_by_subset({subset: frame for subset, (frame, _) in grades.items()}),
+        tool_calls=_by_subset({subset: frame for subset, (frame, _) in calls.items()}),
         setups=per_setup,
         reruns=reruns, common=common,
         comparisons=comparisons, per_question=per_question, unique_calls=unique_calls,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from grade_kit.exact import seconds_between
+from grade_kit.exact import divide, seconds_between
 from grade_kit.schema import (
     SOURCE_TOTAL_SLACK_S,
     LabelledSummary,
@@ -23,7 +23,7 @@ from grade_kit.schema import (
     ToolCalls,
     ToolNameCount,
 )
-from grade_kit.standard.stats import summarize
+from grade_kit.standard.stats import summarize, summary_frame, summary_of
 
 __all__ = [
     "CHANNEL",
@@ -38,6 +38,8 @@ __all__ = [
     "event_offsets",
     "per_question_median",
     "timing_summary",
+    "tool_call_frame",
+    "tool_call_summaries",
     "tool_call_summary",
     "unique_tool_calls",
     "working_frame",
@@ -331,54 +333,112 @@ def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
     )
 
 
-def tool_call_summary(runs: pl.DataFrame, tool_calls: pl.DataFrame,
-                      run_ids: Sequence[str]) -> ToolCalls:
-    """Tool calls of the primary runs ``run_ids`` (docs/methodology.md §4 "Tool calls").
+def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.DataFrame,
+                    setups: Sequence[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Tool calls of the primary runs that fill ``slots``, every setup at once
+    (docs/methodology.md §4 "Tool calls").
 
     Coverage = delivered runs exposing tool events (``tool_calls`` not null) / delivered
     runs. Calls are counted by unique id per run; ``recorded_calls`` and
     ``runs_with_repeated_ids`` show where a source reuses ids. The headline per run is the
-    unique count, or the recorded count when some delivered run repeats an id
+    unique count, or the recorded count when some delivered run of the setup repeats an id
     (``headline_basis`` says which); ``attempted_per_run`` counts the same way over exposed
-    runs of every status. The first-to-last tool event span is labelled as including
-    reasoning and waiting.
+    runs of every status. The first-to-last tool event span (``span_s``) is labelled as
+    including reasoning and waiting.
+
+    Args:
+        runs: The runs frame.
+        tool_calls: The tool_calls frame.
+        slots: The filled planned slots summarised (run_id; a subset's, or all).
+        setups: The setups summarised, in order (one row each, with no run too).
+
+    Returns:
+        One row per setup: ``delivered``, ``runs_exposed``, ``coverage``, ``unique_calls``,
+        ``recorded_calls``, ``runs_with_repeated_ids``, ``headline_basis``,
+        ``attempted_runs_exposed`` and the summaries (:func:`~grade_kit.standard.stats.
+        summary_frame`) ``per_run_``, ``recorded_per_run_``, ``headline_per_run_``,
+        ``attempted_per_run_`` and ``span_s_``; and the calls by tool name (setup, name,
+        calls, runs; by setup and name).
     """
-    ids = pl.Series(list(run_ids), dtype=pl.String).implode()
-    attempted = runs.filter(pl.col("run_id").is_in(ids))
+    keys = pl.DataFrame({"setup": list(setups)}, schema={"setup": pl.String})
+    attempted = runs.join(slots.select("run_id"), on="run_id", how="semi")
     delivered = attempted.filter(pl.col("status") == "delivered")
-    exposed = delivered.filter(pl.col("tools_exposed")).select("run_id")
-    calls = tool_calls.join(exposed, on="run_id", how="inner")
-    per_run = unique_tool_calls(delivered, calls)
-    by_name = {
-        name: ToolNameCount(calls=int(n_calls), runs=int(n_runs))
-        for name, n_calls, n_runs in calls.unique(["run_id", "call_id"], keep="first")
-        .group_by("name").agg(pl.len(), pl.col("run_id").n_unique()).sort("name").iter_rows()
-    }
+    owner = attempted.select("run_id", "setup")
+
+    def counted(of: pl.DataFrame) -> pl.DataFrame:
+        """Unique and recorded calls of each run of ``of`` exposing tools, with its setup
+        and its count as the headline counts it (set below)."""
+        exposed = of.filter(pl.col("tools_exposed")).select("run_id")
+        calls = tool_calls.join(exposed, on="run_id", how="inner", maintain_order="left")
+        return unique_tool_calls(of, calls).join(owner, on="run_id", how="left",
+                                                 maintain_order="left")
+
+    per_run = counted(delivered)
+    totals = per_run.group_by("setup").agg(
+        unique_calls=pl.col("unique").sum(), recorded_calls=pl.col("recorded").sum(),
+        runs_with_repeated_ids=(pl.col("recorded") > pl.col("unique")).sum())
+    repeats_ids = totals.select("setup", recorded=pl.col("runs_with_repeated_ids") > 0)
+
+    def headline(frame: pl.DataFrame) -> pl.DataFrame:
+        return frame.join(repeats_ids, on="setup", how="left", maintain_order="left",
+                          suffix="_basis").with_columns(headline=pl.when(
+                              pl.col("recorded_basis")).then("recorded").otherwise("unique"))
+
+    per_run, per_attempt = headline(per_run), headline(counted(attempted))
+    calls = tool_calls.join(delivered.filter(pl.col("tools_exposed")).select("run_id", "setup"),
+                            on="run_id", how="inner", maintain_order="left")
     bounds = (calls.with_columns(last=pl.coalesce("ended", "started"))
-              .group_by("run_id").agg(pl.col("started").min(), pl.col("last").max())
+              .group_by("run_id", "setup").agg(pl.col("started").min(), pl.col("last").max())
               .filter(pl.col("started").is_not_null() & pl.col("last").is_not_null()))
-    spans = pl.DataFrame({"seconds": seconds_between(bounds, pl.col("last"),
-                                                     pl.col("started"))})
-    n_delivered = delivered.height
-    repeated = int(per_run.filter(pl.col("recorded") > pl.col("unique")).height)
-    basis = "recorded" if repeated else "unique"
-    all_exposed = attempted.filter(pl.col("tools_exposed")).select("run_id")
-    per_attempt = unique_tool_calls(attempted, tool_calls.join(all_exposed, on="run_id",
-                                                               how="inner"))
-    return ToolCalls(
-        runs_exposed=exposed.height,
-        delivered=n_delivered,
-        coverage=exposed.height / n_delivered if n_delivered else None,
-        per_run=summarize(per_run.get_column("unique").to_list()),
-        recorded_per_run=summarize(per_run.get_column("recorded").to_list()),
-        unique_calls=int(per_run.get_column("unique").sum()),
-        recorded_calls=int(per_run.get_column("recorded").sum()),
-        runs_with_repeated_ids=repeated,
-        by_name=by_name,
-        span_s=LabelledSummary(label=SPAN_LABEL,
-                               **summarize(spans.get_column("seconds").to_list()).model_dump()),
-        headline_per_run=summarize(per_run.get_column(basis).to_list()),
-        headline_basis=RECORDED_BASIS if repeated else UNIQUE_BASIS,
-        attempted_runs_exposed=per_attempt.height,
-        attempted_per_run=summarize(per_attempt.get_column(basis).to_list()),
-    )
+    spans = bounds.select("setup", seconds=seconds_between(bounds, pl.col("last"),
+                                                           pl.col("started")))
+    counts = pl.concat([keys, *(
+        keys.join(frame.group_by("setup").agg(**{name: pl.len()}), on="setup", how="left",
+                  maintain_order="left").drop("setup")
+        for name, frame in (("delivered", delivered), ("runs_exposed", per_run),
+                            ("attempted_runs_exposed", per_attempt)))], how="horizontal")
+    rows = counts.join(totals, on="setup", how="left", maintain_order="left").with_columns(
+        pl.exclude("setup").fill_null(0).cast(pl.Int64))
+    rows = rows.with_columns(
+        divide(rows, pl.col("runs_exposed"), pl.col("delivered")).alias("coverage"),
+        headline_basis=pl.when(pl.col("runs_with_repeated_ids") > 0).then(
+            pl.lit(RECORDED_BASIS)).otherwise(pl.lit(UNIQUE_BASIS)))
+    for prefix, frame, column in (("per_run_", per_run, "unique"),
+                                  ("recorded_per_run_", per_run, "recorded"),
+                                  ("headline_per_run_", per_run, "headline"),
+                                  ("attempted_per_run_", per_attempt, "headline"),
+                                  ("span_s_", spans, "seconds")):
+        rows = rows.join(summary_frame(frame, ["setup"], column, keys, prefix), on="setup",
+                         how="left", maintain_order="left")
+    by_name = (calls.unique(["run_id", "call_id"], keep="first", maintain_order=True)
+               .group_by("setup", "name").agg(calls=pl.len(), runs=pl.col("run_id").n_unique())
+               .sort("setup", "name"))
+    return rows, by_name
+
+
+def tool_call_summaries(rows: pl.DataFrame, by_name: pl.DataFrame) -> dict[str, ToolCalls]:
+    """The typed tool-call summary of each row of :func:`tool_call_frame`, by setup."""
+    names: dict[str, dict[str, ToolNameCount]] = {}
+    for setup, name, n_calls, n_runs in by_name.iter_rows():
+        names.setdefault(setup, {})[str(name)] = ToolNameCount(calls=n_calls, runs=n_runs)
+    return {row["setup"]: ToolCalls(
+        runs_exposed=row["runs_exposed"], delivered=row["delivered"], coverage=row["coverage"],
+        per_run=summary_of(row, "per_run_"), recorded_per_run=summary_of(row, "recorded_per_run_"),
+        unique_calls=row["unique_calls"], recorded_calls=row["recorded_calls"],
+        runs_with_repeated_ids=row["runs_with_repeated_ids"],
+        by_name=names.get(row["setup"], {}),
+        span_s=LabelledSummary(label=SPAN_LABEL, **summary_of(row, "span_s_").model_dump()),
+        headline_per_run=summary_of(row, "headline_per_run_"),
+        headline_basis=row["headline_basis"],
+        attempted_runs_exposed=row["attempted_runs_exposed"],
+        attempted_per_run=summary_of(row, "attempted_per_run_"),
+    ) for row in rows.iter_rows(named=True)}
+
+
+def tool_call_summary(runs: pl.DataFrame, tool_calls: pl.DataFrame,
+                      run_ids: Sequence[str]) -> ToolCalls:
+    """:func:`tool_call_frame` of the primary runs ``run_ids`` as one group, typed
+    (:func:`tool_call_summaries`)."""
+    one = runs.with_columns(setup=pl.lit("", dtype=pl.String))
+    slots = pl.DataFrame({"run_id": list(run_ids)}, schema={"run_id": pl.String})
+    return tool_call_summaries(*tool_call_frame(one, tool_calls, slots, [""]))[""]
