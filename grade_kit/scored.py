@@ -222,30 +222,6 @@ class Evaluation:
         return frame.sort(pl.col("subset") != "all", pl.col("setup").replace_strict(
             order, default=len(order), return_dtype=pl.Int64), maintain_order=True)
 
-    def _timing_rows(self) -> pl.DataFrame:
-        rows: list[dict[str, Any]] = []
-        subsets = [("all", {n: s.timing for n, s in self.results.setups.items()}),
-                   ("common", {n: s.timing for n, s in self.results.common_subset.setups.items()})]
-        order = self._summary_order
-        for subset, per_setup in subsets:
-            for setup in sorted(per_setup, key=lambda name: order.get(name, len(order))):
-                t = per_setup[setup]
-                rows.append({
-                    "setup": setup, "subset": subset, "attempted": t.timeouts.attempted,
-                    "delivered": t.delivered, "missing_timestamps": t.missing_timestamps,
-                    **{f"e2e_{k}": v for k, v in t.e2e_s.model_dump().items()},
-                    **{f"working_{k}": v for k, v in t.working_s.model_dump().items()},
-                    "timeouts": t.timeouts.count, "timeout_rate": t.timeouts.rate,
-                    "limits": t.limits.count, "limit_rate": t.limits.rate,
-                    "limit_types": ", ".join(f"{k} {n}" for k, n
-                                             in t.limits.by_type.items()) or None,
-                    "failures": t.failures.count, "failure_rate": t.failures.rate,
-                    "e2e_beyond_source_total": t.e2e_beyond_source_total,
-                    **({f"outcome_{k}": v for k, v in t.time_to_outcome_s.model_dump().items()
-                        if k != "label"} if t.time_to_outcome_s is not None else {})})
-        return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame(
-            schema={"setup": pl.String, "subset": pl.String})
-
     @cached_property
     def _frames(self) -> dict[str, pl.DataFrame]:
         grades = self._in_summary_order(self.standard.grades)
@@ -291,7 +267,12 @@ class Evaluation:
             [w.model_dump() for w in self.results.warnings],
             schema={"source": pl.String, "line": pl.Int64, "message": pl.String})
         return {"leaderboard": leaderboard, "grades": grades,
-                "timing": self._timing_rows(),
+                "timing": self._in_summary_order(self.standard.timing.select(
+                    "setup", "subset", "attempted", "delivered", "missing_timestamps",
+                    pl.col("^e2e_(n|mean|p50|p90|min|max)$"), pl.col("^working_.*$"),
+                    "timeouts", "timeout_rate", "limits", "limit_rate", "limit_types",
+                    "failures", "failure_rate", "e2e_beyond_source_total",
+                    pl.col("^outcome_.*$"))),
                 "tool_calls": self._in_summary_order(self.standard.tool_calls.select(
                     "setup", "subset", "delivered", "runs_exposed", "coverage",
                     pl.col("^per_run_.*$"), "recorded_per_run_mean", "unique_calls",

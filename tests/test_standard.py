@@ -713,3 +713,38 @@ def test_tool_call_frame_counts_each_setup_on_its_own_basis() -> None:
     typed = tool_call_summaries(rows, by_name)
     assert typed["B"].by_name["sql"].calls == 2 and typed["C"].by_name == {}
     assert typed["A"].span_s.label.startswith("first-to-last")
+
+
+def test_timing_frame_keeps_each_setups_samples_apart() -> None:
+    """§4 "Timing", "Limits", hand-computed: A has one E2E of 10 s and a timeout; B a run
+    stopped by a token limit after 5 s and one received before it was submitted; C none."""
+    from grade_kit.standard import timing_frame, timing_summaries
+    from grade_kit.standard.grade_rates import planned_slots, setup_plan
+
+    runs = [make_run("a1", "q", 1, events={"submitted": at(0), "received": at(10)}),
+            make_run("a2", "q", 2, status="timeout",
+                     events={"submitted": at(0), "stopped": at(30)}),
+            make_run("b1", "q", 1, setup="B", status="limit",
+                     limit={"type": "token", "value": 100.0},
+                     events={"submitted": at(0), "stopped": at(5)}),
+            make_run("b2", "q", 2, setup="B", events={"submitted": at(4), "received": at(1)})]
+    data = EvalData.from_records([plain("q")], runs)
+    slots = planned_slots(run_grades(data.runs, data.grades),
+                          setup_plan(data.runs, data.tasks), 2)
+    frames = timing_frame(data.runs, data.events, slots, ["A", "B", "C"])
+    by = {row["setup"]: row for row in frames.rows.iter_rows(named=True)}
+    a, b, c = by["A"], by["B"], by["C"]
+    assert (a["attempted"], a["delivered"], a["e2e_n"], a["e2e_mean"]) == (2, 1, 1, 10.0)
+    assert (a["timeouts"], a["timeout_rate"], a["timeouts_waiting_mean"]) == (1, 0.5, 30.0)
+    assert (a["limits"], a["limit_types"], a["outcome_n"]) == (0, None, 1)
+    assert (b["e2e_n"], b["e2e_out_of_order"], b["missing_timestamps"]) == (0, 1, 0)
+    assert (b["limits"], b["limit_rate"], b["limit_types"]) == (1, 0.5, "token 1")
+    assert (b["outcome_n"], b["outcome_mean"]) == (1, 5.0)  # the limit run's stop only
+    assert (c["attempted"], c["timeout_rate"], c["e2e_n"]) == (0, None, 0)
+    assert frames.out_of_order.select("setup", "run_id", "seconds").rows() == [
+        ("B", "b2", -3.0)]
+    typed = timing_summaries(frames)
+    assert typed["B"].limits.by_type == {"token": 1} and typed["A"].limits.by_type == {}
+    assert [v.run_id for v in typed["B"].out_of_order] == ["b2"] and not typed["A"].out_of_order
+    assert typed["A"].per_question_median_s == {"q": 10.0}
+    assert typed["B"].per_question_median_s == {} and typed["C"].timeouts.rate is None

@@ -65,8 +65,8 @@ STATE_VERSION = 5
 
 _DATA = [name for name in COLUMNS if name != "scores"]
 _SCORES = ["runs", "consistency", "tasks", "tracks", "packs", "overall", "matches"]
-_STANDARD = ["graded", "plan_frame", "slots", "e2e", "grades", "tool_calls", "per_question",
-             "unique_calls"]
+_STANDARD = ["graded", "plan_frame", "slots", "e2e", "grades", "timing", "tool_calls",
+             "per_question", "unique_calls"]
 
 
 def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,

@@ -24,9 +24,12 @@ from grade_kit.standard.ranking import questions_needed, rank_intervals
 from grade_kit.standard.stats import median, nearest_rank, summarize, wilson_interval
 from grade_kit.standard.summary import StandardResults, per_question_figures, standard_results
 from grade_kit.standard.timing import (
+    TimingFrames,
     e2e_frame,
     event_offsets,
     per_question_median,
+    timing_frame,
+    timing_summaries,
     timing_summary,
     tool_call_frame,
     tool_call_summaries,
@@ -38,6 +41,7 @@ __all__ = [
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "StandardResults",
+    "TimingFrames",
     "bootstrap_count_cis",
     "bootstrap_mean_ci",
     "common_subset",
@@ -60,6 +64,8 @@ __all__ = [
     "setup_plan",
     "standard_results",
     "summarize",
+    "timing_frame",
+    "timing_summaries",
     "timing_summary",
     "tool_call_frame",
     "tool_call_summaries",

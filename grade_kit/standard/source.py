@@ -12,35 +12,39 @@ import polars as pl
 
 from grade_kit.schema import SourceMetric
 
-__all__ = ["source_metrics"]
+__all__ = ["source_metric_frames", "source_metrics"]
 
 
-def source_metrics(runs: pl.DataFrame, run_ids: Sequence[str]) -> dict[str, SourceMetric]:
-    """Per metric name: the source's headline metric over the primary runs ``run_ids`` (one
-    setup's planned slots, or a subset) that carry a source score.
+def source_metric_frames(runs: pl.DataFrame, slots: pl.DataFrame
+                         ) -> dict[str, dict[str, SourceMetric]]:
+    """Per setup, per metric name: the source's headline metric over the primary runs that
+    fill ``slots`` (a setup's planned slots, or a subset's) and carry a source score.
 
     Each question's score is the mean over its repeats (Inspect's default epoch reducer);
     the figure is the mean over questions (``math.fsum`` / n), its standard error the
     sample standard deviation over questions / sqrt(n) (null below 2 questions: one
     question has no spread to estimate). A run without a score (failed, or a score with no
-    number) is not in it; ``runs`` counts those that are.
+    number) is not in it; ``runs`` counts those that are. A setup with no score is absent.
     """
-    mine = runs.filter(pl.col("run_id").is_in(pl.Series(list(run_ids), dtype=pl.String)
-                                              .implode())
-                       & pl.col("source_score").is_not_null()
-                       & pl.col("source_metric").is_not_null())
-    if not mine.height:
-        return {}
-    per_question = (mine.group_by("source_metric", "task_id")
-                    .agg(pl.col("source_score")).sort("source_metric", "task_id"))
-    out: dict[str, SourceMetric] = {}
-    for (name,), frame in per_question.partition_by("source_metric", as_dict=True,
-                                                    maintain_order=True).items():
+    mine = runs.join(slots.select("run_id"), on="run_id", how="semi").filter(
+        pl.col("source_score").is_not_null() & pl.col("source_metric").is_not_null())
+    per_question = (mine.group_by("setup", "source_metric", "task_id")
+                    .agg(pl.col("source_score")).sort("setup", "source_metric", "task_id"))
+    out: dict[str, dict[str, SourceMetric]] = {}
+    for (setup, name), frame in per_question.partition_by(
+            "setup", "source_metric", as_dict=True, maintain_order=True).items():
         scores = frame.get_column("source_score").to_list()
         means = [math.fsum(s) / len(s) for s in scores]
         n = len(means)
-        out[str(name)] = SourceMetric(
+        out.setdefault(str(setup), {})[str(name)] = SourceMetric(
             name=str(name), mean=math.fsum(means) / n,
             stderr=statistics.stdev(means) / math.sqrt(n) if n >= 2 else None,
             questions=n, runs=sum(len(s) for s in scores))
-    return dict(sorted(out.items()))
+    return out
+
+
+def source_metrics(runs: pl.DataFrame, run_ids: Sequence[str]) -> dict[str, SourceMetric]:
+    """:func:`source_metric_frames` of the primary runs ``run_ids`` as one group."""
+    one = runs.with_columns(setup=pl.lit("", dtype=pl.String))
+    slots = pl.DataFrame({"run_id": list(run_ids)}, schema={"run_id": pl.String})
+    return source_metric_frames(one, slots).get("", {})

@@ -19,11 +19,9 @@ from grade_kit.schema import (
     CommonSubset,
     Comparison,
     Figure,
-    GradeSummary,
     Plan,
     Rerun,
     SubsetSetup,
-    ToolCalls,
 )
 from grade_kit.standard.compare import (
     DEFAULT_SEED,
@@ -46,11 +44,13 @@ from grade_kit.standard.grade_rates import (
 )
 from grade_kit.standard.headline import ALPHA
 from grade_kit.standard.significance import holm
-from grade_kit.standard.source import source_metrics
+from grade_kit.standard.source import source_metric_frames
 from grade_kit.standard.timing import (
+    TimingFrames,
     e2e_frame,
     per_question_median,
-    timing_summary,
+    timing_frame,
+    timing_summaries,
     tool_call_frame,
     tool_call_summaries,
     unique_tool_calls,
@@ -76,6 +76,8 @@ class StandardResults:
         grades: Per setup and subset (``all``, ``common``), its grades over N
             (:func:`~grade_kit.standard.grade_rates.grade_frame`; ``subset`` after
             ``setup``): what each setup's typed grade summary is built from.
+        timing: Per setup and subset, its timing
+            (:func:`~grade_kit.standard.timing.timing_frame`'s rows), the same way.
         tool_calls: Per setup and subset, its tool calls
             (:func:`~grade_kit.standard.timing.tool_call_frame`), the same way.
         setups: Per setup, its summaries on all questions.
@@ -98,6 +100,7 @@ class StandardResults:
     e2e: pl.DataFrame
     plan: Plan
     grades: pl.DataFrame
+    timing: pl.DataFrame
     tool_calls: pl.DataFrame
     setups: dict[str, SubsetSetup]
     reruns: dict[str, list[Rerun]]
@@ -173,55 +176,42 @@ def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
 
 
 @dataclass(frozen=True)
-class _SetupFrames:
-    """One setup's rows of the frames its summaries read (each summary then scans only its
-    own setup's rows: with thousands of setups, a scan of every frame per setup was
-    quadratic)."""
+class _Summaries:
+    """A subset's summaries, made for every setup at once: frames, then typed."""
 
-    runs: pl.DataFrame
-    events: pl.DataFrame
-    tool_calls: pl.DataFrame
-    graded: pl.DataFrame
+    grades: tuple[pl.DataFrame, pl.DataFrame]
+    timing: TimingFrames
+    tool_calls: tuple[pl.DataFrame, pl.DataFrame]
+    setups: dict[str, SubsetSetup]
 
 
-def _split_by_setup(data: EvalData, graded: pl.DataFrame,
-                    setups: list[str]) -> dict[str, _SetupFrames]:
-    owner = data.runs.select("run_id", "setup")
-
-    def split(frame: pl.DataFrame, with_owner: bool) -> dict[str, pl.DataFrame]:
-        keyed = frame.join(owner, on="run_id", how="inner") if with_owner else frame
-        parts = {str(k[0]): v for k, v in keyed.partition_by(
-            "setup", as_dict=True, maintain_order=True).items()}
-        empty = keyed.clear()
-        return {s: (parts.get(s, empty).drop("setup") if with_owner else parts.get(s, empty))
-                for s in setups}
-
-    runs, events, calls, grades = (split(data.runs, False), split(data.events, True),
-                                   split(data.tool_calls, True), split(graded, False))
-    return {s: _SetupFrames(runs[s], events[s], calls[s], grades[s]) for s in setups}
-
-
-@dataclass(frozen=True)
-class _Summarised:
-    """A subset's summaries made for every setup at once (the grades and the tool calls),
-    typed, by setup; and its filled slots, for what is still summarised setup by setup."""
-
-    slots: pl.DataFrame
-    grades: dict[str, GradeSummary]
-    tool_calls: dict[str, ToolCalls]
+def _summaries(data: EvalData, graded: pl.DataFrame, plan: pl.DataFrame, slots: pl.DataFrame,
+               setups: list[str], repeats: int, exclude_channel_overhead: bool) -> _Summaries:
+    """Each setup's grades, timing, tool calls and source metrics on the subset of ``plan``
+    and its filled ``slots``."""
+    grades = grade_frame(plan, slots, graded, setups, repeats)
+    timing = timing_frame(data.runs, data.events, slots, setups,
+                          exclude_channel_overhead=exclude_channel_overhead)
+    calls = tool_call_frame(data.runs, data.tool_calls, slots, setups)
+    typed_grades, typed_calls = grade_summaries(*grades), tool_call_summaries(*calls)
+    typed_timing = timing_summaries(timing, exclude_channel_overhead=exclude_channel_overhead)
+    sources = source_metric_frames(data.runs, slots)
+    return _Summaries(grades, timing, calls, {s: SubsetSetup(
+        grades=typed_grades[s], timing=typed_timing[s], tool_calls=typed_calls[s],
+        source_metrics=sources.get(s, {})) for s in setups})
 
 
-def _subset_setup(frames: _SetupFrames, slots: pl.DataFrame, setup: str, made: _Summarised,
-                  exclude_channel_overhead: bool = False) -> SubsetSetup:
-    """One setup's summaries on a subset (``slots`` holds its rows only)."""
-    run_ids = slots.get_column("run_id").to_list()
-    return SubsetSetup(
-        grades=made.grades[setup],
-        timing=timing_summary(frames.runs, frames.events, run_ids,
-                              exclude_channel_overhead=exclude_channel_overhead),
-        tool_calls=made.tool_calls[setup],
-        source_metrics=source_metrics(frames.runs, run_ids),
-    )
+def _reruns(graded: pl.DataFrame, e2e: pl.DataFrame,
+            setups: list[str]) -> dict[str, list[Rerun]]:
+    """Each setup's re-runs, by task, repeat and run id."""
+    rows = graded.filter(~pl.col("is_primary")).join(
+        e2e.select("run_id", e2e_s=pl.col("seconds")), on="run_id", how="left")
+    out: dict[str, list[Rerun]] = {s: [] for s in setups}
+    for row in rows.select("setup", "run_id", "attempt_of", "task_id", "repeat", "status",
+                           "grade", "e2e_s").sort("setup", "task_id", "repeat", "run_id"
+                                                  ).iter_rows(named=True):
+        out[row.pop("setup")].append(Rerun(**row))
+    return out
 
 
 def _by_subset(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
@@ -249,51 +239,6 @@ def adjust_by_holm(comparisons: list[Comparison]) -> None:
                 GRADE_RATES.get(figure.metric.removesuffix("_rate")),
                 figure.mean_diff_b_minus_a, comparison.baseline, comparison.compared)
                 if p_holm is not None and p_holm < ALPHA else None)
-
-
-def _rows_of(frame: pl.DataFrame, setups: list[str]) -> dict[str, pl.DataFrame]:
-    """Each setup's rows of ``frame`` (a ``setup`` column), empty where it has none."""
-    parts = {str(k[0]): v for k, v in frame.partition_by(
-        "setup", as_dict=True, maintain_order=True).items()}
-    return {s: parts.get(s, frame.clear()) for s in setups}
-
-
-def _reruns(graded: pl.DataFrame, e2e: pl.DataFrame, setup: str) -> list[Rerun]:
-    rows = graded.filter((pl.col("setup") == setup) & ~pl.col("is_primary"))
-    if not rows.height:
-        return []
-    rows = rows.join(e2e.select("run_id", e2e_s=pl.col("seconds")), on="run_id", how="left")
-    return [Rerun(**row) for row in rows.select(
-        "run_id", "attempt_of", "task_id", "repeat", "status", "grade", "e2e_s",
-    ).sort("task_id", "repeat", "run_id").iter_rows(named=True)]
-
-
-def _setup_summaries(data: EvalData, graded: pl.DataFrame, setups: list[str],
-                     on_all: _Summarised, on_common: _Summarised, e2e: pl.DataFrame,
-                     exclude_channel_overhead: bool,
-                     ) -> tuple[list[SubsetSetup], list[SubsetSetup], dict[str, list[Rerun]]]:
-    """Each setup's summaries on all questions and on the common subset, and its re-runs.
-    Each setup's rows are split off here and let go on return, before the comparisons need
-    the memory."""
-    # Each setup's summaries are independent: two threads share them, so one's Python
-    # (summaries, models) runs while the other's polars queries do (the same figures).
-    frames = _split_by_setup(data, graded, setups)
-    filled, subfilled = (_rows_of(f.slots, setups) for f in (on_all, on_common))
-    nothing: list[SubsetSetup] = []  # summaries of no run (but those made already): once
-
-    def summarise(setup: str, slots: pl.DataFrame, made: _Summarised) -> SubsetSetup:
-        if slots.height:
-            return _subset_setup(frames[setup], slots, setup, made, exclude_channel_overhead)
-        if not nothing:
-            nothing.append(_subset_setup(frames[setup], slots, setup, made,
-                                         exclude_channel_overhead))
-        return nothing[0].model_copy(update={"grades": made.grades[setup],
-                                             "tool_calls": made.tool_calls[setup]}, deep=True)
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        summaries = list(pool.map(lambda s: summarise(s, filled[s], on_all), setups))
-        common = list(pool.map(lambda s: summarise(s, subfilled[s], on_common), setups))
-    return summaries, common, {s: _reruns(frames[s].graded, e2e, s) for s in setups}
 
 
 MAX_SETUPS = 1_000
@@ -364,22 +309,16 @@ def standard_results(data: EvalData, repeats: int | None = None,
     subset = common_subset(plan_frame.filter(is_ranked), slots.filter(is_ranked), r)
     in_subset = pl.col("task_id").is_in(pl.Series(subset, dtype=pl.String).implode())
     sub_plan, sub_slots = plan_frame.filter(in_subset), slots.filter(in_subset)
-    # Per subset, the summaries made for every setup at once (frames, then typed)
-    subsets = {"all": (plan_frame, slots), "common": (sub_plan, sub_slots)}
-    grades = {subset: grade_frame(on_plan, on_slots, graded, setups, r)
-              for subset, (on_plan, on_slots) in subsets.items()}
-    calls = {subset: tool_call_frame(data.runs, data.tool_calls, on_slots, setups)
-             for subset, (_, on_slots) in subsets.items()}
-    made = {subset: _Summarised(on_slots, grade_summaries(*grades[subset]),
-                                tool_call_summaries(*calls[subset]))
-            for subset, (_, on_slots) in subsets.items()}
-    on_all, on_common, reruns = _setup_summaries(data, graded, setups, made["all"],
-                                                 made["common"], e2e,
-                                                 exclude_channel_overhead)
-    per_setup = dict(zip(setups, on_all, strict=True))
+    # Per subset, every setup at once (frames, then typed)
+    summaries = {subset: _summaries(data, graded, on_plan, on_slots, setups, r,
+                                    exclude_channel_overhead)
+                 for subset, (on_plan, on_slots) in (("all", (plan_frame, slots)),
+                                                     ("common", (sub_plan, sub_slots)))}
+    per_setup = summaries["all"].setups
+    reruns = _reruns(graded, e2e, setups)
     common = CommonSubset(
         tasks=subset, questions=len(subset), of_questions=len(task_ids), repeats=r,
-        rule=COMMON_RULE, setups=dict(zip(setups, on_common, strict=True)))
+        rule=COMMON_RULE, setups=summaries["common"].setups)
     unique_calls = unique_tool_calls(data.runs, data.tool_calls)
     per_question = per_question_figures(data, slots.filter(is_ranked), e2e, task_composites,
                                         unique_calls, repeats=r)
@@ -402,8 +341,9 @@ def standard_results(data: EvalData, repeats: int | None = None,
     adjust_by_holm(comparisons)
     return StandardResults(
         graded=graded, plan_frame=plan_frame, slots=slots, e2e=e2e, plan=plan,
-        grades=_by_subset({subset: frame for subset, (frame, _) in grades.items()}),
-        tool_calls=_by_subset({subset: frame for subset, (frame, _) in calls.items()}),
+        grades=_by_subset({k: v.grades[0] for k, v in summaries.items()}),
+        timing=_by_subset({k: v.timing.rows for k, v in summaries.items()}),
+        tool_calls=_by_subset({k: v.tool_calls[0] for k, v in summaries.items()}),
         setups=per_setup,
         reruns=reruns, common=common,
         comparisons=comparisons, per_question=per_question, unique_calls=unique_calls,

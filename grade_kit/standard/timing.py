@@ -8,6 +8,8 @@ samples. A missing event is missing, never 0: each metric carries its own n.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
@@ -23,7 +25,7 @@ from grade_kit.schema import (
     ToolCalls,
     ToolNameCount,
 )
-from grade_kit.standard.stats import summarize, summary_frame, summary_of
+from grade_kit.standard.stats import summary_frame, summary_of
 
 __all__ = [
     "CHANNEL",
@@ -34,9 +36,12 @@ __all__ = [
     "RECORDED_BASIS",
     "SPAN_LABEL",
     "UNIQUE_BASIS",
+    "TimingFrames",
     "e2e_frame",
     "event_offsets",
     "per_question_median",
+    "timing_frame",
+    "timing_summaries",
     "timing_summary",
     "tool_call_frame",
     "tool_call_summaries",
@@ -204,133 +209,226 @@ def unique_tool_calls(runs: pl.DataFrame, tool_calls: pl.DataFrame) -> pl.DataFr
                    pl.col("recorded").fill_null(0).cast(pl.Int64))
 
 
+@dataclass(frozen=True)
+class TimingFrames:
+    """:func:`timing_frame`: one row per setup, and the parts of its timing that are maps
+    and lists, as frames with a ``setup`` column (each sorted by setup, then as listed)."""
+
+    rows: pl.DataFrame
+    """setup, attempted, delivered, missing_timestamps, e2e_out_of_order,
+    e2e_beyond_source_total, timeouts, failures, limits and their rates over attempted runs
+    (``timeout_rate``, ...), ``limit_types`` (``type n, ...``), the interaction counts, and the
+    summaries (:func:`~grade_kit.standard.stats.summary_frame`) ``e2e_``, ``working_``,
+    ``outcome_``, ``channel_``, ``platform_``, ``timeouts_waiting_``,
+    ``failures_waiting_``, ``limits_waiting_``."""
+    per_question: pl.DataFrame
+    """setup, task_id, e2e_median_s."""
+    events: pl.DataFrame
+    """setup, event and its summary (every event other than the standard's)."""
+    clocks: pl.DataFrame
+    """setup, clock, samples, offset_p50 (E2E samples per clock, the endpoint offset)."""
+    limit_types: pl.DataFrame
+    """setup, limit_type, runs."""
+    out_of_order: pl.DataFrame
+    """setup and the fields of :class:`~grade_kit.schema.OrderViolation`."""
+
+
+_STOPS = {"timeouts": ["timeout"], "failures": ["failed", "cancelled"], "limits": ["limit"]}
+"""Each kind of stop and the statuses it counts."""
+_RATES = {"timeouts": "timeout_rate", "failures": "failure_rate", "limits": "limit_rate"}
+
+
+def timing_frame(runs: pl.DataFrame, events: pl.DataFrame, slots: pl.DataFrame,
+                 setups: Sequence[str], *, exclude_channel_overhead: bool = False
+                 ) -> TimingFrames:
+    """Timing of the primary runs that fill ``slots``, every setup at once.
+
+    - E2E (``e2e_``): received - submitted of delivered runs carrying both;
+      ``missing_timestamps`` counts delivered runs lacking either, ``e2e_out_of_order``
+      those received before submitted (never a sample), ``e2e_beyond_source_total`` those
+      whose E2E exceeds the source's own total time by more than
+      :data:`SOURCE_TOTAL_SLACK_S`.
+    - ``out_of_order``: every event pair in an impossible order (end before start), with its
+      run and the negative difference; each is left out of its metric, the run's answer and
+      scores untouched.
+    - ``per_question``: per task, the median E2E across its repeats.
+    - ``events``: every other event (first_progress, first_token, ...) as its own metric,
+      event - submitted, with its own n; never substituted for E2E.
+    - ``platform_``: platform_sent - platform_created, a proxy (:data:`PLATFORM_PROXY_LABEL`).
+    - the interaction counts: delivered runs labelled with a protocol follow-up, an ad hoc
+      follow-up or as resumed (their E2E covers the whole interaction).
+    - ``channel_``: agent-reported channel overhead (:data:`CHANNEL`), its own metric;
+      subtracted from E2E only with ``exclude_channel_overhead``.
+    - ``working_``: working time of delivered runs as their source recorded it
+      (:func:`working_frame`).
+    - ``outcome_``: the E2E samples and the limit runs' stopped - submitted together
+      (:data:`OUTCOME_LABEL`).
+    - ``timeouts`` / ``limits`` (stopped by a limit of the source's, counted per type) /
+      ``failures`` (failed or cancelled): counted over attempted runs, with their waiting
+      time (stopped - submitted) as a separate summary, never latency.
+
+    Args:
+        runs: The runs frame.
+        events: The events frame.
+        slots: The filled planned slots summarised (run_id; a subset's, or all).
+        setups: The setups summarised, in order (one row each, with no run too).
+        exclude_channel_overhead: Subtract agent-reported channel overhead from E2E.
+    """
+    keys = pl.DataFrame({"setup": list(setups)}, schema={"setup": pl.String})
+    mine = runs.join(slots.select("run_id"), on="run_id", how="semi")
+    delivered = mine.filter(pl.col("status") == "delivered")
+    mine_events = events.join(mine.select("run_id"), on="run_id", how="semi")
+    violations: list[pl.DataFrame] = []
+    # Every pair below from one table of the runs' instants (one pivot, not one a pair).
+    wide = _by_run(mine_events, (START, END, STOPPED, *CHANNEL, *PLATFORM))
+
+    def offsets(of: pl.DataFrame, start: str, end: str) -> pl.DataFrame:
+        """``end - start`` samples; a pair in an impossible order is set aside and listed."""
+        both = _offsets(of, wide, start, end)
+        violations.append(both.filter(pl.col("seconds") < 0).select(
+            "setup", "run_id", "task_id", first=pl.lit(start), then=pl.lit(end),
+            seconds="seconds"))
+        return both.filter(pl.col("seconds") >= 0)
+
+    def summary(frame: pl.DataFrame, prefix: str, column: str = "seconds") -> pl.DataFrame:
+        return summary_frame(frame, ["setup"], column, keys, prefix).drop("setup")
+
+    def count(frame: pl.DataFrame, name: str) -> pl.DataFrame:
+        return keys.join(frame.group_by("setup").agg(pl.len().alias(name)), on="setup",
+                         how="left", maintain_order="left").select(
+            pl.col(name).fill_null(0).cast(pl.Int64))
+
+    e2e_all = _e2e_pairs(delivered, mine_events, exclude_channel_overhead)
+    e2e_all = e2e_all.with_columns(beyond=_beyond_source_total(e2e_all, delivered))
+    e2e = e2e_all.filter((pl.col("seconds") >= 0) & ~pl.col("beyond"))
+    beyond = e2e_all.filter(pl.col("beyond") & (pl.col("seconds") >= 0))
+    offsets(delivered, START, END)  # its violations (E2E itself may leave out the channel)
+    parts = [keys, count(mine, "attempted"), count(delivered, "delivered"),
+             count(e2e_all, "paired"), count(e2e, "samples"),
+             count(beyond, "e2e_beyond_source_total"),
+             count(delivered.filter(pl.col("follow_up") == "protocol"), "protocol_follow_up"),
+             count(delivered.filter(pl.col("follow_up") == "ad_hoc"), "ad_hoc_follow_up"),
+             count(delivered.filter(pl.col("resumed")), "resumed"),
+             summary(e2e, "e2e_"), summary(offsets(delivered, *CHANNEL), "channel_"),
+             summary(offsets(mine, *PLATFORM), "platform_"),
+             summary(working_frame(delivered), "working_")]
+    for kind, statuses in _STOPS.items():
+        stopped = mine.filter(pl.col("status").is_in(statuses))
+        parts += [count(stopped, kind), summary(offsets(stopped, START, STOPPED),
+                                                f"{kind}_waiting_")]
+    limited = mine.filter(pl.col("status") == "limit")
+    outcome = pl.concat([e2e.select("setup", "seconds"), _offsets(limited, wide, START, STOPPED)
+                         .filter(pl.col("seconds") >= 0).select("setup", "seconds")])
+    parts.append(summary(outcome, "outcome_"))
+    rows = pl.concat(parts, how="horizontal")
+    limit_types = (limited.group_by("setup", "limit_type").agg(runs=pl.len())
+                   .sort("setup", "limit_type"))
+    named = limit_types.group_by("setup", maintain_order=True).agg(limit_types=(
+        pl.col("limit_type") + " " + pl.col("runs").cast(pl.String)).str.join(", "))
+    rows = rows.with_columns(
+        *(divide(rows, pl.col(kind), pl.col("attempted")).alias(rate)  # over attempted runs
+          for kind, rate in _RATES.items()),
+        missing_timestamps=pl.col("delivered") - pl.col("paired"),
+        e2e_out_of_order=pl.col("paired") - pl.col("samples")
+        - pl.col("e2e_beyond_source_total")).drop("paired", "samples").join(
+        named, on="setup", how="left", maintain_order="left")
+    rest = _other_events(delivered, mine_events, violations)
+    by_clock = (e2e.join(mine.select("run_id", "clock", "endpoint_offset_s"), on="run_id")
+                .with_columns(pl.col("clock").fill_null("unrecorded")))
+    clocks = by_clock.group_by("setup", "clock").agg(samples=pl.len()).sort("setup", "clock")
+    clocks = clocks.with_columns(summary_frame(  # the offsets' median, null where none
+        by_clock, ["setup", "clock"], "endpoint_offset_s", clocks).get_column("p50")
+        .alias("offset_p50"))
+    return TimingFrames(
+        rows=rows,
+        per_question=per_question_median(e2e),
+        events=rest,
+        clocks=clocks,
+        limit_types=limit_types,
+        out_of_order=pl.concat(violations).sort("setup", "run_id", "first", "then"))
+
+
 def _other_events(delivered: pl.DataFrame, events: pl.DataFrame,
-                  violations: list[pl.DataFrame]) -> dict[str, Summary]:
+                  violations: list[pl.DataFrame]) -> pl.DataFrame:
     """Every event other than the standard's, as event - submitted, in one pass over the
-    events (the work grows with the events, not with how many names they use)."""
+    events (the work grows with the events, not with how many names they use): per setup
+    and event, its summary (n = 0 where every sample was out of order)."""
     starts = events.filter(pl.col("event") == START).select("run_id", start_at="at")
     rest = (events.filter(~pl.col("event").is_in([START, END, STOPPED, *PLATFORM, *CHANNEL]))
-            .join(delivered.select("run_id", "task_id"), on="run_id")
+            .join(delivered.select("run_id", "setup", "task_id"), on="run_id")
             .join(starts, on="run_id"))
     rest = rest.with_columns(seconds_between(rest, pl.col("at"), pl.col("start_at"))
                              .alias("seconds"))
     violations.append(rest.filter(pl.col("seconds") < 0).select(
-        "run_id", "task_id", first=pl.lit(START), then=pl.col("event"), seconds="seconds"))
-    grouped = (rest.filter(pl.col("seconds") >= 0).group_by("event")
-               .agg(pl.col("seconds")).sort("event"))
-    out = {name: summarize(values) for name, values in grouped.iter_rows()}
-    for name in sorted(set(rest.get_column("event").to_list()) - set(out)):
-        out[name] = summarize([])  # every sample of it was out of order
-    return dict(sorted(out.items()))
+        "setup", "run_id", "task_id", first=pl.lit(START), then=pl.col("event"),
+        seconds="seconds"))
+    named = rest.select("setup", "event").unique().sort("setup", "event")
+    return summary_frame(rest.filter(pl.col("seconds") >= 0), ["setup", "event"], "seconds",
+                         named)
+
+
+def _stop(row: dict[str, Any], kind: str) -> StopSummary:
+    """A kind of stop in a row of :func:`timing_frame`: its count and rate over the
+    attempted runs (one exact division) and its waiting time."""
+    return StopSummary(count=row[kind], rate=row[_RATES[kind]], attempted=row["attempted"],
+                       waiting_s=summary_of(row, f"{kind}_waiting_"))
+
+
+def _labelled(label: str, summary: Summary) -> LabelledSummary:
+    return LabelledSummary(label=label, **summary.model_dump())
+
+
+def timing_summaries(frames: TimingFrames, *,
+                     exclude_channel_overhead: bool = False) -> dict[str, Timing]:
+    """The typed timing of each setup of :func:`timing_frame`, by setup."""
+    def grouped(frame: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
+        out: dict[str, list[dict[str, Any]]] = {}
+        for row in frame.iter_rows(named=True):
+            out.setdefault(row.pop("setup"), []).append(row)
+        return out
+
+    questions, events = grouped(frames.per_question), grouped(frames.events)
+    clocks, limits = grouped(frames.clocks), grouped(frames.limit_types)
+    violations = grouped(frames.out_of_order)
+    out: dict[str, Timing] = {}
+    for row in frames.rows.iter_rows(named=True):
+        setup = row["setup"]
+        platform = summary_of(row, "platform_")
+        out[setup] = Timing(
+            e2e_s=summary_of(row, "e2e_"),
+            e2e_definition=E2E_WITHOUT_CHANNEL if exclude_channel_overhead else E2E_DEFINITION,
+            channel_overhead_s=summary_of(row, "channel_"),
+            delivered=row["delivered"], missing_timestamps=row["missing_timestamps"],
+            e2e_out_of_order=row["e2e_out_of_order"],
+            e2e_beyond_source_total=row["e2e_beyond_source_total"],
+            time_to_outcome_s=_labelled(OUTCOME_LABEL, summary_of(row, "outcome_")),
+            clocks={c["clock"]: c["samples"] for c in clocks.get(setup, [])},
+            clock_offsets_s={c["clock"]: c["offset_p50"] for c in clocks.get(setup, [])},
+            interaction={k: row[k] for k in ("protocol_follow_up", "ad_hoc_follow_up",
+                                             "resumed")},
+            out_of_order=[OrderViolation(**v) for v in violations.get(setup, [])],
+            per_question_median_s={q["task_id"]: q["e2e_median_s"]
+                                   for q in questions.get(setup, [])},
+            events={e["event"]: summary_of(e) for e in events.get(setup, [])},
+            platform_e2e_s=_labelled(PLATFORM_PROXY_LABEL, platform) if platform.n else None,
+            working_s=summary_of(row, "working_"),
+            timeouts=_stop(row, "timeouts"), failures=_stop(row, "failures"),
+            limits=LimitSummary(**_stop(row, "limits").model_dump(), by_type={
+                str(t["limit_type"]): t["runs"] for t in limits.get(setup, [])}),
+        )
+    return out
 
 
 def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
                    run_ids: Sequence[str], *, exclude_channel_overhead: bool = False
                    ) -> Timing:
-    """Timing of the primary runs ``run_ids`` (one setup's planned slots, or a subset).
-
-    - ``e2e_s``: received - submitted of delivered runs carrying both; n, mean, P50, P90
-      (nearest rank), min, max; ``missing_timestamps`` counts delivered runs lacking either,
-      ``e2e_out_of_order`` those received before submitted (never a sample).
-    - ``out_of_order``: every event pair in an impossible order (end before start), with
-      its run and the negative difference; each is left out of its metric, the run's answer
-      and scores untouched.
-    - ``per_question_median_s``: per task, the median E2E across its repeats.
-    - ``events``: every other event (first_progress, first_token, ...) as its own metric,
-      event - submitted, with its own n; never substituted for E2E.
-    - ``platform_e2e_s``: platform_sent - platform_created, labelled a proxy.
-    - ``interaction``: delivered runs labelled with a protocol follow-up, an ad hoc follow-up
-      or as resumed (their E2E covers the whole interaction).
-    - ``channel_overhead_s``: agent-reported channel overhead (:data:`CHANNEL`), its own
-      metric; subtracted from E2E only with ``exclude_channel_overhead`` (``e2e_definition``
-      says which E2E this is).
-    - ``working_s``: working time of delivered runs as their source recorded it, its own
-      metric with its own n (:func:`working_frame`).
-    - ``e2e_beyond_source_total``: delivered runs whose E2E exceeds the source's own total
-      time by more than :data:`SOURCE_TOTAL_SLACK_S`, left out of E2E.
-    - ``time_to_outcome_s``: the E2E samples and the limit runs' stopped - submitted
-      together, labelled (:data:`OUTCOME_LABEL`).
-    - ``timeouts`` / ``limits`` (stopped by a limit of the source's, counted per type) /
-      ``failures`` (failed or cancelled): count and rate over attempted runs, and their
-      waiting time (stopped - submitted) as a separate summary, never latency.
-    """
-    mine = runs.filter(pl.col("run_id").is_in(pl.Series(list(run_ids), dtype=pl.String)
-                                              .implode()))
-    delivered = mine.filter(pl.col("status") == "delivered")
-    mine_events = events.filter(pl.col("run_id").is_in(mine.get_column("run_id").implode()))
-    violations: list[pl.DataFrame] = []
-    # Every pair below from one table of the runs' instants (one pivot, not one a pair).
-    wide = _by_run(mine_events, (START, END, STOPPED, *CHANNEL, *PLATFORM))
-
-    def offsets(of: pl.DataFrame, start: str, end: str) -> list[float]:
-        """``end - start`` samples; a pair in an impossible order is set aside and listed."""
-        both = _offsets(of, wide, start, end)
-        violations.append(both.filter(pl.col("seconds") < 0).select(
-            "run_id", "task_id", first=pl.lit(start), then=pl.lit(end), seconds="seconds"))
-        return both.filter(pl.col("seconds") >= 0).get_column("seconds").to_list()
-
-    e2e_all = _e2e_pairs(delivered, mine_events, exclude_channel_overhead)
-    beyond = _beyond_source_total(e2e_all, delivered)
-    e2e = e2e_all.filter((pl.col("seconds") >= 0) & ~beyond)
-    n_beyond = int((beyond & (e2e_all.get_column("seconds") >= 0)).sum())
-    offsets(delivered, START, END)
-    overhead = offsets(delivered, *CHANNEL)
-    per_question = dict(per_question_median(e2e).select("task_id", "e2e_median_s").iter_rows())
-    event_metrics = _other_events(delivered, mine_events, violations)
-    platform = offsets(mine, *PLATFORM)
-    attempted = mine.height
-
-    def waiting(statuses: Sequence[str]) -> StopSummary:
-        stopped = mine.filter(pl.col("status").is_in(list(statuses)))
-        return StopSummary(count=stopped.height,
-                           rate=stopped.height / attempted if attempted else None,
-                           attempted=attempted,
-                           waiting_s=summarize(offsets(stopped, START, STOPPED)))
-
-    timeouts, failures = waiting(["timeout"]), waiting(["failed", "cancelled"])
-    limited = mine.filter(pl.col("status") == "limit")
-    outcome = [*e2e.get_column("seconds").to_list(),  # delivered E2E, then limit runs' stops
-               *_offsets(limited, wide, START, STOPPED).filter(pl.col("seconds") >= 0)
-               .get_column("seconds").to_list()]
-    limits = LimitSummary(
-        **waiting(["limit"]).model_dump(),
-        by_type={str(kind): int(n) for kind, n in limited.group_by("limit_type").len()
-                 .sort("limit_type").iter_rows()})
-    by_clock = (e2e.join(mine.select("run_id", "clock", "endpoint_offset_s"), on="run_id")
-                .with_columns(pl.col("clock").fill_null("unrecorded"))
-                .group_by("clock").agg(pl.len(), pl.col("endpoint_offset_s").drop_nulls())
-                .sort("clock"))
-    clocks = {c: n for c, n, _ in by_clock.iter_rows()}
-    clock_offsets = {str(c): summarize(list(offsets)).p50 for c, _, offsets
-                     in by_clock.iter_rows()}
-    out_of_order = pl.concat(violations).sort("run_id", "first", "then")
-    interaction = {
-        "protocol_follow_up": delivered.filter(pl.col("follow_up") == "protocol").height,
-        "ad_hoc_follow_up": delivered.filter(pl.col("follow_up") == "ad_hoc").height,
-        "resumed": delivered.filter(pl.col("resumed")).height}
-    return Timing(
-        e2e_s=summarize(e2e.get_column("seconds").to_list()),
-        e2e_definition=E2E_WITHOUT_CHANNEL if exclude_channel_overhead else E2E_DEFINITION,
-        channel_overhead_s=summarize(overhead),
-        delivered=delivered.height,
-        missing_timestamps=delivered.height - e2e_all.height,
-        e2e_out_of_order=e2e_all.height - e2e.height - n_beyond,
-        e2e_beyond_source_total=n_beyond,
-        time_to_outcome_s=LabelledSummary(label=OUTCOME_LABEL, **summarize(outcome).model_dump()),
-        clocks={str(k): int(v) for k, v in clocks.items()},
-        clock_offsets_s=clock_offsets,
-        interaction=interaction,
-        out_of_order=[OrderViolation(**row) for row in out_of_order.iter_rows(named=True)],
-        per_question_median_s=per_question,
-        events=event_metrics,
-        platform_e2e_s=(LabelledSummary(label=PLATFORM_PROXY_LABEL,
-                                        **summarize(platform).model_dump())
-                        if platform else None),
-        working_s=summarize(working_frame(delivered).get_column("seconds").to_list()),
-        timeouts=timeouts,
-        limits=limits,
-        failures=failures,
-    )
+    """:func:`timing_frame` of the primary runs ``run_ids`` (one setup's planned slots, or
+    a subset) as one group, typed (:func:`timing_summaries`)."""
+    one = runs.with_columns(setup=pl.lit("", dtype=pl.String))
+    slots = pl.DataFrame({"run_id": list(run_ids)}, schema={"run_id": pl.String})
+    frames = timing_frame(one, events, slots, [""],
+                          exclude_channel_overhead=exclude_channel_overhead)
+    return timing_summaries(frames, exclude_channel_overhead=exclude_channel_overhead)[""]
 
 
 def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.DataFrame,
