@@ -242,9 +242,10 @@ def adjust_by_holm(comparisons: list[Comparison]) -> None:
 
 
 MAX_SETUPS = 1_000
-"""The most setups one evaluation summarises: each setup's grades, timing and tool calls
-take about 10 ms here, so 1,000 setups take about 20 s; more is refused with one clear
-error (evaluate them in groups), never minutes of work (docs/methodology.md §4 "Rates")."""
+"""The most setups one evaluation summarises: every setup is summarised at once (1,000
+setups' statistics take about 1 s here, docs/scaling.md), and the limit keeps one
+evaluation's tables and pages bounded; more is refused with one clear error (evaluate them
+in groups) (docs/methodology.md §4 "Rates")."""
 
 MAX_COMPARED_SETUPS = 20
 """With more setups than this, the pairwise comparisons are made among the this many with
@@ -291,7 +292,7 @@ def standard_results(data: EvalData, repeats: int | None = None,
     setups = sorted(set(data.runs.get_column("setup").to_list()))
     if len(setups) > MAX_SETUPS:
         raise TooManySetups(f"{len(setups):,} setups: one evaluation summarises at most "
-                            f"{MAX_SETUPS:,} (about 10 ms each); evaluate them in groups of "
+                            f"{MAX_SETUPS:,}; evaluate them in groups of "
                             "setups (split the run files by setup)")
     plan = plan_repeats(data.runs, repeats, stated_repeats)
     r = plan.repeats
