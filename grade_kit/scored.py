@@ -15,7 +15,7 @@ import polars as pl
 
 from grade_kit._progress import Step
 from grade_kit._version import __version__
-from grade_kit.frames import EvalData, in_run_order
+from grade_kit.frames import EvalData, in_run_order, model_columns
 from grade_kit.judges import grading_label
 from grade_kit.presentation.report.files import (
     OUTPUT_FILES,
@@ -48,8 +48,13 @@ from grade_kit.schema import (
     DIMENSIONS,
     GRADE_STATES,
     SHORT_LABELS,
+    Comparison,
+    Figure,
+    Interval,
     Provenance,
+    Reject,
     Results,
+    WarningItem,
 )
 from grade_kit.scorers import (
     GradeScores,
@@ -141,6 +146,20 @@ class RunExplanation:
                  "<h5>Grade</h5>", table(pl.DataFrame([self.grade]))._repr_html_()]
         return "".join(parts)
 
+
+_FIGURE_COLUMNS = ("metric", "label", "n_questions", "mean_a", "mean_b",
+                   "mean_diff_b_minus_a", "direction", "value", "p_value", "p_holm", "test")
+
+COMPARISON_COLUMNS = {
+    **model_columns(Comparison, "baseline", "compared", "subset", "questions"),
+    **model_columns(Figure, *_FIGURE_COLUMNS[:6]),
+    **model_columns(Interval, "low", "high", prefix="ci_"),
+    **model_columns(Figure, *_FIGURE_COLUMNS[6:]),
+    "note": pl.String,
+}
+"""The columns of :attr:`Evaluation.comparisons`: a comparison's fields and its figure's,
+each typed as its model states it; ``ci_low`` and ``ci_high`` are the figure's ``ci95``,
+``note`` its formula or statement."""
 
 class Evaluation:
     """An evaluation, scored: frames for a notebook, typed results for files.
@@ -241,31 +260,17 @@ class Evaluation:
         leaderboard = leaderboard.sort(["composite", "setup"], descending=[True, False],
                                        nulls_last=True)
         comparisons = pl.DataFrame([
-            {"baseline": c.baseline, "compared": c.compared, "subset": c.subset,
-             "questions": c.questions, "metric": f.metric, "label": f.label,
-             "n_questions": f.n_questions, "mean_a": f.mean_a, "mean_b": f.mean_b,
-             "mean_diff_b_minus_a": f.mean_diff_b_minus_a,
+            {**{k: getattr(c, k) for k in ("baseline", "compared", "subset", "questions")},
+             **{k: getattr(f, k) for k in _FIGURE_COLUMNS},
              "ci_low": None if f.ci95 is None else f.ci95.low,
              "ci_high": None if f.ci95 is None else f.ci95.high,
-             "direction": f.direction, "value": f.value, "p_value": f.p_value,
-             "p_holm": f.p_holm, "test": f.test,
              "note": f.formula or f.statement}
             for c in self.results.comparisons for f in c.figures
-        ], schema={"baseline": pl.String, "compared": pl.String, "subset": pl.String,
-                   "questions": pl.Int64, "metric": pl.String, "label": pl.String,
-                   "n_questions": pl.Int64, "mean_a": pl.Float64, "mean_b": pl.Float64,
-                   "mean_diff_b_minus_a": pl.Float64, "ci_low": pl.Float64,
-                   "ci_high": pl.Float64, "direction": pl.String, "value": pl.Float64,
-                   "p_value": pl.Float64, "p_holm": pl.Float64, "test": pl.String,
-                   "note": pl.String})
-        rejected = pl.DataFrame(
-            [{"source": r.source, "line": r.line, "field": r.field, "error": r.error}
-             for r in self.inputs.rejected],
-            schema={"source": pl.String, "line": pl.Int64, "field": pl.String,
-                    "error": pl.String})
-        warnings = pl.DataFrame(
-            [w.model_dump() for w in self.results.warnings],
-            schema={"source": pl.String, "line": pl.Int64, "message": pl.String})
+        ], schema=COMPARISON_COLUMNS)
+        rejected = pl.DataFrame([r.as_reject().model_dump() for r in self.inputs.rejected],
+                                schema=model_columns(Reject))
+        warnings = pl.DataFrame([w.model_dump() for w in self.results.warnings],
+                                schema=model_columns(WarningItem))
         return {"leaderboard": leaderboard, "grades": grades,
                 "timing": self._in_summary_order(self.standard.timing.select(
                     "setup", "subset", "attempted", "delivered", "missing_timestamps",
