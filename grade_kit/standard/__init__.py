@@ -13,7 +13,6 @@ from grade_kit.standard.grade_rates import (
     common_subset,
     grade_frame,
     grade_summaries,
-    grade_summary,
     plan_repeats,
     planned_slots,
     resolved_questions,
@@ -30,10 +29,8 @@ from grade_kit.standard.timing import (
     per_question_median,
     timing_frame,
     timing_summaries,
-    timing_summary,
     tool_call_frame,
     tool_call_summaries,
-    tool_call_summary,
     unique_tool_calls,
 )
 
@@ -50,7 +47,6 @@ __all__ = [
     "event_offsets",
     "grade_frame",
     "grade_summaries",
-    "grade_summary",
     "median",
     "nearest_rank",
     "per_question_figures",
@@ -66,10 +62,8 @@ __all__ = [
     "summarize",
     "timing_frame",
     "timing_summaries",
-    "timing_summary",
     "tool_call_frame",
     "tool_call_summaries",
-    "tool_call_summary",
     "unique_tool_calls",
     "wilson_interval",
 ]

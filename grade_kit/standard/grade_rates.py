@@ -33,7 +33,6 @@ __all__ = [
     "common_subset",
     "grade_frame",
     "grade_summaries",
-    "grade_summary",
     "plan_repeats",
     "planned_slots",
     "ranked_setups",
@@ -342,15 +341,6 @@ def grade_summaries(rows: pl.DataFrame, errors: pl.DataFrame) -> dict[str, Grade
             material_errors=_material_errors(by_setup.get(row["setup"], [])),
             run_coverage=row["run_coverage"])
     return out
-
-
-def grade_summary(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame, setup: str,
-                  repeats: int) -> GradeSummary:
-    """:func:`grade_frame` of one setup, typed (:func:`grade_summaries`)."""
-    rows, errors = grade_frame(plan.filter(pl.col("setup") == setup),
-                               slots.filter(pl.col("setup") == setup),
-                               graded.filter(pl.col("setup") == setup), [setup], repeats)
-    return grade_summaries(rows, errors)[setup]
 
 
 def run_coverage(plan: pl.DataFrame, slots: pl.DataFrame, repeats: int) -> dict[str, float | None]:

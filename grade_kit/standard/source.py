@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
 
 import polars as pl
 
 from grade_kit.schema import SourceMetric
 
-__all__ = ["source_metric_frames", "source_metrics"]
+__all__ = ["source_metric_frames"]
 
 
 def source_metric_frames(runs: pl.DataFrame, slots: pl.DataFrame
@@ -41,10 +40,3 @@ def source_metric_frames(runs: pl.DataFrame, slots: pl.DataFrame
             stderr=statistics.stdev(means) / math.sqrt(n) if n >= 2 else None,
             questions=n, runs=sum(len(s) for s in scores))
     return out
-
-
-def source_metrics(runs: pl.DataFrame, run_ids: Sequence[str]) -> dict[str, SourceMetric]:
-    """:func:`source_metric_frames` of the primary runs ``run_ids`` as one group."""
-    one = runs.with_columns(setup=pl.lit("", dtype=pl.String))
-    slots = pl.DataFrame({"run_id": list(run_ids)}, schema={"run_id": pl.String})
-    return source_metric_frames(one, slots).get("", {})

@@ -42,10 +42,8 @@ __all__ = [
     "per_question_median",
     "timing_frame",
     "timing_summaries",
-    "timing_summary",
     "tool_call_frame",
     "tool_call_summaries",
-    "tool_call_summary",
     "unique_tool_calls",
     "working_frame",
 ]
@@ -419,18 +417,6 @@ def timing_summaries(frames: TimingFrames, *,
     return out
 
 
-def timing_summary(runs: pl.DataFrame, events: pl.DataFrame,
-                   run_ids: Sequence[str], *, exclude_channel_overhead: bool = False
-                   ) -> Timing:
-    """:func:`timing_frame` of the primary runs ``run_ids`` (one setup's planned slots, or
-    a subset) as one group, typed (:func:`timing_summaries`)."""
-    one = runs.with_columns(setup=pl.lit("", dtype=pl.String))
-    slots = pl.DataFrame({"run_id": list(run_ids)}, schema={"run_id": pl.String})
-    frames = timing_frame(one, events, slots, [""],
-                          exclude_channel_overhead=exclude_channel_overhead)
-    return timing_summaries(frames, exclude_channel_overhead=exclude_channel_overhead)[""]
-
-
 def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.DataFrame,
                     setups: Sequence[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Tool calls of the primary runs that fill ``slots``, every setup at once
@@ -531,12 +517,3 @@ def tool_call_summaries(rows: pl.DataFrame, by_name: pl.DataFrame) -> dict[str, 
         attempted_runs_exposed=row["attempted_runs_exposed"],
         attempted_per_run=summary_of(row, "attempted_per_run_"),
     ) for row in rows.iter_rows(named=True)}
-
-
-def tool_call_summary(runs: pl.DataFrame, tool_calls: pl.DataFrame,
-                      run_ids: Sequence[str]) -> ToolCalls:
-    """:func:`tool_call_frame` of the primary runs ``run_ids`` as one group, typed
-    (:func:`tool_call_summaries`)."""
-    one = runs.with_columns(setup=pl.lit("", dtype=pl.String))
-    slots = pl.DataFrame({"run_id": list(run_ids)}, schema={"run_id": pl.String})
-    return tool_call_summaries(*tool_call_frame(one, tool_calls, slots, [""]))[""]
