@@ -178,15 +178,20 @@ def test_timing_by_hand() -> None:
     assert t["failures"]["attempted"] == 8 - 1  # q4 repeat 2 was never run
 
 
-def test_tool_calls_by_unique_id_with_coverage() -> None:
+def tool_runs() -> list[Any]:
+    """Setup A's runs on q: a repeats call id c1 (3 calls, 2 ids, 09:00:01 to 09:00:09), b
+    exposes no call, c exposes no tool events, d failed after one call."""
     calls = [{"id": "c1", "name": "sql", "started": at(1), "ended": at(2)},
              {"id": "c1", "name": "sql", "started": at(3), "ended": at(4)},  # id reused
              {"id": "c2", "name": "search", "started": at(5), "ended": at(9)}]
-    runs = [make_run("a", "q", 1, tool_calls=calls),
+    return [make_run("a", "q", 1, tool_calls=calls),
             make_run("b", "q", 2, tool_calls=[]),
             make_run("c", "q", 3, tool_calls=None),
             make_run("d", "q", 4, status="failed", tool_calls=[{"id": "x", "name": "sql"}])]
-    data = EvalData.from_records([plain("q")], runs)
+
+
+def test_tool_calls_by_unique_id_with_coverage() -> None:
+    data = EvalData.from_records([plain("q")], tool_runs())
     tc = standard_results(data).setups["A"].tool_calls.model_dump()
     assert tc["delivered"] == 3 and tc["runs_exposed"] == 2
     assert tc["coverage"] == 2 / 3
@@ -682,15 +687,8 @@ def test_tool_call_frame_counts_each_setup_on_its_own_basis() -> None:
     from grade_kit.standard.grade_rates import planned_slots, setup_plan
     from grade_kit.standard.timing import RECORDED_BASIS, UNIQUE_BASIS
 
-    calls = [{"id": "c1", "name": "sql", "started": at(1), "ended": at(2)},
-             {"id": "c1", "name": "sql", "started": at(3), "ended": at(4)},  # id reused
-             {"id": "c2", "name": "search", "started": at(5), "ended": at(9)}]
-    runs = [make_run("a", "q", 1, tool_calls=calls),
-            make_run("b", "q", 2, tool_calls=[]),
-            make_run("c", "q", 3, tool_calls=None),
-            make_run("d", "q", 4, status="failed", tool_calls=[{"id": "x", "name": "sql"}]),
-            make_run("e", "q", 1, setup="B", tool_calls=[
-                {"id": "k1", "name": "sql", "started": at(0)}, {"id": "k2", "name": "sql"}])]
+    runs = [*tool_runs(), make_run("e", "q", 1, setup="B", tool_calls=[
+        {"id": "k1", "name": "sql", "started": at(0)}, {"id": "k2", "name": "sql"}])]
     data = EvalData.from_records([plain("q")], runs)
     plan = setup_plan(data.runs, data.tasks)
     slots = planned_slots(run_grades(data.runs, data.grades), plan, 4)
