@@ -244,8 +244,8 @@ def adjust_by_holm(comparisons: list[Comparison]) -> None:
 MAX_SETUPS = 1_000
 """The most setups one evaluation summarises: every setup is summarised at once (1,000
 setups' statistics take about 1 s here, docs/scaling.md), and the limit keeps one
-evaluation's tables and pages bounded; more is refused with one clear error (evaluate them
-in groups) (docs/methodology.md §4 "Rates")."""
+evaluation's tables and pages bounded; more is refused with one clear error: evaluate them
+in groups (docs/methodology.md §4 "Rates")."""
 
 MAX_COMPARED_SETUPS = 20
 """With more setups than this, the pairwise comparisons are made among the this many with
@@ -311,10 +311,10 @@ def standard_results(data: EvalData, repeats: int | None = None,
     in_subset = pl.col("task_id").is_in(pl.Series(subset, dtype=pl.String).implode())
     sub_plan, sub_slots = plan_frame.filter(in_subset), slots.filter(in_subset)
     # Per subset, every setup at once (frames, then typed)
-    summaries = {subset: _summaries(data, graded, on_plan, on_slots, setups, r,
-                                    exclude_channel_overhead)
-                 for subset, (on_plan, on_slots) in (("all", (plan_frame, slots)),
-                                                     ("common", (sub_plan, sub_slots)))}
+    summaries = {name: _summaries(data, graded, on_plan, on_slots, setups, r,
+                                  exclude_channel_overhead)
+                 for name, (on_plan, on_slots) in (("all", (plan_frame, slots)),
+                                                   ("common", (sub_plan, sub_slots)))}
     per_setup = summaries["all"].setups
     reruns = _reruns(graded, e2e, setups)
     common = CommonSubset(

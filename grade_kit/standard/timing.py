@@ -270,7 +270,12 @@ def timing_frame(runs: pl.DataFrame, events: pl.DataFrame, slots: pl.DataFrame,
         events: The events frame.
         slots: The filled planned slots summarised (run_id; a subset's, or all).
         setups: The setups summarised, in order (one row each, with no run too).
-        exclude_channel_overhead: Subtract agent-reported channel overhead from E2E.
+        exclude_channel_overhead: Subtract agent-reported channel overhead from E2E;
+            default False.
+
+    Returns:
+        The :class:`TimingFrames`, one row (and its maps and lists) per setup of
+        ``setups``.
     """
     keys = pl.DataFrame({"setup": list(setups)}, schema={"setup": pl.String})
     mine = runs.join(slots.select("run_id"), on="run_id", how="semi")
@@ -439,10 +444,10 @@ def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.Data
     Returns:
         One row per setup: ``delivered``, ``runs_exposed``, ``coverage``, ``unique_calls``,
         ``recorded_calls``, ``runs_with_repeated_ids``, ``headline_basis``,
-        ``attempted_runs_exposed`` and the summaries (:func:`~grade_kit.standard.stats.
-        summary_frame`) ``per_run_``, ``recorded_per_run_``, ``headline_per_run_``,
-        ``attempted_per_run_`` and ``span_s_``; and the calls by tool name (setup, name,
-        calls, runs; by setup and name).
+        ``attempted_runs_exposed`` and the summaries
+        (:func:`~grade_kit.standard.stats.summary_frame`) ``per_run_``,
+        ``recorded_per_run_``, ``headline_per_run_``, ``attempted_per_run_`` and ``span_s_``;
+        and the calls by tool name (setup, name, calls, runs; by setup and name).
     """
     keys = pl.DataFrame({"setup": list(setups)}, schema={"setup": pl.String})
     attempted = runs.join(slots.select("run_id"), on="run_id", how="semi")
