@@ -11,10 +11,10 @@ import polars as pl
 
 from grade_kit.schema import SourceMetric
 
-__all__ = ["source_metric_frames"]
+__all__ = ["source_metrics_by_setup"]
 
 
-def source_metric_frames(runs: pl.DataFrame, slots: pl.DataFrame
+def source_metrics_by_setup(runs: pl.DataFrame, slots: pl.DataFrame
                          ) -> dict[str, dict[str, SourceMetric]]:
     """Per setup, per metric name: the source's headline metric over the primary runs that
     fill ``slots`` (a setup's planned slots, or a subset's) and carry a source score.

@@ -44,7 +44,7 @@ from grade_kit.standard.grade_rates import (
 )
 from grade_kit.standard.headline import ALPHA
 from grade_kit.standard.significance import holm
-from grade_kit.standard.source import source_metric_frames
+from grade_kit.standard.source import source_metrics_by_setup
 from grade_kit.standard.timing import (
     TimingFrames,
     e2e_frame,
@@ -195,7 +195,7 @@ def _summaries(data: EvalData, graded: pl.DataFrame, plan: pl.DataFrame, slots: 
     calls = tool_call_frame(data.runs, data.tool_calls, slots, setups)
     typed_grades, typed_calls = grade_summaries(*grades), tool_call_summaries(*calls)
     typed_timing = timing_summaries(timing, exclude_channel_overhead=exclude_channel_overhead)
-    sources = source_metric_frames(data.runs, slots)
+    sources = source_metrics_by_setup(data.runs, slots)
     return _Summaries(grades, timing, calls, {s: SubsetSetup(
         grades=typed_grades[s], timing=typed_timing[s], tool_calls=typed_calls[s],
         source_metrics=sources.get(s, {})) for s in setups})
