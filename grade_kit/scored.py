@@ -62,7 +62,6 @@ from grade_kit.scorers import (
     partition_scores,
     run_composites,
 )
-from grade_kit.scorers.composite import DIMENSIONS_COMPUTED
 from grade_kit.standard import StandardResults, standard_results
 
 __all__ = ["Evaluation", "FrameKind", "RunExplanation", "conclude"]
@@ -245,16 +244,15 @@ class Evaluation:
     @cached_property
     def _frames(self) -> dict[str, pl.DataFrame]:
         grades = self._in_summary_order(self.standard.grades)
-        # Every setup's overall GRADE aggregate, as results.json states it: a value that is
-        # not finite is null, and a setup with no GRADE task has none (0 tasks).
-        setups = pl.DataFrame({"setup": list(self.results.setups)}, schema={"setup": pl.String})
-        scored = ("composite", *DIMENSIONS)
-        leaderboard = setups.join(self.scores.overall.select("setup", *scored, "tasks"),
-                                  on="setup", how="left", maintain_order="left").with_columns(
-            *(pl.when(pl.col(c).is_finite()).then(pl.col(c)).alias(c) for c in scored),
-            pl.col("tasks").fill_null(0).cast(pl.Int64))
-        leaderboard = leaderboard.with_columns(DIMENSIONS_COMPUTED).select(
-            "setup", "composite", "dimensions_computed", *DIMENSIONS, "tasks")
+        lb_rows = []
+        for setup, s in self.results.setups.items():
+            o = s.overall
+            lb_rows.append({"setup": setup, "composite": o.composite,
+                            "dimensions_computed": o.dimensions_computed,
+                            **o.dimensions.model_dump(), "tasks": o.tasks})
+        leaderboard = pl.DataFrame(lb_rows, schema={
+            "setup": pl.String, "composite": pl.Float64, "dimensions_computed": pl.Int64,
+            **dict.fromkeys(DIMENSIONS, pl.Float64), "tasks": pl.Int64})
         if grades.height:
             rates = grades.filter(pl.col("subset") == "all").select(
                 "setup", "N", *[f"{s}_rate" for s in GRADE_STATES], "graded_coverage")

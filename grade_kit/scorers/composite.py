@@ -21,8 +21,7 @@ from grade_kit.exact import divide, group_fmean, row_sum
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.schema import DIMENSIONS, PER_RUN_DIMENSIONS, PROJECT_WEIGHTS, Dimension
 
-__all__ = ["DIMENSIONS_COMPUTED", "aggregate_scores", "run_composites", "task_scores",
-           "with_composite"]
+__all__ = ["aggregate_scores", "run_composites", "task_scores", "with_composite"]
 
 PER_RUN = PER_RUN_DIMENSIONS
 
