@@ -14,8 +14,8 @@ import polars as pl
 from grade_kit.exact import fmean, segment_fmeans
 from grade_kit.schema import Interval, Summary
 
-__all__ = ["SUMMARY_FIELDS", "WILSON_Z95", "median", "nearest_rank", "summarize",
-           "summary_frame", "summary_of", "wilson_interval"]
+__all__ = ["SUMMARY_FIELDS", "WILSON_Z95", "median", "nearest_rank", "sorted_median",
+           "summarize", "summary_frame", "summary_of", "wilson_interval"]
 
 WILSON_Z95 = 1.959963984540054
 """The standard normal quantile of 0.975 (scipy.stats.norm.ppf(0.975))."""
@@ -51,6 +51,14 @@ def summarize(values: Sequence[float]) -> Summary:
                    p90=nearest_rank(ordered, 0.9), min=ordered[0], max=ordered[-1])
 
 
+def sorted_median(ordered: pl.Expr) -> pl.Expr:
+    """:func:`median` of a group's values given in ascending order (an aggregation):
+    (lower middle + upper middle) / 2, the same float operation as :func:`median` (for an
+    odd count both are the middle value, and (x + x) / 2 == x exactly)."""
+    n = pl.len()
+    return (ordered.get((n - 1) // 2) + ordered.get(n // 2)) / 2
+
+
 SUMMARY_FIELDS = ("n", "mean", "p50", "p90", "min", "max")
 """The statistics of :func:`summarize`, in order: the columns of :func:`summary_frame`."""
 
@@ -78,14 +86,13 @@ def summary_frame(frame: pl.DataFrame, keys: Sequence[str], value: str,
     ordered = pl.col("x")
     n = pl.len()
     stats = samples.group_by(keys, maintain_order=True).agg(
-        n=n, lo=ordered.get((n - 1) // 2), hi=ordered.get(n // 2),
-        p90=ordered.get((9 * n + 9) // 10 - 1), min=ordered.first(), max=ordered.last())
+        n=n, p50=sorted_median(ordered), p90=ordered.get((9 * n + 9) // 10 - 1),
+        min=ordered.first(), max=ordered.last())
     counts = stats.get_column("n").to_numpy().astype(np.int64)
     means = segment_fmeans(samples.get_column("x").to_numpy(), np.cumsum(counts) - counts) \
         if stats.height else np.empty(0)
-    stats = stats.select(*keys, "n", pl.Series("mean", means, dtype=pl.Float64),
-                         p50=(pl.col("lo") + pl.col("hi")) / 2, p90="p90", min="min",
-                         max="max")
+    stats = stats.select(*keys, "n", pl.Series("mean", means, dtype=pl.Float64), "p50", "p90",
+                         "min", "max")
     wanted = groups.select(keys) if groups is not None else stats.select(keys)
     out = wanted.join(stats, on=keys, how="left", maintain_order="left", nulls_equal=True)
     return out.with_columns(pl.col("n").fill_null(0).cast(pl.Int64)).rename(

@@ -25,7 +25,7 @@ from grade_kit.schema import (
     ToolCalls,
     ToolNameCount,
 )
-from grade_kit.standard.stats import summary_frame, summary_of
+from grade_kit.standard.stats import sorted_median, summary_frame, summary_of
 
 __all__ = [
     "CHANNEL",
@@ -181,13 +181,8 @@ def per_question_median(e2e: pl.DataFrame, name: str = "e2e_median_s") -> pl.Dat
     Returns:
         setup, task_id, ``name`` (sorted by setup, task).
     """
-    ordered = pl.col("seconds").sort()
-    # (lower middle + upper middle) / 2: for an odd count both are the middle value, and
-    # (x + x) / 2 == x exactly; for an even count it is the mean of the middle two, the same
-    # float operation as grade_kit.standard.stats.median.
     return (e2e.group_by("setup", "task_id")
-            .agg(lo=ordered.get((pl.len() - 1) // 2), hi=ordered.get(pl.len() // 2))
-            .select("setup", "task_id", ((pl.col("lo") + pl.col("hi")) / 2).alias(name))
+            .agg(sorted_median(pl.col("seconds").sort()).alias(name))
             .sort("setup", "task_id"))
 
 
