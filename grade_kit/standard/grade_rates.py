@@ -37,7 +37,6 @@ __all__ = [
     "planned_slots",
     "ranked_setups",
     "resolved_questions",
-    "run_coverage",
     "run_grades",
     "setup_plan",
 ]
@@ -343,17 +342,9 @@ def grade_summaries(rows: pl.DataFrame, errors: pl.DataFrame) -> dict[str, Grade
     return out
 
 
-def run_coverage(plan: pl.DataFrame, slots: pl.DataFrame, repeats: int) -> dict[str, float | None]:
-    """Per setup of ``plan``: planned slots a primary run filled / N (N = its planned
-    questions x R; None when N = 0), the figure :data:`COVERAGE_MIN` is compared with."""
-    planned = dict(plan.group_by("setup").len().iter_rows())
-    filled = dict(slots.group_by("setup").len().iter_rows())
-    return {str(s): (filled.get(s, 0) / (q * repeats) if q * repeats else None)
-            for s, q in sorted(planned.items())}
-
-
 def ranked_setups(coverage: Mapping[str, float | None], setups: list[str]) -> list[str]:
-    """The setups of ``setups`` whose coverage reaches :data:`COVERAGE_MIN` (in order)."""
+    """The setups of ``setups`` whose run coverage (:func:`grade_frame`'s ``run_coverage``)
+    reaches :data:`COVERAGE_MIN`, in order."""
     return [s for s in setups if (coverage.get(s) or 0.0) >= COVERAGE_MIN]
 
 

@@ -38,7 +38,6 @@ from grade_kit.standard.grade_rates import (
     plan_repeats,
     planned_slots,
     ranked_setups,
-    run_coverage,
     run_grades,
     setup_plan,
 )
@@ -185,11 +184,10 @@ class _Summaries:
     setups: dict[str, SubsetSetup]
 
 
-def _summaries(data: EvalData, graded: pl.DataFrame, plan: pl.DataFrame, slots: pl.DataFrame,
-               setups: list[str], repeats: int, exclude_channel_overhead: bool) -> _Summaries:
-    """Each setup's grades, timing, tool calls and source metrics on the subset of ``plan``
-    and its filled ``slots``."""
-    grades = grade_frame(plan, slots, graded, setups, repeats)
+def _summaries(data: EvalData, grades: tuple[pl.DataFrame, pl.DataFrame], slots: pl.DataFrame,
+               setups: list[str], exclude_channel_overhead: bool) -> _Summaries:
+    """Each setup's timing, tool calls and source metrics on the subset of filled ``slots``,
+    beside its ``grades`` there (:func:`~grade_kit.standard.grade_rates.grade_frame`)."""
     timing = timing_frame(data.runs, data.events, slots, setups,
                           exclude_channel_overhead=exclude_channel_overhead)
     calls = tool_call_frame(data.runs, data.tool_calls, slots, setups)
@@ -301,7 +299,8 @@ def standard_results(data: EvalData, repeats: int | None = None,
     plan_frame = setup_plan(data.runs, data.tasks)
     slots = planned_slots(graded, plan_frame, r)
     e2e = e2e_frame(data.runs, data.events, exclude_channel_overhead=exclude_channel_overhead)
-    coverage = run_coverage(plan_frame, slots, r)
+    grades_all = grade_frame(plan_frame, slots, graded, setups, r)
+    coverage = dict(grades_all[0].select("setup", "run_coverage").iter_rows())
     ranked = ranked_setups(coverage, setups)
     plan = plan.model_copy(update={
         "coverage_min": COVERAGE_MIN,
@@ -311,10 +310,10 @@ def standard_results(data: EvalData, repeats: int | None = None,
     in_subset = pl.col("task_id").is_in(pl.Series(subset, dtype=pl.String).implode())
     sub_plan, sub_slots = plan_frame.filter(in_subset), slots.filter(in_subset)
     # Per subset, every setup at once (frames, then typed)
-    summaries = {name: _summaries(data, graded, on_plan, on_slots, setups, r,
-                                  exclude_channel_overhead)
-                 for name, (on_plan, on_slots) in (("all", (plan_frame, slots)),
-                                                   ("common", (sub_plan, sub_slots)))}
+    grades_common = grade_frame(sub_plan, sub_slots, graded, setups, r)
+    summaries = {name: _summaries(data, grades, on_slots, setups, exclude_channel_overhead)
+                 for name, grades, on_slots in (("all", grades_all, slots),
+                                                ("common", grades_common, sub_slots))}
     per_setup = summaries["all"].setups
     reruns = _reruns(graded, e2e, setups)
     common = CommonSubset(
