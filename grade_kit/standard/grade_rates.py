@@ -23,7 +23,7 @@ from grade_kit.schema import (
     Plan,
     StableResolution,
 )
-from grade_kit.standard.stats import wilson_interval
+from grade_kit.standard.stats import per_setup, wilson_interval
 
 __all__ = [
     "COVERAGE_MIN",
@@ -273,29 +273,24 @@ def grade_frame(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame,
     """
     keys = pl.DataFrame({"setup": list(setups)}, schema={"setup": pl.String})
 
-    def per_setup(frame: pl.DataFrame, **aggregates: pl.Expr) -> pl.DataFrame:
-        return keys.join(frame.group_by("setup").agg(**aggregates), on="setup", how="left",
-                         maintain_order="left").drop("setup")
-
     in_plan = graded.join(slots.select("run_id"), on="run_id", how="semi")
     beyond = graded.filter(pl.col("is_primary") & (pl.col("repeat") > repeats)).join(
         plan.select("setup", "task_id"), on=["setup", "task_id"], how="semi")
     state = pl.col("state")
     parts = [
-        per_setup(plan, questions=pl.len()),
-        per_setup(slots, filled=pl.len(), **{g: (state == g).sum() for g in GRADE_STATES
+        per_setup(keys, plan, questions=pl.len()),
+        per_setup(keys, slots, filled=pl.len(), **{g: (state == g).sum() for g in GRADE_STATES
                                              if g != "not_run"}),
-        per_setup(in_plan, ungraded=(~pl.col("graded") & (pl.col("status") == "delivered"))
+        per_setup(keys, in_plan, ungraded=(~pl.col("graded") & (pl.col("status") == "delivered"))
                   .sum(), needs_more_information=(
                       pl.col("is_primary") & pl.col("needs_more_information").fill_null(False))
                   .sum()),
-        per_setup(beyond, beyond_plan=pl.len()),
+        per_setup(keys, beyond, beyond_plan=pl.len()),
     ]
     if repeats > 1:
-        parts.append(per_setup(resolved_questions(plan, slots, repeats),
+        parts.append(per_setup(keys, resolved_questions(plan, slots, repeats),
                                stable_resolved=pl.col("all_resolved").sum()))
-    counts = pl.concat([keys, *parts], how="horizontal").with_columns(
-        pl.exclude("setup").fill_null(0).cast(pl.Int64))
+    counts = pl.concat([keys, *parts], how="horizontal")
     counts = counts.with_columns(N=pl.col("questions") * repeats, repeats=pl.lit(repeats))
     counts = counts.with_columns(not_run=pl.col("N") - pl.col("filled"),
                                  stable_resolved=pl.col("stable_resolved") if repeats > 1

@@ -14,8 +14,8 @@ import polars as pl
 from grade_kit.exact import fmean, segment_fmeans
 from grade_kit.schema import Interval, Summary
 
-__all__ = ["SUMMARY_FIELDS", "WILSON_Z95", "median", "nearest_rank", "sorted_median",
-           "summarize", "summary_frame", "summary_of", "wilson_interval"]
+__all__ = ["SUMMARY_FIELDS", "WILSON_Z95", "median", "nearest_rank", "per_setup",
+           "sorted_median", "summarize", "summary_frame", "summary_of", "wilson_interval"]
 
 WILSON_Z95 = 1.959963984540054
 """The standard normal quantile of 0.975 (scipy.stats.norm.ppf(0.975))."""
@@ -49,6 +49,15 @@ def summarize(values: Sequence[float]) -> Summary:
         return Summary(n=0)
     return Summary(n=n, mean=fmean(ordered), p50=median(ordered),
                    p90=nearest_rank(ordered, 0.9), min=ordered[0], max=ordered[-1])
+
+
+def per_setup(setups: pl.DataFrame, frame: pl.DataFrame, **counts: pl.Expr) -> pl.DataFrame:
+    """Counts over ``frame``'s rows per setup (its ``setup`` column), one row per row of
+    ``setups`` in its order, 0 where a setup has no row: the columns named in ``counts``
+    (Int64), without the setup."""
+    return setups.join(frame.group_by("setup").agg(**counts), on="setup", how="left",
+                       maintain_order="left").select(
+        pl.col(name).fill_null(0).cast(pl.Int64) for name in counts)
 
 
 def sorted_median(ordered: pl.Expr) -> pl.Expr:

@@ -25,7 +25,7 @@ from grade_kit.schema import (
     ToolCalls,
     ToolNameCount,
 )
-from grade_kit.standard.stats import sorted_median, summary_frame, summary_of
+from grade_kit.standard.stats import per_setup, sorted_median, summary_frame, summary_of
 
 __all__ = [
     "CHANNEL",
@@ -292,9 +292,7 @@ def timing_frame(runs: pl.DataFrame, events: pl.DataFrame, slots: pl.DataFrame,
         return summary_frame(frame, ["setup"], column, keys, prefix).drop("setup")
 
     def count(frame: pl.DataFrame, name: str) -> pl.DataFrame:
-        return keys.join(frame.group_by("setup").agg(pl.len().alias(name)), on="setup",
-                         how="left", maintain_order="left").select(
-            pl.col(name).fill_null(0).cast(pl.Int64))
+        return per_setup(keys, frame, **{name: pl.len()})
 
     e2e_all = _e2e_pairs(delivered, mine_events, exclude_channel_overhead)
     e2e_all = e2e_all.with_columns(beyond=_beyond_source_total(e2e_all, delivered))
@@ -458,9 +456,11 @@ def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.Data
                                                  maintain_order="left")
 
     per_run = counted(delivered)
-    totals = per_run.group_by("setup").agg(
-        unique_calls=pl.col("unique").sum(), recorded_calls=pl.col("recorded").sum(),
-        runs_with_repeated_ids=(pl.col("recorded") > pl.col("unique")).sum())
+    totals = pl.concat([keys, per_setup(
+        keys, per_run, unique_calls=pl.col("unique").sum(),
+        recorded_calls=pl.col("recorded").sum(),
+        runs_with_repeated_ids=(pl.col("recorded") > pl.col("unique")).sum())],
+        how="horizontal")
     repeats_ids = totals.select("setup", recorded=pl.col("runs_with_repeated_ids") > 0)
 
     def headline(frame: pl.DataFrame) -> pl.DataFrame:
@@ -476,13 +476,9 @@ def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.Data
               .filter(pl.col("started").is_not_null() & pl.col("last").is_not_null()))
     spans = bounds.select("setup", seconds=seconds_between(bounds, pl.col("last"),
                                                            pl.col("started")))
-    counts = pl.concat([keys, *(
-        keys.join(frame.group_by("setup").agg(**{name: pl.len()}), on="setup", how="left",
-                  maintain_order="left").drop("setup")
-        for name, frame in (("delivered", delivered), ("runs_exposed", per_run),
-                            ("attempted_runs_exposed", per_attempt)))], how="horizontal")
-    rows = counts.join(totals, on="setup", how="left", maintain_order="left").with_columns(
-        pl.exclude("setup").fill_null(0).cast(pl.Int64))
+    rows = pl.concat([totals, *(per_setup(keys, frame, **{name: pl.len()}) for name, frame in (
+        ("delivered", delivered), ("runs_exposed", per_run),
+        ("attempted_runs_exposed", per_attempt)))], how="horizontal")
     rows = rows.with_columns(
         divide(rows, pl.col("runs_exposed"), pl.col("delivered")).alias("coverage"),
         headline_basis=pl.when(pl.col("runs_with_repeated_ids") > 0).then(
