@@ -23,7 +23,7 @@ from grade_kit.schema import (
     Plan,
     StableResolution,
 )
-from grade_kit.standard.stats import per_setup, wilson_interval
+from grade_kit.standard.stats import per_setup, rows_by_setup, wilson_interval
 
 __all__ = [
     "COVERAGE_MIN",
@@ -314,9 +314,7 @@ def grade_frame(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame,
 
 def grade_summaries(rows: pl.DataFrame, errors: pl.DataFrame) -> dict[str, GradeSummary]:
     """The typed summary of each row of :func:`grade_frame`, by setup."""
-    by_setup: dict[str, list[dict[str, object]]] = {}
-    for error in errors.iter_rows(named=True):
-        by_setup.setdefault(error.pop("setup"), []).append(error)
+    by_setup = rows_by_setup(errors)
     out: dict[str, GradeSummary] = {}
     for row in rows.iter_rows(named=True):
         out[row["setup"]] = GradeSummary(

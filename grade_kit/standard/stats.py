@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -15,7 +16,8 @@ from grade_kit.exact import fmean, segment_fmeans
 from grade_kit.schema import Interval, Summary
 
 __all__ = ["SUMMARY_FIELDS", "WILSON_Z95", "median", "nearest_rank", "per_setup",
-           "sorted_median", "summarize", "summary_frame", "summary_of", "wilson_interval"]
+           "rows_by_setup", "sorted_median", "summarize", "summary_frame", "summary_of",
+           "wilson_interval"]
 
 WILSON_Z95 = 1.959963984540054
 """The standard normal quantile of 0.975 (scipy.stats.norm.ppf(0.975))."""
@@ -58,6 +60,15 @@ def per_setup(setups: pl.DataFrame, frame: pl.DataFrame, **counts: pl.Expr) -> p
     return setups.join(frame.group_by("setup").agg(**counts), on="setup", how="left",
                        maintain_order="left").select(
         pl.col(name).fill_null(0).cast(pl.Int64) for name in counts)
+
+
+def rows_by_setup(frame: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
+    """``frame``'s rows (without their ``setup``) by setup, each setup's in frame order: what
+    a typed summary reads its maps and lists from."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in frame.iter_rows(named=True):
+        out.setdefault(row.pop("setup"), []).append(row)
+    return out
 
 
 def sorted_median(ordered: pl.Expr) -> pl.Expr:

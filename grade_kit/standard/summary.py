@@ -44,6 +44,7 @@ from grade_kit.standard.grade_rates import (
 from grade_kit.standard.headline import ALPHA
 from grade_kit.standard.significance import holm
 from grade_kit.standard.source import source_metrics_by_setup
+from grade_kit.standard.stats import rows_by_setup
 from grade_kit.standard.timing import (
     TimingFrames,
     e2e_frame,
@@ -204,12 +205,10 @@ def _reruns(graded: pl.DataFrame, e2e: pl.DataFrame,
     """Each setup's re-runs, by task, repeat and run id."""
     rows = graded.filter(~pl.col("is_primary")).join(
         e2e.select("run_id", e2e_s=pl.col("seconds")), on="run_id", how="left")
-    out: dict[str, list[Rerun]] = {s: [] for s in setups}
-    for row in rows.select("setup", "run_id", "attempt_of", "task_id", "repeat", "status",
-                           "grade", "e2e_s").sort("setup", "task_id", "repeat", "run_id"
-                                                  ).iter_rows(named=True):
-        out[row.pop("setup")].append(Rerun(**row))
-    return out
+    listed = rows_by_setup(rows.select(
+        "setup", "run_id", "attempt_of", "task_id", "repeat", "status", "grade", "e2e_s",
+    ).sort("setup", "task_id", "repeat", "run_id"))
+    return {s: [Rerun(**row) for row in listed.get(s, [])] for s in setups}
 
 
 def _by_subset(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:

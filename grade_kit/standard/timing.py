@@ -25,7 +25,13 @@ from grade_kit.schema import (
     ToolCalls,
     ToolNameCount,
 )
-from grade_kit.standard.stats import per_setup, sorted_median, summary_frame, summary_of
+from grade_kit.standard.stats import (
+    per_setup,
+    rows_by_setup,
+    sorted_median,
+    summary_frame,
+    summary_of,
+)
 
 __all__ = [
     "CHANNEL",
@@ -377,15 +383,9 @@ def _labelled(label: str, summary: Summary) -> LabelledSummary:
 def timing_summaries(frames: TimingFrames, *,
                      exclude_channel_overhead: bool = False) -> dict[str, Timing]:
     """The typed timing of each setup of :func:`timing_frame`, by setup."""
-    def grouped(frame: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
-        out: dict[str, list[dict[str, Any]]] = {}
-        for row in frame.iter_rows(named=True):
-            out.setdefault(row.pop("setup"), []).append(row)
-        return out
-
-    questions, events = grouped(frames.per_question), grouped(frames.events)
-    clocks, limits = grouped(frames.clocks), grouped(frames.limit_types)
-    violations = grouped(frames.out_of_order)
+    questions, events = rows_by_setup(frames.per_question), rows_by_setup(frames.events)
+    clocks, limits = rows_by_setup(frames.clocks), rows_by_setup(frames.limit_types)
+    violations = rows_by_setup(frames.out_of_order)
     out: dict[str, Timing] = {}
     for row in frames.rows.iter_rows(named=True):
         setup = row["setup"]
@@ -498,9 +498,8 @@ def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.Data
 
 def tool_call_summaries(rows: pl.DataFrame, by_name: pl.DataFrame) -> dict[str, ToolCalls]:
     """The typed tool-call summary of each row of :func:`tool_call_frame`, by setup."""
-    names: dict[str, dict[str, ToolNameCount]] = {}
-    for setup, name, n_calls, n_runs in by_name.iter_rows():
-        names.setdefault(setup, {})[str(name)] = ToolNameCount(calls=n_calls, runs=n_runs)
+    names = {setup: {str(c["name"]): ToolNameCount(calls=c["calls"], runs=c["runs"])
+                     for c in counts} for setup, counts in rows_by_setup(by_name).items()}
     return {row["setup"]: ToolCalls(
         runs_exposed=row["runs_exposed"], delivered=row["delivered"], coverage=row["coverage"],
         per_run=summary_of(row, "per_run_"), recorded_per_run=summary_of(row, "recorded_per_run_"),
