@@ -15,10 +15,20 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from types import UnionType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, cast, get_args, get_origin
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    TypeVar,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 import polars as pl
 from pydantic import BaseModel
@@ -50,6 +60,7 @@ __all__ = [
     "RUN_FRAMES",
     "EvalData",
     "Frame",
+    "frame_fields",
     "frames_repr",
     "frames_repr_html",
     "in_pieces",
@@ -156,6 +167,14 @@ def interaction_labels(interaction: object) -> tuple[str | None, bool]:
         return None, False
     kind = interaction.get("follow_up")
     return (kind if kind in FOLLOW_UP_KINDS else None), interaction.get("resumed") is True
+
+
+def frame_fields(holder: type) -> list[str]:
+    """The fields of the dataclass ``holder`` that hold a polars DataFrame, in their order:
+    what a bundle of frames (such as the GRADE scores) writes and reads back, stated once,
+    by its own annotations."""
+    hints = get_type_hints(holder)
+    return [f.name for f in fields(holder) if hints[f.name] is pl.DataFrame]
 
 
 def _frame(name: str, rows: dict[str, list[Any]]) -> pl.DataFrame:
@@ -486,12 +505,13 @@ class EvalData:
     @classmethod
     def from_frames(cls, frames: Mapping[str, pl.DataFrame],
                     extra: dict[str, Any] | None = None) -> EvalData:
-        """From one frame per name of :data:`COLUMNS` (each frame as given)."""
-        missing = sorted(set(COLUMNS) - {"scores"} - set(frames))
+        """From one frame per frame field (:func:`frame_fields`: each a name of
+        :data:`COLUMNS`), each as given."""
+        names = frame_fields(cls)
+        missing = sorted(set(names) - set(frames))
         if missing:
             raise ValueError(f"frames missing: {missing}")
-        return cls(**{name: frames[name] for name in COLUMNS if name != "scores"},
-                   extra=dict(extra or {}))
+        return cls(**{name: frames[name] for name in names}, extra=dict(extra or {}))
 
     @classmethod
     def from_records(

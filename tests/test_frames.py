@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, get_args
 
 import pandas as pd
 import polars as pl
 import pytest
 
-from grade_kit.frames import COLUMNS, RUN_FIELDS, EvalData, model_columns, run_frames
+from grade_kit.frames import (
+    COLUMNS,
+    RUN_FIELDS,
+    EvalData,
+    frame_fields,
+    model_columns,
+    run_frames,
+)
 from grade_kit.schema import Grade, Judgement, Run, RunLimit
 from grade_kit.scorers import (
     aggregate_scores,
@@ -75,6 +83,22 @@ def test_every_runs_column_read_off_the_record_is_tied_to_its_field() -> None:
     computed = set(COLUMNS["runs"]) - set(RUN_FIELDS)
     assert computed == {"is_primary", "has_response", "tools_exposed", "clock",
                         "endpoint_offset_s", "follow_up", "resumed", "line"}
+
+
+@dataclass
+class _Bundle:
+    first: pl.DataFrame
+    note: str
+    maybe: pl.DataFrame | None
+    second: pl.DataFrame
+
+
+def test_frame_fields_are_the_frames_a_bundle_declares_in_order() -> None:
+    """What a bundle of frames writes and reads back (an evaluation's state) is read off
+    its annotations: the DataFrame fields, in order; a text or an optional frame is not
+    one. EvalData's are the column contract's frames."""
+    assert frame_fields(_Bundle) == ["first", "second"]
+    assert frame_fields(EvalData) == [name for name in COLUMNS if name != "scores"]
 
 
 def test_pandas_in_pandas_out() -> None:

@@ -32,7 +32,7 @@ import polars as pl
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from grade_kit.frames import COLUMNS, EvalData
+from grade_kit.frames import EvalData, frame_fields
 from grade_kit.reading._fastread import raw_records
 from grade_kit.reading.inputs import Inputs
 from grade_kit.reading.io import (
@@ -63,10 +63,9 @@ STATE_DIR = "evaluation"
 """The folder under an output folder that holds the evaluation's state."""
 STATE_VERSION = 5
 
-_DATA = [name for name in COLUMNS if name != "scores"]
-_SCORES = ["runs", "consistency", "tasks", "tracks", "packs", "overall", "matches"]
-_STANDARD = ["graded", "plan_frame", "slots", "e2e", "grades", "timing", "tool_calls",
-             "per_question", "unique_calls"]
+_DATA = frame_fields(EvalData)
+_SCORES = frame_fields(GradeScores)
+_STANDARD = frame_fields(StandardResults)
 
 
 def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
