@@ -255,16 +255,15 @@ class TooManySetups(InputError):
     evaluate at once: the CLI's one ``error:`` line, exit 1)."""
 
 
-def compared_setups(resolved: Mapping[str, float | None],
+def compared_setups(per_setup: dict[str, SubsetSetup],
                     ranked: list[str] | None = None) -> list[str]:
-    """The setups compared pair by pair (alphabetical): the ranked ones (default all of
-    ``resolved``, each setup's resolved rate on all questions; a setup below the coverage
-    threshold never is) up to :data:`MAX_COMPARED_SETUPS`, else that many with the highest
-    resolved rate (ties by name)."""
-    names = sorted(resolved if ranked is None else ranked)
+    """The setups compared pair by pair (alphabetical): the ranked ones (default all; a
+    setup below the coverage threshold never is) up to :data:`MAX_COMPARED_SETUPS`, else
+    that many with the highest resolved rate on all questions (ties by name)."""
+    names = sorted(per_setup if ranked is None else ranked)
     if len(names) <= MAX_COMPARED_SETUPS:
         return names
-    ranked = sorted(names, key=lambda s: (-(resolved[s] or 0.0), s))
+    ranked = sorted(names, key=lambda s: (-(per_setup[s].grades.rates.resolved or 0.0), s))
     return sorted(ranked[:MAX_COMPARED_SETUPS])
 
 
@@ -309,37 +308,35 @@ def standard_results(data: EvalData, repeats: int | None = None,
     subset = common_subset(plan_frame.filter(is_ranked), slots.filter(is_ranked), r)
     in_subset = pl.col("task_id").is_in(pl.Series(subset, dtype=pl.String).implode())
     sub_plan, sub_slots = plan_frame.filter(in_subset), slots.filter(in_subset)
+    # Per subset, every setup at once (frames, then typed)
+    grades_common = grade_frame(sub_plan, sub_slots, graded, setups, r)
+    summaries = {name: _summaries(data, grades, on_slots, setups, exclude_channel_overhead)
+                 for name, grades, on_slots in (("all", grades_all, slots),
+                                                ("common", grades_common, sub_slots))}
+    per_setup = summaries["all"].setups
+    reruns = _reruns(graded, e2e, setups)
+    common = CommonSubset(
+        tasks=subset, questions=len(subset), of_questions=len(task_ids), repeats=r,
+        rule=COMMON_RULE, setups=summaries["common"].setups)
     unique_calls = unique_tool_calls(data.runs, data.tool_calls)
     per_question = per_question_figures(data, slots.filter(is_ranked), e2e, task_composites,
                                         unique_calls, repeats=r)
     ran: dict[str, set[str]] = {s: set() for s in setups}
     for setup, tasks in per_question.group_by("setup").agg("task_id").iter_rows():
         ran[setup] = set(tasks)
-    compared = compared_setups(
-        dict(grades_all[0].select("setup", "resolved_rate").iter_rows()), ranked)
+    compared = compared_setups(per_setup, ranked)
     jobs: list[tuple[str, str, list[str], Literal["all", "common"]]] = []
     for i, a in enumerate(compared):
         for b in compared[i + 1:]:
             jobs.append((a, b, sorted(ran[a] & ran[b]), "all"))
             jobs.append((a, b, subset, "common"))
-    # Each comparison is independent: two threads share them (the same figures, in the
-    # same order; a bootstrap spends its time in numpy, which releases the GIL), while
-    # each subset is summarised here, every setup at once (frames, then typed).
+    # Each comparison is independent, and its bootstrap spends its time in numpy, which
+    # releases the GIL: two threads share the work (the same figures, in the same order).
     with ThreadPoolExecutor(max_workers=2) as pool:
-        compared_pairs = pool.map(
+        comparisons = list(pool.map(
             lambda job: compare_setups(per_question, job[0], job[1], job[2], len(task_ids),
-                                       job[3], seed=seed, repeats=r), jobs)
-        grades_common = grade_frame(sub_plan, sub_slots, graded, setups, r)
-        summaries = {name: _summaries(data, grades, on_slots, setups, exclude_channel_overhead)
-                     for name, grades, on_slots in (("all", grades_all, slots),
-                                                    ("common", grades_common, sub_slots))}
-        reruns = _reruns(graded, e2e, setups)
-        comparisons = list(compared_pairs)
+                                       job[3], seed=seed, repeats=r), jobs))
     forget_resamples()  # their memory goes to what follows (results, the write)
-    per_setup = summaries["all"].setups
-    common = CommonSubset(
-        tasks=subset, questions=len(subset), of_questions=len(task_ids), repeats=r,
-        rule=COMMON_RULE, setups=summaries["common"].setups)
     adjust_by_holm(comparisons)
     return StandardResults(
         graded=graded, plan_frame=plan_frame, slots=slots, e2e=e2e, plan=plan,
