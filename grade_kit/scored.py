@@ -5,11 +5,9 @@ with (the standard's statistics, the provenance, the typed results)."""
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cached_property, partial
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -462,22 +460,13 @@ class Evaluation:
         """
         out = output_folder(out_dir)
         refuse_links(out, [*OUTPUT_FILES.values(), STATE_DIR])
-        write = partial(write_outputs, out, self.results, self.scores.runs,
-                        self.standard.graded, lambda: self.runs_frame, self.inputs.rejected,
-                        locked=True)
-        # the outputs and the state that vouches for them, together: in memory, the outputs
-        # (mostly results.json, in Python) are written beside the state's Parquet files
-        # (mostly compression, which releases the GIL); a store's evaluation (the path that
-        # bounds memory) writes one after the other
-        with folder_lock(out), ThreadPoolExecutor(max_workers=1) as beside:
-            if "store" in self.data.extra:
-                done = write()
-                written: Callable[[], dict[str, Path]] = lambda: done  # noqa: E731
-            else:
-                written = beside.submit(write).result
+        with folder_lock(out):  # the outputs and the state that vouches for them, together
+            written = write_outputs(out, self.results, self.scores.runs, self.standard.graded,
+                                    lambda: self.runs_frame, self.inputs.rejected,
+                                    locked=True)
             state = write_state(out, self.inputs, self.data, self.scores, self.standard,
                                 self.kind, outputs=written)
-        return {**written(), "state": state}
+        return {**written, "state": state}
 
     def _summary(self) -> str:
         def count(n: int, noun: str) -> str:

@@ -70,13 +70,12 @@ _STANDARD = frame_fields(StandardResults)
 
 def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
                 standard: StandardResults, kind: str,
-                outputs: Callable[[], Mapping[str, Path]] | None = None) -> Path:
+                outputs: Mapping[str, Path] | None = None) -> Path:
     """Write the state of one evaluation under ``out`` (replacing an earlier one whole).
 
     ``state.json`` records the SHA-256 of every file of the state and of every output
-    ``outputs`` gives (results.json, ...: called once the state's own files are written, it
-    returns their paths when they are written too), by its path relative to ``out``: a
-    reader checks them all before it trusts anything (:func:`verify_state`)."""
+    ``outputs`` names (results.json, ...), by its path relative to ``out``: a reader checks
+    them all before it trusts anything (:func:`verify_state`)."""
     store = data.extra.get("store")
     staging = Path(tempfile.mkdtemp(prefix=f".{STATE_DIR}-", dir=out))
     os.chmod(staging, 0o755)  # readable as the other outputs are (mkdtemp makes it 0700)
@@ -109,8 +108,7 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
             "files": [f.model_dump(mode="json") for f in inputs.files],
             "notes": list(inputs.notes), "stated_repeats": dict(inputs.stated_repeats),
             "compared": list(standard.compared),
-            "sha256": {**{path.name: sha256_of(path)
-                          for path in (outputs() if outputs else {}).values()},
+            "sha256": {**{path.name: sha256_of(path) for path in (outputs or {}).values()},
                        **{f"{STATE_DIR}/{path.relative_to(staging).as_posix()}":
                           sha256_of(path) for path in sorted(staging.rglob("*"))
                           if path.is_file()}}}
