@@ -7,8 +7,10 @@ import contextlib
 import gc
 import math
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
@@ -791,6 +793,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _terminated_as_exit() -> Iterator[None]:
+    """SIGTERM (a scheduler's, a notebook runner's or ``timeout``'s stop) raised as
+    ``SystemExit(143)`` while a command runs, so that its clean-ups run as on Ctrl-C: a
+    temporary store is removed and the process packing it stopped, a demo server stopped.
+    (Python's default ends at once, leaving both behind.) Only in the main thread, where a
+    handler can be set; the previous handler is put back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``grade-kit``; returns the exit code: 0 done, 1 when nothing could go on (one
     ``error:`` line on stderr; with ``--strict``, also when records were rejected), 2 for a
@@ -798,7 +821,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     to see one for an internal error."""
     args = build_parser().parse_args(argv)
     try:
-        code: int = args.func(args)
+        with _terminated_as_exit():
+            code: int = args.func(args)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -6,6 +6,7 @@ a fresh process. :func:`rule_grade_records` is the rule grader's step of either 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -55,10 +56,18 @@ STORE_STAGES = ("read store", "GRADE scores", "standard statistics", "results")
 
 
 _PACK_APART = """
-import contextlib, json, sys
+import contextlib, json, os, sys, threading, time
 from grade_kit.reading.io import InputError
 from grade_kit.reading.packed import pack
 arguments = json.loads(sys.argv[1])
+parent = arguments.pop("parent")
+
+def orphaned():  # the caller is gone (killed): nobody will read the store, so stop
+    while os.getppid() == parent:
+        time.sleep(0.2)
+    os._exit(1)
+
+threading.Thread(target=orphaned, daemon=True).start()
 try:
     with contextlib.redirect_stdout(sys.stderr):  # its lines per chunk, when asked for
         pack(**arguments)
@@ -74,7 +83,8 @@ def _pack_apart(tasks: Records, runs: Records, store: Path, judgements: Records 
     """:func:`~grade_kit.reading.packed.pack` in a fresh Python process when every input is a path
     (so what packing held is not left in this one; a subprocess, not multiprocessing, so
     a script without a ``__main__`` guard works too), else here. With ``progress``, its
-    line per chunk goes to stderr."""
+    line per chunk goes to stderr. The process stops when this one is gone (killed), and is
+    killed when this call ends by an exception (SIGTERM too, in the CLI)."""
     given = {"tasks": tasks, "runs": runs, "judgements": judgements, "grades": grades}
     if any(is_in_memory(value) for value in given.values() if value is not None):
         pack(tasks, runs, store, judgements=judgements, grades=grades, packs=packs,
@@ -87,7 +97,8 @@ def _pack_apart(tasks: Records, runs: Records, store: Path, judgements: Records 
         return [str(path) for path in cast(Sequence[Path | str], value)]
 
     arguments = {**{name: plain(value) for name, value in given.items()},
-                 "out": str(store), "packs": plain(packs), "progress": progress}
+                 "out": str(store), "packs": plain(packs), "progress": progress,
+                 "parent": os.getpid()}
     done = subprocess.run([sys.executable, "-c", _PACK_APART, json.dumps(arguments)],
                           stdout=subprocess.PIPE, stderr=None if progress else subprocess.PIPE,
                           text=True, check=False)
@@ -114,10 +125,10 @@ def evaluate_through_store(tasks: Records, runs: Records, size: int,
     """:func:`evaluate` of run files too big for one pass in memory: packed into a
     temporary store (removed when the evaluation is), then scored as a store."""
     folder = Path(tempfile.mkdtemp(prefix="grade-kit-store-"))
-    print(f"grade_kit: {size / 1e9:.2f} GB of runs: scoring them through a temporary packed "
-          f"store in {folder}, one partition at a time, to bound memory (docs/scaling.md)",
-          file=sys.stderr, flush=True)
-    try:
+    try:  # from here on, however the call ends (SIGTERM too, in the CLI), the folder goes
+        print(f"grade_kit: {size / 1e9:.2f} GB of runs: scoring them through a temporary "
+              f"packed store in {folder}, one partition at a time, to bound memory "
+              "(docs/scaling.md)", file=sys.stderr, flush=True)
         _pack_apart(tasks, runs, folder / "store", judgements, grades, packs, progress)
         with gc_paused(), stage_progress(STORE_STAGES, progress) as step:
             evaluation = evaluate_store(folder / "store", grader, repeats, frames, seed,

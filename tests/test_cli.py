@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import polars as pl
@@ -193,3 +197,46 @@ def test_a_lone_path_error_names_its_cause(tmp_path: Path,
         assert main(["score", str(path), "--out", str(tmp_path / "out")]) == 1
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith(f"error: {path}: {why}"), err
+
+
+def _command_lines() -> list[str]:
+    """Every running process's command line, as text (Linux /proc)."""
+    lines = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                lines.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(
+                    errors="replace"))
+    return lines
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
+def test_a_terminated_score_leaves_no_temporary_store_nor_its_packing_process(
+        tmp_path: Path) -> None:
+    """SIGTERM while large run files are packed into a temporary store (a scheduler's stop):
+    the command exits 143, the store is removed and the process packing it stops. Before,
+    Python's default ended the command at once: the store stayed and the packing process
+    ran on, orphaned, to the end."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    fixtures = ROOT / "fixtures"
+    code = ("import sys, grade_kit.evaluation as e; e.STORE_ABOVE_BYTES = 0; "
+            "from grade_kit.cli import main; sys.exit(main(sys.argv[1:]))")
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, "score", str(fixtures / "tasks"), str(fixtures / "runs"),
+         "--out", str(tmp_path / "out"), "--quiet"],
+        env={**os.environ, "TMPDIR": str(temp)}, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    announced = process.stderr.readline()  # printed once the store's folder is made
+    assert "temporary packed store" in announced, announced
+    (store,) = temp.iterdir()
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=120) == 128 + signal.SIGTERM
+    process.stderr.close()
+    assert not store.exists()
+    # killed with the command, or (signalled before it could be) gone within a second
+    deadline = time.monotonic() + 10
+    while [line for line in _command_lines() if str(store) in line]:
+        assert time.monotonic() < deadline, "the packing process outlived the command"
+        time.sleep(0.1)
+    assert not (tmp_path / "out" / "results.json").exists()

@@ -20,6 +20,7 @@ import pytest
 import grade_kit as gk
 import grade_kit.judges
 from grade_kit.frames import EvalData
+from grade_kit.partitioned import _PACK_APART
 from grade_kit.reading.io import InputError
 from grade_kit.reading.packed import (
     StoreRuns,
@@ -406,3 +407,18 @@ def test_a_store_record_changed_on_disk_is_named_when_read(inputs: dict[str, Any
     frame.with_columns(pl.Series("record", range(frame.height))).write_parquet(chunk)
     with pytest.raises(InputError, match=r"not a records file \(its record column holds int64"):
         StoreRuns(store, read_manifest(store))[0]
+
+
+def test_the_packing_process_stops_once_its_caller_is_gone(tmp_path: Path) -> None:
+    """The process that packs large run files into a temporary store watches its caller:
+    once that is gone (killed, so nobody will read the store), it stops at once, without
+    a word and without finishing the store. Here it is told of a caller that is not its
+    parent, as after the caller's death."""
+    arguments = {"tasks": str(FIXTURES / "tasks"),
+                 "runs": str(FIXTURES / "runs"), "judgements": None,
+                 "grades": None, "out": str(tmp_path / "store"), "packs": None,
+                 "progress": False, "parent": -1}
+    done = subprocess.run([sys.executable, "-c", _PACK_APART, json.dumps(arguments)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert not (tmp_path / "store" / "manifest.json").exists()
