@@ -818,8 +818,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``grade-kit``; returns the exit code: 0 done, 1 when nothing could go on (one
     ``error:`` line on stderr; with ``--strict``, also when records were rejected), 2 for a
     command-line usage error; SIGTERM ends a command with ``SystemExit(143)`` once its
-    clean-ups ran (:func:`_terminated_as_exit`). No input ever produces a traceback; set ``GRADE_KIT_DEBUG=1``
-    to see one for an internal error."""
+    clean-ups ran (:func:`_terminated_as_exit`). No input ever produces a traceback; set
+    ``GRADE_KIT_DEBUG=1`` to see one for an internal error."""
     args = build_parser().parse_args(argv)
     try:
         with _terminated_as_exit():
