@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 RUNTIME := $(VENV)/.installed-runtime
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck chromium bench bench-scale bench-store bench-plain bench-compare bench-fetch bench-report fixtures schemas clean
+.PHONY: demo test lint typecheck chromium bench bench-scale bench-store bench-plain bench-baseline bench-compare bench-fetch bench-report fixtures schemas clean
 
 # The package and what it needs to run (enough for the demo) ...
 $(RUNTIME): pyproject.toml
@@ -50,6 +50,9 @@ bench-store: $(STAMP)     ## pack and evaluate a store vs in memory: time, peak 
 
 bench-plain: $(STAMP)     ## a plain row-at-a-time GRADE (methodology §3) vs gk.evaluate at 100k, both shapes: median of 3 fresh-process timings each, differing figures
 	$(BIN)/python -m benchmarks.plain
+
+bench-baseline: $(STAMP)  ## grade-kit score of this checkout vs 4fca08a (a git worktree) at 100k, both shapes, alternating, fresh processes: medians, peak RSS, ratio
+	$(BIN)/python -m benchmarks.baseline
 
 bench-compare: $(STAMP)   ## the two newest benchmarks/results/*.json side by side
 	$(BIN)/python -m benchmarks.compare
