@@ -64,6 +64,11 @@ def main() -> None:
                         default=["per-task", "rich"])
     parser.add_argument("--inputs", type=Path, default=None)
     args = parser.parse_args()
+    known = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{args.rev}^{{commit}}"],
+                           cwd=ROOT, capture_output=True, check=False)
+    if known.returncode != 0:
+        sys.exit(f"error: {args.rev} is not a commit of this clone's history (a shallow "
+                 "clone? `git fetch --unshallow`)")
     figures: dict[str, object] = {**figures_header(), "baseline": args.rev, "runs": args.runs}
     with tempfile.TemporaryDirectory() as tmp:
         baseline = Path(tmp) / "baseline"
