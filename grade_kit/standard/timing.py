@@ -460,12 +460,12 @@ def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.Data
         keys, per_run, unique_calls=pl.col("unique").sum(),
         recorded_calls=pl.col("recorded").sum(),
         runs_with_repeated_ids=(pl.col("recorded") > pl.col("unique")).sum())],
-        how="horizontal")
-    repeats_ids = totals.select("setup", recorded=pl.col("runs_with_repeated_ids") > 0)
+        how="horizontal").with_columns(  # the headline's basis: decided here, once
+        recorded_basis=pl.col("runs_with_repeated_ids") > 0)
 
     def headline(frame: pl.DataFrame) -> pl.DataFrame:
-        return frame.join(repeats_ids, on="setup", how="left", maintain_order="left",
-                          suffix="_basis").with_columns(headline=pl.when(
+        return frame.join(totals.select("setup", "recorded_basis"), on="setup", how="left",
+                          maintain_order="left").with_columns(headline=pl.when(
                               pl.col("recorded_basis")).then("recorded").otherwise("unique"))
 
     per_run, per_attempt = headline(per_run), headline(counted(attempted))
@@ -481,8 +481,8 @@ def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.Data
         ("attempted_runs_exposed", per_attempt)))], how="horizontal")
     rows = rows.with_columns(
         divide(rows, pl.col("runs_exposed"), pl.col("delivered")).alias("coverage"),
-        headline_basis=pl.when(pl.col("runs_with_repeated_ids") > 0).then(
-            pl.lit(RECORDED_BASIS)).otherwise(pl.lit(UNIQUE_BASIS)))
+        headline_basis=pl.when(pl.col("recorded_basis")).then(
+            pl.lit(RECORDED_BASIS)).otherwise(pl.lit(UNIQUE_BASIS))).drop("recorded_basis")
     for prefix, frame, column in (("per_run_", per_run, "unique"),
                                   ("recorded_per_run_", per_run, "recorded"),
                                   ("headline_per_run_", per_run, "headline"),
@@ -506,7 +506,7 @@ def tool_call_summaries(rows: pl.DataFrame, by_name: pl.DataFrame) -> dict[str, 
         unique_calls=row["unique_calls"], recorded_calls=row["recorded_calls"],
         runs_with_repeated_ids=row["runs_with_repeated_ids"],
         by_name=names.get(row["setup"], {}),
-        span_s=LabelledSummary(label=SPAN_LABEL, **summary_of(row, "span_s_").model_dump()),
+        span_s=_labelled(SPAN_LABEL, summary_of(row, "span_s_")),
         headline_per_run=summary_of(row, "headline_per_run_"),
         headline_basis=row["headline_basis"],
         attempted_runs_exposed=row["attempted_runs_exposed"],
