@@ -94,7 +94,8 @@ def summary_frame(frame: pl.DataFrame, keys: Sequence[str], value: str,
         keys: The grouping columns.
         value: The sampled column (cast to float).
         groups: The groups to summarise, in order (a group without a sample gets n = 0 and
-            null statistics); default: those of ``frame``, sorted.
+            null statistics); default: the groups of ``frame`` with at least one non-null
+            sample, sorted.
         prefix: Put before each statistic's name (``e2e_`` -> ``e2e_n``, ...).
 
     Returns:
