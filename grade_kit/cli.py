@@ -108,7 +108,7 @@ def _score(args: argparse.Namespace) -> int:
         evaluation = evaluate(
             tasks, runs, judgements=args.judgements, grades=args.grades,
             judge=args.judge, grader=args.grader, repeats=args.repeats, packs=args.packs,
-            arguments={k: (str(v) if isinstance(v, Path) else
+            cluster=args.cluster, arguments={k: (str(v) if isinstance(v, Path) else
                            [str(x) for x in v] if isinstance(v, list) else v)
                        for k, v in vars(args).items() if k not in ("func", "quiet")},
             map_partitions=None if pool is None else pool.map, progress=_bar(args))
@@ -317,7 +317,8 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
-EVALUATION_PARAMETERS = ("judgements", "grades", "judge", "grader", "repeats", "packs")
+EVALUATION_PARAMETERS = ("judgements", "grades", "judge", "grader", "repeats", "packs",
+                         "cluster")
 """The notebook parameters that change the evaluation itself (``-p`` may set them too)."""
 
 
@@ -467,7 +468,7 @@ def _review_sheet(args: argparse.Namespace) -> int:
 
     evaluation = evaluate(*_sources(args), judgements=args.judgements,
                           grades=args.grades, judge=args.judge, grader=args.grader,
-                          repeats=args.repeats, packs=args.packs)
+                          repeats=args.repeats, packs=args.packs, cluster=args.cluster)
     _print_rejects([r.message() for r in evaluation.inputs.rejected])
     queue, key = write_review_sheet(evaluation, args.out, key=args.key,
                                     spot_check=args.spot_check, seed=args.seed)
@@ -595,6 +596,9 @@ def _evaluation_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=_bounded(1, MAX_REPEAT), default=None,
                         help="planned repeats per task (default: inferred, the largest repeat "
                              "more than 5%% of (setup, task) pairs reach)")
+    parser.add_argument("--cluster", choices=["question", "track", "pack"], default="question",
+                        help="what the repeats are clustered by in every interval and paired "
+                             "test (default: question; docs/methodology.md)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -61,7 +61,7 @@ from grade_kit.scorers import (
     grade_scores,
     partition_scores,
 )
-from grade_kit.standard import DEFAULT_SEED
+from grade_kit.standard import CLUSTERS, DEFAULT_SEED, Cluster
 
 __all__ = ["STORE_ABOVE_BYTES", "evaluate", "reopen", "reopen_or_evaluate"]
 
@@ -183,6 +183,7 @@ def evaluate(
     exclude_channel_overhead: bool = False,
     map_partitions: MapPartitions | None = None,
     progress: bool = False,
+    cluster: Cluster = "question",
 ) -> Evaluation:
     """Read, judge and score an evaluation: GRADE scores, grades, timing, tool calls,
     comparisons, with every reject and warning (docs/methodology.md).
@@ -219,6 +220,9 @@ def evaluate(
             store's partitions, or in-memory inputs split the same way by task (16 parts),
             are scored by it, then combined; the results are the same. Default None (a
             store: one partition after another; in memory: one pass).
+        cluster: What the repeats are clustered by for every interval and paired test:
+            ``"question"`` (default: the repeats of one question are one cluster),
+            ``"track"`` or ``"pack"`` (docs/methodology.md §4 "Clusters").
         progress: Show a progress bar over the stages (reading, judging and grading when
             asked, GRADE scores, the standard's statistics, the typed results), each named
             as it runs: on stderr, or a widget in Jupyter. Default False (``grade-kit
@@ -235,10 +239,12 @@ def evaluate(
     if frames not in ("polars", "pandas"):
         raise ValueError(f"frames must be 'polars' or 'pandas', not {frames!r}")
     resolve_grader(grader)
+    if cluster not in CLUSTERS:
+        raise ValueError(f"cluster must be one of {', '.join(CLUSTERS)}, not {cluster!r}")
     if arguments is None and is_store(tasks):  # what the provenance records of this call
         arguments = {"store": str(Path(cast(Path | str, tasks))), "grader": grader,
                      "repeats": repeats, "frames": frames, "seed": seed,
-                     "exclude_channel_overhead": exclude_channel_overhead}
+                     "exclude_channel_overhead": exclude_channel_overhead, "cluster": cluster}
     elif arguments is None:
         arguments = {
             "judge": None if judge is None else resolve_judge(judge).name,
@@ -246,7 +252,7 @@ def evaluate(
             "claim_judge": None if claim_judge is None else claim_judge.name,
             "repeats": repeats, "packs": None if packs is None else str(packs),
             "frames": frames, "seed": seed,
-            "exclude_channel_overhead": exclude_channel_overhead}
+            "exclude_channel_overhead": exclude_channel_overhead, "cluster": cluster}
     if is_store(runs):
         raise ValueError("a packed store holds its tasks: pass it alone, gk.evaluate(store)")
     if is_store(tasks):
@@ -262,18 +268,18 @@ def evaluate(
         with gc_paused(), stage_progress(STORE_STAGES, progress) as step:
             return evaluate_store(Path(cast(Path | str, tasks)), grader, repeats, frames,
                                    seed, arguments, exclude_channel_overhead, map_partitions,
-                                   step)
+                                   step, cluster=cluster)
     size = _run_bytes(runs)
     if size > STORE_ABOVE_BYTES and judge is None and claim_judge is None and (
             grader is None or grader == "rules"):
         return evaluate_through_store(
             cast(Records, tasks), cast(Records, runs), size, judgements, grades, packs,
             grader, repeats, frames, seed, exclude_channel_overhead, map_partitions, progress,
-            arguments)
+            arguments, cluster=cluster)
     with gc_paused():  # the pipeline builds many small objects; see grade_kit._gc
         return _evaluate(tasks, runs, judgements, grades, judge, grader, claim_judge, repeats,
                          packs, frames, seed, arguments, exclude_channel_overhead,
-                         map_partitions, progress)
+                         map_partitions, progress, cluster)
 
 
 STORE_ABOVE_BYTES = 512 * 1024**2
@@ -301,7 +307,7 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
               arguments: dict[str, Any],
               exclude_channel_overhead: bool = False,
               map_partitions: MapPartitions | None = None,
-              progress: bool = False) -> Evaluation:
+              progress: bool = False, cluster: Cluster = "question") -> Evaluation:
     # Each optional stage is decided once, here: for the bar's count and for the work.
     model_grader = None if grader is None or isinstance(grader, str) else grader
     rules = grader == "rules"
@@ -351,6 +357,6 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
                                  - set(judges_used))
         return conclude(
             inputs, data, scores, frames, repeats, seed, exclude_channel_overhead, step,
-            arguments=dict(arguments), judges=[*judges_used, *recorded_judges]
+            cluster=cluster, arguments=dict(arguments), judges=[*judges_used, *recorded_judges]
             + ([f"claim_judge:{claim_judge.name}"] if claim_judge is not None else []),
             graders=graders)

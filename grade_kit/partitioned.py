@@ -40,6 +40,7 @@ from grade_kit.scorers import (
     fact_checks,
     partition_scores,
 )
+from grade_kit.standard.clustered import Cluster
 
 __all__ = ["STORE_STAGES", "MapPartitions", "combine_scores", "evaluate_store",
            "evaluate_through_store", "partition_data", "rule_grade_records", "score_partition"]
@@ -121,7 +122,8 @@ def evaluate_through_store(tasks: Records, runs: Records, size: int,
                             repeats: int | None, frames: FrameKind, seed: int,
                             exclude_channel_overhead: bool,
                             map_partitions: MapPartitions | None, progress: bool,
-                            arguments: dict[str, Any]) -> Evaluation:
+                            arguments: dict[str, Any], *,
+                            cluster: Cluster = "question") -> Evaluation:
     """:func:`evaluate` of run files too big for one pass in memory: packed into a
     temporary store (removed when the evaluation is), then scored as a store."""
     folder = Path(tempfile.mkdtemp(prefix="grade-kit-store-"))
@@ -133,7 +135,7 @@ def evaluate_through_store(tasks: Records, runs: Records, size: int,
         with gc_paused(), stage_progress(STORE_STAGES, progress) as step:
             evaluation = evaluate_store(folder / "store", grader, repeats, frames, seed,
                                          arguments, exclude_channel_overhead, map_partitions,
-                                         step)
+                                         step, cluster=cluster)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
@@ -172,7 +174,8 @@ def evaluate_store(store: Path, grader: str | None, repeats: int | None, frames:
                     seed: int, arguments: dict[str, Any],
                     exclude_channel_overhead: bool,
                     map_partitions: MapPartitions | None = None,
-                    step: Step = lambda _: None) -> Evaluation:
+                    step: Step = lambda _: None, *,
+                    cluster: Cluster = "question") -> Evaluation:
     """:func:`evaluate` on a packed store (docs/scaling.md): GRADE scores one partition at a
     time (a task's runs never span two), then the reduce over tasks, tracks, packs and setups
     and the standard's statistics over the per-run frames, which are read whole."""
@@ -197,6 +200,6 @@ def evaluate_store(store: Path, grader: str | None, repeats: int | None, frames:
     inputs = Inputs(runs=StoreRuns(store, manifest), **store_records(store, manifest))
     return conclude(
         inputs, data, scores, frames, repeats, seed, exclude_channel_overhead, step,
-        arguments=dict(arguments),
+        cluster=cluster, arguments=dict(arguments),
         judges=sorted(set(whole["judgements"].get_column("judge").unique().to_list())),
         graders=graders)

@@ -632,6 +632,18 @@ class MaterialError(_Out):
     grade_reason: str | None
 
 
+class ClusteredRate(_Out):
+    """How much the repeats of one cluster widen a rate's interval (docs/methodology.md §4
+    "Rates"): null design effect and icc where p is 0 or 1."""
+
+    design_effect: float | None
+    """SE² clustered (CR0) / the binomial p (1 - p) / N."""
+    icc: float | None
+    """(design effect - 1) / (mean cluster size - 1); null with clusters of one slot."""
+    n_effective: float | None
+    """min(N, p (1 - p) / SE²); the clusters when p is 0 or 1: the n Wilson's interval uses."""
+
+
 class GradeSummary(_Out):
     """Rates over N = questions x R for one setup (docs/methodology.md §4 "Rates")."""
 
@@ -641,7 +653,11 @@ class GradeSummary(_Out):
     counts: GradeCounts
     rates: GradeRates
     wilson95: dict[GradeState, Interval | None]
-    """95% Wilson score interval of each rate over N."""
+    """95% Wilson score interval of each rate over its effective size (clustered)."""
+    clustered: dict[GradeState, ClusteredRate] = Field(default_factory=dict)
+    """Each rate's design effect, icc and effective size."""
+    interval_basis: str = ""
+    """What the intervals account for: ``clustered by question, R = 3``."""
     interval_note: str
     graded_coverage: float | None
     ungraded: int

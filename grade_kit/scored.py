@@ -62,7 +62,7 @@ from grade_kit.scorers import (
     partition_scores,
     run_composites,
 )
-from grade_kit.standard import StandardResults, standard_results
+from grade_kit.standard import Cluster, StandardResults, standard_results
 
 __all__ = ["Evaluation", "FrameKind", "RunExplanation", "conclude"]
 
@@ -511,13 +511,13 @@ class Evaluation:
 def conclude(inputs: Inputs, data: EvalData, scores: GradeScores, frames: FrameKind,
               repeats: int | None, seed: int, exclude_channel_overhead: bool, step: Step, *,
               arguments: dict[str, Any], judges: list[str],
-              graders: list[str]) -> Evaluation:
+              graders: list[str], cluster: Cluster = "question") -> Evaluation:
     """The last steps of every evaluation: the standard's statistics, the provenance and
     the typed results."""
     step("standard statistics")
     standard = standard_results(data, repeats, scores.tasks, seed=seed,
                                 exclude_channel_overhead=exclude_channel_overhead,
-                                stated_repeats=inputs.stated_repeats)
+                                stated_repeats=inputs.stated_repeats, cluster=cluster)
     provenance = Provenance(
         grade_kit_version=__version__, created_at=datetime.now(UTC).isoformat(),
         inputs=inputs.files, arguments=arguments, seeds={"comparison_bootstrap": seed},

@@ -623,8 +623,13 @@ def test_grade_frame_summarises_every_setup_at_once() -> None:
     assert (a["graded_coverage"], a["run_coverage"]) == (0.75, 1.0)
     assert (a["ungraded"], a["beyond_plan"], a["needs_more_information"],
             a["stable_resolved"]) == (1, 1, 0, 1)
-    ci = wilson_interval(2, 4)
+    # clustered (§4 "Rates"): q1 2 of 2, q2 0 of 2 resolved: SE² = (1 + 1) / 16, design
+    # effect 2, n_effective 2, so Wilson's interval of 1/2 over 2 (not over N = 4)
+    ci = wilson_interval(1, 2)
     assert ci is not None and (a["resolved_ci_low"], a["resolved_ci_high"]) == (ci.low, ci.high)
+    assert (a["resolved_design_effect"], a["resolved_icc"], a["resolved_n_effective"]) == (
+        2.0, 1.0, 2.0)
+    assert a["interval_basis"] == "clustered by question, R = 2"
     assert [b[s] for s in ("resolved", "partially_resolved", "material_error", "unresolved",
                            "pending_verification", "not_run")] == [0, 1, 0, 1, 0, 2]
     assert (b["graded_coverage"], b["run_coverage"], b["needs_more_information"],

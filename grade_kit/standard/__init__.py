@@ -2,6 +2,13 @@
 denominators with Wilson intervals, stable resolution, the common subset, timing, tool calls,
 setup comparisons and blind grading. :func:`standard_results` assembles them."""
 
+from grade_kit.standard.clustered import (
+    CLUSTERS,
+    Cluster,
+    cluster_of_tasks,
+    clustered_mean_ci,
+    clustered_rates,
+)
 from grade_kit.standard.compare import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
@@ -35,12 +42,17 @@ from grade_kit.standard.timing import (
 )
 
 __all__ = [
+    "CLUSTERS",
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
+    "Cluster",
     "StandardResults",
     "TimingFrames",
     "bootstrap_count_cis",
     "bootstrap_mean_ci",
+    "cluster_of_tasks",
+    "clustered_mean_ci",
+    "clustered_rates",
     "common_subset",
     "compare_setups",
     "e2e_frame",

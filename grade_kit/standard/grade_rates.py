@@ -15,6 +15,7 @@ from grade_kit.schema import (
     FOUR_GRADES,
     GRADE_STATES,
     MAX_REPEAT,
+    ClusteredRate,
     GradeCounts,
     GradeRates,
     GradeSummary,
@@ -23,7 +24,8 @@ from grade_kit.schema import (
     Plan,
     StableResolution,
 )
-from grade_kit.standard.stats import per_setup, rows_by_setup, wilson_interval
+from grade_kit.standard.clustered import clustered_rates
+from grade_kit.standard.stats import per_setup, rows_by_setup
 
 __all__ = [
     "COVERAGE_MIN",
@@ -35,15 +37,16 @@ __all__ = [
     "grade_summaries",
     "plan_repeats",
     "planned_slots",
+    "question_states",
     "ranked_setups",
     "resolved_questions",
     "run_grades",
     "setup_plan",
 ]
 
-INTERVAL_NOTE = ("95% Wilson score intervals over N; they assume independent slots, and the R "
-                 "repeats of one question are not independent, so with R > 1 they are too "
-                 "narrow")
+INTERVAL_NOTE = ("95% Wilson score intervals over the effective sample size: the repeats of "
+                 "one cluster (a question by default) are not independent, so N is divided "
+                 "by the design effect (CR0, clustered; docs/methodology.md §4 \"Rates\")")
 
 
 def _number_text(value: pl.Expr) -> pl.Expr:
@@ -237,7 +240,9 @@ GRADE_COLUMNS: dict[str, type[pl.DataType]] = {
     "setup": pl.String, "N": pl.Int64, "questions": pl.Int64, "repeats": pl.Int64,
     **{name: dtype for state in GRADE_STATES for name, dtype in (
         (state, pl.Int64), (f"{state}_rate", pl.Float64), (f"{state}_ci_low", pl.Float64),
-        (f"{state}_ci_high", pl.Float64))},
+        (f"{state}_ci_high", pl.Float64), (f"{state}_design_effect", pl.Float64),
+        (f"{state}_icc", pl.Float64), (f"{state}_n_effective", pl.Float64))},
+    "interval_basis": pl.String,
     "run_coverage": pl.Float64, "graded_coverage": pl.Float64, "ungraded": pl.Int64,
     "beyond_plan": pl.Int64, "needs_more_information": pl.Int64, "stable_resolved": pl.Int64,
 }
@@ -247,13 +252,33 @@ _ERROR_FIELDS = ("run_id", "task_id", "repeat", "claim", "evidence", "effect", "
                  "grade_reason")
 
 
+def question_states(plan: pl.DataFrame, slots: pl.DataFrame, repeats: int) -> pl.DataFrame:
+    """Per planned (setup, question): its R planned slots by state, every slot in exactly one
+    (the four grades, pending_verification, not_run = R - the filled slots).
+
+    Returns:
+        setup, task_id and one Int64 column per grade state.
+    """
+    state = pl.col("state")
+    filled = slots.group_by("setup", "task_id").agg(
+        filled=pl.len(), **{g: (state == g).sum() for g in GRADE_STATES if g != "not_run"})
+    return plan.select("setup", "task_id").join(
+        filled, on=["setup", "task_id"], how="left").with_columns(
+        pl.col(g).fill_null(0).cast(pl.Int64) for g in GRADE_STATES if g != "not_run").select(
+        "setup", "task_id", *(
+            (pl.lit(repeats, dtype=pl.Int64) - pl.col("filled").fill_null(0)).alias(g)
+            if g == "not_run" else pl.col(g) for g in GRADE_STATES))
+
+
 def grade_frame(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame,
-                setups: Sequence[str], repeats: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+                setups: Sequence[str], repeats: int, clusters: pl.DataFrame | None = None,
+                basis: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Rates over N = questions x repeats, every setup at once (docs/methodology.md §4
     "Rates").
 
     Per setup, counts of the four grades + pending_verification + not_run = N; every rate
-    divides by N and carries a 95% Wilson interval over N (null when N = 0); graded coverage
+    divides by N and carries a 95% Wilson interval over its effective size, clustered
+    (:func:`~grade_kit.standard.clustered.clustered_rates`, null when N = 0); graded coverage
     = four grades / N; run coverage = filled slots / N; stable resolution = questions whose
     R slots are all resolved (null when R = 1); ungraded delivered runs, primary runs beyond
     R and runs whose answer asks for more information, in the plan.
@@ -265,6 +290,9 @@ def grade_frame(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame,
         setups: The setups summarised, in order (a setup with no planned question gets a
             row with N = 0).
         repeats: R.
+        clusters: task_id, cluster (:func:`~grade_kit.standard.clustered.cluster_of_tasks`);
+            default None: every question its own cluster.
+        basis: The intervals' ``interval_basis``; default "clustered by question, R = <R>".
 
     Returns:
         The frame of :data:`GRADE_COLUMNS` (one row per setup of ``setups``), and each
@@ -300,13 +328,17 @@ def grade_frame(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame,
         *(divide(counts, pl.col(g), n).alias(f"{g}_rate") for g in GRADE_STATES),
         divide(counts, pl.col("filled"), n).alias("run_coverage"),
         divide(counts, pl.sum_horizontal(*FOUR_GRADES), n).alias("graded_coverage"))
-    intervals = [[wilson_interval(k, total) for k, total in zip(
-        rows.get_column(g).to_list(), rows.get_column("N").to_list(), strict=True)]
-        for g in GRADE_STATES]
-    rows = rows.with_columns(
-        pl.Series(f"{g}_ci_{side}", [None if ci is None else getattr(ci, side) for ci in cis],
-                  dtype=pl.Float64)
-        for g, cis in zip(GRADE_STATES, intervals, strict=True) for side in ("low", "high"))
+    per_question = question_states(plan, slots, repeats)
+    if clusters is None:
+        by_cluster = per_question.rename({"task_id": "cluster"})
+    else:
+        by_cluster = per_question.join(clusters, on="task_id").group_by(
+            "setup", "cluster").agg(pl.col(g).sum() for g in GRADE_STATES)
+    by_cluster = by_cluster.with_columns(slots=pl.sum_horizontal(*GRADE_STATES))
+    rows = rows.join(
+        clustered_rates(by_cluster, list(setups), repeats), on="setup", how="left",
+        maintain_order="left").with_columns(
+        interval_basis=pl.lit(basis or f"clustered by question, R = {repeats}"))
     errors = (in_plan.filter(pl.col("grade") == "material_error")
               .select("setup", *_ERROR_FIELDS).sort("setup", "task_id", "repeat"))
     return rows.select(list(GRADE_COLUMNS)).cast(GRADE_COLUMNS), errors  # type: ignore[arg-type]
@@ -324,6 +356,11 @@ def grade_summaries(rows: pl.DataFrame, errors: pl.DataFrame) -> dict[str, Grade
             wilson95={g: (None if row[f"{g}_ci_low"] is None else
                           Interval(low=row[f"{g}_ci_low"], high=row[f"{g}_ci_high"]))
                       for g in GRADE_STATES},
+            clustered={g: ClusteredRate(design_effect=row[f"{g}_design_effect"],
+                                        icc=row[f"{g}_icc"],
+                                        n_effective=row[f"{g}_n_effective"])
+                       for g in GRADE_STATES},
+            interval_basis=row["interval_basis"],
             interval_note=INTERVAL_NOTE, graded_coverage=row["graded_coverage"],
             ungraded=row["ungraded"], beyond_plan=row["beyond_plan"],
             needs_more_information=row["needs_more_information"],

@@ -17,7 +17,7 @@ from grade_kit.schema import Interval, Summary
 
 __all__ = ["SUMMARY_FIELDS", "WILSON_Z95", "median", "nearest_rank", "per_setup",
            "rows_by_setup", "sorted_median", "summarize", "summary_frame", "summary_of",
-           "wilson_interval"]
+           "wilson_bounds", "wilson_interval"]
 
 WILSON_Z95 = 1.959963984540054
 """The standard normal quantile of 0.975 (scipy.stats.norm.ppf(0.975))."""
@@ -125,24 +125,32 @@ def summary_of(row: dict[str, object], prefix: str = "") -> Summary:
     return Summary(**{name: row[prefix + name] for name in SUMMARY_FIELDS})
 
 
+def wilson_bounds(p: float, n: float, z: float = WILSON_Z95) -> tuple[float, float]:
+    """Wilson's score interval of a proportion ``p`` over ``n`` (docs/methodology.md §4
+    "Rates"): (p + z²/2n ± z √(p(1-p)/n + z²/4n²)) / (1 + z²/n), exactly 0 (1) at p = 0
+    (1), clipped to [0, 1]. ``n`` may be an effective size (not a whole number); with a
+    whole n and p = k / n it is the classic interval.
+    """
+    z2 = z * z
+    denominator = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denominator
+    low = 0.0 if p == 0 else max(0.0, centre - half)
+    high = 1.0 if p == 1 else min(1.0, centre + half)
+    return low, high
+
+
 def wilson_interval(successes: int, n: int, z: float = WILSON_Z95) -> Interval | None:
     """The Wilson score interval of a proportion ``successes / n`` (docs/methodology.md §4
     "Rates"): (p + z²/2n ± z √(p(1-p)/n + z²/4n²)) / (1 + z²/n), clipped to [0, 1].
 
-    It assumes independent trials; the slots of one question repeated R times are not
-    independent, so with R > 1 the interval is narrower than the truth (the report says so).
+    It assumes independent trials: the standard's rates use it over the effective size
+    instead (:func:`~grade_kit.standard.clustered.clustered_rates`).
 
     Returns:
         The interval, or None when n = 0.
     """
     if n <= 0:
         return None
-    p = successes / n
-    z2 = z * z
-    denominator = 1 + z2 / n
-    centre = (p + z2 / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denominator
-    # At k = 0 and k = n the formula's bound is exactly 0 (or 1); say so without rounding.
-    low = 0.0 if successes == 0 else max(0.0, centre - half)
-    high = 1.0 if successes == n else min(1.0, centre + half)
+    low, high = wilson_bounds(successes / n, n, z)
     return Interval(low=low, high=high)

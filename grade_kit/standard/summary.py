@@ -23,6 +23,7 @@ from grade_kit.schema import (
     Rerun,
     SubsetSetup,
 )
+from grade_kit.standard.clustered import Cluster, cluster_of_tasks, interval_basis
 from grade_kit.standard.compare import (
     DEFAULT_SEED,
     GRADE_RATES,
@@ -271,7 +272,8 @@ def standard_results(data: EvalData, repeats: int | None = None,
                      task_composites: pl.DataFrame | None = None,
                      seed: int = DEFAULT_SEED, *,
                      exclude_channel_overhead: bool = False,
-                     stated_repeats: Mapping[str, int] | None = None) -> StandardResults:
+                     stated_repeats: Mapping[str, int] | None = None,
+                     cluster: Cluster = "question") -> StandardResults:
     """Grades, rates, timing and tool calls per setup, the common subset and comparisons.
 
     Args:
@@ -285,6 +287,8 @@ def standard_results(data: EvalData, repeats: int | None = None,
             explicit, labelled option; docs/methodology.md §4 "Timing"); default False.
         stated_repeats: R as the sources state it (what states it -> R), taken when
             ``repeats`` is None and they agree; default None.
+        cluster: What the repeats are clustered by in every interval and paired test
+            (docs/methodology.md §4 "Clusters"); default every question its own cluster.
     """
     setups = sorted(set(data.runs.get_column("setup").to_list()))
     if len(setups) > MAX_SETUPS:
@@ -298,7 +302,9 @@ def standard_results(data: EvalData, repeats: int | None = None,
     plan_frame = setup_plan(data.runs, data.tasks)
     slots = planned_slots(graded, plan_frame, r)
     e2e = e2e_frame(data.runs, data.events, exclude_channel_overhead=exclude_channel_overhead)
-    grades_all = grade_frame(plan_frame, slots, graded, setups, r)
+    clusters = None if cluster == "question" else cluster_of_tasks(data.tasks, cluster)
+    basis = interval_basis(cluster, r)
+    grades_all = grade_frame(plan_frame, slots, graded, setups, r, clusters, basis)
     coverage = dict(grades_all[0].select("setup", "run_coverage").iter_rows())
     ranked = ranked_setups(coverage, setups)
     plan = plan.model_copy(update={
@@ -309,7 +315,7 @@ def standard_results(data: EvalData, repeats: int | None = None,
     in_subset = pl.col("task_id").is_in(pl.Series(subset, dtype=pl.String).implode())
     sub_plan, sub_slots = plan_frame.filter(in_subset), slots.filter(in_subset)
     # Per subset, every setup at once (frames, then typed)
-    grades_common = grade_frame(sub_plan, sub_slots, graded, setups, r)
+    grades_common = grade_frame(sub_plan, sub_slots, graded, setups, r, clusters, basis)
     summaries = {name: _summaries(data, grades, on_slots, setups, exclude_channel_overhead)
                  for name, grades, on_slots in (("all", grades_all, slots),
                                                 ("common", grades_common, sub_slots))}

@@ -1,0 +1,103 @@
+"""Question-clustered rate intervals (docs/methodology.md §4 "Rates", "Clusters"):
+hand-computed cases, the R = 1 identity with today's Wilson over N, and the edges (p = 0,
+p = 1, no variance, no planned question)."""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grade_kit.schema import GRADE_STATES
+from grade_kit.standard import cluster_of_tasks, clustered_mean_ci, clustered_rates
+from grade_kit.standard.stats import WILSON_Z95, wilson_interval
+
+Z = WILSON_Z95
+
+
+def _counts(resolved: list[int], repeats: int, setup: str = "a") -> pl.DataFrame:
+    """One row per question: its resolved slots, the rest unresolved."""
+    rows = [{"setup": setup, "cluster": f"q{i}", "slots": repeats,
+             **{g: 0 for g in GRADE_STATES}} for i in range(len(resolved))]
+    for row, k in zip(rows, resolved, strict=True):
+        row["resolved"] = k
+        row["unresolved"] = repeats - k
+    return pl.DataFrame(rows)
+
+
+def test_hand_computed_case() -> None:
+    # Q = 3, R = 2, resolved 2, 0, 1: N = 6, p = 1/2, SE² = (1 + 1 + 0) / 36 = 1/18,
+    # binomial p(1-p)/N = 1/24, design effect 4/3, icc 1/3, n_effective 0.25 / (1/18) = 4.5
+    row = clustered_rates(_counts([2, 0, 1], 2), ["a"], 2).row(0, named=True)
+    assert row["resolved_design_effect"] == pytest.approx(4 / 3, abs=1e-15)
+    assert row["resolved_icc"] == pytest.approx(1 / 3, abs=1e-15)
+    assert row["resolved_n_effective"] == 4.5
+    n = 4.5
+    half = Z * math.sqrt(0.25 / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
+    assert row["resolved_ci_low"] == pytest.approx(0.5 - half, abs=1e-15)
+    assert row["resolved_ci_high"] == pytest.approx(0.5 + half, abs=1e-15)
+    # wider than Wilson over N = 6, which treats the repeats as independent
+    naive = wilson_interval(3, 6)
+    assert naive is not None and row["resolved_ci_low"] < naive.low
+
+
+def test_p_zero_and_one_use_the_clusters() -> None:
+    # every slot unresolved: p = 0, n_effective = Q = 4, Wilson's upper bound z²/(n + z²)
+    row = clustered_rates(_counts([0, 0, 0, 0], 3), ["a"], 3).row(0, named=True)
+    assert row["resolved_n_effective"] == 4.0
+    assert row["resolved_design_effect"] is None and row["resolved_icc"] is None
+    assert row["resolved_ci_low"] == 0.0
+    assert row["resolved_ci_high"] == pytest.approx(Z * Z / (4 + Z * Z), abs=1e-15)
+    assert row["unresolved_ci_high"] == 1.0 and row["unresolved_n_effective"] == 4.0
+
+
+def test_no_between_question_variance_keeps_n() -> None:
+    # every question resolved in exactly 1 of 2 slots: SE² = 0, n_effective = N = 8
+    row = clustered_rates(_counts([1, 1, 1, 1], 2), ["a"], 2).row(0, named=True)
+    assert row["resolved_design_effect"] == 0.0
+    assert row["resolved_icc"] == -1.0
+    assert row["resolved_n_effective"] == 8.0
+
+
+def test_a_setup_without_a_planned_question_is_null() -> None:
+    out = clustered_rates(_counts([1], 1), ["a", "b"], 1)
+    assert out.row(1, named=True)["resolved_ci_low"] is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 1), min_size=1, max_size=40))
+def test_r1_is_wilson_over_n_exactly(outcomes: list[int]) -> None:
+    row = clustered_rates(_counts(outcomes, 1), ["a"], 1).row(0, named=True)
+    k, n = sum(outcomes), len(outcomes)
+    expected = wilson_interval(k, n)
+    assert expected is not None
+    assert (row["resolved_ci_low"], row["resolved_ci_high"]) == (expected.low, expected.high)
+    if 0 < k < n:
+        assert row["resolved_design_effect"] == 1.0
+        assert row["resolved_n_effective"] == float(n)
+    assert row["resolved_icc"] is None
+
+
+def test_clustered_mean_by_hand() -> None:
+    # values 1, 3 in cluster x and 5 in cluster y: mean 3; T_x = -2 + 0 = -2, T_y = 2;
+    # SE² = (4 + 4) / 9, interval 3 ± z √8 / 3
+    frame = pl.DataFrame({"setup": ["a"] * 3, "cluster": ["x", "x", "y"], "v": [1.0, 3.0, 5.0]})
+    row = clustered_mean_ci(frame, ["setup"], "v").row(0, named=True)
+    assert row["v_se"] == pytest.approx(math.sqrt(8) / 3, abs=1e-15)
+    assert row["v_ci_low"] == pytest.approx(3 - Z * math.sqrt(8) / 3, abs=1e-14)
+    single = clustered_mean_ci(frame.with_columns(cluster=pl.lit("x")), ["setup"], "v")
+    assert single.row(0, named=True)["v_se"] is None
+
+
+def test_cluster_keys() -> None:
+    tasks = pl.DataFrame({"task_id": ["t1", "t2", "t3"], "track": [1, 1, None],
+                          "pack": ["p", "q", None]})
+    assert cluster_of_tasks(tasks, "track").get_column("cluster").to_list() == [
+        "track:p/1", "track:q/1", "task:t3"]
+    assert cluster_of_tasks(tasks, "pack").get_column("cluster").to_list() == [
+        "pack:p", "pack:q", "task:t3"]
+    with pytest.raises(ValueError, match="cluster must be one of"):
+        cluster_of_tasks(tasks, "setup")  # type: ignore[arg-type]
