@@ -846,6 +846,16 @@ class Figure(_Out):
     mean_b: float | None = None
     mean_diff_b_minus_a: float | None = None
     ci95: Interval | None = None
+    """The figure's interval: a 95% bootstrap interval over questions for a figure with no
+    test; for a tested figure the shifts its own test does not reject at its Holm level
+    (``ci_level``), so it excludes 0 exactly when ``p_holm`` < 0.05 (docs/methodology.md §5
+    "One verdict")."""
+    ci_level: float | None = None
+    """The interval's confidence level (0.95, or 1 - 0.05 p / p_holm for a tested figure)."""
+    ci_basis: str | None = None
+    """How the interval was made."""
+    k: int | None = None
+    """For pass^k: the k."""
     ci_excludes_zero: bool | None = None
     direction: str | None = None
     value: float | None = None

@@ -147,19 +147,20 @@ class RunExplanation:
         return "".join(parts)
 
 
-_FIGURE_COLUMNS = ("metric", "label", "n_questions", "mean_a", "mean_b",
-                   "mean_diff_b_minus_a", "direction", "value", "p_value", "p_holm", "test")
+_FIGURE_COLUMNS = ("metric", "k", "label", "n_questions", "mean_a", "mean_b",
+                   "mean_diff_b_minus_a", "ci_level", "direction", "value", "p_value", "p_holm",
+                   "test")
 
 COMPARISON_COLUMNS = {
     **model_columns(Comparison, "baseline", "compared", "subset", "questions"),
-    **model_columns(Figure, *_FIGURE_COLUMNS[:6]),
+    **model_columns(Figure, *_FIGURE_COLUMNS[:7]),
     **model_columns(Interval, "low", "high", prefix="ci_"),
-    **model_columns(Figure, *_FIGURE_COLUMNS[6:]),
+    **model_columns(Figure, *_FIGURE_COLUMNS[7:]),
     "note": pl.String,
 }
 """The columns of :attr:`Evaluation.comparisons`: a comparison's fields and its figure's,
-each typed as its model states it; ``ci_low`` and ``ci_high`` are the figure's ``ci95``,
-``note`` its formula or statement."""
+each typed as its model states it; ``ci_low`` and ``ci_high`` are the figure's ``ci95``
+(at ``ci_level``), ``k`` pass^k's k, ``note`` its formula or statement."""
 
 class Evaluation:
     """An evaluation, scored: frames for a notebook, typed results for files.

@@ -33,9 +33,12 @@ def test_the_headline_is_the_adjusted_tests_answer() -> None:
     text = repr(view)
     assert text.startswith("A has the highest resolved rate, 1.000 [0.839, 1.000] of N = 20;"
                            " next is B, 0.400")
-    assert ("On the 20 questions both ran, the resolved rate of A is higher by 0.600 (95% "
-            "interval of the difference [+0.400, +0.800]) than that of B (paired test, "
-            "Holm-adjusted p < 0.001): a significant lead.") in text
+    # the interval is McNemar's test inverted at its Holm level: p = 2/2^12, p_holm =
+    # 2 x 2/2^12 (second of three), so 1 - 0.05 x p / p_holm = 97.5% (brute force of the
+    # inversion: tests/test_significance.py)
+    assert ("On the 20 questions both ran, the resolved rate of A is higher by 0.600 "
+            "(interval [+0.333, +0.875] at 97.5%, the paired test's Holm level) than that of B "
+            "(paired test, Holm-adjusted p < 0.001): a significant lead.") in text
     assert "1. A; 2. B, C." in text
     rows = view.table.frame.to_dicts()
     assert [(r["group"], r["setup"]) for r in rows] == [(1, "A"), (2, "B"), (2, "C")]

@@ -180,3 +180,60 @@ def test_resolved_rate_with_repeats_is_a_sign_flip_test_by_hand() -> None:
     assert ab["p_value"] == 0.5 and ab["p_holm"] == 0.5
     assert ab["test"] == "exact sign-flip permutation on per-question differences"
     assert (ab["mean_a"], ab["mean_b"], ab["mean_diff_b_minus_a"]) == (5 / 6, 2 / 6, -3 / 6)
+
+
+# ------------------------------------------------- one verdict: the test inverted (§5)
+
+
+def _brute_p(d: list[int], m: list[int], per: int, delta: object) -> float:
+    """The two-sided sign-flip p of H0: the figure is delta, by enumerating every pattern
+    of the units' d - per x delta x m (no shortcut: the definition)."""
+    import itertools
+    from fractions import Fraction
+
+    y = [Fraction(di) - per * Fraction(delta) * mi for di, mi in zip(d, m, strict=True)]  # type: ignore[arg-type]
+    observed = abs(sum(y))
+    hits = sum(1 for signs in itertools.product((1, -1), repeat=len(y))
+               if abs(sum(s * v for s, v in zip(signs, y, strict=True))) >= observed)
+    return hits / 2 ** len(y)
+
+
+@pytest.mark.parametrize(("d", "m", "per", "gamma"), [
+    ([-1] * 5 + [0] * 3, [1] * 8, 1, 0.05),
+    ([2, 1, 0, 3, -1, 2], [1] * 6, 3, 0.1),
+    ([3, -2, 5, 1], [2, 1, 3, 1], 2, 0.25),  # clusters of unequal size
+    ([1, 1, -1, 0, 2], [1] * 5, 3, 0.5),
+])
+def test_the_interval_is_the_set_the_test_does_not_reject(d: list[int], m: list[int],
+                                                           per: int, gamma: float) -> None:
+    import itertools
+    from fractions import Fraction
+
+    from grade_kit.standard.significance import PairedUnits, units_interval
+
+    units = PairedUnits(d=np.array(d), m=np.array(m), per=per)
+    low, high = units_interval(units, gamma, seed=0)
+    # every candidate endpoint is a subset mean; the acceptance set {p >= gamma} is an
+    # interval whose ends are the smallest and largest accepted subset means
+    means = sorted({Fraction(sum(d[i] for i in s), per * sum(m[i] for i in s))
+                    for r in range(1, len(d) + 1)
+                    for s in itertools.combinations(range(len(d)), r)})
+    accepted = [x for x in means if _brute_p(d, m, per, x) >= gamma]
+    expected_low = float(accepted[0]) if _brute_p(d, m, per, -1) < gamma else -1.0
+    expected_high = float(accepted[-1]) if _brute_p(d, m, per, 1) < gamma else 1.0
+    assert (low, high) == pytest.approx((expected_low, expected_high), abs=1e-12)
+    assert (low <= 0 <= high) == (_brute_p(d, m, per, 0) >= gamma)
+
+
+def test_the_monte_carlo_interval_agrees_with_its_own_p() -> None:
+    from grade_kit.standard.significance import EXACT_WORK, PairedUnits, units_interval, units_test
+
+    rng = np.random.default_rng(5)
+    d = rng.integers(-3, 4, size=400)
+    units = PairedUnits(d=d, m=np.ones(400, dtype=np.int64), per=3)
+    assert units.d.size * (400 + 1) * (int(np.abs(d).sum()) + 1) > EXACT_WORK
+    p, how = units_test(units, seed=9)
+    assert how.startswith("seeded sign-flip")
+    for gamma in (p * 0.999, p * 1.001, 0.05, 0.5):
+        low, high = units_interval(units, gamma, seed=9)
+        assert (low <= 0 <= high) == (p >= gamma), gamma

@@ -268,56 +268,6 @@ def test_bootstrap_is_the_plain_percentile_bootstrap(n: int, resamples: int) -> 
     assert bootstrap_mean_ci(diffs, seed=11, resamples=resamples) == (float(low), float(high))
 
 
-def test_grade_rate_bootstrap_means_are_exact() -> None:
-    """methodology §5 "Significance": a resample's mean of integer differences over R is
-    (sum of draws x difference) / (n R), one rounding. Seed 38 draws questions 0, 1, 0 (3
-    questions, 1 resample); differences -1, -4, 0 over R = 5: (-1 - 4 - 1) / 15 = -0.4. The
-    rates added in floating point, -0.2 + -0.8 + -0.2 = -1.2 (the double just below) then
-    / 3, give -0.39999999999999997."""
-    import numpy as np
-
-    from grade_kit.standard import bootstrap_count_cis, bootstrap_mean_ci
-
-    assert np.random.default_rng(38).integers(0, 3, size=(1, 3)).tolist() == [[0, 1, 0]]
-    differences = np.array([[-1, 2], [-4, 3], [0, -5]])
-    assert bootstrap_count_cis(differences, 5, seed=38, resamples=1) == [
-        (-0.4, -0.4), ((2 + 3 + 2) / 15, (2 + 3 + 2) / 15)]
-    assert bootstrap_mean_ci(differences[:, 0] / 5, seed=38, resamples=1) == (
-        -0.39999999999999997, -0.39999999999999997)
-
-
-@pytest.mark.parametrize("n, repeats, resamples", [(2, 1, 7), (50, 3, 65), (1000, 5, 131),
-                                                   (3000, 1_000_000, 40)])
-def test_grade_rate_bootstrap_is_the_percentile_bootstrap_of_exact_means(
-        n: int, repeats: int, resamples: int) -> None:
-    """The same draws as every bootstrap (blocks of 2**16 counts, the last short); each
-    resample's mean the exact fraction, rounded once; with R = 10**6 the sums pass 2**24."""
-    from fractions import Fraction
-
-    import numpy as np
-
-    from grade_kit.standard import bootstrap_count_cis
-
-    rng = np.random.default_rng(n)
-    differences = rng.integers(-repeats, repeats + 1, size=(n, 3))
-    draws = np.random.default_rng(11).integers(0, n, size=(resamples, n))
-    for column, got in enumerate(bootstrap_count_cis(differences, repeats, seed=11,
-                                                     resamples=resamples)):
-        sums = differences[draws, column].sum(axis=1)
-        means = [float(Fraction(int(total), n * repeats)) for total in sums]
-        low, high = np.quantile(means, [(1 - 0.95) / 2, 1 - (1 - 0.95) / 2])
-        assert got == (float(low), float(high))
-
-
-def test_grade_rate_bootstrap_needs_two_questions() -> None:
-    import numpy as np
-
-    from grade_kit.standard import bootstrap_count_cis
-
-    assert bootstrap_count_cis(np.array([[1, 0]]), 2) == [None, None]
-    assert bootstrap_count_cis(np.zeros((0, 3), dtype=int), 2) == [None, None, None]
-
-
 def test_slots_frame_lists_the_filled_slots_and_counts_the_rest() -> None:
     s = standard_results(EvalData.from_records([plain("q")], [make_run("r", "q", repeat=2)]))
     assert s.slots.select("repeat", "state").to_dicts() == [

@@ -529,6 +529,17 @@ beyond, it gives the groups' sizes and the table names them (a sentence of 20 mo
 is not read)."""
 
 
+def level_text(level: float | None) -> str:
+    """An interval's confidence level as a percentage: 95%, 99.17%, 99.9998%."""
+    if level is None:
+        return "—"
+    for digits in (4, 6, 10):
+        text = f"{level * 100:.{digits}g}"
+        if text != "100":
+            return text + "%"
+    return "100%"
+
+
 def headline_view(results: Results, compared: Sequence[str]) -> HeadlineView:
     """The headline of ``results``: the best setup on the resolved rate and its margin over
     the next with its interval and Holm-adjusted p, the statistically tied groups, the
@@ -570,9 +581,10 @@ def headline_view(results: Results, compared: Sequence[str]) -> HeadlineView:
         if figures.margin is None:
             sentences.append("Their difference is untested: no question was run by both.")
         else:
-            interval = ("no interval from one question" if figures.margin_ci is None else
-                        "95% interval of the difference "
-                        f"[{figures.margin_ci[0]:+.3f}, {figures.margin_ci[1]:+.3f}]")
+            interval = ("no interval" if figures.margin_ci is None else
+                        f"interval [{figures.margin_ci[0]:+.3f}, {figures.margin_ci[1]:+.3f}] "
+                        f"at {level_text(figures.margin_level)}, the paired test's Holm "
+                        "level")
             verdict = ("a significant lead" if figures.significant else
                        f"not significant at the {ALPHA:g} level: the two are statistically "
                        "tied")

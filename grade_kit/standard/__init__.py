@@ -12,7 +12,6 @@ from grade_kit.standard.clustered import (
 from grade_kit.standard.compare import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
-    bootstrap_count_cis,
     bootstrap_mean_ci,
     compare_setups,
 )
@@ -48,7 +47,6 @@ __all__ = [
     "Cluster",
     "StandardResults",
     "TimingFrames",
-    "bootstrap_count_cis",
     "bootstrap_mean_ci",
     "cluster_of_tasks",
     "clustered_mean_ci",

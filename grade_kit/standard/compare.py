@@ -13,6 +13,7 @@ on all questions (paired over the questions both setups ran) and on the common s
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -21,17 +22,20 @@ import polars as pl
 
 from grade_kit.exact import fmean
 from grade_kit.schema import Comparison, Figure, Interval
-from grade_kit.standard.significance import paired_count_test
+from grade_kit.standard.headline import ALPHA
+from grade_kit.standard.significance import PairedUnits, units_interval, units_test
 
 __all__ = [
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "GRADE_RATES",
-    "bootstrap_count_cis",
     "bootstrap_mean_ci",
     "compare_setups",
     "direction_text",
     "forget_resamples",
+    "paired_units",
+    "pass_hat_ks",
+    "verdict_intervals",
 ]
 
 DEFAULT_SEED = 20261130
@@ -113,49 +117,6 @@ def bootstrap_mean_ci(diffs: np.ndarray, seed: int = DEFAULT_SEED,
     return float(lo), float(hi)
 
 
-def bootstrap_count_cis(differences: np.ndarray, per: int, seed: int = DEFAULT_SEED,
-                        resamples: int = DEFAULT_RESAMPLES,
-                        level: float = 0.95) -> list[tuple[float, float] | None]:
-    """Percentile bootstrap CIs of the mean of integer per-question differences over
-    ``per``, each resample's mean exact (docs/methodology.md §5 "Significance").
-
-    The resamples are :func:`bootstrap_mean_ci`'s (the same seeded question draws); a
-    resample's mean is (sum over questions of draws x difference) / (n x ``per``), the sum
-    an integer made exactly and the division the one rounding.
-
-    Args:
-        differences: n questions x k columns of integers (one column per figure).
-        per: The denominator of each difference (R, the repeats, for a grade rate).
-        seed: Bootstrap seed.
-        resamples: Bootstrap resamples.
-        level: Interval level; default 0.95.
-
-    Returns:
-        Each column's (low, high); None for every column with fewer than 2 questions.
-    """
-    n, k = differences.shape
-    if n < 2:
-        return [None] * k
-    counts = _resample_counts(seed, n, resamples)
-    # Every product and partial sum is an integer of at most n x max|difference| (the draws
-    # of a resample add up to n): exact in float32 up to 2^24 and in float64 up to 2^53, in
-    # whatever order the matrix product adds.
-    bound = n * int(np.abs(differences).max(initial=0))
-    if bound > 2**53:
-        raise ValueError(f"differences too large to sum exactly ({bound:,})")
-    exact = np.dtype(np.float32 if bound <= 2**24 else np.float64)
-    weights: np.ndarray = differences.astype(exact)
-    sums = np.empty((resamples, k))
-    step = max(1, _BLOCK_VALUES // n)
-    for at in range(0, resamples, step):
-        drawn: np.ndarray = counts[at:at + step].astype(exact)
-        sums[at:at + step] = drawn @ weights
-    means = sums / (n * per)
-    alpha = (1 - level) / 2
-    lows, highs = np.quantile(means, [alpha, 1 - alpha], axis=0)
-    return [(float(lo), float(hi)) for lo, hi in zip(lows, highs, strict=True)]
-
-
 SUBSET_MEANING = {
     "all": "questions both setups ran",
     "common": "the common subset (every slot resolved by every setup)",
@@ -183,55 +144,126 @@ def _measured(metric: str, meaning: str, n: int, ci: tuple[float, float] | None,
     return Figure(metric=metric, label="measured", meaning=meaning, n_questions=n,
                   mean_diff_b_minus_a=mean_diff,
                   ci95=None if ci is None else Interval(low=ci[0], high=ci[1]),
+                  ci_level=None if ci is None else 0.95,
+                  ci_basis=None if ci is None else "percentile bootstrap over paired units",
                   ci_excludes_zero=excludes, direction=direction, **fields)
 
 
+MAX_PASS_K_REPEATS = 20
+"""pass^k is compared (and charted at every k) only while R is at most this: C(R, k) stays
+an exact integer of int64, and a page of 20 curves' points stays readable."""
+
+
+def pass_hat_ks(repeats: int) -> list[int]:
+    """The k at which pass^k is compared between setups: 2..R (pass^1 is the resolved rate,
+    compared already), none when R > :data:`MAX_PASS_K_REPEATS`."""
+    return list(range(2, repeats + 1)) if repeats <= MAX_PASS_K_REPEATS else []
+
+
+def paired_units(paired: pl.DataFrame, column: str, repeats: int, k: int | None = None,
+                 clusters: pl.DataFrame | None = None) -> PairedUnits:
+    """The units a paired test of a count figure flips (docs/methodology.md §5): per paired
+    question with ``column`` for both setups, d = B's count - A's count (a grade's slots, or
+    with ``k`` C(resolved slots, k), so pass^k = C(c, k) / C(R, k)); with ``clusters``
+    (task_id, cluster) the questions' totals per cluster, m its questions."""
+    both = paired.filter(pl.col(column).is_not_null() & pl.col(f"{column}_b").is_not_null())
+    if k is None:
+        per, a, b = repeats, pl.col(column), pl.col(f"{column}_b")
+    else:
+        combs = [math.comb(c, k) for c in range(repeats + 1)]
+        per = combs[-1]
+        a = pl.col(column).replace_strict(list(range(repeats + 1)), combs, return_dtype=pl.Int64)
+        b = pl.col(f"{column}_b").replace_strict(list(range(repeats + 1)), combs,
+                                                 return_dtype=pl.Int64)
+    diffs = both.select("task_id", d=(b - a).cast(pl.Int64), m=pl.lit(1, dtype=pl.Int64))
+    if clusters is not None:
+        diffs = diffs.join(clusters, on="task_id").group_by("cluster").agg(
+            pl.col("d").sum(), pl.col("m").sum()).sort("cluster")
+    return PairedUnits(d=diffs.get_column("d").to_numpy(), m=diffs.get_column("m").to_numpy(),
+                       per=per)
+
+
 def _grade_rate_figures(paired: pl.DataFrame, a: str, b: str, repeats: int, where: str,
-                        seed: int, resamples: int) -> list[Figure]:
-    """Each grade's rate on the paired questions, B - A, with its bootstrap interval
-    (:func:`bootstrap_count_cis`, the grades paired on the same questions at once) and its
-    paired test (:func:`~grade_kit.standard.significance.paired_count_test`): per question
-    a setup's rate is its slots in the grade / R."""
-    counts: dict[str, tuple[list[int], list[int]]] = {}
-    by_questions: dict[bytes, list[str]] = {}  # the grades paired on the same questions
-    for grade in GRADE_RATES:
+                        seed: int, clusters: pl.DataFrame | None) -> list[Figure]:
+    """Each grade's rate on the paired questions, B - A, with its paired sign-flip test
+    over questions (or clusters), and pass^k at each k of :func:`pass_hat_ks`: per question
+    a setup's rate is its slots in the grade / R, its pass^k C(resolved, k) / C(R, k)."""
+    figures: list[Figure] = []
+    jobs: list[tuple[str, str, int | None]] = [(g, "rate", None) for g in GRADE_RATES]
+    jobs += [("resolved", "pass_hat", k) for k in pass_hat_ks(repeats)]
+    for grade, kind, k in jobs:
         column = f"{grade}_slots"
         if column not in paired.columns:
             continue
-        both = pl.col(column).is_not_null() & pl.col(f"{column}_b").is_not_null()
-        rows = paired.select(both.alias("both")).to_series().to_numpy()
-        on = paired.filter(both)
-        counts[grade] = (on.get_column(column).to_list(), on.get_column(f"{column}_b").to_list())
-        by_questions.setdefault(rows.tobytes(), []).append(grade)
-    cis: dict[str, tuple[float, float] | None] = {}
-    for grades in by_questions.values():
-        differences = np.array([[y - x for x, y in zip(*counts[g], strict=True)]
-                                for g in grades], dtype=np.int64).T.reshape(-1, len(grades))
-        cis.update(zip(grades, bootstrap_count_cis(differences, repeats, seed, resamples),
-                       strict=True))
-    figures: list[Figure] = []
-    for grade, (ca, cb) in counts.items():
-        metric = f"{grade}_rate"
+        metric = f"{grade}_rate" if kind == "rate" else "pass_hat_k"
         meaning = (f"{grade.replace('_', ' ')} rate: per question, slots {grade} / R "
-                   f"(R = {repeats})")
-        if not ca:
+                   f"(R = {repeats})" if kind == "rate" else
+                   f"pass^{k}: per question C(resolved, {k}) / C({repeats}, {k}), the chance "
+                   f"that {k} of its R = {repeats} slots drawn without replacement are all "
+                   "resolved")
+        units = paired_units(paired, column, repeats, k, clusters)
+        if units.d.size == 0:
             figures.append(Figure(metric=metric, label="untested direction", meaning=meaning,
-                                  statement=f"no question of {where} was run by both {a} "
-                                            f"and {b}"))
+                                  k=k, statement=f"no question of {where} was run by both "
+                                                 f"{a} and {b}"))
             continue
-        slots = len(ca) * repeats  # the rates as counts over slots: one exact division each
-        p, test = paired_count_test(ca, cb, repeats, seed)
-        figures.append(_measured(
-            metric, meaning, len(ca), cis[grade], (sum(cb) - sum(ca)) / slots,
-            GRADE_RATES[grade], a, b, mean_a=sum(ca) / slots, mean_b=sum(cb) / slots,
-            p_value=p, test=test))
+        # the interval and the direction follow Holm's adjustment (summary.adjust_by_holm)
+        p, test = units_test(units, seed)
+        figure = Figure(metric=metric, label="measured", meaning=meaning, k=k,
+                        n_questions=int(units.m.sum()), mean_diff_b_minus_a=units.value,
+                        p_value=p, test=test)
+        if kind == "rate":
+            both = paired.filter(pl.col(column).is_not_null()
+                                 & pl.col(f"{column}_b").is_not_null())
+            slots = units.per * int(units.m.sum())
+            figure.mean_a = int(both.get_column(column).sum()) / slots
+            figure.mean_b = int(both.get_column(f"{column}_b").sum()) / slots
+        figures.append(figure)
     return figures
+
+
+def _paired(per_question: pl.DataFrame, a: str, b: str,
+            questions: Sequence[str]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """A's and B's rows of ``questions``, and the two side by side (B's columns ``_b``)."""
+    wanted = pl.Series(list(questions), dtype=pl.String).implode()
+    scoped = per_question.filter(pl.col("task_id").is_in(wanted))
+    left = scoped.filter(pl.col("setup") == a).drop("setup")
+    right = scoped.filter(pl.col("setup") == b).drop("setup")
+    return left, right, left.join(right, on="task_id", suffix="_b")
+
+
+def verdict_intervals(comparison: Comparison, per_question: pl.DataFrame,
+                      questions: Sequence[str], repeats: int,
+                      clusters: pl.DataFrame | None = None, seed: int = DEFAULT_SEED) -> None:
+    """Set the interval of every tested figure of ``comparison`` (its ``p_holm`` set): the
+    shifts its own sign-flip test does not reject at gamma = ALPHA x p / p_holm, the level at
+    which Holm judges it (docs/methodology.md §5 "One verdict"), so the interval excludes 0
+    exactly when p_holm < ALPHA and the direction is stated."""
+    _, _, paired = _paired(per_question, comparison.baseline, comparison.compared, questions)
+    for figure in comparison.figures:
+        if figure.p_value is None or figure.p_holm is None:
+            continue
+        grade = "resolved" if figure.k is not None else figure.metric.removesuffix("_rate")
+        units = paired_units(paired, f"{grade}_slots", repeats, figure.k, clusters)
+        gamma = ALPHA * figure.p_value / figure.p_holm
+        low, high = units_interval(units, gamma, seed)
+        stated = figure.p_holm < ALPHA
+        if stated != (low > 0 or high < 0):  # rounding at the boundary: the test decides
+            low, high = ((max(low, math.ulp(0.0)), high) if stated and units.value > 0 else
+                         (low, min(high, -math.ulp(0.0))) if stated else
+                         (min(low, 0.0), max(high, 0.0)))
+        figure.ci95 = Interval(low=low, high=high)
+        figure.ci_level = 1 - gamma
+        figure.ci_basis = ("sign-flip test inverted at its Holm level "
+                           f"(1 - {ALPHA} x p / p_holm = {1 - gamma:.4g})")
+        figure.ci_excludes_zero = low > 0 or high < 0
 
 
 def compare_setups(per_question: pl.DataFrame, a: str, b: str, questions: Sequence[str],
                    all_questions: int, subset: Literal["all", "common"] = "common",
                    seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES,
-                   repeats: int | None = None) -> Comparison:
+                   repeats: int | None = None,
+                   clusters: pl.DataFrame | None = None) -> Comparison:
     """Compare setup ``b`` with baseline ``a`` on the questions ``questions``.
 
     Args:
@@ -247,19 +279,22 @@ def compare_setups(per_question: pl.DataFrame, a: str, b: str, questions: Sequen
             sign-flip test.
         resamples: Bootstrap resamples.
         repeats: R; with it and ``per_question``'s ``<grade>_slots`` columns, each grade
-            rate is compared too, with its paired test; default None (no grade rates).
+            rate and pass^k is compared too, with its paired test; default None (none).
+        clusters: task_id, cluster: pair clusters instead of questions (a cluster's figure
+            is its paired questions' total, or mean for times and the composite); default
+            None (every question its own cluster).
 
     Returns:
         The :class:`~grade_kit.schema.Comparison`; each figure has a ``label``.
     """
-    wanted = pl.Series(list(questions), dtype=pl.String).implode()
-    scoped = per_question.filter(pl.col("task_id").is_in(wanted))
-    left = scoped.filter(pl.col("setup") == a).drop("setup")
-    right = scoped.filter(pl.col("setup") == b).drop("setup")
-    paired = left.join(right, on="task_id", suffix="_b")
+    left, _, paired = _paired(per_question, a, b, questions)
     where = SUBSET_MEANING[subset]
     figures: list[Figure] = ([] if repeats is None else
-                             _grade_rate_figures(paired, a, b, repeats, where, seed, resamples))
+                             _grade_rate_figures(paired, a, b, repeats, where, seed, clusters))
+    if clusters is not None:  # times and the composite: each cluster's mean of its questions
+        numeric = [c for c in paired.columns if c.removesuffix("_b") in METRICS]
+        paired = paired.join(clusters, on="task_id").group_by("cluster").agg(
+            pl.col(numeric).mean()).rename({"cluster": "task_id"}).sort("task_id")
     for metric, (meaning, better) in METRICS.items():
         if metric not in left.columns:
             continue

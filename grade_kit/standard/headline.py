@@ -30,7 +30,8 @@ class Headline:
         best, runner_up: The first of ``order``, and the next one the best was tested
             against (else the second; None where there are fewer).
         margin: best - runner_up, the paired difference in resolved rate over the questions
-            both ran, with its bootstrap 95% interval, the questions, and p_holm.
+            both ran, with its interval (the test inverted at its Holm level,
+            ``margin_level``), the questions, and p_holm.
         p_vs_best: Each setup's Holm-adjusted p against the best (None: untested, or it is
             the best).
     """
@@ -42,6 +43,7 @@ class Headline:
     runner_up: str | None = None
     margin: float | None = None
     margin_ci: tuple[float, float] | None = None
+    margin_level: float | None = None
     questions: int | None = None
     p_holm: float | None = None
     p_vs_best: dict[str, float | None] = field(default_factory=dict)
@@ -54,24 +56,25 @@ class Headline:
 
 def paired_resolved(comparisons: list[Comparison], a: str, b: str
                     ) -> tuple[float | None, tuple[float, float] | None, int | None,
-                               float | None]:
+                               float | None, float | None]:
     """a - b in resolved rate on all paired questions, from the comparison of the pair (B
     against A, alphabetical, so the sign is turned when needed): the mean difference, its
-    interval, the questions and p_holm; Nones where the pair was not compared."""
+    interval, the questions, p_holm and the interval's level; Nones where the pair was not
+    compared."""
     for comparison in comparisons:
         if comparison.subset != "all" or {comparison.baseline, comparison.compared} != {a, b}:
             continue
         figure: Figure | None = next((f for f in comparison.figures
                                       if f.metric == PRIMARY_METRIC), None)
         if figure is None or figure.mean_diff_b_minus_a is None:
-            return None, None, comparison.questions, None
+            return None, None, comparison.questions, None, None
         sign = 1.0 if comparison.compared == a else -1.0
         ci = figure.ci95
         interval = (None if ci is None else
                     (ci.low, ci.high) if sign > 0 else (-ci.high, -ci.low))
         return (sign * figure.mean_diff_b_minus_a, interval, figure.n_questions,
-                figure.p_holm)  # mean_diff_b_minus_a checked above
-    return None, None, None, None
+                figure.p_holm, figure.ci_level)  # mean_diff_b_minus_a checked above
+    return None, None, None, None, None
 
 
 def headline(results: Results, compared: list[str]) -> Headline:
@@ -112,8 +115,10 @@ def headline(results: Results, compared: list[str]) -> Headline:
     # the next setup the best was tested against (setups over other questions are not)
     runner_up = next((s for s in order[1:]
                       if p_holm.get(frozenset((best, s))) is not None), order[1])
-    margin, interval, questions, p = paired_resolved(results.comparisons, best, runner_up)
+    margin, interval, questions, p, level = paired_resolved(results.comparisons, best,
+                                                            runner_up)
     return Headline(order=order, rates=rates, tiers=tiers, best=best, runner_up=runner_up,
-                    margin=margin, margin_ci=interval, questions=questions, p_holm=p,
+                    margin=margin, margin_ci=interval, margin_level=level,
+                    questions=questions, p_holm=p,
                     p_vs_best={s: (None if s == best else p_holm.get(frozenset((best, s))))
                                for s in order})

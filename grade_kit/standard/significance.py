@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["EXACT_CELLS", "FLIPS", "holm", "mcnemar_exact", "paired_count_test",
-           "sign_flip_p"]
+__all__ = ["EXACT_CELLS", "EXACT_WORK", "FLIPS", "PairedUnits", "holm", "mcnemar_exact",
+           "paired_count_test", "sign_flip_p", "units_interval", "units_test"]
 
 EXACT_CELLS = 50_000_000
 """The sign-flip test is counted exactly while (questions with a difference) x (range of
@@ -121,3 +122,149 @@ def holm(p_values: Sequence[float | None]) -> list[float | None]:
         running = max(running, min(1.0, (m - rank) * p))
         out[index] = running
     return out
+
+
+# ---------------------------------------------------------------- tests over paired units
+
+EXACT_WORK = 10_000_000
+"""A paired test is exact, and its interval is the exact inversion, while (units) x (sizes
++ 1) x (range of the sum + 1) stays within this many cells (the (size, sum) table of every
+subset of units, docs/methodology.md §5 "One verdict"); beyond, both come from the same
+:data:`FLIPS` seeded sign flips."""
+
+
+@dataclass(frozen=True)
+class PairedUnits:
+    """What a paired test of a count figure flips: per unit (a question, or a cluster of
+    them), the integer difference B - A of its numerators and its questions; the figure is
+    sum(d) / (per x sum(m)).
+
+    Attributes:
+        d: Per unit, B's count minus A's (slots in a grade, or C(c, k) for pass^k).
+        m: Per unit, its paired questions (1 for question clusters).
+        per: The denominator of one question's figure (R for a grade rate, C(R, k) for
+            pass^k).
+    """
+
+    d: np.ndarray
+    m: np.ndarray
+    per: int
+
+    @property
+    def value(self) -> float:
+        """The figure's difference: sum(d) / (per x sum(m)), one exact division."""
+        return int(self.d.sum()) / (self.per * int(self.m.sum()))
+
+    @property
+    def exact(self) -> bool:
+        """Whether the test and its interval are counted exactly (:data:`EXACT_WORK`)."""
+        return (self.d.size * (int(self.m.sum()) + 1) * (int(np.abs(self.d).sum()) + 1)
+                <= EXACT_WORK)
+
+
+def units_test(units: PairedUnits, seed: int, flips: int = FLIPS) -> tuple[float, str]:
+    """The two-sided sign-flip p of B against A over the paired units: McNemar's exact test
+    for single-question units at R = 1, the exact sign-flip test while the units are few
+    enough (:attr:`PairedUnits.exact`), else ``(1 + #{|S*| >= |s|}) / (flips + 1)`` over the
+    seeded flips that :func:`units_interval` inverts (the same flips: one verdict)."""
+    d = units.d
+    if units.exact:
+        if units.per == 1 and bool((units.m == 1).all()):
+            only_a, only_b = int((d < 0).sum()), int((d > 0).sum())
+            return mcnemar_exact(only_a, only_b), (
+                f"exact McNemar on {only_a + only_b} discordant questions "
+                f"(baseline only {only_a}, compared only {only_b})")
+        p, how = sign_flip_p(d.tolist(), seed)
+        return p, how + ("" if bool((units.m == 1).all()) else " (whole clusters flipped)")
+    total = int(d.sum())
+    if total == 0:
+        return 1.0, "sign-flip permutation (the differences sum to 0)"
+    extreme = 0
+    for block in _flip_blocks(seed, d.size, flips):
+        flipped = block @ d.astype(np.float64)  # s_S: the flipped units' sum, exact integers
+        extreme += int(np.count_nonzero(np.abs(total - 2 * flipped) >= abs(total)))
+    return (1 + extreme) / (flips + 1), (
+        f"seeded sign-flip permutation over {d.size:,} paired units ({flips:,} flips)")
+
+
+def units_interval(units: PairedUnits, gamma: float, seed: int,
+                   flips: int = FLIPS) -> tuple[float, float]:
+    """The shifts delta of the figure that the same sign-flip test does not reject at level
+    ``gamma`` (docs/methodology.md §5 "One verdict"): the test of delta flips the units'
+    d - per x delta x m, and its acceptance set is [L, U] with L the smallest subset-mean
+    sum_S d / (per sum_S m) at which 2 P(mean_S <= delta) reaches gamma (Hartigan's subset
+    means; exact over every subset while :attr:`PairedUnits.exact`, else over the seeded
+    flips of :func:`units_test`), clipped to [-1, 1]. So 0 is inside exactly when the test's
+    p at 0 is at least ``gamma``."""
+    if units.exact:
+        ratios, mass, empty = _subset_means(units)
+        need_low = need_high = gamma / 2 - empty  # P(S empty) counts on both sides
+        lows, highs = ratios, ratios[::-1]
+        low_mass, high_mass = np.cumsum(mass), np.cumsum(mass[::-1])
+        low = -1.0 if need_low <= 0 else float(lows[np.searchsorted(low_mass, need_low)])
+        high = 1.0 if need_high <= 0 else float(highs[np.searchsorted(high_mass, need_high)])
+    else:
+        w_low, w_high = _flip_means(units, seed, flips)
+        need = math.ceil(gamma * (flips + 1) - 1 - 1e-9)
+        low = -1.0 if need <= 0 else float(np.partition(w_low, need - 1)[need - 1])
+        high = 1.0 if need <= 0 else float(-np.partition(-w_high, need - 1)[need - 1])
+    return max(-1.0, low), min(1.0, high)
+
+
+def _subset_means(units: PairedUnits) -> tuple[np.ndarray, np.ndarray, float]:
+    """Every non-empty subset S of the units as (sum_S d / (per sum_S m), its probability
+    2^-n), grouped by mean and sorted ascending; and the empty set's probability.
+
+    The (size, sum) table is built one unit at a time, T' = (T + T shifted by (m, d)) / 2,
+    exact in binary floating point while n <= 52 (every value k / 2^n)."""
+    d, m = units.d.astype(np.int64), units.m.astype(np.int64)
+    negative = int(d[d < 0].sum())
+    width = int(np.abs(d).sum()) + 1
+    table = np.zeros((int(m.sum()) + 1, width))
+    table[0, -negative] = 1.0
+    size = 0
+    for mu, du in zip(m.tolist(), d.tolist(), strict=True):
+        shifted = np.zeros_like(table)
+        rows = slice(mu, size + mu + 1)
+        if du >= 0:
+            shifted[rows, du:] = table[:size + 1, :width - du]
+        else:
+            shifted[rows, :width + du] = table[:size + 1, -du:]
+        table = (table + shifted) * 0.5
+        size += mu
+    sizes, sums = np.nonzero(table[1:])
+    mass = table[1:][sizes, sums]
+    means = (sums + negative) / (units.per * (sizes + 1.0))
+    order = np.argsort(means, kind="stable")
+    return means[order], mass[order], float(table[0, -negative])
+
+
+def _flip_blocks(seed: int, n: int, flips: int):  # type: ignore[no-untyped-def]
+    """The seeded flips in blocks: 1 where a unit's sign is flipped (float64, to multiply
+    exactly); the same flips for a test and its interval."""
+    rng = np.random.default_rng(seed)
+    step = max(1, (1 << 22) // max(n, 1))
+    for at in range(0, flips, step):
+        yield rng.integers(0, 2, size=(min(step, flips - at), n)).astype(np.float64)
+
+
+def _flip_means(units: PairedUnits, seed: int, flips: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per seeded flip f with flipped set S: min and max of (mean of S, mean of the rest),
+    an empty set's mean being -inf for the min and +inf for the max: the flip counts as
+    extreme at delta below the mean exactly when its min is at most delta."""
+    d = units.d.astype(np.float64)
+    m = units.m.astype(np.float64)
+    total_d, total_m = float(d.sum()), float(m.sum())
+    lows, highs = [], []
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for block in _flip_blocks(seed, d.size, flips):
+            s, size = block @ d, block @ m
+            inside = s / (units.per * size)
+            rest = (total_d - s) / (units.per * (total_m - size))
+            inside_lo = np.where(size == 0, -np.inf, inside)
+            rest_lo = np.where(size == total_m, -np.inf, rest)
+            inside_hi = np.where(size == 0, np.inf, inside)
+            rest_hi = np.where(size == total_m, np.inf, rest)
+            lows.append(np.minimum(inside_lo, rest_lo))
+            highs.append(np.maximum(inside_hi, rest_hi))
+    return np.concatenate(lows), np.concatenate(highs)

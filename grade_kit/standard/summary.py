@@ -30,6 +30,7 @@ from grade_kit.standard.compare import (
     compare_setups,
     direction_text,
     forget_resamples,
+    verdict_intervals,
 )
 from grade_kit.standard.grade_rates import (
     COVERAGE_MIN,
@@ -220,21 +221,22 @@ def _by_subset(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
 
 def adjust_by_holm(comparisons: list[Comparison]) -> None:
     """Set every tested figure's ``p_holm``: Holm's adjustment across the setup pairs of
-    its figure and subset (docs/methodology.md §5 "Significance"); and its direction from
+    its figure, subset and k (docs/methodology.md §5 "Significance"); and its direction from
     that test alone: stated only when p_holm < :data:`ALPHA` and the grade has a better
     side, so the table, the matrix and the headline give one answer."""
-    families: dict[tuple[str, str], list[tuple[Comparison, Figure]]] = {}
+    families: dict[tuple[str, str, int | None], list[tuple[Comparison, Figure]]] = {}
     for comparison in comparisons:
         for figure in comparison.figures:
             if figure.p_value is not None:
-                families.setdefault((comparison.subset, figure.metric), []).append(
+                families.setdefault((comparison.subset, figure.metric, figure.k), []).append(
                     (comparison, figure))
     for members in families.values():
         adjusted = holm([f.p_value for _, f in members])
         for (comparison, figure), p_holm in zip(members, adjusted, strict=True):
             figure.p_holm = p_holm
             figure.direction = (direction_text(
-                GRADE_RATES.get(figure.metric.removesuffix("_rate")),
+                GRADE_RATES.get("resolved" if figure.k is not None
+                                else figure.metric.removesuffix("_rate")),
                 figure.mean_diff_b_minus_a, comparison.baseline, comparison.compared)
                 if p_holm is not None and p_holm < ALPHA else None)
 
@@ -341,9 +343,12 @@ def standard_results(data: EvalData, repeats: int | None = None,
     with ThreadPoolExecutor(max_workers=2) as pool:
         comparisons = list(pool.map(
             lambda job: compare_setups(per_question, job[0], job[1], job[2], len(task_ids),
-                                       job[3], seed=seed, repeats=r), jobs))
-    forget_resamples()  # their memory goes to what follows (results, the write)
-    adjust_by_holm(comparisons)
+                                       job[3], seed=seed, repeats=r, clusters=clusters), jobs))
+        forget_resamples()  # their memory goes to what follows (results, the write)
+        adjust_by_holm(comparisons)
+        list(pool.map(lambda pair: verdict_intervals(pair[0], per_question, pair[1][2], r,
+                                                     clusters, seed),
+                      zip(comparisons, jobs, strict=True)))
     return StandardResults(
         graded=graded, plan_frame=plan_frame, slots=slots, e2e=e2e, plan=plan,
         grades=_by_subset({k: v.grades[0] for k, v in summaries.items()}),
