@@ -31,7 +31,7 @@ from grade_kit.schema import (
 )
 from grade_kit.scored import Evaluation
 from grade_kit.scorers import ClaimJudge
-from grade_kit.standard import questions_needed, rank_intervals
+from grade_kit.standard import questions_needed, rank_intervals, rank_ranges
 
 __all__ = [
     "DIMENSIONS",
@@ -61,6 +61,7 @@ __all__ = [
     "pack",
     "questions_needed",
     "rank_intervals",
+    "rank_ranges",
     "read_inputs",
     "read_inspect",
     "read_logs",

@@ -351,9 +351,24 @@ class Evaluation:
 
     @property
     def grades(self) -> Frame:
-        """Per setup and subset: N, questions, repeats, each state's count, rate and 95%
-        Wilson interval, graded coverage, ungraded, beyond plan, stable resolutions."""
+        """Per setup and subset: N, questions, repeats, each state's count, rate, 95%
+        Wilson interval over its effective size (clustered) with its design effect, icc and
+        n_effective, the interval basis, graded coverage, ungraded, beyond plan, stable
+        resolutions."""
         return _as_kind(self._frames["grades"], self.kind)
+
+    @property
+    def reliability(self) -> Frame:
+        """Per setup, subset and k = 1..R: pass_at_k and pass_hat_k with their clustered
+        Wilson intervals (``_low``, ``_high``) and the questions (docs/methodology.md §4
+        "Reliability"): pass^1 is the resolved rate, pass^R the stable-resolution rate."""
+        return _as_kind(self.standard.reliability, self.kind)
+
+    @property
+    def flaky(self) -> Frame:
+        """Per setup, the questions resolved in some of their R slots but not all, with the
+        share resolved."""
+        return _as_kind(self.standard.flaky, self.kind)
 
     @property
     def timing(self) -> Frame:

@@ -101,3 +101,34 @@ def test_cluster_keys() -> None:
         "pack:p", "pack:q", "task:t3"]
     with pytest.raises(ValueError, match="cluster must be one of"):
         cluster_of_tasks(tasks, "setup")  # type: ignore[arg-type]
+
+
+def test_reliability_by_hand_and_pass1_is_the_resolved_rate() -> None:
+    from grade_kit.standard.reliability import flaky_questions, reliability_frame
+
+    states = pl.DataFrame({"setup": ["a"] * 3, "task_id": ["q1", "q2", "q3"],
+                           "resolved": [3, 1, 0]})
+    frame = reliability_frame(states, 3, "all")
+    by_k = {row["k"]: row for row in frame.iter_rows(named=True)}
+    assert by_k[2]["pass_hat_k"] == 1 / 3 and by_k[2]["pass_at_k"] == 5 / 9
+    assert by_k[3]["pass_hat_k"] == 1 / 3 and by_k[3]["pass_at_k"] == 2 / 3
+    # pass^1 and its interval are the resolved rate's, to the last bit
+    rate = clustered_rates(_counts([3, 1, 0], 3), ["a"], 3).row(0, named=True)
+    assert by_k[1]["pass_hat_k"] == 4 / 9
+    assert (by_k[1]["pass_hat_k_low"], by_k[1]["pass_hat_k_high"]) == (
+        rate["resolved_ci_low"], rate["resolved_ci_high"])
+    assert flaky_questions(states, 3).select("task_id", "share").rows() == [("q2", 1 / 3)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=25))
+def test_pass1_interval_equals_the_rates(resolved: list[int]) -> None:
+    from grade_kit.standard.reliability import reliability_frame
+
+    states = pl.DataFrame({"setup": ["a"] * len(resolved),
+                           "task_id": [f"q{i:02d}" for i in range(len(resolved))],
+                           "resolved": resolved})
+    one = reliability_frame(states, 4, "all").row(0, named=True)
+    rate = clustered_rates(_counts(resolved, 4), ["a"], 4).row(0, named=True)
+    assert (one["pass_hat_k_low"], one["pass_hat_k_high"]) == (rate["resolved_ci_low"],
+                                                              rate["resolved_ci_high"])

@@ -25,7 +25,7 @@ from grade_kit.standard.grade_rates import (
     run_grades,
     setup_plan,
 )
-from grade_kit.standard.ranking import questions_needed, rank_intervals
+from grade_kit.standard.ranking import questions_needed, rank_intervals, rank_ranges
 from grade_kit.standard.stats import median, nearest_rank, summarize, wilson_interval
 from grade_kit.standard.summary import StandardResults, per_question_figures, standard_results
 from grade_kit.standard.timing import (
@@ -65,6 +65,7 @@ __all__ = [
     "planned_slots",
     "questions_needed",
     "rank_intervals",
+    "rank_ranges",
     "resolved_questions",
     "run_grades",
     "setup_plan",

@@ -24,9 +24,10 @@ import numpy as np
 import polars as pl
 
 from grade_kit.exact import fmean
-from grade_kit.standard.compare import DEFAULT_RESAMPLES, DEFAULT_SEED
+from grade_kit.frames import Frame, like, to_polars
+from grade_kit.standard.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, GRADE_RATES
 
-__all__ = ["MIN_RANK_QUESTIONS", "questions_needed", "rank_intervals"]
+__all__ = ["MIN_RANK_QUESTIONS", "questions_needed", "rank_intervals", "rank_ranges"]
 
 MIN_RANK_QUESTIONS = 10
 """Below this many paired questions a rank gets no interval (its ``basis`` says so): a
@@ -157,3 +158,52 @@ def questions_needed(per_question: pl.DataFrame, metric: str = "composite", *,
         "mean_diff": pl.Float64, "sd_diff": pl.Float64, "questions_needed": pl.Int64,
         "label": pl.String, "formula": pl.String, "assumptions": pl.String,
         "repeats_note": pl.String})
+
+
+def rank_ranges(comparisons: Frame, metric: str = "resolved_rate", subset: str = "all",
+                k: int | None = None) -> Frame:
+    """Each compared setup's range of places from the same Holm-adjusted paired tests the
+    headline, the comparisons table and the significance matrix read (docs/methodology.md §5
+    "Rank ranges"): from 1 + the setups stated better than it to n - the setups it is stated
+    better than. Tied setups (no stated direction) never push each other's range.
+
+    Args:
+        comparisons: ``ev.comparisons`` (polars or pandas).
+        metric: A tested figure; default the resolved rate.
+        subset: ``all`` (default) or ``common``.
+        k: For ``pass_hat_k``, the k.
+
+    Returns:
+        setup, rank_low, rank_high, better_than (setups it is stated better than),
+        worse_than, tested (pairs with a test), the same kind of frame as ``comparisons``,
+        best range first.
+    """
+    frame = to_polars(comparisons)
+    rows = frame.filter((pl.col("subset") == subset) & (pl.col("metric") == metric)
+                        & (pl.col("k").is_null() if k is None else pl.col("k") == k))
+    better = GRADE_RATES.get("resolved" if metric == "pass_hat_k"
+                             else metric.removesuffix("_rate"))
+    setups = sorted(set(rows.get_column("baseline").to_list())
+                    | set(rows.get_column("compared").to_list()))
+    wins = {s: 0 for s in setups}
+    losses = {s: 0 for s in setups}
+    tested = {s: 0 for s in setups}
+    for row in rows.iter_rows(named=True):
+        a, b = row["baseline"], row["compared"]
+        if row["p_holm"] is not None:
+            tested[a] += 1
+            tested[b] += 1
+        if row["direction"] is None or better is None or not row["mean_diff_b_minus_a"]:
+            continue
+        b_wins = (row["mean_diff_b_minus_a"] > 0) == (better == "higher")
+        winner, loser = (b, a) if b_wins else (a, b)
+        wins[winner] += 1
+        losses[loser] += 1
+    n = len(setups)
+    out = pl.DataFrame({
+        "setup": setups, "rank_low": [1 + losses[s] for s in setups],
+        "rank_high": [n - wins[s] for s in setups], "better_than": [wins[s] for s in setups],
+        "worse_than": [losses[s] for s in setups], "tested": [tested[s] for s in setups]},
+        schema={"setup": pl.String, "rank_low": pl.Int64, "rank_high": pl.Int64,
+                "better_than": pl.Int64, "worse_than": pl.Int64, "tested": pl.Int64})
+    return like(out.sort("rank_low", "rank_high", "setup"), comparisons)

@@ -39,11 +39,13 @@ from grade_kit.standard.grade_rates import (
     grade_summaries,
     plan_repeats,
     planned_slots,
+    question_states,
     ranked_setups,
     run_grades,
     setup_plan,
 )
 from grade_kit.standard.headline import ALPHA
+from grade_kit.standard.reliability import flaky_questions, reliability_frame
 from grade_kit.standard.significance import holm
 from grade_kit.standard.source import source_metrics_by_setup
 from grade_kit.standard.stats import rows_by_setup
@@ -94,6 +96,10 @@ class StandardResults:
         unique_calls: :func:`~grade_kit.standard.timing.unique_tool_calls` of every run
             that exposes tools (the per-question figures and the runs frame read it).
         compared: The setups compared pair by pair (:func:`compared_setups`).
+        reliability: Per setup, subset and k, pass@k and pass^k with intervals
+            (:func:`~grade_kit.standard.reliability.reliability_frame`).
+        flaky: Per setup, the questions resolved in some of their R slots but not all
+            (:func:`~grade_kit.standard.reliability.flaky_questions`).
     """
 
     graded: pl.DataFrame
@@ -111,6 +117,8 @@ class StandardResults:
     per_question: pl.DataFrame
     unique_calls: pl.DataFrame
     compared: list[str]
+    reliability: pl.DataFrame
+    flaky: pl.DataFrame
 
     def __repr__(self) -> str:
         frames = frames_repr("", vars(self)).strip("()")
@@ -357,4 +365,8 @@ def standard_results(data: EvalData, repeats: int | None = None,
         setups=per_setup,
         reruns=reruns, common=common,
         comparisons=comparisons, per_question=per_question, unique_calls=unique_calls,
-        compared=compared)
+        compared=compared, reliability=pl.concat([
+            reliability_frame(question_states(plan_frame, slots, r), r, "all", clusters),
+            reliability_frame(question_states(sub_plan, sub_slots, r), r, "common",
+                              clusters)]),
+        flaky=flaky_questions(question_states(plan_frame, slots, r), r))

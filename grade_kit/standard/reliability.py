@@ -1,0 +1,109 @@
+"""Reliability at every k (docs/methodology.md §4 "Reliability"): pass@k and pass^k per
+setup with question-clustered Wilson intervals, and the flaky questions (resolved in some
+of their R slots, not all)."""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+
+from grade_kit.standard.compare import MAX_PASS_K_REPEATS
+from grade_kit.standard.stats import wilson_bounds
+
+__all__ = ["RELIABILITY_COLUMNS", "flaky_questions", "reliability_frame", "reliability_ks"]
+
+RELIABILITY_COLUMNS: dict[str, type[pl.DataType]] = {
+    "setup": pl.String, "subset": pl.String, "k": pl.Int64, "pass_at_k": pl.Float64,
+    "pass_at_k_low": pl.Float64, "pass_at_k_high": pl.Float64, "pass_hat_k": pl.Float64,
+    "pass_hat_k_low": pl.Float64, "pass_hat_k_high": pl.Float64, "questions": pl.Int64,
+}
+"""The columns of :func:`reliability_frame`."""
+
+
+def reliability_ks(repeats: int) -> list[int]:
+    """The k of the reliability curve: 1..R while R is at most 20, else 1 and R."""
+    return list(range(1, repeats + 1)) if repeats <= MAX_PASS_K_REPEATS else [1, repeats]
+
+
+def _mean_and_interval(numerators: list[int], per: int, clusters: list[str],
+                       slots: int) -> tuple[float, float, float]:
+    """The mean m of per-question values a_q / per over Q questions, and Wilson's interval
+    over n_effective = min(N, m (1 - m) / SE²) with SE² = Σ_c (Σ_{q in c} (v_q - m))² / Q²,
+    Q when m is 0 or 1; in integers as the grade rates are (§4 "Rates"): with A = Σ a_q and
+    W = Σ_c (Q A_c - Q_c A)², n_effective = A (Q per - A) Q² / W, so pass^1 is exactly the
+    resolved rate and its interval."""
+    q = len(numerators)
+    total = sum(numerators)
+    scale = q * per
+    m = total / scale
+    if total in (0, scale):
+        n_eff = float(len(set(clusters)))
+    else:
+        sums: dict[str, list[int]] = {}
+        for a, cluster in zip(numerators, clusters, strict=True):
+            entry = sums.setdefault(cluster, [0, 0])
+            entry[0] += a
+            entry[1] += 1
+        w = sum((q * a_c - q_c * total) ** 2 for a_c, q_c in sums.values())
+        binomial = total * (scale - total) * q * q
+        n_eff = float(slots) if w == 0 or binomial >= slots * w else binomial / w
+    low, high = wilson_bounds(m, n_eff)
+    return m, low, high
+
+
+def reliability_frame(states: pl.DataFrame, repeats: int, subset: str,
+                      clusters: pl.DataFrame | None = None) -> pl.DataFrame:
+    """pass@k and pass^k at every k of :func:`reliability_ks`, per setup (docs/methodology.md
+    §4 "Reliability").
+
+    Per question with c resolved of its R planned slots (not run is not resolved):
+    pass@k = 1 - C(R - c, k) / C(R, k), pass^k = C(c, k) / C(R, k) (the unbiased
+    estimators); a setup's figure is their mean over its questions, with Wilson's interval
+    over the clustered effective size. pass^1 is the resolved rate and pass^R the
+    stable-resolution rate.
+
+    Args:
+        states: :func:`~grade_kit.standard.grade_rates.question_states` (setup, task_id,
+            resolved, ...), one row per planned question.
+        repeats: R.
+        subset: The subset's name (``all``, ``common``).
+        clusters: task_id, cluster; default None (each question its own cluster).
+
+    Returns:
+        The frame of :data:`RELIABILITY_COLUMNS`, by setup and k.
+    """
+    ks = reliability_ks(repeats)
+    frame = states.select("setup", "task_id", "resolved").sort("setup", "task_id")
+    if clusters is not None:
+        frame = frame.join(clusters, on="task_id", how="left").with_columns(
+            pl.col("cluster").fill_null(pl.col("task_id")))
+    else:
+        frame = frame.with_columns(cluster=pl.col("task_id"))
+    rows = []
+    for (setup,), part in frame.group_by("setup", maintain_order=True):
+        resolved = part.get_column("resolved").to_list()
+        keys = part.get_column("cluster").to_list()
+        for k in ks:
+            per = math.comb(repeats, k)
+            hat = [math.comb(c, k) for c in resolved]
+            at = [per - math.comb(repeats - c, k) for c in resolved]
+            slots = len(resolved) * repeats
+            m_at, at_low, at_high = _mean_and_interval(at, per, keys, slots)
+            m_hat, hat_low, hat_high = _mean_and_interval(hat, per, keys, slots)
+            rows.append({"setup": setup, "subset": subset, "k": k, "pass_at_k": m_at,
+                         "pass_at_k_low": at_low, "pass_at_k_high": at_high,
+                         "pass_hat_k": m_hat, "pass_hat_k_low": hat_low,
+                         "pass_hat_k_high": hat_high, "questions": len(resolved)})
+    return pl.DataFrame(rows, schema=RELIABILITY_COLUMNS)
+
+
+def flaky_questions(states: pl.DataFrame, repeats: int) -> pl.DataFrame:
+    """The questions each setup resolved in some of their R planned slots but not all
+    (none when R = 1): setup, task_id, resolved (slots), repeats, share (resolved / R),
+    by setup and share."""
+    flaky = states.filter((pl.col("resolved") > 0) & (pl.col("resolved") < repeats))
+    shares = [c / repeats for c in flaky.get_column("resolved").to_list()]
+    return flaky.select("setup", "task_id", "resolved").with_columns(
+        repeats=pl.lit(repeats, dtype=pl.Int64),
+        share=pl.Series(shares, dtype=pl.Float64)).sort("setup", "share", "task_id")
