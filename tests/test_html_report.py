@@ -403,3 +403,47 @@ def test_report_html_draws_every_chart_offline(report: Path, tmp_path: Path) -> 
     rendered = len(re.findall(r'<svg[^>]*class="marks"', done.stdout))
     assert charts >= 8 and rendered == charts
     assert "pwned</title>" not in done.stdout
+
+
+def test_report_at_20_setups_x_3_repeats(tmp_path: Path) -> None:
+    """Issue: `grade-kit report` failed at 12 and 20 setups (200 questions x 3 repeats), a
+    rounding-noise difference turned into ~1e37 questions; and every page states one
+    answer per pair."""
+    import random
+
+    rng = random.Random(7)
+    tasks = [{"task_id": f"q{i:03d}", "prompt": f"question {i}"} for i in range(200)]
+    (tmp_path / "tasks.jsonl").write_text("\n".join(json.dumps(t) for t in tasks) + "\n")
+    runs, grades = [], []
+    for s in range(20):
+        skill = 0.2 + 0.03 * s
+        for i in range(200):
+            easy = rng.random()
+            for r in (1, 2, 3):
+                run_id = f"s{s:02d}-{i}-{r}"
+                runs.append({"run_id": run_id, "setup": f"setup-{s:02d}",
+                             "task_id": f"q{i:03d}", "repeat": r, "status": "delivered",
+                             "response": {"text": "x"}})
+                ok = rng.random() < (skill + easy) / 2
+                grades.append({"run_id": run_id, "grader": "hand",
+                               "core_conclusion": "correct" if ok else "incorrect",
+                               "request_fulfilment": "full" if ok else "not_met",
+                               "material_error": "no"})
+    (tmp_path / "runs.jsonl").write_text("\n".join(json.dumps(r) for r in runs) + "\n")
+    (tmp_path / "grades.jsonl").write_text("\n".join(json.dumps(g) for g in grades) + "\n")
+    out = tmp_path / "html"
+    assert main(["report", str(tmp_path / "tasks.jsonl"), str(tmp_path / "runs.jsonl"),
+                 "--grades", str(tmp_path / "grades.jsonl"), "--out", str(out)]) == 0
+    assert (out / "report.html").is_file() and (out / "compare.html").is_file()
+    results = json.loads((out / "scored" / "results.json").read_text())
+    tested = [f for c in results["comparisons"] for f in c["figures"]
+              if f.get("p_holm") is not None]
+    assert len(tested) >= 190 * 6  # 190 pairs on all questions: 4 grades, pass^2, pass^3
+    for figure in tested:  # one verdict: the interval excludes 0 iff a direction is stated
+        ci = figure["ci95"]
+        excludes = ci["low"] > 0 or ci["high"] < 0
+        assert excludes == (figure["p_holm"] < 0.05) or (
+            figure["direction"] is None and not excludes), figure
+        if figure["metric"] in ("resolved_rate", "material_error_rate", "unresolved_rate",
+                                "pass_hat_k"):
+            assert excludes == (figure["direction"] is not None), figure

@@ -703,3 +703,16 @@ def test_timing_frame_keeps_each_setups_samples_apart() -> None:
     assert [v.run_id for v in typed["B"].out_of_order] == ["b2"] and not typed["A"].out_of_order
     assert typed["A"].per_question_median_s == {"q": 10.0}
     assert typed["B"].per_question_median_s == {} and typed["C"].timeouts.rate is None
+
+
+def test_questions_needed_says_no_difference_for_rounding_noise() -> None:
+    """§5 "Planning": a difference within the rounding of its figures is no difference,
+    never a huge count (it overflowed an Int64 column at 12 and 20 setups)."""
+    noisy = pl.DataFrame({"setup": ["a"] * 3 + ["b"] * 3, "task_id": ["1", "2", "3"] * 2,
+                          "resolved_rate": [0.1, 0.2, 0.3, 0.1, 0.2, 0.30000000000000004]})
+    row = gk.questions_needed(noisy, "resolved_rate").row(0, named=True)
+    assert row["questions_needed"] is None and row["verdict"].startswith("no difference")
+    real = noisy.with_columns(resolved_rate=pl.Series([0.1, 0.2, 0.3, 0.1, 0.2, 0.4]))
+    row = gk.questions_needed(real, "resolved_rate").row(0, named=True)
+    # mean 1/30, sd = sqrt(((1/30)^2 x 2 + (2/30)^2) / 2) = 0.0577; (2.8016 x 0.0577 x 30)^2
+    assert row["questions_needed"] == 24 and row["verdict"] is None

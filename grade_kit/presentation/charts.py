@@ -271,7 +271,8 @@ def grade_distribution_chart(grades: pl.DataFrame | pd.DataFrame, subset: str = 
 
 def rates_chart(grades: pl.DataFrame | pd.DataFrame, state: str = "resolved",
                 subset: str = "all", order: Order = None) -> Chart:
-    """One grade rate per setup with its 95% Wilson interval over N. A setup below the
+    """One grade rate per setup with its 95% Wilson interval over its clustered effective
+    size (the frame's ``interval_basis``, docs/methodology.md §4 "Rates"). A setup below the
     coverage threshold (``run_coverage``, docs/methodology.md §4 "Coverage") is not drawn:
     its rate over N is mostly not-run slots, not a measurement; the title names it."""
     rows = to_polars(grades).filter(pl.col("subset") == subset)
@@ -294,11 +295,47 @@ def rates_chart(grades: pl.DataFrame | pd.DataFrame, state: str = "resolved",
                  alt.Tooltip("high:Q", format=".3f", title="95% high")])
     bars = base.mark_rule().encode(x="low:Q", x2="high:Q", y=_setup_axis(setups),
                                    color=_setup_colour(setups))
-    title = f"{state.replace('_', ' ')} rate with 95% Wilson interval ({subset} questions)"
+    basis = (rows.get_column("interval_basis")[0] if "interval_basis" in rows.columns
+             and rows.height else "over N")
+    title = (f"{state.replace('_', ' ')} rate with 95% Wilson interval, {basis} "
+             f"({subset} questions)")
     return cast(Chart, alt.layer(bars, points).properties(
         title=alt.TitleParams(title, subtitle=[
             f"Not ranked (coverage below {COVERAGE_MIN:.0%}), not drawn: "
             + ", ".join(unranked)]) if unranked else title))
+
+
+def reliability_chart(reliability: pl.DataFrame | pd.DataFrame, subset: str = "all",
+                      order: Order = None) -> Chart:
+    """pass^k (solid: every one of k repeats resolved) and pass@k (dashed: at least one)
+    against k per setup, each with its clustered 95% Wilson band (docs/methodology.md §4
+    "Reliability"): the gap between the curves is how much a setup's success depends on
+    the draw."""
+    rows = to_polars(reliability).filter(pl.col("subset") == subset)
+    long = pl.concat([
+        rows.select("setup", "k", "questions", pl.lit(label).alias("measure"),
+                    value=pl.col(column), low=pl.col(f"{column}_low"),
+                    high=pl.col(f"{column}_high"))
+        for column, label in (("pass_hat_k", "pass^k (all k resolved)"),
+                              ("pass_at_k", "pass@k (any of k resolved)"))])
+    setups = _order(long, order)
+    base = alt.Chart(_labelled(long, setups).to_pandas())
+    colour = _setup_colour(setups)
+    dash = alt.StrokeDash("measure:N", title=None, legend=alt.Legend(orient="top"))
+    x = alt.X("k:O", title="k (repeats drawn)")
+    y = alt.Y("value:Q", title="share of questions", scale=alt.Scale(domain=[0, 1]))
+    band = base.mark_area(opacity=0.12).encode(x=x, y="low:Q", y2="high:Q", color=colour,
+                                                detail="measure:N")
+    lines = base.mark_line(point=True).encode(
+        x=x, y=y, color=colour, strokeDash=dash,
+        tooltip=["setup", "measure", "k", "questions",
+                 alt.Tooltip("value:Q", format=".3f"),
+                 alt.Tooltip("low:Q", format=".3f", title="95% low"),
+                 alt.Tooltip("high:Q", format=".3f", title="95% high")])
+    return cast(Chart, alt.layer(band, lines).properties(
+        title=alt.TitleParams(f"Reliability: pass^k and pass@k by k ({subset} questions)",
+                              subtitle=["Bands: 95% Wilson intervals, clustered by question. "
+                                        "pass^1 = pass@1 = the resolved rate."])))
 
 
 def _ecdf(values: pl.DataFrame, column: str) -> pl.DataFrame:

@@ -123,7 +123,8 @@ def questions_needed(per_question: pl.DataFrame, metric: str = "composite", *,
 
     Returns:
         baseline, compared, questions (paired now), mean_diff, sd_diff, questions_needed
-        (null when the observed difference is 0 or there are fewer than 2 questions),
+        (null when the observed difference is 0 or within rounding, past 10^12, or there
+        are fewer than 2 questions), verdict (why it is null: "no difference", ...),
         label (``conditional estimate``), formula, assumptions, repeats_note.
     """
     # the standard library's normal quantile (Wichura's AS241, within 1e-15 of scipy's
@@ -142,11 +143,22 @@ def questions_needed(per_question: pl.DataFrame, metric: str = "composite", *,
         mean = fmean(diffs) if n else None
         sd = (math.sqrt(math.fsum((d - mean) * (d - mean) for d in diffs) / (n - 1))
               if n >= 2 and mean is not None else None)  # squares as products: exact rounding
-        ratio = z * sd / abs(mean) if sd is not None and mean else None
-        needed = math.ceil(ratio * ratio) if ratio is not None else None
+        # a difference within the rounding of the figures it is made of (2n ulps of the
+        # largest of them) is no difference, never a huge count; a count past 10^12
+        # questions is no study either (and would overflow Int64 squared)
+        largest = max((abs(v) for v in (*both.get_column("x").to_list(),
+                                        *both.get_column("y").to_list())), default=0.0)
+        noise = 2 * n * math.ulp(largest)
+        ratio = (z * sd / abs(mean) if sd is not None and mean is not None
+                 and abs(mean) > noise else None)
+        needed = (math.ceil(ratio * ratio) if ratio is not None and ratio < 1e6 else None)
+        verdict = ("no difference: the observed mean difference is 0 or within rounding"
+                   if n >= 2 and (mean is None or abs(mean) <= noise) else
+                   "more than 10^12 questions: no study separates them"
+                   if ratio is not None and needed is None else None)
         rows.append({
             "baseline": a, "compared": b, "questions": n, "mean_diff": mean, "sd_diff": sd,
-            "questions_needed": needed, "label": "conditional estimate",
+            "questions_needed": needed, "verdict": verdict, "label": "conditional estimate",
             "formula": f"n = ((z_(1-{alpha}/2) + z_{power}) x sd / |mean|)^2 = "
                        f"({z:.4f} x sd / |mean|)^2",
             "assumptions": "the observed mean difference and spread are the true ones; "
@@ -156,7 +168,7 @@ def questions_needed(per_question: pl.DataFrame, metric: str = "composite", *,
     return pl.DataFrame(rows, schema={
         "baseline": pl.String, "compared": pl.String, "questions": pl.Int64,
         "mean_diff": pl.Float64, "sd_diff": pl.Float64, "questions_needed": pl.Int64,
-        "label": pl.String, "formula": pl.String, "assumptions": pl.String,
+        "verdict": pl.String, "label": pl.String, "formula": pl.String, "assumptions": pl.String,
         "repeats_note": pl.String})
 
 
