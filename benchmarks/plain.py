@@ -448,17 +448,24 @@ def _summary(values: Sequence[float]) -> dict[str, Any]:
             "min": ordered[0], "max": ordered[-1]}
 
 
-def _wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float] | None:
-    """§4 "Rates": (p + z²/2N ± z √(p(1−p)/N + z²/4N²)) / (1 + z²/N), as one fraction, with
-    exactly 0 at k = 0 and 1 at k = N. (Compared within 1e-15: the library divides the
-    centre and the half-width apart, which can differ in the last place.)"""
-    if n == 0:
+def _wilson(k: int, per_question: Sequence[int], repeats: int,
+            z: float = 1.959963984540054) -> tuple[float, float] | None:
+    """§4 "Rates": over n = the effective size, min(N, p(1−p) / SE²) with SE² = Σ_q (s_q −
+    pR)² / N² (clustered by question; Q when p is 0 or 1, N when SE² is 0),
+    (p + z²/2n ± z √(p(1−p)/n + z²/4n²)) / (1 + z²/n), as one fraction, with exactly 0 at
+    k = 0 and 1 at k = N. (Compared within 1e-12: the library divides the centre and the
+    half-width apart and makes n in integers, which can differ in the last places.)"""
+    total = len(per_question) * repeats
+    if total == 0:
         return None
-    p = k / n
+    p = k / total
+    se2 = math.fsum((s - p * repeats) ** 2 for s in per_question) / total ** 2
+    n = (len(per_question) if k in (0, total) else total if se2 == 0
+         else min(total, p * (1 - p) / se2))
     root = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     low = (p + z * z / (2 * n) - root) / (1 + z * z / n)
     high = (p + z * z / (2 * n) + root) / (1 + z * z / n)
-    return (0.0 if k == 0 else max(0.0, low), 1.0 if k == n else min(1.0, high))
+    return (0.0 if k == 0 else max(0.0, low), 1.0 if k == total else min(1.0, high))
 
 
 def _grade(run: Run, record: Grade | None) -> str:
@@ -526,15 +533,19 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
     def setup_figures(setup: str, chosen: Sequence[str]) -> dict[str, Any]:
         n = len(chosen) * repeats
         counts = dict.fromkeys(STATES, 0)
+        per_question: dict[str, list[int]] = {state: [] for state in STATES}
         in_plan = []
         for task_id in chosen:
+            own = dict.fromkeys(STATES, 0)
             for repeat in range(1, repeats + 1):
                 run = slot.get((setup, task_id, repeat))
-                if run is None:
-                    counts["not_run"] += 1
-                else:
-                    counts[graded[run.run_id]] += 1
+                state = "not_run" if run is None else graded[run.run_id]
+                counts[state] += 1
+                own[state] += 1
+                if run is not None:
                     in_plan.append(run)
+            for state in STATES:
+                per_question[state].append(own[state])
         stable = None
         if repeats > 1:
             stable = sum(all((r := slot.get((setup, t, k))) is not None
@@ -586,7 +597,7 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
         return {
             "N": n, "questions": len(chosen), "repeats": repeats, "counts": counts,
             "rates": {k: (v / n if n else None) for k, v in counts.items()},
-            "wilson95": {k: _wilson(v, n) for k, v in counts.items()},
+            "wilson95": {k: _wilson(v, per_question[k], repeats) for k, v in counts.items()},
             "graded_coverage": (sum(counts[k] for k in STATES[:4]) / n) if n else None,
             "ungraded": sum(r.status == "delivered" and r.run_id not in records
                             for r in in_plan),
@@ -740,7 +751,7 @@ def standard_differences(evaluation: Any, plain: dict[str, Any]) -> list[str]:
                 mine_interval = g.wilson95.get(state)
                 pair = None if mine_interval is None else (mine_interval.low, mine_interval.high)
                 if (pair is None) != (interval is None) or (pair is not None and any(
-                        abs(a - b) > 1e-15 for a, b in zip(pair, interval, strict=True))):
+                        abs(a - b) > 1e-12 for a, b in zip(pair, interval, strict=True))):
                     out.append(f"{part} {setup}: wilson95 {state} {pair} != {interval}")
             out.extend(f"{part} {setup}: {key} {got[key]!r} != {expected[key]!r}"
                        for key in expected if key != "wilson95" and got[key] != expected[key])

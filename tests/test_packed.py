@@ -97,7 +97,7 @@ def test_a_store_scores_exactly_as_the_inputs_in_memory(inputs: dict[str, Any],
     assert _results(packed) == _results(memory)
     assert packed.results.provenance.arguments == {
         "store": str(inputs["store"]), "grader": grader, "repeats": None, "frames": "polars",
-        "seed": 20261130, "exclude_channel_overhead": False}
+        "seed": 20261130, "exclude_channel_overhead": False, "cluster": "question"}
     assert packed.runs_frame.equals(memory.runs_frame)
     keys = ["setup", "task_id"]
     for name in ("runs", "tasks", "tracks", "packs", "overall"):
@@ -132,7 +132,7 @@ def test_run_files_over_the_bound_go_through_a_temporary_store_with_the_same_res
     assert (through.results.provenance.arguments == memory.results.provenance.arguments
             == {"judge": None, "grader": "rules", "claim_judge": None, "repeats": None,
                 "packs": None, "frames": "polars", "seed": 20261130,
-                "exclude_channel_overhead": False})
+                "exclude_channel_overhead": False, "cluster": "question"})
     assert through.explain(through.runs_frame["run_id"][0]).run == memory.explain(
         memory.runs_frame["run_id"][0]).run
     expected = _written_with_state(through, tmp_path)
