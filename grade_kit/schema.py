@@ -644,6 +644,20 @@ class ClusteredRate(_Out):
     """min(N, p (1 - p) / SE²); the clusters when p is 0 or 1: the n Wilson's interval uses."""
 
 
+class ReliabilityPoint(_Out):
+    """pass@k and pass^k at one k with their clustered Wilson intervals
+    (docs/methodology.md §4 "Reliability")."""
+
+    k: int
+    pass_at_k: float
+    pass_at_k_low: float
+    pass_at_k_high: float
+    pass_hat_k: float
+    pass_hat_k_low: float
+    pass_hat_k_high: float
+    questions: int
+
+
 class GradeSummary(_Out):
     """Rates over N = questions x R for one setup (docs/methodology.md §4 "Rates")."""
 
@@ -670,6 +684,10 @@ class GradeSummary(_Out):
     run_coverage: float | None = None
     """Planned slots a primary run filled / N (1 - the not-run rate; null when N = 0): below
     the plan's ``coverage_min`` the setup is not ranked (docs/methodology.md §4 "Coverage")."""
+    reliability: list[ReliabilityPoint] = Field(default_factory=list)
+    """pass@k and pass^k at k = 1..R (1 and R when R > 20); none without a planned question."""
+    flaky_questions: int = 0
+    """Questions resolved in some of their R slots but not all."""
 
 
 class StopSummary(_Out):
@@ -705,6 +723,9 @@ class Timing(_Out):
     """End-to-end timing and every other event of one setup's planned primary runs."""
 
     e2e_s: Summary
+    e2e_mean_ci95: Interval | None = None
+    """The E2E mean's 95% normal interval from its clustered standard error (CR0,
+    docs/methodology.md §4 "Clusters"); null below 2 clusters."""
     e2e_definition: str = "received - submitted"
     """Which E2E this is: received - submitted, or without the agent-reported channel
     overhead when the explicit option asked for it."""
@@ -767,6 +788,8 @@ class ToolCalls(_Out):
     headline_per_run: Summary | None = None
     """Calls per exposed delivered run as the headline counts them: unique ids, or the
     calls as recorded when some run repeats an id (``headline_basis`` says which)."""
+    headline_per_run_ci95: Interval | None = None
+    """Its mean's 95% normal interval from the clustered standard error (CR0)."""
     headline_basis: str = "unique call ids"
     attempted_runs_exposed: int = 0
     """Exposed primary runs of every status (delivered, limit, failed, timed out)."""

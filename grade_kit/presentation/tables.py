@@ -134,10 +134,20 @@ def _merge_intervals(frame: pl.DataFrame) -> tuple[pl.DataFrame, set[str]]:
     pairs.append(("mean_diff_b_minus_a", "ci_low", "ci_high"))
     for value, low, high in pairs:
         if {value, low, high} <= set(frame.columns):
+            # a tested figure's interval is at its Holm level (docs/methodology.md §5 "One
+            # verdict"): the level is part of the interval's text
+            levels = (frame.get_column("ci_level").to_list()
+                      if value == "mean_diff_b_minus_a" and "ci_level" in frame.columns
+                      else [None] * frame.height)
             texts = [None if v is None else _number(v, value) + (
-                "" if lo is None else f" [{_number(lo, value)}, {_number(hi, value)}]")
-                for v, lo, hi in frame.select(value, low, high).iter_rows()]
+                "" if lo is None else f" [{_number(lo, value)}, {_number(hi, value)}]") + (
+                "" if level is None or lo is None or level == 0.95
+                else f" at {level_text(level)}")
+                for (v, lo, hi), level in zip(frame.select(value, low, high).iter_rows(),
+                                              levels, strict=True)]
             frame = frame.with_columns(pl.Series(value, texts, dtype=pl.String)).drop(low, high)
+            if value == "mean_diff_b_minus_a" and "ci_level" in frame.columns:
+                frame = frame.drop("ci_level")
             merged.add(value)
     return frame, merged
 
@@ -455,9 +465,9 @@ def summary_table(results: Results) -> Table:
             + f"Rates over N = questions × R (R = {plan.repeats}, "
             + ("inferred" if plan.inferred else "stated by the source"
                if plan.rule.startswith("stated") else "given")
-            + "); the resolved rate with its 95% Wilson interval"
-            + (", too narrow when R > 1" if plan.repeats > 1 else "")
-            + ". Sorted by resolved rate."
+            + "); the resolved rate with its 95% Wilson interval over its effective sample "
+            + f"size ({interval_basis(results)}: repeats of one question are not "
+            + "independent evidence). Sorted by resolved rate."
             + (" Rate 0 for every setup, left out: "
                + ", ".join(column_label(c).removesuffix(" rate") for c in zero) + "."
                if zero else "")
@@ -529,6 +539,12 @@ beyond, it gives the groups' sizes and the table names them (a sentence of 20 mo
 is not read)."""
 
 
+def interval_basis(results: Results) -> str:
+    """What the evaluation's rate intervals account for, as its grade summaries say."""
+    bases = sorted({s.grades.interval_basis for s in results.setups.values()} - {""})
+    return "; ".join(bases) or f"clustered by question, R = {results.plan.repeats}"
+
+
 def level_text(level: float | None) -> str:
     """An interval's confidence level as a percentage: 95%, 99.17%, 99.9998%."""
     if level is None:
@@ -598,6 +614,16 @@ def headline_view(results: Results, compared: Sequence[str]) -> HeadlineView:
                 f"«{best}» is {way} by {abs(figures.margin):.3f} ({interval}) than that of "
                 f"«{second}» (paired test, Holm-adjusted "
                 f"p {_p_text(figures.p_holm)}): {verdict}.{few}")
+        repeats = results.plan.repeats
+        if repeats > 1:
+            def stable(name: str) -> str:
+                point = next((p for p in setups[name].grades.reliability if p.k == repeats),
+                             None)
+                return ("—" if point is None else f"{point.pass_hat_k:.3f} "
+                        f"[{point.pass_hat_k_low:.3f}, {point.pass_hat_k_high:.3f}]")
+            sentences.append(f"Resolved in every one of the R = {repeats} repeats (pass^"
+                             f"{repeats}): «{best}» {stable(best)}, «{second}» "
+                             f"{stable(second)}.")
         rule = (f"each led by the best setup left; a setup joins when its Holm-adjusted "
                 f"paired test against the leader gives p ≥ {ALPHA:g}; setups with no "
                 "question in common are never tied")

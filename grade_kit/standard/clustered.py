@@ -14,6 +14,7 @@ from typing import Literal
 
 import polars as pl
 
+from grade_kit.exact import group_fmean
 from grade_kit.schema import GRADE_STATES
 from grade_kit.standard.stats import WILSON_Z95, wilson_bounds
 
@@ -142,12 +143,18 @@ def clustered_mean_ci(frame: pl.DataFrame, keys: list[str], value: str,
     Returns:
         ``keys``, ``<value>_se``, ``<value>_ci_low``, ``<value>_ci_high``, ``<value>_clusters``.
     """
-    samples = frame.select(*keys, "cluster", x=pl.col(value).cast(pl.Float64)).drop_nulls("x")
-    centred = samples.with_columns(d=pl.col("x") - pl.col("x").mean().over(keys))
-    per_cluster = centred.group_by(*keys, "cluster").agg(t=pl.col("d").sum(), n=pl.len())
-    out = per_cluster.group_by(keys).agg(
+    # sorted, so every sum is over the same order however the rows came (a store's
+    # partitions, worker processes): the same figures to the last bit
+    samples = (frame.select(*keys, "cluster", x=pl.col(value).cast(pl.Float64))
+               .drop_nulls("x").sort(*keys, "cluster", "x"))
+    means = group_fmean(samples, keys, ["x"]).rename({"x": "mean"})  # the exact mean (§3)
+    centred = samples.join(means, on=keys, how="left").with_columns(
+        d=pl.col("x") - pl.col("mean"))
+    per_cluster = centred.group_by(*keys, "cluster", maintain_order=True).agg(
+        t=pl.col("d").sum(), n=pl.len())
+    out = per_cluster.group_by(keys, maintain_order=True).agg(
         ss=(pl.col("t") ** 2).sum(), n=pl.col("n").sum(), clusters=pl.len()).join(
-        samples.group_by(keys).agg(mean=pl.col("x").mean()), on=keys)
+        means, on=keys)
     se = pl.when(pl.col("clusters") >= 2).then(pl.col("ss").sqrt() / pl.col("n"))
     return out.select(
         *keys, se.alias(f"{value}_se"),

@@ -22,6 +22,7 @@ from grade_kit.schema import (
     Interval,
     MaterialError,
     Plan,
+    ReliabilityPoint,
     StableResolution,
 )
 from grade_kit.standard.clustered import clustered_rates
@@ -344,9 +345,16 @@ def grade_frame(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame,
     return rows.select(list(GRADE_COLUMNS)).cast(GRADE_COLUMNS), errors  # type: ignore[arg-type]
 
 
-def grade_summaries(rows: pl.DataFrame, errors: pl.DataFrame) -> dict[str, GradeSummary]:
-    """The typed summary of each row of :func:`grade_frame`, by setup."""
+def grade_summaries(rows: pl.DataFrame, errors: pl.DataFrame,
+                    reliability: pl.DataFrame | None = None,
+                    flaky: pl.DataFrame | None = None) -> dict[str, GradeSummary]:
+    """The typed summary of each row of :func:`grade_frame`, by setup, with its points of
+    ``reliability`` (:func:`~grade_kit.standard.reliability.reliability_frame`) and its
+    count of ``flaky`` questions when given."""
     by_setup = rows_by_setup(errors)
+    points = rows_by_setup(reliability.drop("subset")) if reliability is not None else {}
+    flaky_counts = (dict(flaky.group_by("setup").len().iter_rows())
+                    if flaky is not None else {})
     out: dict[str, GradeSummary] = {}
     for row in rows.iter_rows(named=True):
         out[row["setup"]] = GradeSummary(
@@ -368,7 +376,9 @@ def grade_summaries(rows: pl.DataFrame, errors: pl.DataFrame) -> dict[str, Grade
                                                questions=row["questions"],
                                                repeats=row["repeats"]),
             material_errors=_material_errors(by_setup.get(row["setup"], [])),
-            run_coverage=row["run_coverage"])
+            run_coverage=row["run_coverage"],
+            reliability=[ReliabilityPoint(**point) for point in points.get(row["setup"], [])],
+            flaky_questions=flaky_counts.get(row["setup"], 0))
     return out
 
 

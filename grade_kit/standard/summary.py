@@ -196,13 +196,17 @@ class _Summaries:
 
 
 def _summaries(data: EvalData, grades: tuple[pl.DataFrame, pl.DataFrame], slots: pl.DataFrame,
-               setups: list[str], exclude_channel_overhead: bool) -> _Summaries:
+               setups: list[str], exclude_channel_overhead: bool,
+               reliability: pl.DataFrame, flaky: pl.DataFrame,
+               clusters: pl.DataFrame | None) -> _Summaries:
     """Each setup's timing, tool calls and source metrics on the subset of filled ``slots``,
-    beside its ``grades`` there (:func:`~grade_kit.standard.grade_rates.grade_frame`)."""
+    beside its ``grades`` there (:func:`~grade_kit.standard.grade_rates.grade_frame`) with
+    its ``reliability`` and ``flaky`` questions."""
     timing = timing_frame(data.runs, data.events, slots, setups,
-                          exclude_channel_overhead=exclude_channel_overhead)
-    calls = tool_call_frame(data.runs, data.tool_calls, slots, setups)
-    typed_grades, typed_calls = grade_summaries(*grades), tool_call_summaries(*calls)
+                          exclude_channel_overhead=exclude_channel_overhead, clusters=clusters)
+    calls = tool_call_frame(data.runs, data.tool_calls, slots, setups, clusters)
+    typed_grades = grade_summaries(*grades, reliability=reliability, flaky=flaky)
+    typed_calls = tool_call_summaries(*calls)
     typed_timing = timing_summaries(timing, exclude_channel_overhead=exclude_channel_overhead)
     sources = source_metrics_by_setup(data.runs, slots)
     return _Summaries(grades, timing, calls, {s: SubsetSetup(
@@ -326,7 +330,13 @@ def standard_results(data: EvalData, repeats: int | None = None,
     sub_plan, sub_slots = plan_frame.filter(in_subset), slots.filter(in_subset)
     # Per subset, every setup at once (frames, then typed)
     grades_common = grade_frame(sub_plan, sub_slots, graded, setups, r, clusters, basis)
-    summaries = {name: _summaries(data, grades, on_slots, setups, exclude_channel_overhead)
+    states = {"all": question_states(plan_frame, slots, r),
+              "common": question_states(sub_plan, sub_slots, r)}
+    reliability = {name: reliability_frame(frame, r, name, clusters)
+                   for name, frame in states.items()}
+    flaky = {name: flaky_questions(frame, r) for name, frame in states.items()}
+    summaries = {name: _summaries(data, grades, on_slots, setups, exclude_channel_overhead,
+                                  reliability[name], flaky[name], clusters)
                  for name, grades, on_slots in (("all", grades_all, slots),
                                                 ("common", grades_common, sub_slots))}
     per_setup = summaries["all"].setups
@@ -365,8 +375,5 @@ def standard_results(data: EvalData, repeats: int | None = None,
         setups=per_setup,
         reruns=reruns, common=common,
         comparisons=comparisons, per_question=per_question, unique_calls=unique_calls,
-        compared=compared, reliability=pl.concat([
-            reliability_frame(question_states(plan_frame, slots, r), r, "all", clusters),
-            reliability_frame(question_states(sub_plan, sub_slots, r), r, "common",
-                              clusters)]),
-        flaky=flaky_questions(question_states(plan_frame, slots, r), r))
+        compared=compared, reliability=pl.concat(list(reliability.values())),
+        flaky=flaky["all"])

@@ -16,6 +16,7 @@ import polars as pl
 from grade_kit.exact import divide, seconds_between
 from grade_kit.schema import (
     SOURCE_TOTAL_SLACK_S,
+    Interval,
     LabelledSummary,
     LimitSummary,
     OrderViolation,
@@ -25,6 +26,7 @@ from grade_kit.schema import (
     ToolCalls,
     ToolNameCount,
 )
+from grade_kit.standard.clustered import clustered_mean_ci
 from grade_kit.standard.stats import (
     per_setup,
     rows_by_setup,
@@ -237,9 +239,33 @@ _STOPS = {"timeouts": ["timeout"], "failures": ["failed", "cancelled"], "limits"
 _RATES = {"timeouts": "timeout_rate", "failures": "failure_rate", "limits": "limit_rate"}
 
 
+def mean_intervals(samples: pl.DataFrame, runs: pl.DataFrame, column: str, prefix: str,
+                   keys: pl.DataFrame, clusters: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per setup of ``keys``: the mean of ``column`` over ``samples`` (run_id, setup, column)
+    with its clustered standard error and 95% normal interval
+    (:func:`~grade_kit.standard.clustered.clustered_mean_ci`, docs/methodology.md §4
+    "Clusters"): ``<prefix>mean_se``, ``<prefix>mean_ci_low``, ``<prefix>mean_ci_high``;
+    the clusters are the runs' questions, or ``clusters`` (task_id, cluster)."""
+    owned = samples.select("run_id", "setup", column).join(
+        runs.select("run_id", "task_id"), on="run_id", how="left")
+    owned = (owned.with_columns(cluster=pl.col("task_id")) if clusters is None else
+             owned.join(clusters, on="task_id", how="left"))
+    ci = clustered_mean_ci(owned, ["setup"], column)
+    return keys.join(ci, on="setup", how="left", maintain_order="left").select(
+        "setup", *(pl.col(f"{column}_{name}").alias(f"{prefix}mean_{name}")
+                   for name in ("se", "ci_low", "ci_high")))
+
+
+def _interval(row: dict[str, Any], prefix: str) -> Interval | None:
+    """The interval ``<prefix>ci_low``, ``<prefix>ci_high`` of a frame's row (None where
+    null)."""
+    low, high = row.get(f"{prefix}ci_low"), row.get(f"{prefix}ci_high")
+    return None if low is None or high is None else Interval(low=low, high=high)
+
+
 def timing_frame(runs: pl.DataFrame, events: pl.DataFrame, slots: pl.DataFrame,
-                 setups: Sequence[str], *, exclude_channel_overhead: bool = False
-                 ) -> TimingFrames:
+                 setups: Sequence[str], *, exclude_channel_overhead: bool = False,
+                 clusters: pl.DataFrame | None = None) -> TimingFrames:
     """Timing of the primary runs that fill ``slots``, every setup at once.
 
     - E2E (``e2e_``): received - submitted of delivered runs carrying both;
@@ -322,7 +348,9 @@ def timing_frame(runs: pl.DataFrame, events: pl.DataFrame, slots: pl.DataFrame,
     outcome = pl.concat([e2e.select("setup", "seconds"), _offsets(limited, wide, START, STOPPED)
                          .filter(pl.col("seconds") >= 0).select("setup", "seconds")])
     parts.append(summary(outcome, "outcome_"))
-    rows = pl.concat(parts, how="horizontal")
+    rows = pl.concat(parts, how="horizontal").join(
+        mean_intervals(e2e, mine, "seconds", "e2e_", keys, clusters), on="setup", how="left",
+        maintain_order="left")
     limit_types = (limited.group_by("setup", "limit_type").agg(runs=pl.len())
                    .sort("setup", "limit_type"))
     named = limit_types.group_by("setup", maintain_order=True).agg(limit_types=(
@@ -392,6 +420,7 @@ def timing_summaries(frames: TimingFrames, *,
         platform = summary_of(row, "platform_")
         out[setup] = Timing(
             e2e_s=summary_of(row, "e2e_"),
+            e2e_mean_ci95=_interval(row, "e2e_mean_"),
             e2e_definition=E2E_WITHOUT_CHANNEL if exclude_channel_overhead else E2E_DEFINITION,
             channel_overhead_s=summary_of(row, "channel_"),
             delivered=row["delivered"], missing_timestamps=row["missing_timestamps"],
@@ -416,7 +445,8 @@ def timing_summaries(frames: TimingFrames, *,
 
 
 def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.DataFrame,
-                    setups: Sequence[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+                    setups: Sequence[str], clusters: pl.DataFrame | None = None
+                    ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Tool calls of the primary runs that fill ``slots``, every setup at once
     (docs/methodology.md §4 "Tool calls").
 
@@ -490,6 +520,8 @@ def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.Data
                                   ("span_s_", spans, "seconds")):
         rows = rows.join(summary_frame(frame, ["setup"], column, keys, prefix), on="setup",
                          how="left", maintain_order="left")
+    rows = rows.join(mean_intervals(per_run, attempted, "headline", "headline_per_run_", keys,
+                                    clusters), on="setup", how="left", maintain_order="left")
     by_name = (calls.unique(["run_id", "call_id"], keep="first", maintain_order=True)
                .group_by("setup", "name").agg(calls=pl.len(), runs=pl.col("run_id").n_unique())
                .sort("setup", "name"))
@@ -508,6 +540,7 @@ def tool_call_summaries(rows: pl.DataFrame, by_name: pl.DataFrame) -> dict[str, 
         by_name=names.get(row["setup"], {}),
         span_s=_labelled(SPAN_LABEL, summary_of(row, "span_s_")),
         headline_per_run=summary_of(row, "headline_per_run_"),
+        headline_per_run_ci95=_interval(row, "headline_per_run_mean_"),
         headline_basis=row["headline_basis"],
         attempted_runs_exposed=row["attempted_runs_exposed"],
         attempted_per_run=summary_of(row, "attempted_per_run_"),

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from grade_kit.judges import grading_label
+from grade_kit.presentation.tables import interval_basis
 from grade_kit.schema import (
     DIMENSIONS,
     GRADE_STATES,
@@ -74,8 +75,9 @@ def _grade_sections(results: Results) -> list[str]:
     lines = ["", f"## Grades (N = questions × {r_} repeats; R {plan})", "",
              "Every rate divides by N; the six counts sum to N. Graded coverage = the four "
              "grades / N. Stable resolution = questions resolved in all R repeats. "
-             "Resolved rate with its 95% Wilson interval over N (slots of one question are "
-             "not independent when R > 1, so the interval is too narrow then).", "",
+             "Resolved rate with its 95% Wilson interval over its effective sample size "
+             f"({interval_basis(results)}: the repeats of one question are not "
+             "independent, so N is divided by the design effect, `deff`).", "",
              md_cell(grading_label(results.provenance.graders)), ""]
     rows = []
     for name, s in results.setups.items():
@@ -83,13 +85,16 @@ def _grade_sections(results: Results) -> list[str]:
         c, r = g.counts.model_dump(), g.rates.model_dump()
         ci = g.wilson95.get("resolved")
         stable = g.stable_resolution
+        deff = g.clustered.get("resolved")
         rows.append([name, g.N, *[_pct(c[k], r[k]) for k in GRADE_STATES],
                      "—" if ci is None else f"[{ci.low:.3f}, {ci.high:.3f}]",
+                     "—" if deff is None or deff.design_effect is None
+                     else f"{deff.design_effect:.2f}",
                      g.graded_coverage,
                      "—" if stable.count is None else f"{stable.count}/{stable.questions}",
                      g.ungraded, g.needs_more_information])
     lines += _table(["setup", "N", "resolved", "partial", "material error", "unresolved",
-                     "pending", "not run", "resolved 95% CI", "graded coverage", "stable",
+                     "pending", "not run", "resolved 95% CI", "deff", "graded coverage", "stable",
                      "ungraded", "asks for more information"], rows)
     total = sum(len(s.grades.material_errors) for s in results.setups.values())
     if total:
