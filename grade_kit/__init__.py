@@ -31,7 +31,12 @@ from grade_kit.schema import (
 )
 from grade_kit.scored import Evaluation
 from grade_kit.scorers import ClaimJudge
-from grade_kit.standard import questions_needed, rank_intervals, rank_ranges
+from grade_kit.standard import (
+    questions_and_repeats,
+    questions_needed,
+    rank_intervals,
+    rank_ranges,
+)
 
 __all__ = [
     "DIMENSIONS",
@@ -59,6 +64,7 @@ __all__ = [
     "fetch",
     "fetch_setups",
     "pack",
+    "questions_and_repeats",
     "questions_needed",
     "rank_intervals",
     "rank_ranges",

@@ -132,3 +132,22 @@ def test_pass1_interval_equals_the_rates(resolved: list[int]) -> None:
     rate = clustered_rates(_counts(resolved, 4), ["a"], 4).row(0, named=True)
     assert (one["pass_hat_k_low"], one["pass_hat_k_high"]) == (rate["resolved_ci_low"],
                                                               rate["resolved_ci_high"])
+
+
+def test_questions_against_repeats_by_hand() -> None:
+    import grade_kit as gk
+
+    grades = pl.DataFrame({"setup": ["a", "b"], "subset": ["all", "all"],
+                           "resolved_rate": [0.5, 1.0], "resolved_icc": [0.5, None]})
+    plan = gk.questions_and_repeats(grades, half_width=0.1, repeats=(1, 2))
+    rows = {(r["setup"], r["repeats"]): r for r in plan.iter_rows(named=True)}
+    # z² = 3.8415: R = 1, 0.25 / 0.01 x z² = 96.04 -> 97; R = 2, 0.25 x 1.5 / 2 -> 72.03 -> 73
+    assert (rows[("a", 1)]["questions"], rows[("a", 1)]["runs"]) == (97, 97)
+    assert (rows[("a", 2)]["questions"], rows[("a", 2)]["runs"]) == (73, 146)
+    assert rows[("a", 2)]["design_effect"] == 1.5
+    assert rows[("b", 1)]["questions"] is None  # a rate of 1: no variance observed
+    pairs = gk.questions_and_repeats(grades, difference=0.2, repeats=(1,))
+    # (1.95996 + 0.84162)² x 0.25 / 0.04 = 7.849 x 6.25 = 49.06 -> 50 questions, 100 runs
+    assert pairs.select("questions", "runs").row(0) == (50, 100)
+    with pytest.raises(ValueError, match="difference of 0"):
+        gk.questions_and_repeats(grades, difference=0.0)

@@ -528,11 +528,17 @@ does not: it is grey."""
 
 def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
                       subset: str = "all", order: Order = None) -> Chart:
-    """Measured paired differences (B - A) with their 95% bootstrap intervals, per metric
-    (one line saying why, where nothing was measured). Past :data:`PAIRED_SETUPS` setups,
-    only each setup against the first of ``order`` (default: by name), as setup - it."""
-    frame = (to_polars(comparisons)
-             .filter((pl.col("subset") == subset) & (pl.col("label") == "measured")))
+    """Measured paired differences (B - A) with their intervals, per metric (one line
+    saying why, where nothing was measured): a tested figure's interval is its test
+    inverted at its Holm level, so it crosses 0 exactly when no difference is stated
+    (docs/methodology.md §5 "One verdict"); the others' a 95% bootstrap interval. pass^k is
+    drawn at k = R only (every k is in ``ev.comparisons``). Past :data:`PAIRED_SETUPS`
+    setups, only each setup against the first of ``order`` (default: by name), as setup -
+    it."""
+    frame = to_polars(comparisons)
+    top_k = frame.get_column("k").max() if "k" in frame.columns and frame.height else None
+    frame = frame.filter((pl.col("subset") == subset) & (pl.col("label") == "measured")
+                         & (pl.col("k").is_null() | (pl.col("k") == top_k)))
     if not frame.height:
         return _note(f"Paired differences on {subset} questions", NO_COMPARISON)
     names = sorted(set(frame.get_column("baseline").to_list())
@@ -552,6 +558,8 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
             ci_low=pl.when(turned).then(-pl.col("ci_high")).otherwise(pl.col("ci_low")),
             ci_high=pl.when(turned).then(-pl.col("ci_low")).otherwise(pl.col("ci_high")))
     words = {m: column_label(m) for m in frame.get_column("metric").unique().to_list()}
+    if "pass_hat_k" in words:
+        words["pass_hat_k"] = f"pass^{top_k} (resolved in all {top_k} repeats)"
     frame = frame.with_columns(pair=pl.col("compared").replace_strict(labels) + " - "
                                + pl.col("baseline").replace_strict(labels),
                                metric=pl.col("metric").replace_strict(words),
@@ -571,6 +579,7 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
         tooltip=["compared", "baseline", "metric", "n_questions",
                  alt.Tooltip("mean_diff_b_minus_a:Q", format=".4g", title="difference"),
                  alt.Tooltip("ci_low:Q", format=".4g"), alt.Tooltip("ci_high:Q", format=".4g"),
+                 alt.Tooltip("ci_level:Q", format=".4%", title="interval level"),
                  "direction"])
     bars = base.mark_rule().encode(x="ci_low:Q", x2="ci_high:Q", y="pair:N", color=finding)
     zero = base.mark_rule(color="#999999", strokeDash=[2, 2]).encode(x=alt.datum(0))
@@ -578,8 +587,11 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
         row=alt.Row("metric:N", title=None, header=alt.Header(
             labelAngle=0, labelAlign="left", labelOrient="top", labelFontWeight="bold"))
     ).resolve_scale(x="independent").properties(
-        title=f"Paired differences on {subset} questions (measured, 95% bootstrap CI"
-              f"{against})"))
+        title=alt.TitleParams(
+            f"Paired differences on {subset} questions (measured{against})",
+            subtitle=["Tested rates and pass^k: the paired test's interval at its Holm level "
+                      "(crosses 0 exactly when no difference is stated); times, composite "
+                      "and tool calls: 95% bootstrap interval over paired questions."])))
 
 
 def headline_matrix(comparisons: pl.DataFrame | pd.DataFrame, order: Order = None) -> Chart:

@@ -25,7 +25,12 @@ from grade_kit.standard.grade_rates import (
     run_grades,
     setup_plan,
 )
-from grade_kit.standard.ranking import questions_needed, rank_intervals, rank_ranges
+from grade_kit.standard.ranking import (
+    questions_and_repeats,
+    questions_needed,
+    rank_intervals,
+    rank_ranges,
+)
 from grade_kit.standard.stats import median, nearest_rank, summarize, wilson_interval
 from grade_kit.standard.summary import StandardResults, per_question_figures, standard_results
 from grade_kit.standard.timing import (
@@ -63,6 +68,7 @@ __all__ = [
     "per_question_median",
     "plan_repeats",
     "planned_slots",
+    "questions_and_repeats",
     "questions_needed",
     "rank_intervals",
     "rank_ranges",
