@@ -536,7 +536,8 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
     setups, only each setup against the first of ``order`` (default: by name), as setup -
     it."""
     frame = to_polars(comparisons)
-    top_k = frame.get_column("k").max() if "k" in frame.columns and frame.height else None
+    top_k = (int(cast(int, frame.get_column("k").max())) if "k" in frame.columns
+             and frame.get_column("k").drop_nulls().len() else None)
     frame = frame.filter((pl.col("subset") == subset) & (pl.col("label") == "measured")
                          & (pl.col("k").is_null() | (pl.col("k") == top_k)))
     if not frame.height:
