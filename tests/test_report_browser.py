@@ -232,3 +232,63 @@ def test_the_page_gives_one_answer_and_stays_readable_at_twenty_setups(
         finally:
             browser.close()
     assert len(names) == 20 and all(len(n) >= 40 for n in names)
+
+
+_TABLE_ROWS = r"""
+(caption => {
+  const table = Array.from(document.querySelectorAll('table.gk-table'))
+    .find(t => t.caption && t.caption.textContent.startsWith(caption));
+  if (!table) return null;
+  const heads = Array.from(table.tHead.rows[0].cells).map(c => c.textContent.trim());
+  return Array.from(table.tBodies[0].rows).map(r => Object.fromEntries(
+    Array.from(r.cells).map((c, i) => [heads[i], c.textContent.trim()])));
+})
+"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+def test_the_demo_gives_one_answer_for_every_pair(reports: dict[str, Path],
+                                                  tmp_path: Path) -> None:
+    """Issue 51: hasty against erratic was tied in the headline and the matrix (Holm p =
+    0.054) while the comparisons table showed an interval excluding 0 and the rank table
+    separated them. On the page as a reader opens it: for every pair the headline's groups,
+    the significance matrix, the comparisons table (direction and interval) and the rank
+    ranges give one answer (docs/methodology.md §5 "One verdict", "Rank ranges")."""
+    from tests.devtools import Browser
+
+    assert CHROMIUM is not None
+    page = reports["demo"]
+    (matrix,) = [s for s in _specs(page.read_text(encoding="utf-8"))
+                 if str(s.get("title", "")).startswith("Is the resolved rate")]
+    p_matrix = {frozenset((c["row"], c["column"])): c["p_holm"]
+                for rows in matrix["datasets"].values() for c in rows}
+    browser = Browser(CHROMIUM, tmp_path / "profile")
+    try:
+        browser.open(page, settle_s=5.0)
+        groups = browser.evaluate(f"({_TABLE_ROWS})('The answer: resolved rate')")
+        compared = browser.evaluate(f"({_TABLE_ROWS})('Comparisons on all questions')")
+        ranks = browser.evaluate(f"({_TABLE_ROWS})('Places by resolved rate')")
+        assert browser.errors() == []
+    finally:
+        browser.close()
+    group = {row["setup"]: int(row["group"]) for row in groups}
+    leaders = {min((s for s in group if group[s] == g), key=list(group).index)
+               for g in set(group.values())}
+    place = {row["setup"]: (int(row["rank low"]), int(row["rank high"])) for row in ranks}
+    rows = [row for row in compared if row["metric"] == "resolved rate"]
+    assert len(rows) == 3
+    answers = {}
+    for row in rows:
+        pair = frozenset((row["baseline"], row["compared"]))
+        low, high = (float(x) for x in re.search(r"\[([-\d.e]+), ([-\d.e]+)\]",
+                                                  row["mean difference B minus A"]).groups())
+        stated = row["direction"] != "—"
+        excludes = low > 0 or high < 0
+        a, b = sorted(pair, key=list(group).index)
+        (a_low, a_high), (b_low, b_high) = place[a], place[b]
+        overlap = a_low <= b_high and b_low <= a_high
+        assert stated == excludes == (p_matrix[pair] < 0.05) == (not overlap), row
+        if a in leaders:  # the headline's tiers test each setup against its tier's leader
+            assert (group[a] == group[b]) == (not stated), row
+        answers[pair] = stated
+    assert answers[frozenset(("hasty", "erratic"))] is False  # the issue's pair: tied

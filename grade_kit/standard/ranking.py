@@ -174,7 +174,7 @@ def questions_needed(per_question: pl.DataFrame, metric: str = "composite", *,
 
 
 def rank_ranges(comparisons: Frame, metric: str = "resolved_rate", subset: str = "all",
-                k: int | None = None) -> Frame:
+                k: int | None = None, order: Sequence[str] | None = None) -> Frame:
     """Each compared setup's range of places from the same Holm-adjusted paired tests the
     headline, the comparisons table and the significance matrix read (docs/methodology.md §5
     "Rank ranges"): from 1 + the setups stated better than it to n - the setups it is stated
@@ -185,6 +185,8 @@ def rank_ranges(comparisons: Frame, metric: str = "resolved_rate", subset: str =
         metric: A tested figure; default the resolved rate.
         subset: ``all`` (default) or ``common``.
         k: For ``pass_hat_k``, the k.
+        order: The setups' order among equal ranges (for example by resolved rate, as the
+            summary lists them); default by name.
 
     Returns:
         setup, rank_low, rank_high, better_than (setups it is stated better than),
@@ -219,7 +221,11 @@ def rank_ranges(comparisons: Frame, metric: str = "resolved_rate", subset: str =
         "worse_than": [losses[s] for s in setups], "tested": [tested[s] for s in setups]},
         schema={"setup": pl.String, "rank_low": pl.Int64, "rank_high": pl.Int64,
                 "better_than": pl.Int64, "worse_than": pl.Int64, "tested": pl.Int64})
-    return like(out.sort("rank_low", "rank_high", "setup"), comparisons)
+    place = {s: i for i, s in enumerate(order or [])}
+    out = out.with_columns(_order=pl.col("setup").replace_strict(
+        place, default=len(place), return_dtype=pl.Int64))
+    return like(out.sort("rank_low", "rank_high", "_order", "setup").drop("_order"),
+                comparisons)
 
 
 def questions_and_repeats(grades: Frame, *, half_width: float | None = 0.05,
