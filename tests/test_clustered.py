@@ -151,3 +151,25 @@ def test_questions_against_repeats_by_hand() -> None:
     assert pairs.select("questions", "runs").row(0) == (50, 100)
     with pytest.raises(ValueError, match="difference of 0"):
         gk.questions_and_repeats(grades, difference=0.0)
+
+
+def test_cluster_by_pack_flips_whole_packs_and_says_so() -> None:
+    """§4 "Clusters": with cluster="pack" the rates' intervals use the packs' totals and the
+    paired tests flip whole packs (two packs: the smallest p is 2/2^2, never below 0.05)."""
+    from pathlib import Path
+
+    import grade_kit as gk
+
+    root = Path(__file__).resolve().parents[1] / "fixtures"
+    ev = gk.evaluate(root / "tasks", root / "runs", judge="rules", grader="rules",
+                     cluster="pack")
+    rows = ev.grades.filter(pl.col("subset") == "all")
+    assert set(rows.get_column("interval_basis").to_list()) == {"clustered by pack, R = 5"}
+    tested = ev.comparisons.filter((pl.col("subset") == "all")
+                                   & (pl.col("metric") == "resolved_rate"))
+    assert tested.height == 3
+    for row in tested.iter_rows(named=True):
+        assert row["test"].endswith("(whole clusters flipped)")
+        assert row["p_value"] >= 0.5 and row["direction"] is None  # 2 units: 4 patterns
+        assert row["ci_low"] <= 0 <= row["ci_high"]
+    assert ev.results.provenance.arguments["cluster"] == "pack"

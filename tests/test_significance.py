@@ -19,7 +19,6 @@ from grade_kit.standard.significance import (
     EXACT_CELLS,
     holm,
     mcnemar_exact,
-    paired_count_test,
     sign_flip_p,
 )
 
@@ -102,11 +101,19 @@ def test_the_monte_carlo_sign_flip_is_the_documented_draw(
 
 
 def test_one_repeat_is_mcnemar_and_more_are_sign_flips() -> None:
-    p, how = paired_count_test([1, 1, 0, 1], [0, 1, 1, 0], repeats=1, seed=0)
+    from grade_kit.standard.significance import PairedUnits, units_test
+
+    # per question B - A of 0/1 outcomes at R = 1: -1, 0, +1, -1
+    ones = np.ones(4, dtype=np.int64)
+    p, how = units_test(PairedUnits(d=np.array([-1, 0, 1, -1]), m=ones, per=1), seed=0)
     assert p == mcnemar_exact(2, 1) == 1.0
     assert how == "exact McNemar on 3 discordant questions (baseline only 2, compared only 1)"
-    p, how = paired_count_test([2, 2, 1], [0, 1, 1], repeats=2, seed=0)
-    assert p == 0.5 and how.startswith("exact sign-flip")  # sums +-2 +-1: |S| >= 3 in 2 of 4
+    # R = 2: differences -2, -1, 0: sums +-2 +-1, |S| >= 3 in 2 of 4 sign patterns
+    p, how = units_test(PairedUnits(d=np.array([-2, -1, 0]), m=ones[:3], per=2), seed=0)
+    assert p == 0.5 and how.startswith("exact sign-flip")
+    # clusters: whole clusters flipped, said so
+    p, how = units_test(PairedUnits(d=np.array([-2, -1]), m=np.array([2, 1]), per=2), seed=0)
+    assert p == 0.5 and how.endswith("(whole clusters flipped)")
 
 
 def test_holm_by_hand() -> None:

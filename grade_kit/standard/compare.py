@@ -23,13 +23,14 @@ import polars as pl
 from grade_kit.exact import fmean
 from grade_kit.schema import Comparison, Figure, Interval
 from grade_kit.standard.headline import ALPHA
-from grade_kit.standard.significance import PairedUnits, units_interval, units_test
+from grade_kit.standard.significance import Inversion, PairedUnits, units_tests
 
 __all__ = [
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "GRADE_RATES",
     "bootstrap_mean_ci",
+    "compare_pair",
     "compare_setups",
     "direction_text",
     "forget_resamples",
@@ -71,29 +72,10 @@ def _resample_indices(seed: int, n: int, resamples: int) -> np.ndarray:
     return indices
 
 
-@functools.lru_cache(maxsize=2)
-def _resample_counts(seed: int, n: int, resamples: int) -> np.ndarray:
-    """How many times each question is drawn in each resample (resamples x n, the smallest
-    unsigned integer type that holds n), counted from :func:`_resample_indices`: the same
-    draws."""
-    indices = _resample_indices(seed, n, resamples)
-    counts = np.empty((resamples, n), dtype=np.min_scalar_type(n))
-    step = max(1, _BLOCK_VALUES // n)
-    for at in range(0, resamples, step):
-        block = indices[at:at + step]
-        rows = np.arange(block.shape[0])[:, None] * n
-        counts[at:at + step] = np.bincount((block + rows).ravel(),
-                                           minlength=block.size).reshape(block.shape)
-    counts.flags.writeable = False
-    return counts
-
-
 def forget_resamples() -> None:
-    """Let go of the cached resampled indices and counts (up to 2 x 400 MB at 20,000
-    questions) once a set of comparisons is done; the next comparison draws them again, the
-    same."""
+    """Let go of the cached resampled indices (up to 2 x 320 MB at 20,000 questions) once a
+    set of comparisons is done; the next comparison draws them again, the same."""
     _resample_indices.cache_clear()
-    _resample_counts.cache_clear()
 
 
 def bootstrap_mean_ci(diffs: np.ndarray, seed: int = DEFAULT_SEED,
@@ -184,13 +166,17 @@ def paired_units(paired: pl.DataFrame, column: str, repeats: int, k: int | None 
 
 
 def _grade_rate_figures(paired: pl.DataFrame, a: str, b: str, repeats: int, where: str,
-                        seed: int, clusters: pl.DataFrame | None) -> list[Figure]:
+                        seed: int, clusters: pl.DataFrame | None
+                        ) -> list[tuple[Figure, Inversion | None]]:
     """Each grade's rate on the paired questions, B - A, with its paired sign-flip test
     over questions (or clusters), and pass^k at each k of :func:`pass_hat_ks`: per question
-    a setup's rate is its slots in the grade / R, its pass^k C(resolved, k) / C(R, k)."""
-    figures: list[Figure] = []
+    a setup's rate is its slots in the grade / R, its pass^k C(resolved, k) / C(R, k). Each
+    tested figure comes with its test's :class:`~grade_kit.standard.significance.Inversion`
+    (kept up to p = ALPHA), from which its interval is set once Holm has judged it
+    (:func:`verdict_intervals`)."""
     jobs: list[tuple[str, str, int | None]] = [(g, "rate", None) for g in GRADE_RATES]
     jobs += [("resolved", "pass_hat", k) for k in pass_hat_ks(repeats)]
+    planned: list[tuple[Figure, PairedUnits | None]] = []
     for grade, kind, k in jobs:
         column = f"{grade}_slots"
         if column not in paired.columns:
@@ -203,23 +189,30 @@ def _grade_rate_figures(paired: pl.DataFrame, a: str, b: str, repeats: int, wher
                    "resolved")
         units = paired_units(paired, column, repeats, k, clusters)
         if units.d.size == 0:
-            figures.append(Figure(metric=metric, label="untested direction", meaning=meaning,
-                                  k=k, statement=f"no question of {where} was run by both "
-                                                 f"{a} and {b}"))
+            planned.append((Figure(metric=metric, label="untested direction", meaning=meaning,
+                                   k=k, statement=f"no question of {where} was run by both "
+                                                  f"{a} and {b}"), None))
             continue
-        # the interval and the direction follow Holm's adjustment (summary.adjust_by_holm)
-        p, test = units_test(units, seed)
         figure = Figure(metric=metric, label="measured", meaning=meaning, k=k,
-                        n_questions=int(units.m.sum()), mean_diff_b_minus_a=units.value,
-                        p_value=p, test=test)
+                        n_questions=int(units.m.sum()), mean_diff_b_minus_a=units.value)
         if kind == "rate":
             both = paired.filter(pl.col(column).is_not_null()
                                  & pl.col(f"{column}_b").is_not_null())
             slots = units.per * int(units.m.sum())
             figure.mean_a = int(both.get_column(column).sum()) / slots
             figure.mean_b = int(both.get_column(f"{column}_b").sum()) / slots
-        figures.append(figure)
-    return figures
+        planned.append((figure, units))
+    tested = [planned_units for _, planned_units in planned if planned_units is not None]
+    results = iter(units_tests(tested, seed, up_to=ALPHA))
+    out: list[tuple[Figure, Inversion | None]] = []
+    for figure, planned_units in planned:
+        if planned_units is None:
+            out.append((figure, None))
+            continue
+        p, test, inversion = next(results)
+        figure.p_value, figure.test = p, test
+        out.append((figure, inversion))
+    return out
 
 
 def _paired(per_question: pl.DataFrame, a: str, b: str,
@@ -232,24 +225,22 @@ def _paired(per_question: pl.DataFrame, a: str, b: str,
     return left, right, left.join(right, on="task_id", suffix="_b")
 
 
-def verdict_intervals(comparison: Comparison, per_question: pl.DataFrame,
-                      questions: Sequence[str], repeats: int,
-                      clusters: pl.DataFrame | None = None, seed: int = DEFAULT_SEED) -> None:
-    """Set the interval of every tested figure of ``comparison`` (its ``p_holm`` set): the
-    shifts its own sign-flip test does not reject at gamma = ALPHA x p / p_holm, the level at
-    which Holm judges it (docs/methodology.md §5 "One verdict"), so the interval excludes 0
-    exactly when p_holm < ALPHA and the direction is stated."""
-    _, _, paired = _paired(per_question, comparison.baseline, comparison.compared, questions)
-    for figure in comparison.figures:
-        if figure.p_value is None or figure.p_holm is None:
+def verdict_intervals(comparison: Comparison,
+                      inversions: Sequence[Inversion | None]) -> None:
+    """Set the interval of every tested figure of ``comparison`` once its ``p_holm`` is set
+    (``inversions``: one per figure, from :func:`compare_pair`): the shifts its own
+    sign-flip test does not reject at gamma = ALPHA x p / p_holm, the level at which Holm
+    judges it (docs/methodology.md §5 "One verdict"), so the interval excludes 0 exactly
+    when p_holm < ALPHA and the direction is stated."""
+    for figure, inversion in zip(comparison.figures, inversions, strict=True):
+        if inversion is None or figure.p_value is None or figure.p_holm is None:
             continue
-        grade = "resolved" if figure.k is not None else figure.metric.removesuffix("_rate")
-        units = paired_units(paired, f"{grade}_slots", repeats, figure.k, clusters)
         gamma = ALPHA * figure.p_value / figure.p_holm
-        low, high = units_interval(units, gamma, seed)
+        low, high = inversion.interval(gamma)
         stated = figure.p_holm < ALPHA
+        positive = (figure.mean_diff_b_minus_a or 0.0) > 0
         if stated != (low > 0 or high < 0):  # rounding at the boundary: the test decides
-            low, high = ((max(low, math.ulp(0.0)), high) if stated and units.value > 0 else
+            low, high = ((max(low, math.ulp(0.0)), high) if stated and positive else
                          (low, min(high, -math.ulp(0.0))) if stated else
                          (min(low, 0.0), max(high, 0.0)))
         figure.ci95 = Interval(low=low, high=high)
@@ -264,7 +255,30 @@ def compare_setups(per_question: pl.DataFrame, a: str, b: str, questions: Sequen
                    seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES,
                    repeats: int | None = None,
                    clusters: pl.DataFrame | None = None) -> Comparison:
-    """Compare setup ``b`` with baseline ``a`` on the questions ``questions``.
+    """:func:`compare_pair` of one pair on its own: each tested figure is judged as a family
+    of one (p_holm = p, its direction and its interval at 95%)."""
+    comparison, inversions = compare_pair(per_question, a, b, questions, all_questions,
+                                          subset, seed, resamples, repeats, clusters)
+    for figure in comparison.figures:
+        if figure.p_value is not None:
+            figure.p_holm = figure.p_value
+            figure.direction = (direction_text(
+                GRADE_RATES.get("resolved" if figure.k is not None
+                                else figure.metric.removesuffix("_rate")),
+                figure.mean_diff_b_minus_a, a, b) if figure.p_value < ALPHA else None)
+    verdict_intervals(comparison, inversions)
+    return comparison
+
+
+def compare_pair(per_question: pl.DataFrame, a: str, b: str, questions: Sequence[str],
+                   all_questions: int, subset: Literal["all", "common"] = "common",
+                   seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES,
+                   repeats: int | None = None,
+                   clusters: pl.DataFrame | None = None
+                   ) -> tuple[Comparison, list[Inversion | None]]:
+    """Compare setup ``b`` with baseline ``a`` on the questions ``questions``; the tested
+    figures' p-values are set, their Holm adjustment, direction and interval are the
+    caller's (:func:`verdict_intervals` with the inversions returned).
 
     Args:
         per_question: setup, task_id and one column per metric of :data:`METRICS`
@@ -285,12 +299,14 @@ def compare_setups(per_question: pl.DataFrame, a: str, b: str, questions: Sequen
             None (every question its own cluster).
 
     Returns:
-        The :class:`~grade_kit.schema.Comparison`; each figure has a ``label``.
+        The :class:`~grade_kit.schema.Comparison` (each figure has a ``label``) and per
+        figure its test's inversion (None for a figure with no test).
     """
     left, _, paired = _paired(per_question, a, b, questions)
     where = SUBSET_MEANING[subset]
-    figures: list[Figure] = ([] if repeats is None else
-                             _grade_rate_figures(paired, a, b, repeats, where, seed, clusters))
+    tested = ([] if repeats is None else
+              _grade_rate_figures(paired, a, b, repeats, where, seed, clusters))
+    figures: list[Figure] = [figure for figure, _ in tested]
     if clusters is not None:  # times and the composite: each cluster's mean of its questions
         numeric = [c for c in paired.columns if c.removesuffix("_b") in METRICS]
         paired = paired.join(clusters, on="task_id").group_by("cluster").agg(
@@ -325,5 +341,7 @@ def compare_setups(per_question: pl.DataFrame, a: str, b: str, questions: Sequen
             metric="questions outside the subset", label="untested direction",
             statement=f"{outside} of {all_questions} questions are outside {where}; no paired "
                       f"comparison of {a} and {b} is made on them"))
+    inversions = [inversion for _, inversion in tested]
+    inversions += [None] * (len(figures) - len(inversions))
     return Comparison(baseline=a, compared=b, subset=subset, questions=len(questions),
-                      seed=seed, resamples=resamples, figures=figures)
+                      seed=seed, resamples=resamples, figures=figures), inversions

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import polars as pl
 
 from grade_kit.standard.compare import MAX_PASS_K_REPEATS
@@ -26,26 +27,44 @@ def reliability_ks(repeats: int) -> list[int]:
     return list(range(1, repeats + 1)) if repeats <= MAX_PASS_K_REPEATS else [1, repeats]
 
 
-def _mean_and_interval(numerators: list[int], per: int, clusters: list[str],
+def _square_sum(values: np.ndarray) -> int:
+    """Σ v² of integers exactly: in int64 where it cannot overflow, else in Python integers."""
+    largest = int(np.abs(values).max(initial=0))
+    if largest * largest * max(values.size, 1) < 2**62:
+        return int(np.sum(values * values))
+    return sum(int(v) * int(v) for v in values.tolist())
+
+
+def _dot(left: np.ndarray, right: np.ndarray) -> int:
+    """Σ l r of integers exactly: in int64 where it cannot overflow, else Python integers."""
+    bound = int(np.abs(left).max(initial=0)) * int(np.abs(right).max(initial=0))
+    if bound * max(left.size, 1) < 2**62:
+        return int(np.sum(left * right))
+    return sum(int(x) * int(y) for x, y in zip(left.tolist(), right.tolist(), strict=True))
+
+
+def _mean_and_interval(numerators: np.ndarray, per: int, cluster_ids: np.ndarray,
                        slots: int) -> tuple[float, float, float]:
     """The mean m of per-question values a_q / per over Q questions, and Wilson's interval
     over n_effective = min(N, m (1 - m) / SE²) with SE² = Σ_c (Σ_{q in c} (v_q - m))² / Q²,
     Q when m is 0 or 1; in integers as the grade rates are (§4 "Rates"): with A = Σ a_q and
-    W = Σ_c (Q A_c - Q_c A)², n_effective = A (Q per - A) Q² / W, so pass^1 is exactly the
-    resolved rate and its interval."""
-    q = len(numerators)
-    total = sum(numerators)
+    W = Σ_c (Q A_c - Q_c A)² = Q² Σ A_c² - 2 Q A Σ Q_c A_c + A² Σ Q_c², n_effective =
+    A (Q per - A) Q² / W, so pass^1 is exactly the resolved rate and its interval."""
+    q = int(numerators.size)
+    total = int(numerators.sum())
     scale = q * per
     m = total / scale
+    clusters = int(cluster_ids.max()) + 1
     if total in (0, scale):
-        n_eff = float(len(set(clusters)))
+        n_eff = float(np.unique(cluster_ids).size)
     else:
-        sums: dict[str, list[int]] = {}
-        for a, cluster in zip(numerators, clusters, strict=True):
-            entry = sums.setdefault(cluster, [0, 0])
-            entry[0] += a
-            entry[1] += 1
-        w = sum((q * a_c - q_c * total) ** 2 for a_c, q_c in sums.values())
+        counts = np.bincount(cluster_ids, minlength=clusters)  # each cluster's questions
+        sums = np.zeros(clusters, dtype=np.int64)
+        np.add.at(sums, cluster_ids, numerators)
+        present = counts > 0
+        sizes, sums = counts[present].astype(np.int64), sums[present]
+        w = (q * q * _square_sum(sums) - 2 * q * total * _dot(sizes, sums)
+             + total * total * _square_sum(sizes))
         binomial = total * (scale - total) * q * q
         n_eff = float(slots) if w == 0 or binomial >= slots * w else binomial / w
     low, high = wilson_bounds(m, n_eff)
@@ -81,20 +100,26 @@ def reliability_frame(states: pl.DataFrame, repeats: int, subset: str,
     else:
         frame = frame.with_columns(cluster=pl.col("task_id"))
     rows = []
+    frame = frame.with_columns(cluster_id=pl.col("cluster").rank("dense").cast(pl.Int64))
     for (setup,), part in frame.group_by("setup", maintain_order=True):
-        resolved = part.get_column("resolved").to_list()
-        keys = part.get_column("cluster").to_list()
+        resolved = part.get_column("resolved").to_numpy().astype(np.int64)
+        keys = np.unique(part.get_column("cluster_id").to_numpy(),
+                         return_inverse=True)[1].astype(np.int64)
+        slots = int(resolved.size) * repeats
         for k in ks:
             per = math.comb(repeats, k)
-            hat = [math.comb(c, k) for c in resolved]
-            at = [per - math.comb(repeats - c, k) for c in resolved]
-            slots = len(resolved) * repeats
+            # C(c, k) and C(R - c, k) for every c in 0..R, looked up per question (exact
+            # int64: C(20, 10) = 184,756 at most while k runs 1..R, R <= 20; k is 1 or R
+            # beyond, C(R, 1) = R)
+            combs = np.array([math.comb(c, k) for c in range(repeats + 1)], dtype=np.int64)
+            hat = combs[resolved]
+            at = per - combs[repeats - resolved]
             m_at, at_low, at_high = _mean_and_interval(at, per, keys, slots)
             m_hat, hat_low, hat_high = _mean_and_interval(hat, per, keys, slots)
             rows.append({"setup": setup, "subset": subset, "k": k, "pass_at_k": m_at,
                          "pass_at_k_low": at_low, "pass_at_k_high": at_high,
                          "pass_hat_k": m_hat, "pass_hat_k_low": hat_low,
-                         "pass_hat_k_high": hat_high, "questions": len(resolved)})
+                         "pass_hat_k_high": hat_high, "questions": int(resolved.size)})
     return pl.DataFrame(rows, schema=RELIABILITY_COLUMNS)
 
 

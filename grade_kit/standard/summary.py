@@ -27,7 +27,7 @@ from grade_kit.standard.clustered import Cluster, cluster_of_tasks, interval_bas
 from grade_kit.standard.compare import (
     DEFAULT_SEED,
     GRADE_RATES,
-    compare_setups,
+    compare_pair,
     direction_text,
     forget_resamples,
     verdict_intervals,
@@ -46,7 +46,7 @@ from grade_kit.standard.grade_rates import (
 )
 from grade_kit.standard.headline import ALPHA
 from grade_kit.standard.reliability import flaky_questions, reliability_frame
-from grade_kit.standard.significance import holm
+from grade_kit.standard.significance import forget_flips, holm
 from grade_kit.standard.source import source_metrics_by_setup
 from grade_kit.standard.stats import rows_by_setup
 from grade_kit.standard.timing import (
@@ -359,14 +359,15 @@ def standard_results(data: EvalData, repeats: int | None = None,
     # Each comparison is independent, and its bootstrap spends its time in numpy, which
     # releases the GIL: two threads share the work (the same figures, in the same order).
     with ThreadPoolExecutor(max_workers=2) as pool:
-        comparisons = list(pool.map(
-            lambda job: compare_setups(per_question, job[0], job[1], job[2], len(task_ids),
-                                       job[3], seed=seed, repeats=r, clusters=clusters), jobs))
-        forget_resamples()  # their memory goes to what follows (results, the write)
-        adjust_by_holm(comparisons)
-        list(pool.map(lambda pair: verdict_intervals(pair[0], per_question, pair[1][2], r,
-                                                     clusters, seed),
-                      zip(comparisons, jobs, strict=True)))
+        compared_pairs = list(pool.map(
+            lambda job: compare_pair(per_question, job[0], job[1], job[2], len(task_ids),
+                                     job[3], seed=seed, repeats=r, clusters=clusters), jobs))
+    forget_resamples()  # their memory goes to what follows (results, the write)
+    forget_flips()
+    comparisons = [comparison for comparison, _ in compared_pairs]
+    adjust_by_holm(comparisons)
+    for comparison, inversions in compared_pairs:
+        verdict_intervals(comparison, inversions)
     return StandardResults(
         graded=graded, plan_frame=plan_frame, slots=slots, e2e=e2e, plan=plan,
         grades=_by_subset({k: v.grades[0] for k, v in summaries.items()}),

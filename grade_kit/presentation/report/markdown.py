@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from grade_kit.judges import grading_label
-from grade_kit.presentation.tables import interval_basis
+from grade_kit.presentation.tables import interval_basis, level_text
 from grade_kit.schema import (
     DIMENSIONS,
     GRADE_STATES,
@@ -204,6 +204,8 @@ def _figure_text(f: Figure) -> str:
         ci = f.ci95
         return (f"{f.mean_diff_b_minus_a:.4g}"
                 + ("" if ci is None else f" [{ci.low:.4g}, {ci.high:.4g}]")
+                + ("" if ci is None or f.ci_level in (None, 0.95)
+                   else f" at {level_text(f.ci_level)}")
                 + f", n = {f.n_questions}")
     if f.label == "conditional estimate":
         return f"{f.value:.4g} = {f.formula}; assumes {f.assumptions}"
@@ -231,17 +233,21 @@ def _comparison_sections(results: Results) -> list[str]:
         lines += ["", "## Comparisons (B − A)", "",
                   "On **all** questions (paired over the questions both setups ran) and on "
                   "the **common** subset; n is the number of paired questions.", ""]
-        rows = [[f"{comp.compared} vs {comp.baseline}", comp.subset, comp.questions, f.metric,
-                 f.label, _figure_text(f), _p_text(f.p_value), _p_text(f.p_holm)]
+        rows = [[f"{comp.compared} vs {comp.baseline}", comp.subset, comp.questions,
+                 f.metric if f.k is None else f"pass^{f.k}", f.label, _figure_text(f),
+                 f.direction or "—", _p_text(f.p_value), _p_text(f.p_holm)]
                 for comp in results.comparisons for f in comp.figures]
         lines += _table(["comparison", "subset", "questions", "figure", "label",
-                         "value (95% bootstrap CI)", "p", "p (Holm)"], rows)
+                         "value [interval]", "direction", "p", "p (Holm)"], rows)
         first = results.comparisons[0]
-        lines.append(f"\nBootstrap: {first.resamples} resamples of questions, seed "
-                     f"{first.seed}. Grade rates: p from a paired test on per-question "
+        lines.append(f"\nGrade rates and pass^k: p from a paired test on per-question "
                      "outcomes (exact McNemar when R = 1, the sign-flip permutation test when "
-                     "R > 1), two-sided; Holm-adjusted across the setup pairs of each figure "
-                     "and subset.")
+                     "R > 1), two-sided, Holm-adjusted across the setup pairs of each figure, "
+                     "subset and k; a direction only when the Holm-adjusted p < 0.05, and the "
+                     "interval is that test inverted at its Holm level (the level given), so "
+                     "it excludes 0 exactly then. Times, composite and tool calls: 95% "
+                     f"bootstrap interval, {first.resamples} resamples of questions, seed "
+                     f"{first.seed}.")
     reruns = [(name, r) for name, s in results.setups.items() for r in s.reruns]
     if reruns:
         lines += ["", "## Re-runs (listed beside the attempt they repeat, never scored in its "
