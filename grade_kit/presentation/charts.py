@@ -538,8 +538,9 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
     frame = to_polars(comparisons)
     top_k = (int(cast(int, frame.get_column("k").max())) if "k" in frame.columns
              and frame.get_column("k").drop_nulls().len() else None)
-    frame = frame.filter((pl.col("subset") == subset) & (pl.col("label") == "measured")
-                         & (pl.col("k").is_null() | (pl.col("k") == top_k)))
+    frame = frame.filter((pl.col("subset") == subset) & (pl.col("label") == "measured"))
+    if top_k is not None:  # pass^k at k = R only (every k is in ev.comparisons)
+        frame = frame.filter(pl.col("k").is_null() | (pl.col("k") == top_k))
     if not frame.height:
         return _note(f"Paired differences on {subset} questions", NO_COMPARISON)
     names = sorted(set(frame.get_column("baseline").to_list())
