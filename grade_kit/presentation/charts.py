@@ -307,35 +307,37 @@ def rates_chart(grades: pl.DataFrame | pd.DataFrame, state: str = "resolved",
 
 def reliability_chart(reliability: pl.DataFrame | pd.DataFrame, subset: str = "all",
                       order: Order = None) -> Chart:
-    """pass^k (solid: every one of k repeats resolved) and pass@k (dashed: at least one)
-    against k per setup, each with its clustered 95% Wilson band (docs/methodology.md §4
-    "Reliability"): the gap between the curves is how much a setup's success depends on
-    the draw."""
+    """pass^k (every one of k repeats resolved) and pass@k (at least one) against k per
+    setup, side by side, each with its clustered 95% Wilson band (docs/methodology.md §4
+    "Reliability"): how fast pass^k falls is how much a setup's success depends on the
+    draw."""
     rows = to_polars(reliability).filter(pl.col("subset") == subset)
     long = pl.concat([
         rows.select("setup", "k", "questions", pl.lit(label).alias("measure"),
                     value=pl.col(column), low=pl.col(f"{column}_low"),
                     high=pl.col(f"{column}_high"))
-        for column, label in (("pass_hat_k", "pass^k (all k resolved)"),
-                              ("pass_at_k", "pass@k (any of k resolved)"))])
+        for column, label in (("pass_hat_k", "pass^k: all k repeats resolved"),
+                              ("pass_at_k", "pass@k: at least one of k resolved"))])
     setups = _order(long, order)
-    base = alt.Chart(_labelled(long, setups).to_pandas())
-    colour = _setup_colour(setups)
-    dash = alt.StrokeDash("measure:N", title=None, legend=alt.Legend(orient="top"))
-    x = alt.X("k:O", title="k (repeats drawn)")
-    y = alt.Y("value:Q", title="share of questions", scale=alt.Scale(domain=[0, 1]))
-    band = base.mark_area(opacity=0.12).encode(x=x, y="low:Q", y2="high:Q", color=colour,
-                                                detail="measure:N")
+    base = alt.Chart().encode(x=alt.X("k:O", title="k (repeats drawn)",
+                                      axis=alt.Axis(labelAngle=0)),
+                              color=_setup_colour(setups))
+    band = base.mark_area(opacity=0.15).encode(y="low:Q", y2="high:Q")
     lines = base.mark_line(point=True).encode(
-        x=x, y=y, color=colour, strokeDash=dash,
+        y=alt.Y("value:Q", title="share of questions", scale=alt.Scale(domain=[0, 1])),
         tooltip=["setup", "measure", "k", "questions",
                  alt.Tooltip("value:Q", format=".3f"),
                  alt.Tooltip("low:Q", format=".3f", title="95% low"),
                  alt.Tooltip("high:Q", format=".3f", title="95% high")])
-    return cast(Chart, alt.layer(band, lines).properties(
-        title=alt.TitleParams(f"Reliability: pass^k and pass@k by k ({subset} questions)",
-                              subtitle=["Bands: 95% Wilson intervals, clustered by question. "
-                                        "pass^1 = pass@1 = the resolved rate."])))
+    return cast(Chart, alt.layer(band, lines, data=_labelled(long, setups).to_pandas())
+                .properties(width=260, height=220).facet(
+                    column=alt.Column("measure:N", title=None, sort="descending",
+                                      header=alt.Header(labelFontWeight="bold")))
+                .properties(title=alt.TitleParams(
+                    f"Reliability by k ({subset} questions)",
+                    subtitle=["Bands: 95% Wilson intervals, clustered by question. "
+                              "pass^1 = pass@1 = the resolved rate; pass^R = stable "
+                              "resolution."])))
 
 
 def _ecdf(values: pl.DataFrame, column: str) -> pl.DataFrame:
