@@ -382,3 +382,24 @@ def test_the_comparisons_chart_colours_what_the_comparisons_state() -> None:
         "E2E median (s)": charts.DIFFERENCE, "unresolved rate": charts.NO_DIFFERENCE}
     colour = spec["spec"]["layer"][2]["encoding"]["color"]
     assert colour["scale"]["domain"] == [charts.DIFFERENCE, charts.NO_DIFFERENCE]
+
+
+def test_the_reliability_chart_draws_both_curves_of_every_setup() -> None:
+    import polars as pl
+
+    from grade_kit.presentation import charts
+
+    frame = pl.DataFrame({
+        "setup": ["a", "a", "b", "b"], "subset": ["all"] * 4, "k": [1, 2, 1, 2],
+        "pass_at_k": [0.5, 0.75, 0.2, 0.3], "pass_at_k_low": [0.3, 0.5, 0.1, 0.1],
+        "pass_at_k_high": [0.7, 0.9, 0.4, 0.5], "pass_hat_k": [0.5, 0.25, 0.2, 0.1],
+        "pass_hat_k_low": [0.3, 0.1, 0.1, 0.0], "pass_hat_k_high": [0.7, 0.5, 0.4, 0.3],
+        "questions": [4, 4, 4, 4]})
+    spec = charts.reliability_chart(frame).to_dict()
+    rows = [r for data in spec["datasets"].values() for r in data]
+    assert len(rows) == 8  # 2 setups x 2 k x 2 measures
+    assert {r["measure"] for r in rows} == {"pass^k: all k repeats resolved",
+                                           "pass@k: at least one of k resolved"}
+    hat = [r for r in rows if r["measure"].startswith("pass^k") and r["setup"] == "a"]
+    assert [(r["k"], r["value"]) for r in sorted(hat, key=lambda r: r["k"])] == [
+        (1, 0.5), (2, 0.25)]
