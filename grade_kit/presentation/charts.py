@@ -322,7 +322,8 @@ def reliability_chart(reliability: pl.DataFrame | pd.DataFrame, subset: str = "a
     base = alt.Chart().encode(x=alt.X("k:O", title="k (repeats drawn)",
                                       axis=alt.Axis(labelAngle=0)),
                               color=_setup_colour(setups))
-    band = base.mark_area(opacity=0.15).encode(y="low:Q", y2="high:Q")
+    # the band's opacity as an encoding: the legend selection keeps it (_select_setups)
+    band = base.mark_area().encode(y="low:Q", y2="high:Q", opacity=alt.value(0.18))
     lines = base.mark_line(point=True).encode(
         y=alt.Y("value:Q", title="share of questions", scale=alt.Scale(domain=[0, 1])),
         tooltip=["setup", "measure", "k", "questions",
