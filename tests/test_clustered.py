@@ -173,3 +173,32 @@ def test_cluster_by_pack_flips_whole_packs_and_says_so() -> None:
         assert row["p_value"] >= 0.5 and row["direction"] is None  # 2 units: 4 patterns
         assert row["ci_low"] <= 0 <= row["ci_high"]
     assert ev.results.provenance.arguments["cluster"] == "pack"
+
+
+def test_pass_hat_k_on_tau_bench_equals_its_own_formula() -> None:
+    """Real logs (tau-bench, gpt-4o airline, 50 tasks x 4 trials): pass^k as tau-bench's
+    own `display_metrics` computes it from the file (success = reward within 1e-6 of 1;
+    per task C(c, k) / C(n, k), averaged), side by side with ev.reliability."""
+    import json
+    from math import comb
+    from pathlib import Path
+
+    import grade_kit as gk
+
+    path = (Path(__file__).resolve().parent / "data" / "realdata" / "tau_bench_gpt4o_airline"
+            / "gpt-4o-airline.json")
+    records = json.loads(path.read_text(encoding="utf-8"))
+    successes: dict[int, int] = {}
+    for record in records:
+        ok = 1 - 1e-6 <= record["reward"] <= 1 + 1e-6
+        successes[record["task_id"]] = successes.get(record["task_id"], 0) + ok
+    trials = 4
+    theirs = {k: sum(comb(c, k) / comb(trials, k) for c in successes.values()) / len(successes)
+              for k in range(1, trials + 1)}
+    ev = gk.evaluate(path)
+    ours = {row["k"]: row["pass_hat_k"] for row in ev.reliability.filter(
+        pl.col("subset") == "all").iter_rows(named=True)}
+    assert ours.keys() == theirs.keys()
+    for k in theirs:
+        assert ours[k] == pytest.approx(theirs[k], abs=1e-15), k
+    assert ours[1] == 84 / 200
