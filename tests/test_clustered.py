@@ -202,3 +202,31 @@ def test_pass_hat_k_on_tau_bench_equals_its_own_formula() -> None:
     for k in theirs:
         assert ours[k] == pytest.approx(theirs[k], abs=1e-15), k
     assert ours[1] == 84 / 200
+
+
+def test_reliability_beyond_20_repeats_is_k_1_and_r() -> None:
+    from grade_kit.standard.compare import pass_hat_ks
+    from grade_kit.standard.reliability import reliability_frame
+
+    states = pl.DataFrame({"setup": ["a"] * 2, "task_id": ["q1", "q2"], "resolved": [25, 3]})
+    frame = reliability_frame(states, 25, "all")
+    assert frame.get_column("k").to_list() == [1, 25]
+    # pass^25 = stable resolution (1 of 2), pass@25 = resolved at all (2 of 2)
+    assert frame.row(1, named=True)["pass_hat_k"] == 0.5
+    assert frame.row(1, named=True)["pass_at_k"] == 1.0
+    assert pass_hat_ks(25) == [] and pass_hat_ks(3) == [2, 3]
+
+
+def test_edge_units_give_an_interval_that_agrees_with_the_test() -> None:
+    import numpy as np
+
+    from grade_kit.standard.significance import PairedUnits, units_interval, units_test
+
+    one = PairedUnits(d=np.array([2]), m=np.array([1]), per=3)  # one question: p = 1
+    assert units_test(one, seed=0)[0] == 1.0
+    assert units_interval(one, 0.05, seed=0) == (-1.0, 1.0)
+    flat = PairedUnits(d=np.zeros(5, dtype=np.int64), m=np.ones(5, dtype=np.int64), per=2)
+    assert units_test(flat, seed=0)[0] == 1.0
+    # any other shift puts every unit on one side: p = 2 / 2^5 = 0.0625, not below 0.05
+    assert units_interval(flat, 0.05, seed=0) == (-1.0, 1.0)
+    assert units_interval(flat, 0.1, seed=0) == (0.0, 0.0)
