@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "GRADE_RATES",
+    "better_side",
     "bootstrap_mean_ci",
     "compare_pair",
     "compare_setups",
@@ -52,6 +53,13 @@ GRADE_RATES = {
     "unresolved": "lower",
 }
 """The grade rates compared, with their better side (None: neither is better)."""
+
+def better_side(metric: str) -> str | None:
+    """The better side of a tested figure (``"higher"``, ``"lower"`` or None): a grade
+    rate's (:data:`GRADE_RATES`), pass^k's the resolved rate's (higher)."""
+    return GRADE_RATES.get("resolved" if metric == "pass_hat_k"
+                           else metric.removesuffix("_rate"))
+
 
 METRICS = {
     "e2e_median_s": ("per-question median E2E seconds (lower is faster)", "lower"),
@@ -263,9 +271,8 @@ def compare_setups(per_question: pl.DataFrame, a: str, b: str, questions: Sequen
         if figure.p_value is not None:
             figure.p_holm = figure.p_value
             figure.direction = (direction_text(
-                GRADE_RATES.get("resolved" if figure.k is not None
-                                else figure.metric.removesuffix("_rate")),
-                figure.mean_diff_b_minus_a, a, b) if figure.p_value < ALPHA else None)
+                better_side(figure.metric), figure.mean_diff_b_minus_a, a, b)
+                if figure.p_value < ALPHA else None)
     verdict_intervals(comparison, inversions)
     return comparison
 

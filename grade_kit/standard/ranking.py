@@ -25,7 +25,7 @@ import polars as pl
 
 from grade_kit.exact import fmean
 from grade_kit.frames import Frame, like, to_polars
-from grade_kit.standard.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, GRADE_RATES
+from grade_kit.standard.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, better_side
 
 __all__ = ["MIN_RANK_QUESTIONS", "questions_and_repeats", "questions_needed", "rank_intervals",
            "rank_ranges"]
@@ -196,8 +196,7 @@ def rank_ranges(comparisons: Frame, metric: str = "resolved_rate", subset: str =
     frame = to_polars(comparisons)
     rows = frame.filter((pl.col("subset") == subset) & (pl.col("metric") == metric)
                         & (pl.col("k").is_null() if k is None else pl.col("k") == k))
-    better = GRADE_RATES.get("resolved" if metric == "pass_hat_k"
-                             else metric.removesuffix("_rate"))
+    better = better_side(metric)
     setups = sorted(set(rows.get_column("baseline").to_list())
                     | set(rows.get_column("compared").to_list()))
     wins = {s: 0 for s in setups}

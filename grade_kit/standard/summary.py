@@ -26,7 +26,7 @@ from grade_kit.schema import (
 from grade_kit.standard.clustered import Cluster, cluster_of_tasks, interval_basis
 from grade_kit.standard.compare import (
     DEFAULT_SEED,
-    GRADE_RATES,
+    better_side,
     compare_pair,
     direction_text,
     forget_resamples,
@@ -247,9 +247,8 @@ def adjust_by_holm(comparisons: list[Comparison]) -> None:
         for (comparison, figure), p_holm in zip(members, adjusted, strict=True):
             figure.p_holm = p_holm
             figure.direction = (direction_text(
-                GRADE_RATES.get("resolved" if figure.k is not None
-                                else figure.metric.removesuffix("_rate")),
-                figure.mean_diff_b_minus_a, comparison.baseline, comparison.compared)
+                better_side(figure.metric), figure.mean_diff_b_minus_a, comparison.baseline,
+                comparison.compared)
                 if p_holm is not None and p_holm < ALPHA else None)
 
 
