@@ -2,8 +2,10 @@
 *measured*, *conditional estimate* (formula and assumptions shown) or *untested direction*),
 on all questions (paired over the questions both setups ran) and on the common subset.
 
-- measured: a paired difference (B - A) per question of the subset, with a seeded
-  percentile bootstrap confidence interval over questions;
+- measured: a paired difference (B - A) per question (or cluster) of the subset: a grade
+  rate or pass^k with its paired sign-flip test and that test's inversion (the interval set
+  at its Holm level, :func:`verdict_intervals`), any other figure with a seeded percentile
+  bootstrap interval over questions;
 - conditional estimate: a measured mean difference scaled to the whole plan, valid only under
   the stated assumption that the common subset represents the other questions;
 - untested direction: a direction nobody measured (questions outside the subset, or a

@@ -1,12 +1,13 @@
-"""Paired tests of the grade rates of two setups, and the Holm adjustment
-(docs/methodology.md §5 "Significance").
+"""Paired tests of the grade rates and pass^k of two setups, their inversion into
+intervals, and the Holm adjustment (docs/methodology.md §5 "Significance", "One verdict").
 
-The unit is the question: per paired question, each setup's count of slots in the grade
-(its R repeats; a slot not run is not in it). With R = 1 each count is 0 or 1 and the test is
-McNemar's exact test on the discordant questions; with R > 1 it is the sign-flip permutation
-test on the per-question differences, exact where the permutation distribution is small
-enough to count, else seeded Monte Carlo. Both are two-sided; both work on integers, so no
-float comparison decides a tie.
+The unit is the question (or a cluster of them): per paired unit, the difference of the two
+setups' counts (slots in the grade over its R repeats, a slot not run not in it; or
+C(resolved, k) for pass^k). With R = 1 and question units the test is McNemar's exact test
+on the discordant questions; otherwise the sign-flip permutation test on the units'
+differences, exact where the permutation distribution is small enough to count, else seeded
+Monte Carlo. Both are two-sided and work on integers, so no float comparison decides a tie.
+Its interval is the same test inverted (:class:`Inversion`): the shifts it does not reject.
 """
 
 from __future__ import annotations
