@@ -233,14 +233,54 @@ def test_the_interval_is_the_set_the_test_does_not_reject(d: list[int], m: list[
 
 
 def test_the_monte_carlo_interval_agrees_with_its_own_p() -> None:
-    from grade_kit.standard.significance import EXACT_WORK, PairedUnits, units_interval, units_test
+    from grade_kit.standard.significance import EXACT_CELLS, PairedUnits, units_interval, units_test
 
     rng = np.random.default_rng(5)
-    d = rng.integers(-3, 4, size=400)
-    units = PairedUnits(d=d, m=np.ones(400, dtype=np.int64), per=3)
-    assert units.d.size * (400 + 1) * (int(np.abs(d).sum()) + 1) > EXACT_WORK
+    d = rng.integers(-3, 4, size=5000)  # past the exact convolution: p over the flips too
+    units = PairedUnits(d=d, m=np.ones(5000, dtype=np.int64), per=3)
+    assert np.count_nonzero(d) * (2 * int(np.abs(d).sum()) + 1) > EXACT_CELLS
     p, how = units_test(units, seed=9)
     assert how.startswith("seeded sign-flip")
     for gamma in (p * 0.999, p * 1.001, 0.05, 0.5):
         low, high = units_interval(units, gamma, seed=9)
         assert (low <= 0 <= high) == (p >= gamma), gamma
+
+
+def test_the_middle_range_keeps_an_exact_p() -> None:
+    """Past the exact inversion but within the exact convolution (07dee30's exact range),
+    p is still counted exactly; only the interval comes from the seeded flips."""
+    from grade_kit.standard.significance import PairedUnits, units_tests
+
+    rng = np.random.default_rng(3)
+    d = rng.integers(-3, 4, size=400)
+    units = PairedUnits(d=d, m=np.ones(400, dtype=np.int64), per=3)
+    assert not units.exact
+    ((p, how, inversion),) = units_tests([units], seed=9, up_to=0.05)
+    assert (p, how.split(";")[0]) == sign_flip_p(d.tolist(), seed=9)
+    assert how.endswith("interval over 10,000 seeded sign flips")
+    assert inversion.basis == "over 10,000 seeded sign flips"
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_the_interval_never_contradicts_the_holm_verdict_at_the_boundary(seed: int) -> None:
+    """Middle range (exact p, interval over the flips): with Holm's p just below and just
+    above 0.05, the interval excludes 0 exactly when the verdict is stated, however close
+    the flips' boundary falls to the exact one (docs/methodology.md §5 "One verdict")."""
+    from grade_kit.schema import Comparison, Figure
+    from grade_kit.standard.compare import verdict_intervals
+    from grade_kit.standard.significance import PairedUnits, units_tests
+
+    rng = np.random.default_rng(seed)
+    d = rng.integers(-3, 4, size=300) + (rng.random(300) < 0.08)  # a small lead
+    units = PairedUnits(d=d, m=np.ones(300, dtype=np.int64), per=3)
+    ((p, _, inversion),) = units_tests([units], seed=seed, up_to=0.05)
+    for p_holm in (0.05 * (1 - 1e-9), 0.05 * (1 + 1e-9), 0.049, 0.051, min(1.0, 3 * p)):
+        p_holm = max(p_holm, p)
+        figure = Figure(metric="resolved_rate", label="measured", p_value=p, p_holm=p_holm,
+                        mean_diff_b_minus_a=units.value, n_questions=300)
+        comparison = Comparison(baseline="a", compared="b", subset="all", questions=300,
+                                seed=seed, resamples=1, figures=[figure])
+        verdict_intervals(comparison, [inversion])
+        assert figure.ci95 is not None
+        excludes = figure.ci95.low > 0 or figure.ci95.high < 0
+        assert excludes == (p_holm < 0.05), (p, p_holm, figure.ci95)

@@ -256,7 +256,8 @@ def verdict_intervals(comparison: Comparison,
         figure.ci95 = Interval(low=low, high=high)
         figure.ci_level = 1 - gamma
         figure.ci_basis = ("sign-flip test inverted at its Holm level "
-                           f"(1 - {ALPHA} x p / p_holm = {1 - gamma:.4g})")
+                           f"(1 - {ALPHA} x p / p_holm = {1 - gamma:.4g}), "
+                           f"{inversion.basis}")
         figure.ci_excludes_zero = low > 0 or high < 0
 
 

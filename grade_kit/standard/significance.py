@@ -162,6 +162,7 @@ class Inversion:
     high_values: np.ndarray
     high_p: np.ndarray
     floor: float
+    basis: str = "exact, over every subset of the units"
 
     def interval(self, gamma: float) -> tuple[float, float]:
         """The shifts the test does not reject at level ``gamma`` (p >= gamma), clipped to
@@ -277,38 +278,58 @@ def _monte_carlo(group: list[PairedUnits], seed: int, flips: int, up_to: float
                                      np.where(size == total_m, np.inf, rest)))
         steps = (2 + np.arange(flips)) / (flips + 1)  # p from the k-th value on
         out.append((p, how, Inversion(*_kept(lows, steps, up_to), *_kept(highs, steps, up_to),
-                                      floor=1 / (flips + 1))))
+                                      floor=1 / (flips + 1),
+                                      basis=f"over {flips:,} seeded sign flips")))
     return out
+
+
+def _exact_p(units: PairedUnits, seed: int) -> tuple[float, str] | None:
+    """The exact test's p where it can be counted (McNemar's for single-question units at
+    R = 1; the sign-flip distribution by convolution within :data:`EXACT_CELLS`), else
+    None."""
+    d = units.d
+    single = bool((units.m == 1).all())
+    if units.per == 1 and single:
+        only_a, only_b = int((d < 0).sum()), int((d > 0).sum())
+        return mcnemar_exact(only_a, only_b), (
+            f"exact McNemar on {only_a + only_b} discordant questions "
+            f"(baseline only {only_a}, compared only {only_b})")
+    nonzero = int(np.count_nonzero(d))
+    if nonzero * (2 * int(np.abs(d).sum()) + 1) > EXACT_CELLS:
+        return None
+    p, how = sign_flip_p(d.tolist(), seed)
+    return p, how + ("" if single else " (whole clusters flipped)")
 
 
 def units_tests(group: list[PairedUnits], seed: int, flips: int = FLIPS,
                 up_to: float = 1.0) -> list[tuple[float, str, Inversion]]:
     """The two-sided sign-flip test of each figure over its paired units, with its
     inversion (:class:`Inversion`, kept up to p = ``up_to``; the pipeline keeps what Holm's
-    levels can ask, up to 0.05): McNemar's exact test for single-question units at R = 1,
-    the exact sign-flip test while :attr:`PairedUnits.exact`, else ``(1 + #{|S*| >= |s|}) /
-    (flips + 1)`` over seeded flips, shared by the figures of one shape, whose inversion is
-    over the same flips (one verdict)."""
+    levels can ask, up to 0.05).
+
+    p is exact wherever it can be counted (McNemar's test for single-question units at
+    R = 1, the sign-flip distribution by convolution within :data:`EXACT_CELLS`), else
+    ``(1 + #{|S*| >= |s|}) / (flips + 1)`` over seeded flips. The inversion is exact within
+    :data:`EXACT_WORK`, else over the same seeded flips (shared by the figures of one shape):
+    where its interval and an exact p disagree about 0, only within the flips' error of the
+    boundary, the exact test decides (:func:`~grade_kit.standard.compare.verdict_intervals`).
+    """
     out: list[tuple[float, str, Inversion] | None] = [None] * len(group)
     shapes: dict[bytes, list[int]] = {}
     for index, units in enumerate(group):
         if not units.exact:
             shapes.setdefault(units.m.astype(np.int64).tobytes(), []).append(index)
             continue
-        d = units.d
-        if units.per == 1 and bool((units.m == 1).all()):
-            only_a, only_b = int((d < 0).sum()), int((d > 0).sum())
-            p, how = mcnemar_exact(only_a, only_b), (
-                f"exact McNemar on {only_a + only_b} discordant questions "
-                f"(baseline only {only_a}, compared only {only_b})")
-        else:
-            p, how = sign_flip_p(d.tolist(), seed)
-            how += "" if bool((units.m == 1).all()) else " (whole clusters flipped)"
-        out[index] = (p, how, _exact_inversion(units, up_to))
+        exact = _exact_p(units, seed)
+        assert exact is not None  # within EXACT_WORK the convolution is smaller still
+        out[index] = (*exact, _exact_inversion(units, up_to))
     for members in shapes.values():
-        for index, result in zip(members, _monte_carlo([group[i] for i in members], seed,
-                                                       flips, up_to), strict=True):
-            out[index] = result
+        for index, (p, how, inversion) in zip(
+                members, _monte_carlo([group[i] for i in members], seed, flips, up_to),
+                strict=True):
+            exact = _exact_p(group[index], seed)
+            out[index] = (p, how, inversion) if exact is None else (
+                exact[0], f"{exact[1]}; interval {inversion.basis}", inversion)
     return [result for result in out if result is not None]
 
 
