@@ -230,3 +230,16 @@ def test_edge_units_give_an_interval_that_agrees_with_the_test() -> None:
     # any other shift puts every unit on one side: p = 2 / 2^5 = 0.0625, not below 0.05
     assert units_interval(flat, 0.05, seed=0) == (-1.0, 1.0)
     assert units_interval(flat, 0.1, seed=0) == (0.0, 0.0)
+
+
+def test_reliability_at_a_million_repeats_is_immediate() -> None:
+    """A hostile plan (R = 1,000,000, the contract's bound) costs no million binomials per
+    setup: k = 1 and R only, each from a closed form."""
+    from grade_kit.standard.reliability import reliability_frame
+
+    states = pl.DataFrame({"setup": [f"s{i}" for i in range(50)], "task_id": ["q"] * 50,
+                           "resolved": [i * 20_000 for i in range(50)]})
+    frame = reliability_frame(states, 1_000_000, "all")
+    assert frame.height == 100
+    assert frame.filter(pl.col("k") == 1_000_000).get_column("pass_hat_k").sum() == 0.0
+    assert frame.filter(pl.col("k") == 1).row(1, named=True)["pass_hat_k"] == 0.02

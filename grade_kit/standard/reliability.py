@@ -71,6 +71,17 @@ def _mean_and_interval(numerators: np.ndarray, per: int, cluster_ids: np.ndarray
     return m, low, high
 
 
+def _combinations(repeats: int, k: int) -> np.ndarray:
+    """C(c, k) for every c in 0..R (int64, exact: C(20, 10) = 184,756 at most while k runs
+    1..R with R <= 20; beyond, k is 1 (C(c, 1) = c) or R (1 at c = R only), made without a
+    million binomials at R = 1,000,000)."""
+    if k == 1:
+        return np.arange(repeats + 1, dtype=np.int64)
+    if k == repeats:
+        return (np.arange(repeats + 1) == repeats).astype(np.int64)
+    return np.array([math.comb(c, k) for c in range(repeats + 1)], dtype=np.int64)
+
+
 def reliability_frame(states: pl.DataFrame, repeats: int, subset: str,
                       clusters: pl.DataFrame | None = None) -> pl.DataFrame:
     """pass@k and pass^k at every k of :func:`reliability_ks`, per setup (docs/methodology.md
@@ -101,17 +112,14 @@ def reliability_frame(states: pl.DataFrame, repeats: int, subset: str,
         frame = frame.with_columns(cluster=pl.col("task_id"))
     rows = []
     frame = frame.with_columns(cluster_id=pl.col("cluster").rank("dense").cast(pl.Int64))
+    tables = {k: _combinations(repeats, k) for k in ks}  # once, not per setup
     for (setup,), part in frame.group_by("setup", maintain_order=True):
         resolved = part.get_column("resolved").to_numpy().astype(np.int64)
         keys = np.unique(part.get_column("cluster_id").to_numpy(),
                          return_inverse=True)[1].astype(np.int64)
         slots = int(resolved.size) * repeats
         for k in ks:
-            per = math.comb(repeats, k)
-            # C(c, k) and C(R - c, k) for every c in 0..R, looked up per question (exact
-            # int64: C(20, 10) = 184,756 at most while k runs 1..R, R <= 20; k is 1 or R
-            # beyond, C(R, 1) = R)
-            combs = np.array([math.comb(c, k) for c in range(repeats + 1)], dtype=np.int64)
+            per, combs = math.comb(repeats, k), tables[k]
             hat = combs[resolved]
             at = per - combs[repeats - resolved]
             m_at, at_low, at_high = _mean_and_interval(at, per, keys, slots)
