@@ -151,6 +151,8 @@ def test_questions_against_repeats_by_hand() -> None:
     assert pairs.select("questions", "runs").row(0) == (50, 100)
     with pytest.raises(ValueError, match="difference of 0"):
         gk.questions_and_repeats(grades, difference=0.0)
+    with pytest.raises(ValueError, match="at least 1"):
+        gk.questions_and_repeats(grades, repeats=(0, 2))
 
 
 def test_cluster_by_pack_flips_whole_packs_and_says_so() -> None:

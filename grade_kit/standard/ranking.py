@@ -262,6 +262,8 @@ def questions_and_repeats(grades: Frame, *, half_width: float | None = 0.05,
         difference; null where the rate is 0 or 1: no variance observed), icc and
         design_effect (and the compared setup's), target, label, assumptions.
     """
+    if not repeats or any(int(r) != r or r < 1 for r in repeats):
+        raise ValueError(f"repeats must be whole numbers of at least 1, not {list(repeats)}")
     quantile = NormalDist().inv_cdf
     rows = to_polars(grades).filter(pl.col("subset") == subset)
     rates = {r["setup"]: (r[f"{state}_rate"], r[f"{state}_icc"])
