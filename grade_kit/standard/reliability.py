@@ -78,7 +78,9 @@ def _combinations(repeats: int, k: int) -> np.ndarray:
     if k == 1:
         return np.arange(repeats + 1, dtype=np.int64)
     if k == repeats:
-        return (np.arange(repeats + 1) == repeats).astype(np.int64)
+        last: np.ndarray = np.zeros(repeats + 1, dtype=np.int64)
+        last[repeats] = 1
+        return last
     return np.array([math.comb(c, k) for c in range(repeats + 1)], dtype=np.int64)
 
 
