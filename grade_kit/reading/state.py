@@ -61,7 +61,7 @@ __all__ = ["STATE_DIR", "STATE_VERSION", "read_state", "verify_state", "write_st
 
 STATE_DIR = "evaluation"
 """The folder under an output folder that holds the evaluation's state."""
-STATE_VERSION = 5
+STATE_VERSION = 6
 
 _DATA = frame_fields(EvalData)
 _SCORES = frame_fields(GradeScores)
