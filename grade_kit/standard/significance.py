@@ -298,7 +298,8 @@ def _exact_p(units: PairedUnits, seed: int) -> tuple[float, str] | None:
     if nonzero * (2 * int(np.abs(d).sum()) + 1) > EXACT_CELLS:
         return None
     p, how = sign_flip_p(d.tolist(), seed)
-    return p, how + ("" if single else " (whole clusters flipped)")
+    return p, how if single else how.replace(
+        "per-question differences", "per-cluster differences (whole clusters flipped)")
 
 
 def units_tests(group: list[PairedUnits], seed: int, flips: int = FLIPS,
