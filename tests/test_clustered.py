@@ -153,6 +153,10 @@ def test_questions_against_repeats_by_hand() -> None:
         gk.questions_and_repeats(grades, difference=0.0)
     with pytest.raises(ValueError, match="at least 1"):
         gk.questions_and_repeats(grades, repeats=(0, 2))
+    # a difference too small for any study: no count, nothing overflows
+    tiny = gk.questions_and_repeats(grades.with_columns(resolved_rate=pl.lit(0.5)),
+                                    difference=1e-20, repeats=(1,))
+    assert tiny.get_column("questions").to_list() == [None]
 
 
 def test_cluster_by_pack_flips_whole_packs_and_says_so() -> None:

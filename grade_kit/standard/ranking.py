@@ -227,6 +227,16 @@ def rank_ranges(comparisons: Frame, metric: str = "resolved_rate", subset: str =
                 comparisons)
 
 
+MAX_STUDY_QUESTIONS = 10**12
+"""Past this many questions a planned count is no study (and would overflow Int64): null."""
+
+
+def _study(questions: float) -> int | None:
+    """ceil(questions), or None past :data:`MAX_STUDY_QUESTIONS` (or not finite)."""
+    return (math.ceil(questions) if math.isfinite(questions)
+            and questions <= MAX_STUDY_QUESTIONS else None)
+
+
 def questions_and_repeats(grades: Frame, *, half_width: float | None = 0.05,
                           difference: float | None = None,
                           repeats: Sequence[int] = (1, 2, 3, 5, 10), state: str = "resolved",
@@ -259,7 +269,8 @@ def questions_and_repeats(grades: Frame, *, half_width: float | None = 0.05,
 
     Returns:
         Per setup (or pair: ``compared``) and R: questions, runs (both setups' with a
-        difference; null where the rate is 0 or 1: no variance observed), icc and
+        difference; null where the rate is 0 or 1, no variance observed, or past 10^12
+        questions, no study), icc and
         design_effect (and the compared setup's), target, label, assumptions.
     """
     if not repeats or any(int(r) != r or r < 1 for r in repeats):
@@ -285,7 +296,7 @@ def questions_and_repeats(grades: Frame, *, half_width: float | None = 0.05,
         for setup in rates:
             for r in repeats:
                 v, rho, design = variance(setup, r)
-                q = math.ceil(z * z * v / (half_width * half_width)) if v > 0 else None
+                q = _study(z * z * v / (half_width * half_width)) if v > 0 else None
                 out.append({"setup": setup, "compared": None, "repeats": r, "questions": q,
                             "runs": None if q is None else q * r, "icc": rho,
                             "design_effect": design,
@@ -300,7 +311,7 @@ def questions_and_repeats(grades: Frame, *, half_width: float | None = 0.05,
             for b in names[i + 1:]:
                 for r in repeats:
                     (va, rho, design), (vb, rho_b, design_b) = variance(a, r), variance(b, r)
-                    q = (math.ceil(z * z * (va + vb) / (difference * difference))
+                    q = (_study(z * z * (va + vb) / (difference * difference))
                          if va + vb > 0 else None)
                     out.append({"setup": a, "compared": b, "repeats": r, "questions": q,
                                 "runs": None if q is None else 2 * q * r, "icc": rho,
