@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import grade_kit as gk
 
@@ -136,3 +138,39 @@ def test_past_four_setups_the_page_lists_each_setups_pair_with_the_best() -> Non
     every = comparisons_table(four.comparisons, "all", order=charts.setup_order(four.grades))
     assert len({frozenset(p) for p in every.frame.select("baseline", "compared").rows()}) == 6
     assert every.note is None
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 4), st.integers(3, 25), st.integers(0, 2**32 - 1))
+def test_every_tested_interval_agrees_with_its_verdict(repeats: int, questions: int,
+                                                       seed: int) -> None:
+    """§5 "One verdict", end to end on random evaluations (3 setups, R repeats): every tested
+    figure's interval excludes 0 exactly when its Holm-adjusted p is below 0.05, and its
+    direction is stated exactly then (where the figure has a better side)."""
+    import random
+
+    rng = random.Random(seed)
+    skill = {"a": rng.random(), "b": rng.random(), "c": rng.random()}
+    tasks = [{"task_id": f"q{i:02d}", "prompt": f"question {i}"} for i in range(questions)]
+    runs, grades = [], []
+    for setup, p in skill.items():
+        for i in range(questions):
+            for r in range(1, repeats + 1):
+                run_id = f"{setup}-{i}-{r}"
+                runs.append({"run_id": run_id, "setup": setup, "task_id": f"q{i:02d}",
+                             "repeat": r, "status": "delivered", "response": {"text": "x"}})
+                ok = rng.random() < p
+                grades.append({"run_id": run_id, "grader": "hand",
+                               "core_conclusion": "correct" if ok else "incorrect",
+                               "request_fulfilment": "full" if ok else "not_met",
+                               "material_error": "no"})
+    ev = gk.evaluate(tasks, runs, grades=grades, repeats=repeats)
+    for comparison in ev.results.comparisons:
+        for figure in comparison.figures:
+            if figure.p_holm is None:
+                continue
+            assert figure.ci95 is not None and figure.ci_level is not None
+            excludes = figure.ci95.low > 0 or figure.ci95.high < 0
+            assert excludes == (figure.p_holm < 0.05), figure
+            if figure.metric != "partially_resolved_rate":
+                assert (figure.direction is not None) == excludes, figure
