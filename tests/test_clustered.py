@@ -31,7 +31,7 @@ def _counts(resolved: list[int], repeats: int, setup: str = "a") -> pl.DataFrame
 def test_hand_computed_case() -> None:
     # Q = 3, R = 2, resolved 2, 0, 1: N = 6, p = 1/2, SE² = (1 + 1 + 0) / 36 = 1/18,
     # binomial p(1-p)/N = 1/24, design effect 4/3, icc 1/3, n_effective 0.25 / (1/18) = 4.5
-    row = clustered_rates(_counts([2, 0, 1], 2), ["a"], 2).row(0, named=True)
+    row = clustered_rates(_counts([2, 0, 1], 2), ["a"]).row(0, named=True)
     assert row["resolved_design_effect"] == pytest.approx(4 / 3, abs=1e-15)
     assert row["resolved_icc"] == pytest.approx(1 / 3, abs=1e-15)
     assert row["resolved_n_effective"] == 4.5
@@ -46,7 +46,7 @@ def test_hand_computed_case() -> None:
 
 def test_p_zero_and_one_use_the_clusters() -> None:
     # every slot unresolved: p = 0, n_effective = Q = 4, Wilson's upper bound z²/(n + z²)
-    row = clustered_rates(_counts([0, 0, 0, 0], 3), ["a"], 3).row(0, named=True)
+    row = clustered_rates(_counts([0, 0, 0, 0], 3), ["a"]).row(0, named=True)
     assert row["resolved_n_effective"] == 4.0
     assert row["resolved_design_effect"] is None and row["resolved_icc"] is None
     assert row["resolved_ci_low"] == 0.0
@@ -56,21 +56,21 @@ def test_p_zero_and_one_use_the_clusters() -> None:
 
 def test_no_between_question_variance_keeps_n() -> None:
     # every question resolved in exactly 1 of 2 slots: SE² = 0, n_effective = N = 8
-    row = clustered_rates(_counts([1, 1, 1, 1], 2), ["a"], 2).row(0, named=True)
+    row = clustered_rates(_counts([1, 1, 1, 1], 2), ["a"]).row(0, named=True)
     assert row["resolved_design_effect"] == 0.0
     assert row["resolved_icc"] == -1.0
     assert row["resolved_n_effective"] == 8.0
 
 
 def test_a_setup_without_a_planned_question_is_null() -> None:
-    out = clustered_rates(_counts([1], 1), ["a", "b"], 1)
+    out = clustered_rates(_counts([1], 1), ["a", "b"])
     assert out.row(1, named=True)["resolved_ci_low"] is None
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(0, 1), min_size=1, max_size=40))
 def test_r1_is_wilson_over_n_exactly(outcomes: list[int]) -> None:
-    row = clustered_rates(_counts(outcomes, 1), ["a"], 1).row(0, named=True)
+    row = clustered_rates(_counts(outcomes, 1), ["a"]).row(0, named=True)
     k, n = sum(outcomes), len(outcomes)
     expected = wilson_interval(k, n)
     assert expected is not None
@@ -113,7 +113,7 @@ def test_reliability_by_hand_and_pass1_is_the_resolved_rate() -> None:
     assert by_k[2]["pass_hat_k"] == 1 / 3 and by_k[2]["pass_at_k"] == 5 / 9
     assert by_k[3]["pass_hat_k"] == 1 / 3 and by_k[3]["pass_at_k"] == 2 / 3
     # pass^1 and its interval are the resolved rate's, to the last bit
-    rate = clustered_rates(_counts([3, 1, 0], 3), ["a"], 3).row(0, named=True)
+    rate = clustered_rates(_counts([3, 1, 0], 3), ["a"]).row(0, named=True)
     assert by_k[1]["pass_hat_k"] == 4 / 9
     assert (by_k[1]["pass_hat_k_low"], by_k[1]["pass_hat_k_high"]) == (
         rate["resolved_ci_low"], rate["resolved_ci_high"])
@@ -129,7 +129,7 @@ def test_pass1_interval_equals_the_rates(resolved: list[int]) -> None:
                            "task_id": [f"q{i:02d}" for i in range(len(resolved))],
                            "resolved": resolved})
     one = reliability_frame(states, 4, "all").row(0, named=True)
-    rate = clustered_rates(_counts(resolved, 4), ["a"], 4).row(0, named=True)
+    rate = clustered_rates(_counts(resolved, 4), ["a"]).row(0, named=True)
     assert (one["pass_hat_k_low"], one["pass_hat_k_high"]) == (rate["resolved_ci_low"],
                                                               rate["resolved_ci_high"])
 

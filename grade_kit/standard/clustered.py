@@ -73,7 +73,7 @@ def _effective(k: int, total: int, square_sum: int, cross_sum: int, size_square_
     return design, icc, n_eff
 
 
-def clustered_rates(counts: pl.DataFrame, setups: list[str], repeats: int) -> pl.DataFrame:
+def clustered_rates(counts: pl.DataFrame, setups: list[str]) -> pl.DataFrame:
     """Per setup, for every grade state: its design effect, icc, effective size and Wilson's
     interval over the effective size (docs/methodology.md §4 "Rates").
 
@@ -89,7 +89,6 @@ def clustered_rates(counts: pl.DataFrame, setups: list[str], repeats: int) -> pl
         counts: setup, cluster, slots (the cluster's planned slots) and one column per grade
             state (the cluster's slots in it), one row per planned (setup, cluster).
         setups: The setups, in order (one without a row gets nulls).
-        repeats: R.
 
     Returns:
         setup and per state ``<state>_design_effect``, ``<state>_icc``,

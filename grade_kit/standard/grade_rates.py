@@ -337,7 +337,7 @@ def grade_frame(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame,
             "setup", "cluster").agg(pl.col(g).sum() for g in GRADE_STATES)
     by_cluster = by_cluster.with_columns(slots=pl.sum_horizontal(*GRADE_STATES))
     rows = rows.join(
-        clustered_rates(by_cluster, list(setups), repeats), on="setup", how="left",
+        clustered_rates(by_cluster, list(setups)), on="setup", how="left",
         maintain_order="left").with_columns(
         interval_basis=pl.lit(basis or f"clustered by question, R = {repeats}"))
     errors = (in_plan.filter(pl.col("grade") == "material_error")
