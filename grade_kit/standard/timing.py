@@ -239,17 +239,16 @@ _STOPS = {"timeouts": ["timeout"], "failures": ["failed", "cancelled"], "limits"
 _RATES = {"timeouts": "timeout_rate", "failures": "failure_rate", "limits": "limit_rate"}
 
 
-def mean_intervals(samples: pl.DataFrame, runs: pl.DataFrame, column: str, prefix: str,
-                   keys: pl.DataFrame, clusters: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Per setup of ``keys``: the mean of ``column`` over ``samples`` (run_id, setup, column)
-    with its clustered standard error and 95% normal interval
+def mean_intervals(samples: pl.DataFrame, column: str, prefix: str, keys: pl.DataFrame,
+                   clusters: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per setup of ``keys``: the mean of ``column`` over ``samples`` (setup, task_id,
+    column) with its clustered standard error and 95% normal interval
     (:func:`~grade_kit.standard.clustered.clustered_mean_ci`, docs/methodology.md §4
     "Clusters"): ``<prefix>mean_se``, ``<prefix>mean_ci_low``, ``<prefix>mean_ci_high``;
-    the clusters are the runs' questions, or ``clusters`` (task_id, cluster)."""
-    owned = samples.select("run_id", "setup", column).join(
-        runs.select("run_id", "task_id"), on="run_id", how="left")
-    owned = (owned.with_columns(cluster=pl.col("task_id")) if clusters is None else
-             owned.join(clusters, on="task_id", how="left"))
+    the clusters are the samples' questions, or ``clusters`` (task_id, cluster)."""
+    owned = samples.select("setup", "task_id", column)
+    owned = (owned.rename({"task_id": "cluster"}) if clusters is None else
+             owned.join(clusters, on="task_id", how="left").drop("task_id"))
     ci = clustered_mean_ci(owned, ["setup"], column)
     return keys.join(ci, on="setup", how="left", maintain_order="left").select(
         "setup", *(pl.col(f"{column}_{name}").alias(f"{prefix}mean_{name}")
@@ -349,7 +348,7 @@ def timing_frame(runs: pl.DataFrame, events: pl.DataFrame, slots: pl.DataFrame,
                          .filter(pl.col("seconds") >= 0).select("setup", "seconds")])
     parts.append(summary(outcome, "outcome_"))
     rows = pl.concat(parts, how="horizontal").join(
-        mean_intervals(e2e, mine, "seconds", "e2e_", keys, clusters), on="setup", how="left",
+        mean_intervals(e2e, "seconds", "e2e_", keys, clusters), on="setup", how="left",
         maintain_order="left")
     limit_types = (limited.group_by("setup", "limit_type").agg(runs=pl.len())
                    .sort("setup", "limit_type"))
@@ -475,7 +474,7 @@ def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.Data
     keys = pl.DataFrame({"setup": list(setups)}, schema={"setup": pl.String})
     attempted = runs.join(slots.select("run_id"), on="run_id", how="semi")
     delivered = attempted.filter(pl.col("status") == "delivered")
-    owner = attempted.select("run_id", "setup")
+    owner = attempted.select("run_id", "setup", "task_id")
 
     def counted(of: pl.DataFrame) -> pl.DataFrame:
         """Unique and recorded calls of each run of ``of`` exposing tools, with its setup
@@ -520,8 +519,8 @@ def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.Data
                                   ("span_s_", spans, "seconds")):
         rows = rows.join(summary_frame(frame, ["setup"], column, keys, prefix), on="setup",
                          how="left", maintain_order="left")
-    rows = rows.join(mean_intervals(per_run, attempted, "headline", "headline_per_run_", keys,
-                                    clusters), on="setup", how="left", maintain_order="left")
+    rows = rows.join(mean_intervals(per_run, "headline", "headline_per_run_", keys, clusters),
+                     on="setup", how="left", maintain_order="left")
     by_name = (calls.unique(["run_id", "call_id"], keep="first", maintain_order=True)
                .group_by("setup", "name").agg(calls=pl.len(), runs=pl.col("run_id").n_unique())
                .sort("setup", "name"))
