@@ -97,7 +97,7 @@ def _number(value: float, name: str) -> str:
     if not math.isfinite(value):
         return str(value)
     if name in ("p_value", "p_holm", "p", "p_holm_vs_best"):
-        return "< 0.001" if value < 0.001 else f"{value:.3g}"
+        return p_text(value)
     if _is_seconds(name):
         return f"{value:,.2f}"
     if name.endswith(_RATES) or name.startswith("ci_"):
@@ -501,8 +501,10 @@ def provenance_table(results: Results) -> Table:
     return Table(frame, "Provenance")
 
 
-def _p_text(p: float | None) -> str:
-    return "untested" if p is None else ("< 0.001" if p < 0.001 else f"{p:.3g}")
+def p_text(p: float | None, missing: str = "—") -> str:
+    """A p-value as people read it: three significant digits, ``< 0.001`` below that;
+    ``missing`` (default —) where there is none."""
+    return missing if p is None else ("< 0.001" if p < 0.001 else f"{p:.3g}")
 
 
 @dataclass
@@ -613,7 +615,7 @@ def headline_view(results: Results, compared: Sequence[str]) -> HeadlineView:
                 f"On the {n:,} question{'' if n == 1 else 's'} both ran, the resolved rate of "
                 f"«{best}» is {way} by {abs(figures.margin):.3f} ({interval}) than that of "
                 f"«{second}» (paired test, Holm-adjusted "
-                f"p {_p_text(figures.p_holm)}): {verdict}.{few}")
+                f"p {p_text(figures.p_holm, 'untested')}): {verdict}.{few}")
         repeats = results.plan.repeats
         if repeats > 1:
             def stable(name: str) -> str:

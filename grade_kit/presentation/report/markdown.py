@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from grade_kit.judges import grading_label
-from grade_kit.presentation.tables import interval_basis, level_text
+from grade_kit.presentation.tables import interval_basis, level_text, p_text
 from grade_kit.schema import (
     DIMENSIONS,
     GRADE_STATES,
@@ -212,13 +212,6 @@ def _figure_text(f: Figure) -> str:
     return f.statement or ""
 
 
-def _p_text(p: float | None) -> str:
-    """A p-value as people read it: three significant digits, ``< 0.001`` below that."""
-    if p is None:
-        return "—"
-    return "< 0.001" if p < 0.001 else f"{p:.3g}"
-
-
 def _comparison_sections(results: Results) -> list[str]:
     common = results.common_subset
     lines = ["", "## Common subset", "",
@@ -235,7 +228,7 @@ def _comparison_sections(results: Results) -> list[str]:
                   "the **common** subset; n is the number of paired questions.", ""]
         rows = [[f"{comp.compared} vs {comp.baseline}", comp.subset, comp.questions,
                  f.metric if f.k is None else f"pass^{f.k}", f.label, _figure_text(f),
-                 f.direction or "—", _p_text(f.p_value), _p_text(f.p_holm)]
+                 f.direction or "—", p_text(f.p_value), p_text(f.p_holm)]
                 for comp in results.comparisons for f in comp.figures]
         lines += _table(["comparison", "subset", "questions", "figure", "label",
                          "value [interval]", "direction", "p", "p (Holm)"], rows)
