@@ -275,7 +275,8 @@ class Evaluation:
         return {"leaderboard": leaderboard, "grades": grades,
                 "timing": self._in_summary_order(self.standard.timing.select(
                     "setup", "subset", "attempted", "delivered", "missing_timestamps",
-                    pl.col("^e2e_(n|mean|p50|p90|min|max)$"), pl.col("^working_.*$"),
+                    pl.col("^e2e_(n|mean|p50|p90|min|max)$"),
+                    pl.col("^e2e_mean_(ci_low|ci_high)$"), pl.col("^working_.*$"),
                     "timeouts", "timeout_rate", "limits", "limit_rate", "limit_types",
                     "failures", "failure_rate", "e2e_beyond_source_total",
                     pl.col("^outcome_.*$"))),
@@ -283,6 +284,7 @@ class Evaluation:
                     "setup", "subset", "delivered", "runs_exposed", "coverage",
                     pl.col("^per_run_.*$"), "recorded_per_run_mean", "unique_calls",
                     "recorded_calls", "runs_with_repeated_ids", "headline_per_run_mean",
+                    "headline_per_run_mean_ci_low", "headline_per_run_mean_ci_high",
                     "headline_basis", "attempted_runs_exposed", "attempted_per_run_mean",
                     span_p50_s="span_s_p50")),
                 "comparisons": comparisons,
@@ -372,16 +374,18 @@ class Evaluation:
 
     @property
     def timing(self) -> Frame:
-        """Per setup and subset: attempted, delivered, E2E n/mean/P50/P90/min/max, runs
-        without timestamps, working time n/mean/P50/P90/min/max (where the source records
+        """Per setup and subset: attempted, delivered, E2E n/mean/P50/P90/min/max and the
+        mean's clustered 95% interval (``e2e_mean_ci_low``/``_high``), runs without
+        timestamps, working time n/mean/P50/P90/min/max (where the source records
         it), timeouts, limits (with their types) and failures with their rates."""
         return _as_kind(self._frames["timing"], self.kind)
 
     @property
     def tool_calls(self) -> Frame:
         """Per setup and subset: delivered, exposed, coverage, unique calls per run
-        (n/mean/P50/P90/min/max) and recorded calls per run (mean) side by side, unique and
-        recorded calls, runs reusing ids, span P50."""
+        (n/mean/P50/P90/min/max) and recorded calls per run (mean) side by side, the
+        headline's calls per run with its mean's clustered 95% interval, unique and recorded
+        calls, runs reusing ids, span P50."""
         return _as_kind(self._frames["tool_calls"], self.kind)
 
     @property

@@ -127,10 +127,13 @@ def cell_text(value: Any, name: str) -> str:
 
 def _merge_intervals(frame: pl.DataFrame) -> tuple[pl.DataFrame, set[str]]:
     """``X_rate`` with ``X_ci_low`` and ``X_ci_high`` as one text column ``X_rate``
-    (``0.737 [0.643, 0.814]``); also ``mean_diff_b_minus_a`` with ``ci_low``/``ci_high``."""
+    (``0.737 [0.643, 0.814]``); a mean ``X`` with ``X_ci_low`` and ``X_ci_high`` the same way;
+    also ``mean_diff_b_minus_a`` with ``ci_low``/``ci_high``."""
     merged: set[str] = set()
     pairs = [(c, c.removesuffix("_rate") + "_ci_low", c.removesuffix("_rate") + "_ci_high")
              for c in frame.columns if c.endswith("_rate")]
+    pairs += [(c, f"{c}_ci_low", f"{c}_ci_high") for c in frame.columns  # a mean's interval
+              if not c.endswith("_rate") and f"{c}_ci_low" in frame.columns]
     pairs.append(("mean_diff_b_minus_a", "ci_low", "ci_high"))
     for value, low, high in pairs:
         if {value, low, high} <= set(frame.columns):
