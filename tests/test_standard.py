@@ -716,3 +716,32 @@ def test_questions_needed_says_no_difference_for_rounding_noise() -> None:
     row = gk.questions_needed(real, "resolved_rate").row(0, named=True)
     # mean 1/30, sd = sqrt(((1/30)^2 x 2 + (2/30)^2) / 2) = 0.0577; (2.8016 x 0.0577 x 30)^2
     assert row["questions_needed"] == 24 and row["verdict"] is None
+
+
+def test_questions_needed_weighs_questions_against_repeats_by_hand() -> None:
+    """§5 "Planning": 4 paired questions measured at R = 2; A's slots 2, 0, 1, 1, B's 2, 2,
+    1, 2. Differences 0, 1, 0, 0.5: mean 0.375, sd² = 0.6875 / 3. Within: w_A = (0 + 0 +
+    0.5 + 0.5) / 4 = 0.25, w_B = 0.125; between = sd² - 0.375 / 2 = 1/24. At R = 1 the spread
+    is 1/24 + 0.375, at R = 4 it is 1/24 + 0.09375."""
+    from statistics import NormalDist
+
+    per_question = pl.DataFrame({
+        "setup": ["a"] * 4 + ["b"] * 4, "task_id": ["1", "2", "3", "4"] * 2,
+        "resolved_slots": [2, 0, 1, 1, 2, 2, 1, 2],
+        "resolved_rate": [1.0, 0.0, 0.5, 0.5, 1.0, 1.0, 0.5, 1.0]})
+    plan = gk.questions_needed(per_question, "resolved_rate", repeats=(1, 4))
+    z = NormalDist().inv_cdf(0.975) + NormalDist().inv_cdf(0.8)
+    rows = {r["repeats"]: r for r in plan.iter_rows(named=True)}
+    for r, variance in ((1, 1 / 24 + 0.375), (4, 1 / 24 + 0.09375)):
+        assert rows[r]["sd_at_repeats"] == pytest.approx(math.sqrt(variance), abs=1e-12)
+        needed = math.ceil(z * z * variance / 0.375**2)
+        assert (rows[r]["questions_needed"], rows[r]["runs"]) == (needed, 2 * needed * r)
+    assert (rows[1]["questions_needed"], rows[4]["questions_needed"]) == (24, 8)
+    with pytest.raises(ValueError, match="grade rate"):
+        gk.questions_needed(per_question.rename({"resolved_rate": "composite"}), "composite",
+                            repeats=(1,))
+    one = gk.questions_needed(per_question.with_columns(
+        resolved_slots=pl.col("resolved_rate").round().cast(pl.Int64)), "resolved_rate",
+        repeats=(2,), measured_repeats=1)
+    assert one.get_column("verdict").to_list() == [
+        "measured at R = 1: the repeats' share of the spread is unknown"]

@@ -112,65 +112,126 @@ def rank_intervals(per_question: pl.DataFrame, metric: str = "composite", *,
 
 def questions_needed(per_question: pl.DataFrame, metric: str = "composite", *,
                      alpha: float = 0.05, power: float = 0.8,
-                     pairs: Sequence[tuple[str, str]] | None = None) -> pl.DataFrame:
-    """Paired questions needed to separate each pair of setups (a conditional estimate).
+                     pairs: Sequence[tuple[str, str]] | None = None,
+                     repeats: Sequence[int] | None = None,
+                     measured_repeats: int | None = None) -> pl.DataFrame:
+    """Paired questions needed to separate each pair of setups (a conditional estimate;
+    docs/methodology.md §5 "Planning").
+
+    With ``repeats`` (a grade rate only), questions are weighed against repeats: the
+    observed spread of the per-question differences is split into the questions' own
+    (between) part and the repeats' (within) part, estimated from each question's slots,
+    and the questions needed are given for each R of ``repeats``, with the runs they cost.
 
     Args:
-        per_question: setup, task_id and ``metric``.
+        per_question: setup, task_id and ``metric`` (with ``repeats``, also the grade's
+            ``<grade>_slots``: ``ev.standard.per_question``).
         metric: The compared column; default the GRADE task composite.
         alpha: Two-sided test level; default 0.05.
         power: Wanted power; default 0.8.
         pairs: (baseline, compared) pairs; default every pair, alphabetical.
+        repeats: The R to weigh; default None (the spread as observed, one row per pair).
+        measured_repeats: The R the slots were measured at; default read off the rates
+            (slots / rate).
 
     Returns:
-        baseline, compared, questions (paired now), mean_diff, sd_diff, questions_needed
-        (null when the observed difference is 0 or within rounding, past 10^12, or there
-        are fewer than 2 questions), verdict (why it is null: "no difference", ...),
-        label (``conditional estimate``), formula, assumptions, repeats_note.
+        baseline, compared, questions (paired now), mean_diff, sd_diff (observed), repeats
+        and sd_at_repeats (with ``repeats``), questions_needed (null when the observed
+        difference is 0 or within rounding, past 10^12, or there are fewer than 2
+        questions), runs (both setups' questions x R, with ``repeats``), verdict (why it
+        is null), label (``conditional estimate``), formula, assumptions, repeats_note.
+
+    Raises:
+        ValueError: ``repeats`` with a metric that is not a grade rate, or an R below 1.
     """
     # the standard library's normal quantile (Wichura's AS241, within 1e-15 of scipy's
     # norm.ppf): scipy.stats would cost a notebook's kernel 0.35-1.3 s to import
     quantile = NormalDist().inv_cdf
     z = quantile(1 - alpha / 2) + quantile(power)
+    slots = metric.removesuffix("_rate") + "_slots"
+    if repeats is not None:
+        if not metric.endswith("_rate") or slots not in per_question.columns:
+            raise ValueError(f"repeats are weighed for a grade rate with its slots "
+                             f"({slots!r}), not for {metric!r}")
+        if not repeats or any(int(r) != r or r < 1 for r in repeats):
+            raise ValueError(f"repeats must be whole numbers of at least 1, not {list(repeats)}")
+        measured_repeats = measured_repeats or _measured_repeats(per_question, metric, slots)
     setups = sorted(set(per_question.get_column("setup").to_list()))
     wanted = pairs or [(a, b) for i, a in enumerate(setups) for b in setups[i + 1:]]
+    side_a = {"ka": pl.col(slots)} if repeats is not None else {}
+    side_b = {"kb": pl.col(slots)} if repeats is not None else {}
     rows = []
     for a, b in wanted:
-        both = (per_question.filter(pl.col("setup") == a).select("task_id", x=metric)
-                .join(per_question.filter(pl.col("setup") == b).select("task_id", y=metric),
-                      on="task_id").drop_nulls())
+        both = (per_question.filter(pl.col("setup") == a).select("task_id", x=metric, **side_a)
+                .join(per_question.filter(pl.col("setup") == b)
+                      .select("task_id", y=metric, **side_b), on="task_id").drop_nulls())
         diffs = (both.get_column("y") - both.get_column("x")).to_list()
         n = len(diffs)
         mean = fmean(diffs) if n else None
         sd = (math.sqrt(math.fsum((d - mean) * (d - mean) for d in diffs) / (n - 1))
               if n >= 2 and mean is not None else None)  # squares as products: exact rounding
         # a difference within the rounding of the figures it is made of (2n ulps of the
-        # largest of them) is no difference, never a huge count; a count past 10^12
-        # questions is no study either (and would overflow Int64 squared)
+        # largest of them) is no difference, never a huge count
         largest = max((abs(v) for v in (*both.get_column("x").to_list(),
                                         *both.get_column("y").to_list())), default=0.0)
         noise = 2 * n * math.ulp(largest)
-        ratio = (z * sd / abs(mean) if sd is not None and mean is not None
-                 and abs(mean) > noise else None)
-        needed = (math.ceil(ratio * ratio) if ratio is not None and ratio < 1e6 else None)
-        verdict = ("no difference: the observed mean difference is 0 or within rounding"
-                   if n >= 2 and (mean is None or abs(mean) <= noise) else
-                   "more than 10^12 questions: no study separates them"
-                   if ratio is not None and needed is None else None)
-        rows.append({
-            "baseline": a, "compared": b, "questions": n, "mean_diff": mean, "sd_diff": sd,
-            "questions_needed": needed, "verdict": verdict, "label": "conditional estimate",
-            "formula": f"n = ((z_(1-{alpha}/2) + z_{power}) x sd / |mean|)^2 = "
-                       f"({z:.4f} x sd / |mean|)^2",
-            "assumptions": "the observed mean difference and spread are the true ones; "
-                           "questions independent; normal approximation",
-            "repeats_note": "the spread includes the repeats' noise; more repeats per "
-                            "question shrink only that part"})
+        size = abs(mean) if sd is not None and mean is not None and abs(mean) > noise else None
+        real = size is not None
+        base = {"baseline": a, "compared": b, "questions": n, "mean_diff": mean,
+                "sd_diff": sd, "label": "conditional estimate",
+                "formula": f"n = ((z_(1-{alpha}/2) + z_{power}) x sd / |mean|)^2 = "
+                           f"({z:.4f} x sd / |mean|)^2",
+                "assumptions": "the observed mean difference and spread are the true ones; "
+                               "questions independent; normal approximation"}
+        quiet = ("no difference: the observed mean difference is 0 or within rounding"
+                 if n >= 2 and not real else None)
+        if repeats is None:
+            needed = _study((z * sd / size) ** 2) if size is not None and sd is not None \
+                else None
+            rows.append({**base, "repeats": None, "sd_at_repeats": None,
+                         "questions_needed": needed, "runs": None,
+                         "verdict": quiet or (None if needed is not None or not real else
+                                              "more than 10^12 questions: no study "
+                                              "separates them"),
+                         "repeats_note": "the spread includes the repeats' noise; more "
+                                         "repeats per question shrink only that part"})
+            continue
+        r0 = measured_repeats
+        within = (sum(_within(both.get_column(k).to_list(), r0) for k in ("ka", "kb"))
+                  if r0 and r0 >= 2 and n else None)
+        for r in repeats:
+            spread = (None if sd is None or within is None or r0 is None else
+                      math.sqrt(max(0.0, sd * sd - within / r0) + within / r))
+            needed = (_study((z * spread / size) ** 2)
+                      if size is not None and spread is not None else None)
+            why = quiet or (f"measured at R = {r0}: the repeats' share of the spread is "
+                            "unknown" if within is None and n >= 2 else
+                            "more than 10^12 questions: no study separates them"
+                            if real and needed is None else None)
+            rows.append({**base, "repeats": r, "sd_at_repeats": spread,
+                         "questions_needed": needed,
+                         "runs": None if needed is None else 2 * needed * r, "verdict": why,
+                         "repeats_note": f"between-question variance sd^2 - (w_A + w_B) / "
+                                         f"{r0}, plus (w_A + w_B) / R; w = a setup's mean "
+                                         "slot variance within a question"})
     return pl.DataFrame(rows, schema={
         "baseline": pl.String, "compared": pl.String, "questions": pl.Int64,
-        "mean_diff": pl.Float64, "sd_diff": pl.Float64, "questions_needed": pl.Int64,
-        "verdict": pl.String, "label": pl.String, "formula": pl.String, "assumptions": pl.String,
-        "repeats_note": pl.String})
+        "mean_diff": pl.Float64, "sd_diff": pl.Float64, "repeats": pl.Int64,
+        "sd_at_repeats": pl.Float64, "questions_needed": pl.Int64, "runs": pl.Int64,
+        "verdict": pl.String, "label": pl.String, "formula": pl.String,
+        "assumptions": pl.String, "repeats_note": pl.String})
+
+
+def _within(counts: list[int], repeats: int) -> float:
+    """A setup's within-question variance of one slot's rate, the mean over its questions of
+    k (R - k) / (R (R - 1)) (unbiased for p_q (1 - p_q) from k of R slots)."""
+    return math.fsum(k * (repeats - k) for k in counts) / (len(counts) * repeats * (repeats - 1))
+
+
+def _measured_repeats(per_question: pl.DataFrame, metric: str, slots: str) -> int | None:
+    """R as the per-question rates were measured: slots / rate where a rate is above 0."""
+    some = per_question.filter(pl.col(metric) > 0).select(slots, metric).head(1)
+    return None if not some.height else round(some.item(0, 0) / some.item(0, 1))
 
 
 def rank_ranges(comparisons: Frame, metric: str = "resolved_rate", subset: str = "all",
