@@ -146,68 +146,13 @@ def test_questions_against_repeats_by_hand() -> None:
     assert (rows[("a", 2)]["questions"], rows[("a", 2)]["runs"]) == (73, 146)
     assert rows[("a", 2)]["design_effect"] == 1.5
     assert rows[("b", 1)]["questions"] is None  # a rate of 1: no variance observed
-    pairs = gk.questions_and_repeats(grades, difference=0.2, repeats=(1,))
-    # (1.95996 + 0.84162)² x 0.25 / 0.04 = 7.849 x 6.25 = 49.06 -> 50 questions, 100 runs
-    assert pairs.select("questions", "runs").row(0) == (50, 100)
-    with pytest.raises(ValueError, match="difference of 0"):
-        gk.questions_and_repeats(grades, difference=0.0)
+    with pytest.raises(ValueError, match="positive"):
+        gk.questions_and_repeats(grades, half_width=0.0)
     with pytest.raises(ValueError, match="at least 1"):
         gk.questions_and_repeats(grades, repeats=(0, 2))
-    # a difference too small for any study: no count, nothing overflows
-    tiny = gk.questions_and_repeats(grades.with_columns(resolved_rate=pl.lit(0.5)),
-                                    difference=1e-20, repeats=(1,))
-    assert tiny.get_column("questions").to_list() == [None]
-
-
-def test_cluster_by_pack_flips_whole_packs_and_says_so() -> None:
-    """§4 "Clusters": with cluster="pack" the rates' intervals use the packs' totals and the
-    paired tests flip whole packs (two packs: the smallest p is 2/2^2, never below 0.05)."""
-    from pathlib import Path
-
-    import grade_kit as gk
-
-    root = Path(__file__).resolve().parents[1] / "fixtures"
-    ev = gk.evaluate(root / "tasks", root / "runs", judge="rules", grader="rules",
-                     cluster="pack")
-    rows = ev.grades.filter(pl.col("subset") == "all")
-    assert set(rows.get_column("interval_basis").to_list()) == {"clustered by pack, R = 5"}
-    tested = ev.comparisons.filter((pl.col("subset") == "all")
-                                   & (pl.col("metric") == "resolved_rate"))
-    assert tested.height == 3
-    for row in tested.iter_rows(named=True):
-        assert row["test"].endswith("(whole clusters flipped)")
-        assert row["p_value"] >= 0.5 and row["direction"] is None  # 2 units: 4 patterns
-        assert row["ci_low"] <= 0 <= row["ci_high"]
-    assert ev.results.provenance.arguments["cluster"] == "pack"
-
-
-def test_pass_hat_k_on_tau_bench_equals_its_own_formula() -> None:
-    """Real logs (tau-bench, gpt-4o airline, 50 tasks x 4 trials): pass^k as tau-bench's
-    own `display_metrics` computes it from the file (success = reward within 1e-6 of 1;
-    per task C(c, k) / C(n, k), averaged), side by side with ev.reliability."""
-    import json
-    from math import comb
-    from pathlib import Path
-
-    import grade_kit as gk
-
-    path = (Path(__file__).resolve().parent / "data" / "realdata" / "tau_bench_gpt4o_airline"
-            / "gpt-4o-airline.json")
-    records = json.loads(path.read_text(encoding="utf-8"))
-    successes: dict[int, int] = {}
-    for record in records:
-        ok = 1 - 1e-6 <= record["reward"] <= 1 + 1e-6
-        successes[record["task_id"]] = successes.get(record["task_id"], 0) + ok
-    trials = 4
-    theirs = {k: sum(comb(c, k) / comb(trials, k) for c in successes.values()) / len(successes)
-              for k in range(1, trials + 1)}
-    ev = gk.evaluate(path)
-    ours = {row["k"]: row["pass_hat_k"] for row in ev.reliability.filter(
-        pl.col("subset") == "all").iter_rows(named=True)}
-    assert ours.keys() == theirs.keys()
-    for k in theirs:
-        assert ours[k] == pytest.approx(theirs[k], abs=1e-15), k
-    assert ours[1] == 84 / 200
+    # a half-width too small for any study: no count, nothing overflows
+    tiny = gk.questions_and_repeats(grades, half_width=1e-20, repeats=(1,))
+    assert tiny.get_column("questions").to_list() == [None, None]
 
 
 def test_reliability_beyond_20_repeats_is_k_1_and_r() -> None:

@@ -298,92 +298,61 @@ def _study(questions: float) -> int | None:
             and questions <= MAX_STUDY_QUESTIONS else None)
 
 
-def questions_and_repeats(grades: Frame, *, half_width: float | None = 0.05,
-                          difference: float | None = None,
+def questions_and_repeats(grades: Frame, *, half_width: float = 0.05,
                           repeats: Sequence[int] = (1, 2, 3, 5, 10), state: str = "resolved",
-                          alpha: float = 0.05, power: float = 0.8,
-                          subset: str = "all") -> Frame:
-    """Questions against repeats with the measured icc (docs/methodology.md §5 "Planning"):
-    for each setup and each R of ``repeats``, the questions Q (and runs Q x R) that give
-    its rate's 95% interval a half-width of ``half_width``; or, with ``difference``, for each
-    pair, the questions a two-sided test at ``alpha`` needs for ``power`` to detect that
-    difference in the rate. A conditional estimate: it assumes the observed rate and icc
-    are the truth and the normal approximation.
+                          alpha: float = 0.05, subset: str = "all") -> Frame:
+    """Questions against repeats for one setup's rate, with its measured icc
+    (docs/methodology.md §5 "Planning"): for each setup and each R of ``repeats``, the
+    questions Q (and runs Q x R) that give its rate's interval a half-width of
+    ``half_width``. A conditional estimate: it assumes the observed rate and icc are the
+    truth and the normal approximation. (A difference between two setups:
+    :func:`questions_needed` with ``repeats``, paired on questions.)
 
     With p the observed rate and icc its measured intra-question correlation (0 when R was
-    1, said in ``assumptions``), one setup's variance over Q questions of R repeats is
-    p (1 - p) (1 + (R - 1) icc) / (Q R), so Q = ceil(z² p (1 - p) (1 + (R - 1) icc) /
-    (R h²)); a difference d between A and B needs Q = ceil((z_(1-alpha/2) + z_power)² (v_A +
-    v_B) / d²) with v = p (1 - p) (1 + (R - 1) icc) / R (setups treated as independent:
-    pairing on questions only lowers it).
+    1, said in ``assumptions``; a negative icc taken as 0), one setup's variance over Q
+    questions of R repeats is u / Q with u = p (1 - p) (1 + (R - 1) icc) / R, so
+    Q = ceil(z² u / h²).
 
     Args:
         grades: ``ev.grades`` (polars or pandas).
-        half_width: The target half-width of one setup's interval; default 0.05 (used when
-            ``difference`` is None).
-        difference: A difference in the rate to detect between two setups; default None.
+        half_width: The target half-width of one setup's interval; default 0.05.
         repeats: The R to weigh; default 1, 2, 3, 5, 10.
         state: The grade whose rate is planned; default resolved.
-        alpha: Two-sided level; default 0.05.
-        power: Wanted power (with ``difference``); default 0.8.
+        alpha: The interval's level is 1 - alpha; default 0.05 (95%).
         subset: ``all`` (default) or ``common``.
 
     Returns:
-        Per setup (or pair: ``compared``) and R: questions, runs (both setups' with a
-        difference; null where the rate is 0 or 1, no variance observed, or past 10^12
-        questions, no study), icc and
-        design_effect (and the compared setup's), target, label, assumptions.
+        Per setup and R: questions, runs (null where the rate is 0 or 1, no variance
+        observed, or past 10^12 questions, no study), icc, design_effect, target, label,
+        assumptions; the same kind of frame as ``grades``.
+
+    Raises:
+        ValueError: a half-width that is not positive, or an R below 1.
     """
     if not repeats or any(int(r) != r or r < 1 for r in repeats):
         raise ValueError(f"repeats must be whole numbers of at least 1, not {list(repeats)}")
-    quantile = NormalDist().inv_cdf
+    if not half_width > 0:
+        raise ValueError(f"half_width must be positive, not {half_width}")
+    z = NormalDist().inv_cdf(1 - alpha / 2)
     rows = to_polars(grades).filter(pl.col("subset") == subset)
-    rates = {r["setup"]: (r[f"{state}_rate"], r[f"{state}_icc"])
-             for r in rows.iter_rows(named=True) if r[f"{state}_rate"] is not None}
-
-    def variance(setup: str, r: int) -> tuple[float, float, float]:
-        p, icc = rates[setup]
-        rho = 0.0 if icc is None else max(0.0, icc)
-        design = 1 + (r - 1) * rho
-        return p * (1 - p) * design / r, rho, design
-
     out = []
-    assumptions = (f"the observed {state} rate and icc are the truth (icc 0 where it was not "
-                   "measured, negative taken as 0); normal approximation")
-    if difference is None:
-        if not half_width or half_width <= 0:
-            raise ValueError("give a positive half_width or a difference")
-        z = quantile(1 - alpha / 2)
-        for setup in rates:
-            for r in repeats:
-                v, rho, design = variance(setup, r)
-                q = _study(z * z * v / (half_width * half_width)) if v > 0 else None
-                out.append({"setup": setup, "compared": None, "repeats": r, "questions": q,
-                            "runs": None if q is None else q * r, "icc": rho,
-                            "design_effect": design,
-                            "target": f"95% half-width {half_width:g}",
-                            "label": "conditional estimate", "assumptions": assumptions})
-    else:
-        if difference == 0:
-            raise ValueError("a difference of 0 cannot be detected")
-        z = quantile(1 - alpha / 2) + quantile(power)
-        names = sorted(rates)
-        for i, a in enumerate(names):
-            for b in names[i + 1:]:
-                for r in repeats:
-                    (va, rho, design), (vb, rho_b, design_b) = variance(a, r), variance(b, r)
-                    q = (_study(z * z * (va + vb) / (difference * difference))
-                         if va + vb > 0 else None)
-                    out.append({"setup": a, "compared": b, "repeats": r, "questions": q,
-                                "runs": None if q is None else 2 * q * r, "icc": rho,
-                                "design_effect": design, "icc_compared": rho_b,
-                                "design_effect_compared": design_b,
-                                "target": f"difference {difference:g} at alpha {alpha:g}, "
-                                          f"power {power:g}",
-                                "label": "conditional estimate",
-                                "assumptions": assumptions})
+    for row in rows.iter_rows(named=True):
+        p, icc = row[f"{state}_rate"], row[f"{state}_icc"]
+        if p is None:
+            continue
+        rho = 0.0 if icc is None else max(0.0, icc)
+        for r in repeats:
+            design = 1 + (r - 1) * rho
+            u = p * (1 - p) * design / r
+            q = _study(z * z * u / (half_width * half_width)) if u > 0 else None
+            out.append({"setup": row["setup"], "repeats": r, "questions": q,
+                        "runs": None if q is None else q * r, "icc": rho,
+                        "design_effect": design,
+                        "target": f"{1 - alpha:.0%} half-width {half_width:g}",
+                        "label": "conditional estimate", "assumptions": (
+                            f"the observed {state} rate and icc are the truth (icc 0 where it "
+                            "was not measured, negative taken as 0); normal approximation")})
     return like(pl.DataFrame(out, schema={
-        "setup": pl.String, "compared": pl.String, "repeats": pl.Int64, "questions": pl.Int64,
-        "runs": pl.Int64, "icc": pl.Float64, "design_effect": pl.Float64,
-        "icc_compared": pl.Float64, "design_effect_compared": pl.Float64, "target": pl.String,
+        "setup": pl.String, "repeats": pl.Int64, "questions": pl.Int64, "runs": pl.Int64,
+        "icc": pl.Float64, "design_effect": pl.Float64, "target": pl.String,
         "label": pl.String, "assumptions": pl.String}), grades)
