@@ -51,6 +51,7 @@ __all__ = [
     "GradeRates",
     "GradeState",
     "GradeSummary",
+    "InputError",
     "InputFile",
     "Interval",
     "JudgedDimension",
@@ -169,6 +170,12 @@ def _has_token(text: str, what: str) -> str:
 
 
 # --------------------------------------------------------------------------- tasks
+
+
+class InputError(Exception):
+    """An input that cannot be read at all (a missing file or folder, a store or state that
+    is not one): part of the contract every layer raises and the CLI reports as one
+    ``error:`` line."""
 
 
 class _In(BaseModel):

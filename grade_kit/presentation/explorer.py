@@ -17,7 +17,7 @@ import io
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 
@@ -25,8 +25,10 @@ from grade_kit.frames import Frame, like, to_polars
 from grade_kit.presentation.tables import cell_text, column_label, table
 from grade_kit.reading.io import InputError
 from grade_kit.schema import Grade, Run, Task, material_error_of
-from grade_kit.scored import Evaluation
 from grade_kit.standard.blind.sheet import ANONYMITY_NOTE, answer_text
+
+if TYPE_CHECKING:  # a parameter's type only: the explorer is handed an evaluation
+    from grade_kit.scored import Evaluation
 
 __all__ = ["FILTERS", "INFORMATIVE", "KEYS_CLASS", "LISTED", "SORTS", "BlindGradingPanel",
            "Explorer", "filter_runs", "listing", "most_informative_first", "sort_runs"]

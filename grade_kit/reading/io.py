@@ -30,7 +30,7 @@ from pydantic import BaseModel, ValidationError
 from grade_kit._gc import gc_paused
 from grade_kit.reading._fastread import LazyRecords, decode_fast, raw_records, struct_of
 from grade_kit.reading.parse import ParseError, Undecodable, loads_json, read_lines
-from grade_kit.schema import InputFile, Reject, Run, WarningItem
+from grade_kit.schema import InputError, InputFile, Reject, Run, WarningItem
 
 __all__ = [
     "RECORD_COLUMN",
@@ -85,10 +85,6 @@ def memory_lines(records: Sequence[Mapping[str, Any] | BaseModel]) -> Iterator[L
     for number, record in enumerate(records, start=1):
         data = record.model_dump() if isinstance(record, BaseModel) else record
         yield number, json.dumps(data, ensure_ascii=False, default=str)
-
-
-class InputError(Exception):
-    """An input that cannot be read at all (missing file or folder)."""
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,12 @@ import polars as pl
 
 from grade_kit.exact import divide
 from grade_kit.frames import EvalData, frames_repr, frames_repr_html
-from grade_kit.reading.io import InputError
 from grade_kit.schema import (
     FOUR_GRADES,
     CommonSubset,
     Comparison,
     Figure,
+    InputError,
     Plan,
     Rerun,
     SubsetSetup,
