@@ -451,7 +451,7 @@ def _summary(values: Sequence[float]) -> dict[str, Any]:
 def _wilson(k: int, per_question: Sequence[int], repeats: int,
             z: float = 1.959963984540054) -> tuple[float, float] | None:
     """§4 "Rates": over n = the effective size, min(N, p(1−p) / SE²) with SE² = Σ_q (s_q −
-    pR)² / N² (clustered by question; Q when p is 0 or 1, N when SE² is 0),
+    pR)² / N² (clustered by question; Q when p is 0 or 1 or Q < 2, N when SE² is 0),
     (p + z²/2n ± z √(p(1−p)/n + z²/4n²)) / (1 + z²/n), as one fraction, with exactly 0 at
     k = 0 and 1 at k = N. (Compared within 1e-12: the library divides the centre and the
     half-width apart and makes n in integers, which can differ in the last places.)"""
@@ -460,8 +460,8 @@ def _wilson(k: int, per_question: Sequence[int], repeats: int,
         return None
     p = k / total
     se2 = math.fsum((s - p * repeats) ** 2 for s in per_question) / total ** 2
-    n = (len(per_question) if k in (0, total) else total if se2 == 0
-         else min(total, p * (1 - p) / se2))
+    n = (len(per_question) if k in (0, total) or len(per_question) < 2 else total
+         if se2 == 0 else min(total, p * (1 - p) / se2))
     root = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     low = (p + z * z / (2 * n) - root) / (1 + z * z / n)
     high = (p + z * z / (2 * n) + root) / (1 + z * z / n)

@@ -194,3 +194,19 @@ def test_reliability_at_a_million_repeats_is_immediate() -> None:
     assert frame.height == 100
     assert frame.filter(pl.col("k") == 1_000_000).get_column("pass_hat_k").sum() == 0.0
     assert frame.filter(pl.col("k") == 1).row(1, named=True)["pass_hat_k"] == 0.02
+
+
+def test_one_question_is_one_independent_unit() -> None:
+    """A single cluster has no spread between clusters: CR0's SE² is 0 there, which would
+    claim all N slots independent (tau2's one task x 4 trials showed [0.301, 0.954]). Its
+    effective size is the one cluster: Wilson's interval of 3/4 over n = 1."""
+    from grade_kit.standard.reliability import reliability_frame
+    from grade_kit.standard.stats import wilson_bounds
+
+    row = clustered_rates(_counts([3], 4), ["a"]).row(0, named=True)
+    assert (row["resolved_design_effect"], row["resolved_icc"]) == (None, None)
+    assert row["resolved_n_effective"] == 1.0
+    assert (row["resolved_ci_low"], row["resolved_ci_high"]) == wilson_bounds(0.75, 1.0)
+    one = reliability_frame(pl.DataFrame({"setup": ["a"], "task_id": ["q"], "resolved": [3]}),
+                            4, "all").row(0, named=True)
+    assert (one["pass_hat_k_low"], one["pass_hat_k_high"]) == wilson_bounds(0.75, 1.0)

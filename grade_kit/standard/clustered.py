@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 import polars as pl
 
 from grade_kit.exact import group_fmean
@@ -19,7 +20,7 @@ from grade_kit.schema import GRADE_STATES
 from grade_kit.standard.stats import WILSON_Z95, wilson_bounds
 
 __all__ = ["CLUSTERS", "Cluster", "cluster_of_tasks", "clustered_mean_ci", "clustered_rates",
-           "interval_basis"]
+           "effective_size", "interval_basis"]
 
 Cluster = Literal["question", "track", "pack"]
 CLUSTERS: tuple[Cluster, ...] = ("question", "track", "pack")
@@ -55,21 +56,43 @@ def interval_basis(cluster: Cluster, repeats: int) -> str:
     return f"clustered by {cluster}, R = {repeats}"
 
 
-def _effective(k: int, total: int, square_sum: int, cross_sum: int, size_square_sum: int,
-               clusters: int, mean_size: float) -> tuple[float | None, float | None, float]:
-    """(design effect, icc, n_effective) of k successes over ``total`` slots from integer
-    cluster sums: W = N² Σ s_c² - 2 N K Σ s_c n_c + K² Σ n_c² = N⁴ SE² (Python integers,
-    exact), design effect = W / (N K (N - K)), n_effective = min(N, N² K (N - K) / W)."""
-    if k in (0, total):  # p(1 - p) = 0: the design effect is undefined
+def _exact_sum(values: np.ndarray) -> int:
+    """Σ of integers exactly: int64 where it cannot overflow, else Python integers."""
+    bound = int(np.abs(values).max(initial=0)) * max(values.size, 1)
+    return int(values.sum()) if bound < 2**62 else sum(int(v) for v in values.tolist())
+
+
+def effective_size(successes: np.ndarray, sizes: np.ndarray,
+                   cap: int | None = None) -> tuple[float | None, float | None, float]:
+    """(design effect, icc, n_effective) of per-cluster successes s_c over per-cluster
+    sizes n_c (integers; docs/methodology.md §4 "Rates"), exactly: with N = Σ n_c, K = Σ s_c
+    and W = N² Σ s_c² - 2 N K Σ s_c n_c + K² Σ n_c² = N⁴ SE² (CR0), design effect =
+    W / (N K (N - K)), icc = (design effect - 1) / (N / C - 1) (null when N / C = 1) and
+    n_effective = min(cap, N² K (N - K) / W), one division each.
+
+    n_effective is C, and the design effect and icc null, when p is 0 or 1 (no variance to
+    measure) or there are fewer than 2 clusters (one cluster has no spread between
+    clusters: CR0's zero there would claim all N slots are independent); it is ``cap``
+    (default N) when W = 0 with 0 < p < 1.
+    """
+    clusters = int(sizes.size)
+    total = _exact_sum(sizes)
+    k = _exact_sum(successes)
+    cap = total if cap is None else cap
+    if k in (0, total) or clusters < 2:
         return None, None, float(clusters)
-    w = (total * total * square_sum - 2 * total * k * cross_sum + k * k * size_square_sum)
+    square = _exact_sum(successes.astype(object) ** 2) if successes.size else 0
+    cross = _exact_sum(successes.astype(object) * sizes.astype(object))
+    size_square = _exact_sum(sizes.astype(object) ** 2)
+    w = total * total * square - 2 * total * k * cross + k * k * size_square
     binomial = total * k * (total - k)
+    mean_size = total / clusters
     if w == 0:  # every cluster exactly at p: no between-cluster variance
-        return 0.0, (None if mean_size == 1 else -1 / (mean_size - 1)), float(total)
+        return 0.0, (None if mean_size == 1 else -1 / (mean_size - 1)), float(cap)
     design = w / binomial
     icc = None if mean_size == 1 else (design - 1) / (mean_size - 1)
-    # n_effective = p (1 - p) / SE² = N x binomial / W, at most N (one exact division)
-    n_eff = float(total) if binomial >= w else total * binomial / w
+    # n_effective = p (1 - p) / SE² = N x binomial / W, at most cap (one exact division)
+    n_eff = float(cap) if total * binomial >= cap * w else total * binomial / w
     return design, icc, n_eff
 
 
@@ -79,11 +102,9 @@ def clustered_rates(counts: pl.DataFrame, setups: list[str]) -> pl.DataFrame:
 
     For one setup with C clusters, s_c the cluster's slots in the state, n_c its planned
     slots (R x its questions), N = Σ n_c, p = Σ s_c / N: SE² = Σ (s_c - p n_c)² / N² (CR0);
-    design effect = SE² / (p (1 - p) / N); icc = (design effect - 1) / (N / C - 1), null
-    when N / C = 1 (R = 1 with question clusters); n_effective = min(N, p (1 - p) / SE²), C
-    when p is 0 or 1; the interval is :func:`~grade_kit.standard.stats.wilson_bounds` (p,
-    n_effective). With R = 1
-    and question clusters W = N K (N - K) exactly, so the interval is Wilson's over N.
+    design effect, icc and n_effective by :func:`effective_size`; the interval is
+    :func:`~grade_kit.standard.stats.wilson_bounds` (p, n_effective). With R = 1 and
+    question clusters W = N K (N - K) exactly, so the interval is Wilson's over N.
 
     Args:
         counts: setup, cluster, slots (the cluster's planned slots) and one column per grade
@@ -94,37 +115,27 @@ def clustered_rates(counts: pl.DataFrame, setups: list[str]) -> pl.DataFrame:
         setup and per state ``<state>_design_effect``, ``<state>_icc``,
         ``<state>_n_effective``, ``<state>_ci_low``, ``<state>_ci_high``.
     """
-    sums = counts.group_by("setup").agg(
-        total=pl.col("slots").sum(), clusters=pl.len(),
-        size_square=(pl.col("slots").cast(pl.Int64) ** 2).sum(),
-        **{f"{g}_k": pl.col(g).sum() for g in GRADE_STATES},
-        **{f"{g}_sq": (pl.col(g).cast(pl.Int64) ** 2).sum() for g in GRADE_STATES},
-        **{f"{g}_cross": (pl.col(g).cast(pl.Int64) * pl.col("slots")).sum()
-           for g in GRADE_STATES})
-    by_setup = {row["setup"]: row for row in sums.iter_rows(named=True)}
+    names = ("design_effect", "icc", "n_effective", "ci_low", "ci_high")
+    by_setup = {part.get_column("setup")[0]: part
+                for part in counts.partition_by("setup", maintain_order=True)}
     columns: dict[str, list[object]] = {"setup": list(setups)}
-    for g in GRADE_STATES:
-        for name in ("design_effect", "icc", "n_effective", "ci_low", "ci_high"):
-            columns[f"{g}_{name}"] = []
+    columns.update({f"{g}_{name}": [] for g in GRADE_STATES for name in names})
     for setup in setups:
-        row = by_setup.get(setup)
+        part = by_setup.get(setup)
+        sizes = None if part is None else part.get_column("slots").to_numpy().astype(np.int64)
         for g in GRADE_STATES:
-            if row is None or not row["total"]:
+            if sizes is None or not sizes.sum():
                 values: tuple[object, ...] = (None,) * 5
             else:
-                total, k = int(row["total"]), int(row[f"{g}_k"])
-                design, icc, n_eff = _effective(
-                    k, total, int(row[f"{g}_sq"]), int(row[f"{g}_cross"]),
-                    int(row["size_square"]), int(row["clusters"]),
-                    total / int(row["clusters"]))
-                low, high = wilson_bounds(k / total, n_eff)
+                assert part is not None
+                successes = part.get_column(g).to_numpy().astype(np.int64)
+                design, icc, n_eff = effective_size(successes, sizes)
+                low, high = wilson_bounds(_exact_sum(successes) / _exact_sum(sizes), n_eff)
                 values = (design, icc, n_eff, low, high)
-            for name, value in zip(("design_effect", "icc", "n_effective", "ci_low",
-                                    "ci_high"), values, strict=True):
+            for name, value in zip(names, values, strict=True):
                 columns[f"{g}_{name}"].append(value)
     return pl.DataFrame(columns, schema={"setup": pl.String, **{
-        f"{g}_{name}": pl.Float64 for g in GRADE_STATES
-        for name in ("design_effect", "icc", "n_effective", "ci_low", "ci_high")}})
+        f"{g}_{name}": pl.Float64 for g in GRADE_STATES for name in names}})
 
 
 def clustered_mean_ci(frame: pl.DataFrame, keys: list[str], value: str,

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import polars as pl
 
+from grade_kit.standard.clustered import effective_size
 from grade_kit.standard.compare import MAX_PASS_K_REPEATS
 from grade_kit.standard.stats import wilson_bounds
 
@@ -27,46 +28,21 @@ def reliability_ks(repeats: int) -> list[int]:
     return list(range(1, repeats + 1)) if repeats <= MAX_PASS_K_REPEATS else [1, repeats]
 
 
-def _square_sum(values: np.ndarray) -> int:
-    """Σ v² of integers exactly: in int64 where it cannot overflow, else in Python integers."""
-    largest = int(np.abs(values).max(initial=0))
-    if largest * largest * max(values.size, 1) < 2**62:
-        return int(np.sum(values * values))
-    return sum(int(v) * int(v) for v in values.tolist())
-
-
-def _dot(left: np.ndarray, right: np.ndarray) -> int:
-    """Σ l r of integers exactly: in int64 where it cannot overflow, else Python integers."""
-    bound = int(np.abs(left).max(initial=0)) * int(np.abs(right).max(initial=0))
-    if bound * max(left.size, 1) < 2**62:
-        return int(np.sum(left * right))
-    return sum(int(x) * int(y) for x, y in zip(left.tolist(), right.tolist(), strict=True))
-
-
 def _mean_and_interval(numerators: np.ndarray, per: int, cluster_ids: np.ndarray,
                        slots: int) -> tuple[float, float, float]:
     """The mean m of per-question values a_q / per over Q questions, and Wilson's interval
-    over n_effective = min(N, m (1 - m) / SE²) with SE² = Σ_c (Σ_{q in c} (v_q - m))² / Q²,
-    Q when m is 0 or 1; in integers as the grade rates are (§4 "Rates"): with A = Σ a_q and
-    W = Σ_c (Q A_c - Q_c A)² = Q² Σ A_c² - 2 Q A Σ Q_c A_c + A² Σ Q_c², n_effective =
-    A (Q per - A) Q² / W, so pass^1 is exactly the resolved rate and its interval."""
-    q = int(numerators.size)
+    over n_effective = min(N, m (1 - m) / SE²) with SE² = Σ_c (Σ_{q in c} (v_q - m))² / Q²:
+    :func:`~grade_kit.standard.clustered.effective_size` of each cluster's Σ a_q over its
+    Q_c x per (the same rational as the rates', so pass^1 is exactly the resolved rate and
+    its interval), capped at N = ``slots``."""
     total = int(numerators.sum())
-    scale = q * per
-    m = total / scale
-    clusters = int(cluster_ids.max()) + 1
-    if total in (0, scale):
-        n_eff = float(np.unique(cluster_ids).size)
-    else:
-        counts = np.bincount(cluster_ids, minlength=clusters)  # each cluster's questions
-        sums = np.zeros(clusters, dtype=np.int64)
-        np.add.at(sums, cluster_ids, numerators)
-        present = counts > 0
-        sizes, sums = counts[present].astype(np.int64), sums[present]
-        w = (q * q * _square_sum(sums) - 2 * q * total * _dot(sizes, sums)
-             + total * total * _square_sum(sizes))
-        binomial = total * (scale - total) * q * q
-        n_eff = float(slots) if w == 0 or binomial >= slots * w else binomial / w
+    m = total / (int(numerators.size) * per)
+    questions = np.bincount(cluster_ids, minlength=int(cluster_ids.max()) + 1)
+    present = questions > 0
+    successes = np.zeros(present.size, dtype=np.int64)
+    np.add.at(successes, cluster_ids, numerators)
+    _, _, n_eff = effective_size(successes[present], questions[present].astype(np.int64) * per,
+                                 cap=slots)
     low, high = wilson_bounds(m, n_eff)
     return m, low, high
 
