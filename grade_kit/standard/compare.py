@@ -25,12 +25,13 @@ import polars as pl
 from grade_kit.exact import fmean
 from grade_kit.schema import Comparison, Figure, Interval
 from grade_kit.standard.headline import ALPHA
-from grade_kit.standard.significance import Inversion, PairedUnits, units_tests
+from grade_kit.standard.significance import Inversion, PairedUnits, holm, units_tests
 
 __all__ = [
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "GRADE_RATES",
+    "adjust_by_holm",
     "better_side",
     "bootstrap_mean_ci",
     "compare_pair",
@@ -261,6 +262,27 @@ def verdict_intervals(comparison: Comparison,
         figure.ci_excludes_zero = low > 0 or high < 0
 
 
+def adjust_by_holm(comparisons: list[Comparison]) -> None:
+    """Set every tested figure's ``p_holm``: Holm's adjustment across the setup pairs of
+    its figure, subset and k (docs/methodology.md §5 "Significance"); and its direction from
+    that test alone: stated only when p_holm < :data:`ALPHA` and the grade has a better
+    side, so the table, the matrix and the headline give one answer."""
+    families: dict[tuple[str, str, int | None], list[tuple[Comparison, Figure]]] = {}
+    for comparison in comparisons:
+        for figure in comparison.figures:
+            if figure.p_value is not None:
+                families.setdefault((comparison.subset, figure.metric, figure.k), []).append(
+                    (comparison, figure))
+    for members in families.values():
+        adjusted = holm([f.p_value for _, f in members])
+        for (comparison, figure), p_holm in zip(members, adjusted, strict=True):
+            figure.p_holm = p_holm
+            figure.direction = (direction_text(
+                better_side(figure.metric), figure.mean_diff_b_minus_a, comparison.baseline,
+                comparison.compared)
+                if p_holm is not None and p_holm < ALPHA else None)
+
+
 def compare_setups(per_question: pl.DataFrame, a: str, b: str, questions: Sequence[str],
                    all_questions: int, subset: Literal["all", "common"] = "common",
                    seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES,
@@ -270,12 +292,7 @@ def compare_setups(per_question: pl.DataFrame, a: str, b: str, questions: Sequen
     of one (p_holm = p, its direction and its interval at 95%)."""
     comparison, inversions = compare_pair(per_question, a, b, questions, all_questions,
                                           subset, seed, resamples, repeats, clusters)
-    for figure in comparison.figures:
-        if figure.p_value is not None:
-            figure.p_holm = figure.p_value
-            figure.direction = (direction_text(
-                better_side(figure.metric), figure.mean_diff_b_minus_a, a, b)
-                if figure.p_value < ALPHA else None)
+    adjust_by_holm([comparison])
     verdict_intervals(comparison, inversions)
     return comparison
 

@@ -273,7 +273,8 @@ def question_states(plan: pl.DataFrame, slots: pl.DataFrame, repeats: int) -> pl
 
 def grade_frame(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame,
                 setups: Sequence[str], repeats: int, clusters: pl.DataFrame | None = None,
-                basis: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+                basis: str | None = None,
+                states: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Rates over N = questions x repeats, every setup at once (docs/methodology.md §4
     "Rates").
 
@@ -294,6 +295,8 @@ def grade_frame(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame,
         clusters: task_id, cluster (:func:`~grade_kit.standard.clustered.cluster_of_tasks`);
             default None: every question its own cluster.
         basis: The intervals' ``interval_basis``; default "clustered by question, R = <R>".
+        states: :func:`question_states` of ``plan`` and ``slots`` when already made;
+            default None (made here).
 
     Returns:
         The frame of :data:`GRADE_COLUMNS` (one row per setup of ``setups``), and each
@@ -329,7 +332,7 @@ def grade_frame(plan: pl.DataFrame, slots: pl.DataFrame, graded: pl.DataFrame,
         *(divide(counts, pl.col(g), n).alias(f"{g}_rate") for g in GRADE_STATES),
         divide(counts, pl.col("filled"), n).alias("run_coverage"),
         divide(counts, pl.sum_horizontal(*FOUR_GRADES), n).alias("graded_coverage"))
-    per_question = question_states(plan, slots, repeats)
+    per_question = question_states(plan, slots, repeats) if states is None else states
     if clusters is None:
         by_cluster = per_question.rename({"task_id": "cluster"})
     else:

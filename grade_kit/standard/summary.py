@@ -17,7 +17,6 @@ from grade_kit.schema import (
     FOUR_GRADES,
     CommonSubset,
     Comparison,
-    Figure,
     InputError,
     Plan,
     Rerun,
@@ -26,9 +25,8 @@ from grade_kit.schema import (
 from grade_kit.standard.clustered import Cluster, cluster_of_tasks, interval_basis
 from grade_kit.standard.compare import (
     DEFAULT_SEED,
-    better_side,
+    adjust_by_holm,
     compare_pair,
-    direction_text,
     forget_resamples,
     verdict_intervals,
 )
@@ -44,9 +42,8 @@ from grade_kit.standard.grade_rates import (
     run_grades,
     setup_plan,
 )
-from grade_kit.standard.headline import ALPHA
 from grade_kit.standard.reliability import flaky_questions, reliability_frame
-from grade_kit.standard.significance import forget_flips, holm
+from grade_kit.standard.significance import forget_flips
 from grade_kit.standard.source import source_metrics_by_setup
 from grade_kit.standard.stats import rows_by_setup
 from grade_kit.standard.timing import (
@@ -62,7 +59,7 @@ from grade_kit.standard.timing import (
 )
 
 __all__ = ["MAX_COMPARED_SETUPS", "MAX_SETUPS", "StandardResults", "TooManySetups",
-           "adjust_by_holm", "compared_setups", "per_question_figures", "standard_results"]
+           "compared_setups", "per_question_figures", "standard_results"]
 
 COMMON_RULE = "tasks whose every planned slot is resolved for every setup"
 
@@ -231,27 +228,6 @@ def _by_subset(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
                       for subset, frame in frames.items()])
 
 
-def adjust_by_holm(comparisons: list[Comparison]) -> None:
-    """Set every tested figure's ``p_holm``: Holm's adjustment across the setup pairs of
-    its figure, subset and k (docs/methodology.md §5 "Significance"); and its direction from
-    that test alone: stated only when p_holm < :data:`ALPHA` and the grade has a better
-    side, so the table, the matrix and the headline give one answer."""
-    families: dict[tuple[str, str, int | None], list[tuple[Comparison, Figure]]] = {}
-    for comparison in comparisons:
-        for figure in comparison.figures:
-            if figure.p_value is not None:
-                families.setdefault((comparison.subset, figure.metric, figure.k), []).append(
-                    (comparison, figure))
-    for members in families.values():
-        adjusted = holm([f.p_value for _, f in members])
-        for (comparison, figure), p_holm in zip(members, adjusted, strict=True):
-            figure.p_holm = p_holm
-            figure.direction = (direction_text(
-                better_side(figure.metric), figure.mean_diff_b_minus_a, comparison.baseline,
-                comparison.compared)
-                if p_holm is not None and p_holm < ALPHA else None)
-
-
 MAX_SETUPS = 1_000
 """The most setups one evaluation summarises: every setup is summarised at once (1,000
 setups' statistics take about 1 s here, docs/scaling.md), and the limit keeps one
@@ -317,7 +293,9 @@ def standard_results(data: EvalData, repeats: int | None = None,
     e2e = e2e_frame(data.runs, data.events, exclude_channel_overhead=exclude_channel_overhead)
     clusters = None if cluster == "question" else cluster_of_tasks(data.tasks, cluster)
     basis = interval_basis(cluster, r)
-    grades_all = grade_frame(plan_frame, slots, graded, setups, r, clusters, basis)
+    states = {"all": question_states(plan_frame, slots, r)}
+    grades_all = grade_frame(plan_frame, slots, graded, setups, r, clusters, basis,
+                             states["all"])
     coverage = dict(grades_all[0].select("setup", "run_coverage").iter_rows())
     ranked = ranked_setups(coverage, setups)
     plan = plan.model_copy(update={
@@ -328,9 +306,9 @@ def standard_results(data: EvalData, repeats: int | None = None,
     in_subset = pl.col("task_id").is_in(pl.Series(subset, dtype=pl.String).implode())
     sub_plan, sub_slots = plan_frame.filter(in_subset), slots.filter(in_subset)
     # Per subset, every setup at once (frames, then typed)
-    grades_common = grade_frame(sub_plan, sub_slots, graded, setups, r, clusters, basis)
-    states = {"all": question_states(plan_frame, slots, r),
-              "common": question_states(sub_plan, sub_slots, r)}
+    states["common"] = question_states(sub_plan, sub_slots, r)
+    grades_common = grade_frame(sub_plan, sub_slots, graded, setups, r, clusters, basis,
+                                states["common"])
     reliability = {name: reliability_frame(frame, r, name, clusters)
                    for name, frame in states.items()}
     flaky = {name: flaky_questions(frame, r) for name, frame in states.items()}
