@@ -403,3 +403,16 @@ def test_the_reliability_chart_draws_both_curves_of_every_setup() -> None:
     hat = [r for r in rows if r["measure"].startswith("pass^k") and r["setup"] == "a"]
     assert [(r["k"], r["value"]) for r in sorted(hat, key=lambda r: r["k"])] == [
         (1, 0.5), (2, 0.25)]
+
+
+def test_the_reliability_chart_at_one_repeat_says_why_it_draws_nothing() -> None:
+    import polars as pl
+
+    from grade_kit.presentation import charts
+
+    frame = pl.DataFrame({
+        "setup": ["a"], "subset": ["all"], "k": [1], "pass_at_k": [0.5],
+        "pass_at_k_low": [0.3], "pass_at_k_high": [0.7], "pass_hat_k": [0.5],
+        "pass_hat_k_low": [0.3], "pass_hat_k_high": [0.7], "questions": [4]})
+    spec = charts.reliability_chart(frame).to_dict()
+    assert "One repeat per question" in str(spec["usermeta"])

@@ -146,6 +146,7 @@ def test_questions_against_repeats_by_hand() -> None:
     assert (rows[("a", 2)]["questions"], rows[("a", 2)]["runs"]) == (73, 146)
     assert rows[("a", 2)]["design_effect"] == 1.5
     assert rows[("b", 1)]["questions"] is None  # a rate of 1: no variance observed
+    assert rows[("b", 1)]["verdict"] == "rate 1: no variance observed"
     with pytest.raises(ValueError, match="positive"):
         gk.questions_and_repeats(grades, half_width=0.0)
     with pytest.raises(ValueError, match="at least 1"):

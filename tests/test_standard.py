@@ -745,3 +745,6 @@ def test_questions_needed_weighs_questions_against_repeats_by_hand() -> None:
         repeats=(2,), measured_repeats=1)
     assert one.get_column("verdict").to_list() == [
         "measured at R = 1: the repeats' share of the spread is unknown"]
+    single = gk.questions_needed(per_question.filter(pl.col("task_id") == "1"),
+                                 "resolved_rate")
+    assert single.get_column("verdict").to_list() == ["1 paired question: no spread to plan from"]

@@ -310,8 +310,12 @@ def reliability_chart(reliability: pl.DataFrame | pd.DataFrame, subset: str = "a
     """pass^k (every one of k repeats resolved) and pass@k (at least one) against k per
     setup, side by side, each with its clustered 95% Wilson band (docs/methodology.md §4
     "Reliability"): how fast pass^k falls is how much a setup's success depends on the
-    draw."""
+    draw. With one repeat per question, one line saying so (both are the resolved rate)."""
     rows = to_polars(reliability).filter(pl.col("subset") == subset)
+    title = f"Reliability by k ({subset} questions)"
+    if not rows.height or rows.get_column("k").max() == 1:
+        return _note(title, "One repeat per question: pass^1 and pass@1 are the resolved rate "
+                            "(above); run questions more than once to measure reliability.")
     long = pl.concat([
         rows.select("setup", "k", "questions", pl.lit(label).alias("measure"),
                     value=pl.col(column), low=pl.col(f"{column}_low"),
@@ -335,7 +339,7 @@ def reliability_chart(reliability: pl.DataFrame | pd.DataFrame, subset: str = "a
                     column=alt.Column("measure:N", title=None, sort="descending",
                                       header=alt.Header(labelFontWeight="bold")))
                 .properties(title=alt.TitleParams(
-                    f"Reliability by k ({subset} questions)",
+                    title,
                     subtitle=["Bands: 95% Wilson intervals, clustered by question. "
                               "pass^1 = pass@1 = the resolved rate; pass^R = stable "
                               "resolution."])))

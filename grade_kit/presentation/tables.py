@@ -469,7 +469,7 @@ def summary_table(results: Results) -> Table:
             + ("inferred" if plan.inferred else "stated by the source"
                if plan.rule.startswith("stated") else "given")
             + "); the resolved rate with its 95% Wilson interval over its effective sample "
-            + f"size ({interval_basis(results)}: repeats of one question are not "
+            + f"size ({rates_interval_basis(results)}: repeats of one question are not "
             + "independent evidence). Sorted by resolved rate."
             + (" Rate 0 for every setup, left out: "
                + ", ".join(column_label(c).removesuffix(" rate") for c in zero) + "."
@@ -544,7 +544,7 @@ beyond, it gives the groups' sizes and the table names them (a sentence of 20 mo
 is not read)."""
 
 
-def interval_basis(results: Results) -> str:
+def rates_interval_basis(results: Results) -> str:
     """What the evaluation's rate intervals account for, as its grade summaries say."""
     bases = sorted({s.grades.interval_basis for s in results.setups.values()} - {""})
     return "; ".join(bases) or f"clustered by question, R = {results.plan.repeats}"

@@ -184,7 +184,9 @@ def questions_needed(per_question: pl.DataFrame, metric: str = "composite", *,
                 "assumptions": "the observed mean difference and spread are the true ones; "
                                "questions independent; normal approximation"}
         quiet = ("no difference: the observed mean difference is 0 or within rounding"
-                 if n >= 2 and not real else None)
+                 if n >= 2 and not real else
+                 f"{n} paired question{'' if n == 1 else 's'}: no spread to plan from"
+                 if n < 2 else None)
         if repeats is None:
             needed = _study((z * sd / size) ** 2) if size is not None and sd is not None \
                 else None
@@ -323,8 +325,8 @@ def questions_and_repeats(grades: Frame, *, half_width: float = 0.05,
 
     Returns:
         Per setup and R: questions, runs (null where the rate is 0 or 1, no variance
-        observed, or past 10^12 questions, no study), icc, design_effect, target, label,
-        assumptions; the same kind of frame as ``grades``.
+        observed, or past 10^12 questions, no study), verdict (why they are null), icc,
+        design_effect, target, label, assumptions; the same kind of frame as ``grades``.
 
     Raises:
         ValueError: a half-width that is not positive, or an R below 1.
@@ -346,7 +348,10 @@ def questions_and_repeats(grades: Frame, *, half_width: float = 0.05,
             u = p * (1 - p) * design / r
             q = _study(z * z * u / (half_width * half_width)) if u > 0 else None
             out.append({"setup": row["setup"], "repeats": r, "questions": q,
-                        "runs": None if q is None else q * r, "icc": rho,
+                        "runs": None if q is None else q * r,
+                        "verdict": (f"rate {p:g}: no variance observed" if u == 0 else
+                                    "more than 10^12 questions: no study" if q is None
+                                    else None), "icc": rho,
                         "design_effect": design,
                         "target": f"{1 - alpha:.0%} half-width {half_width:g}",
                         "label": "conditional estimate", "assumptions": (
@@ -354,5 +359,5 @@ def questions_and_repeats(grades: Frame, *, half_width: float = 0.05,
                             "was not measured, negative taken as 0); normal approximation")})
     return like(pl.DataFrame(out, schema={
         "setup": pl.String, "repeats": pl.Int64, "questions": pl.Int64, "runs": pl.Int64,
-        "icc": pl.Float64, "design_effect": pl.Float64, "target": pl.String,
+        "verdict": pl.String, "icc": pl.Float64, "design_effect": pl.Float64, "target": pl.String,
         "label": pl.String, "assumptions": pl.String}), grades)

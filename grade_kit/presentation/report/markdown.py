@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from grade_kit.judges import grading_label
-from grade_kit.presentation.tables import interval_basis, level_text, p_text
+from grade_kit.presentation.tables import level_text, p_text, rates_interval_basis
 from grade_kit.schema import (
     DIMENSIONS,
     GRADE_STATES,
@@ -76,7 +76,7 @@ def _grade_sections(results: Results) -> list[str]:
              "Every rate divides by N; the six counts sum to N. Graded coverage = the four "
              "grades / N. Stable resolution = questions resolved in all R repeats. "
              "Resolved rate with its 95% Wilson interval over its effective sample size "
-             f"({interval_basis(results)}: the repeats of one question are not "
+             f"({rates_interval_basis(results)}: the repeats of one question are not "
              "independent, so N is divided by the design effect, `deff`).", "",
              md_cell(grading_label(results.provenance.graders)), ""]
     rows = []
