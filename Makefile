@@ -64,7 +64,7 @@ bench-fetch: $(STAMP)     ## fetch throughput against the demo server, and 20 SI
 	$(BIN)/python -m benchmarks.fetch_bench
 
 fixtures: $(STAMP)        ## regenerate fixtures/packs, fixtures/tasks and fixtures/runs (seed 42)
-	$(BIN)/grade-kit fixtures --out fixtures/packs --tasks fixtures/tasks --runs fixtures/runs
+	$(BIN)/grade-kit demo fixtures --out fixtures/packs --tasks fixtures/tasks --runs fixtures/runs
 
 schemas: $(STAMP)         ## regenerate grade_kit/schemas/*.json from the models
 	$(BIN)/python -c "from grade_kit.schema import write_json_schemas; write_json_schemas()"

@@ -29,8 +29,8 @@ from typing import Any
 
 import psutil
 
-from grade_kit.evaluation import evaluate
 from grade_kit.frames import EvalData
+from grade_kit.pipeline.evaluation import evaluate
 from grade_kit.reading.inputs import read_inputs
 from grade_kit.reading.task_files import load_tasks
 from grade_kit.scorers import grade_scores
@@ -160,13 +160,13 @@ FRESH_PROCESS = """
 import json, resource, sys, time
 from pathlib import Path
 import grade_kit as gk
-import grade_kit.evaluation
+import grade_kit.pipeline.evaluation
 from grade_kit.reading.packed import pack
 kind, folder, partitions = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 paths = {k: folder / f"{k}.jsonl" for k in ("tasks", "runs", "judgements", "grades")}
 verdicts = {"judgements": paths["judgements"], "grades": paths["grades"]}
 if kind.startswith("memory"):  # in memory whatever the size
-    grade_kit.evaluation.STORE_ABOVE_BYTES = 1 << 62
+    grade_kit.pipeline.evaluation.STORE_ABOVE_BYTES = 1 << 62
 started = evaluated = time.perf_counter()
 through_store = False
 if kind == "pack":

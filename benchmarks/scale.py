@@ -200,9 +200,9 @@ def pipeline(n_runs: int, inputs_folder: Path | None = None,
     in a temporary folder, or kept in ``inputs_folder/<n_runs>`` and generated only when
     that folder has none: the same seed gives the same files)."""
     from grade_kit import __version__
-    from grade_kit.presentation.report.results import build_results
+    from grade_kit.pipeline.results import build_results
+    from grade_kit.pipeline.scored import Evaluation
     from grade_kit.schema import Provenance
-    from grade_kit.scored import Evaluation
     from grade_kit.scorers import GradeScores
     from grade_kit.standard import standard_results
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["in_pieces"]
-
 
 def in_pieces(frame: pl.DataFrame, pieces: int | None = None) -> pl.DataFrame:
     """``frame`` cut into ``pieces`` chunks (no copy), so that an elementwise operation over

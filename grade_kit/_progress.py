@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["Step", "progress_bar", "stage_progress"]
 
 def progress_bar(total: int, desc: str, unit: str, **options: Any) -> Any:
     """A tqdm bar of text, never a widget: on stderr in a terminal; in a Jupyter kernel on

@@ -3,6 +3,4 @@ results.json's provenance)."""
 
 from importlib.metadata import version
 
-__all__ = ["__version__"]
-
 __version__ = version("grade_kit")

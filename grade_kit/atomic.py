@@ -13,9 +13,6 @@ from pathlib import Path
 import msgspec
 from pydantic import BaseModel
 
-__all__ = ["atomic_write", "atomic_write_text", "indented_json", "indented_model_pieces",
-           "pieces_writer", "record_line", "text_writer", "write_records"]
-
 
 def _umask() -> int:
     mask = os.umask(0)

@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["cache_dir"]
-
 
 def cache_dir() -> Path:
     """``$XDG_CACHE_HOME/grade_kit`` (default ``~/.cache/grade_kit``); not created here."""

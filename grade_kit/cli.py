@@ -12,22 +12,20 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, cast
 
 from grade_kit.adapters.common import ADAPTERS, SETUP_BY, SetupBy
-from grade_kit.evaluation import evaluate
 from grade_kit.judges import JUDGES, new_grades, new_judgements
+from grade_kit.pipeline.evaluation import evaluate
+from grade_kit.pipeline.scored import Evaluation
 from grade_kit.reading.inputs import read_inputs
-from grade_kit.reading.io import InputError
 from grade_kit.reading.packed import DEFAULT_CHUNK_LINES, DEFAULT_PARTITIONS, is_store, pack
 from grade_kit.reading.sniff import log_files, lone_path_error
 from grade_kit.reading.task_files import find_packs_dir, load_tasks
-from grade_kit.schema import MAX_REPEAT
-from grade_kit.scored import Evaluation
-
-__all__ = ["main"]
+from grade_kit.schema import MAX_REPEAT, InputError
 
 DEFAULT_FIXTURES = Path("fixtures")
 """Relative to the working directory: a checkout's fixtures when run from its root."""
@@ -98,7 +96,7 @@ def _pack(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from grade_kit.presentation.report.files import output_folder
+    from grade_kit.pipeline.files import output_folder
 
     output_folder(args.out)  # before the evaluation: never minutes of work for nothing
     tasks, runs = _sources(args)
@@ -256,7 +254,7 @@ def _demo(args: argparse.Namespace) -> int:
     paths = evaluation.write(args.out)
     index = None
     if not args.no_report:
-        from grade_kit.presentation.report.html import NOTEBOOK_DIR, build_report
+        from grade_kit.presentation.report import NOTEBOOK_DIR, build_report
 
         if NOTEBOOK_DIR.is_dir():
             print("demo: running the notebooks into offline HTML scorecards")
@@ -361,14 +359,14 @@ def _report_cmd(args: argparse.Namespace) -> int:
 
     import yaml
 
-    from grade_kit.presentation.report.files import output_folder, refuse_links
-    from grade_kit.presentation.report.html import (
+    from grade_kit.pipeline.files import output_folder, refuse_links
+    from grade_kit.pipeline.state import STATE_DIR, verify_state
+    from grade_kit.presentation.report import (
         ReportKernels,
         build_report,
         default_title,
         report_entries,
     )
-    from grade_kit.reading.state import STATE_DIR, verify_state
 
     _raise_open_files()
     overrides = {name: yaml.safe_load(value)  # -p weakest 3, -p judge null
@@ -448,7 +446,7 @@ def _demo_server(args: argparse.Namespace) -> int:
 
     root = Path(args.fixtures) if args.fixtures is not None else demo_fixtures()
     if not (root / "tasks").is_dir():
-        raise InputError(f"{root}: no fixtures (run `grade-kit fixtures --out {root}/packs "
+        raise InputError(f"{root}: no fixtures (run `grade-kit demo fixtures --out {root}/packs "
                          f"--tasks {root}/tasks`, or leave --fixtures out for the demo's)")
     tasks = load_tasks(root / "tasks", root / "packs").records
     server = DemoServer(tasks, root / "packs", port=args.port,
@@ -567,233 +565,276 @@ _positive_seconds = _finite(zero_allowed=False)
 _non_negative = _finite(zero_allowed=True)
 
 
-def _input_arguments(parser: argparse.ArgumentParser, *, store: bool) -> None:
+@dataclass(frozen=True)
+class Argument:
+    """One ``add_argument`` call: its names and options; ``exclusive`` names the required
+    mutually exclusive group it belongs to (one of the group must be given)."""
+
+    names: tuple[str, ...]
+    options: dict[str, Any] = field(default_factory=dict)
+    exclusive: str | None = None
+
+
+def _arg(*names: str, exclusive: str | None = None, **options: Any) -> Argument:
+    return Argument(names, options, exclusive)
+
+
+@dataclass(frozen=True)
+class Command:
+    """A ``grade-kit`` command: its name, one-line help, what runs it, its arguments and its
+    own subcommands (``demo serve``)."""
+
+    name: str
+    help: str
+    run: Callable[[argparse.Namespace], int]
+    arguments: tuple[Argument, ...] = ()
+    commands: tuple[Command, ...] = ()
+
+
+def _inputs(*, store: bool) -> tuple[Argument, ...]:
     """TASKS, RUNS, --judgements, --grades and --packs; with ``store``, TASKS may be a packed
-    store and RUNS is then left out."""
-    parser.add_argument("tasks", type=Path, help=(
-        "folder of task files, a tasks JSONL file, a packed store (grade-kit pack; then give "
-        "no RUNS), or other tools' logs (Inspect .eval/.json, tau-bench, tau2-bench files "
-        "or folders of them: every path a log, no RUNS needed)" if store
-        else "folder of task files, or a tasks JSONL file"))
-    parser.add_argument("runs", type=Path, nargs="*" if store else "+",
-                        help="run records (JSONL, one attempt per line), or folders of them")
-    parser.add_argument("--judgements", type=Path, help="recorded judgements (JSONL)")
-    parser.add_argument("--grades", type=Path, help="grade records (JSONL)")
-    parser.add_argument("--packs", type=Path,
-                        help="folder of packs for ground_truth keys (default: next to TASKS)")
+    store or other tools' logs and RUNS is then left out."""
+    return (
+        _arg("tasks", type=Path, help=(
+            "folder of task files, a tasks JSONL file, a packed store (grade-kit pack; then "
+            "give no RUNS), or other tools' logs (Inspect .eval/.json, tau-bench, tau2-bench "
+            "files or folders of them: every path a log, no RUNS needed)" if store
+            else "folder of task files, or a tasks JSONL file")),
+        _arg("runs", type=Path, nargs="*" if store else "+",
+             help="run records (JSONL, one attempt per line), or folders of them"),
+        _arg("--judgements", type=Path, help="recorded judgements (JSONL)"),
+        _arg("--grades", type=Path, help="grade records (JSONL)"),
+        _arg("--packs", type=Path,
+             help="folder of packs for ground_truth keys (default: next to TASKS)"),
+    )
 
 
-def _evaluation_arguments(parser: argparse.ArgumentParser) -> None:
-    """The inputs and options of :func:`grade_kit.evaluate`, the same for every command that
-    evaluates (score, report, review-sheet)."""
-    _input_arguments(parser, store=True)
-    parser.add_argument("--judge", choices=sorted(JUDGES),
-                        help="judge the judged dimensions where no judgement is recorded "
-                             "(rules: the offline rule judge)")
-    parser.add_argument("--grader", choices=["rules"],
-                        help="grade every delivered GRADE run that has no grade record "
-                             "(rules: the offline rule grader)")
-    parser.add_argument("--repeats", type=_bounded(1, MAX_REPEAT), default=None,
-                        help="planned repeats per task (default: inferred, the largest repeat "
-                             "more than 5%% of (setup, task) pairs reach)")
-    parser.add_argument("--cluster", choices=["question", "track", "pack"], default="question",
-                        help="what the repeats are clustered by in every interval and paired "
-                             "test (default: question; docs/methodology.md)")
+EVALUATION = (
+    *_inputs(store=True),
+    _arg("--judge", choices=sorted(JUDGES), help="judge the judged dimensions where no "
+         "judgement is recorded (rules: the offline rule judge)"),
+    _arg("--grader", choices=["rules"], help="grade every delivered GRADE run that has no "
+         "grade record (rules: the offline rule grader)"),
+    _arg("--repeats", type=_bounded(1, MAX_REPEAT), default=None,
+         help="planned repeats per task (default: inferred, the largest repeat more than 5%% "
+              "of (setup, task) pairs reach)"),
+    _arg("--cluster", choices=["question", "track", "pack"], default="question",
+         help="what the repeats are clustered by in every interval and paired test (default: "
+              "question; docs/methodology.md)"),
+)
+"""The inputs and options of :func:`grade_kit.evaluate`, the same for every command that
+evaluates (score, report, review-sheet)."""
+
+
+def _out(help_text: str, **options: Any) -> Argument:
+    return _arg("--out", type=Path, help=help_text, **({"required": True} | options))
+
+
+def _quiet(help_text: str = "no progress bar") -> Argument:
+    return _arg("--quiet", action="store_true", help=help_text)
+
+
+def _model_command(name: str, help_text: str, what: str, rule: str,
+                   run: Callable[[argparse.Namespace], int]) -> Command:
+    """``judge`` or ``grade``: the rule judge or grader, or a model behind an endpoint."""
+    calibration = (_arg("--calibration", type=Path, help="also grade calibration samples (the "
+                        "same facts in four forms) and write their consistency review "
+                        "(Markdown)"),) if name == "grade" else ()
+    return Command(name, help_text, run, (
+        _arg("tasks", type=Path, help="folder of task files, or a tasks JSONL file"),
+        _arg("runs", type=Path, nargs="+", help="run records (JSONL) or folders"),
+        _arg("--packs", type=Path,
+             help="folder of packs for ground_truth keys (default: next to TASKS)"),
+        _arg(f"--{what}", type=Path,
+             help=f"recorded {what} (JSONL): their runs are not asked again"),
+        _arg("--rules", action="store_true", help=rule, exclusive="how"),
+        _arg("--endpoint", help="OpenAI-compatible base URL of the model", exclusive="how"),
+        _arg("--model", help="model name (with --endpoint)"),
+        _arg("--api-key-env", help="NAME of the environment variable holding the API key"),
+        _arg("--cache", type=Path, help="verdict cache (default: <out>.cache.jsonl)"),
+        _arg("--concurrency", type=_bounded(1, 1024), default=8,
+             help="requests in flight (default 8)"),
+        _arg("--seed", type=int, default=0,
+             help="seed of the answers' aliases and calibration picks (default 0)"),
+        _quiet(),
+        *calibration,
+        _out(f"{what} JSONL to write"),
+    ))
+
+
+def commands() -> tuple[Command, ...]:
+    """Every ``grade-kit`` command, in the order ``--help`` lists them (made when the parser
+    is, so an adapter registered after import is a choice of ``import``)."""
+    return (
+        Command("score", "score run records against tasks", _score, (
+            *EVALUATION,
+            _arg("--strict", action="store_true",
+                 help="exit non-zero when any input record is rejected"),
+            _out("output folder"),
+            _arg("--workers", type=_bounded(1, 256), default=1,
+                 help="score GRADE's map step in this many processes: a packed store's "
+                      "partitions, or the inputs split by task (default 1)"),
+            _quiet("no progress bar (by default one on stderr names each stage)"),
+        )),
+        Command("pack", "validate inputs chunk by chunk into a partitioned Parquet store (for "
+                        "inputs bigger than memory)", _pack, (
+            *_inputs(store=False),
+            _arg("--partitions", type=_bounded(1, 4096), default=DEFAULT_PARTITIONS,
+                 help=f"partitions by task (default {DEFAULT_PARTITIONS})"),
+            _arg("--chunk-lines", type=_bounded(1, 10**8), default=DEFAULT_CHUNK_LINES,
+                 help=f"lines read at a time (default {DEFAULT_CHUNK_LINES:,})"),
+            _quiet("no progress lines"),
+            _out("the store folder to create (new or empty)"),
+        )),
+        _model_command("judge", "judge the judged dimensions (rule judge or a model) -> "
+                                "judgements JSONL", "judgements", "the offline rule judge", _judge),
+        _model_command("grade", "grade delivered runs (rule grader or a model) -> grades JSONL",
+                       "grades", "the offline rule grader", _grade),
+        Command("validate", "check task files alone", _validate, (
+            _arg("tasks", type=Path), _arg("--packs", type=Path))),
+        Command("import", "other tools' logs -> tasks/runs/grades JSONL", _import, (
+            _arg("source", choices=sorted(ADAPTERS), help="; ".join(
+                f"{a.name}: {a.describes} ({', '.join(a.suffixes)})"
+                for a in sorted(ADAPTERS.values(), key=lambda a: a.name))),
+            _arg("paths", type=Path, nargs="+", help="log files or folders of them"),
+            _out("output folder"),
+            _arg("--setup", help="setup name (default: the model named in each log)"),
+            _arg("--scorer", help="inspect: the score to grade by (default: the first)"),
+            _arg("--setup-by", default="auto", metavar="auto|model|file|MAPPING.json",
+                 help="how logs group into setups: auto (default: the model, and the "
+                      "configuration that differs between its logs over the same questions; "
+                      "continuation and retry logs join their setup), model, file (each log its "
+                      "own setup), or a JSON object mapping a log's file name to its setup name"),
+        )),
+        Command("grading-sheet", "export a blind grading sheet (CSV) and key", _grading_sheet, (
+            _arg("tasks", type=Path),
+            _arg("runs", type=Path, nargs="+"),
+            _out("sheet CSV to write"),
+            _arg("--key", type=Path, help="key JSON (default: <out>.key.json)"),
+            _arg("--setups", help="comma-separated setups (default: all)"),
+            _arg("--seed", type=int, default=0, help="alias and order seed (default 0)"),
+            _arg("--calibration-pairs", type=_bounded(0, 100_000), default=0,
+                 help="answers restated in a second form to check graders (default 0)"),
+            _arg("--include-reruns", action="store_true"),
+            _arg("--packs", type=Path),
+        )),
+        Command("review-sheet", "the review queue as a blind grading sheet", _review_sheet, (
+            *EVALUATION,
+            _arg("--spot-check", type=float, default=0.1,
+                 help="share of the other resolved runs sampled (default 0.1)"),
+            _arg("--seed", type=int, default=0),
+            _arg("--key", type=Path, help="key JSON (default: <out>.key.json)"),
+            _out("sheet CSV to write"),
+        )),
+        Command("import-grades", "map a filled grading sheet back to runs", _import_grades, (
+            _arg("sheet", type=Path),
+            _arg("--key", type=Path, help="key JSON (default: <sheet>.key.json)"),
+            _out("grades JSONL to write"),
+            _arg("--report", type=Path,
+                 help="calibration report (default: calibration.md next to --out)"),
+            _arg("--model-grader", action="append",
+                 help="a grader name that is a model (repeatable); 'model:*' always is"),
+        )),
+        Command("report", "run the notebooks into offline HTML scorecards", _report_cmd, (
+            *EVALUATION,
+            _arg("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                 help="a notebook parameter (value read as YAML), repeatable"),
+            _arg("--title", help="the title of report.html (default: from the inputs' file "
+                                 "names)"),
+            _out("output folder"),
+        )),
+        Command("fetch", "fetch answers from an OpenAI-compatible endpoint", _fetch, (
+            _arg("tasks", type=Path, help="folder of task files, or a tasks JSONL file"),
+            _arg("--endpoint",
+                 help="OpenAI-compatible base URL, for example http://127.0.0.1:8000/v1"),
+            _arg("--model", help="model name sent to the endpoint"),
+            _arg("--agent", help="instead: an HTTP agent endpoint streaming server-sent events "
+                                 "(for example http://127.0.0.1:8000/agent/hasty)"),
+            _arg("--setup", help="setup name written on the runs (default: the model)"),
+            _arg("--repeats", type=_bounded(1, MAX_REPEAT), default=1,
+                 help="repeats per task (default 1)"),
+            _arg("--concurrency", type=_bounded(1, 1024), default=8,
+                 help="attempts in flight (default 8)"),
+            _arg("--timeout", type=_positive_seconds, default=600.0,
+                 help="seconds before an attempt is stopped (default 600)"),
+            _arg("--rate", type=_positive_seconds, default=None,
+                 help="request starts per second (default: no limit)"),
+            _arg("--api-key-env", help="NAME of the environment variable holding the API key"),
+            _arg("--no-tools", dest="tools", action="store_false",
+                 help="do not offer the pack's SQL tool"),
+            _arg("--rerun-failed", action="store_true",
+                 help="re-run failed or timed-out slots as linked attempts"),
+            _arg("--packs", type=Path, help="packs folder (default: next to TASKS)"),
+            _quiet(),
+            _out("runs JSONL (appended to; a second fetch resumes)"),
+        )),
+        Command("demo", "run the embedded default end to end (or serve or generate its parts)",
+                _demo, (
+            _out("output folder (default reports/demo)", required=False,
+                 default=Path("reports") / "demo"),
+            _arg("--fixtures", type=Path, default=None,
+                 help="fixtures folder with packs/, tasks/ and runs/ (default: the checkout's "
+                      "fixtures/ or, outside a checkout, built once into ~/.cache/grade_kit; a "
+                      "folder given without them is generated)"),
+            _arg("--recorded", action="store_true",
+                 help="score the recorded runs instead of fetching them over HTTP"),
+            _arg("--no-report", action="store_true",
+                 help="skip the notebooks and HTML scorecards"),
+            _arg("--latency-scale", type=_non_negative, default=0.02,
+                 help="demo server latencies x this (default 0.02)"),
+        ), commands=(
+            Command("serve", "serve the demo setups on 127.0.0.1", _demo_server, (
+                _arg("--port", type=_bounded(0, 65535), default=8000),
+                _arg("--latency-scale", type=_non_negative, default=1.0,
+                     help="multiply the recorded latencies (default 1: real figures)"),
+                _arg("--fixed-latency", type=_non_negative, default=None,
+                     help="every answer takes this many seconds (benchmarks)"),
+                _arg("--no-faults", dest="faults", action="store_false",
+                     help="answer every slot: no recorded timeouts or failures (the throughput "
+                          "benchmark)"),
+                _arg("--warm-repeats", type=_bounded(0, 10_000), default=0,
+                     help="compute repeats 1..N of every answer before serving (default 0)"),
+                _arg("--fixtures", type=Path, default=None,
+                     help="fixtures folder (default: the demo's, the checkout's fixtures/ or, "
+                          "outside a checkout, built once into ~/.cache/grade_kit)"),
+            )),
+            Command("fixtures", "generate the fixture packs (seed 42)", _fixtures, (
+                _out("packs folder (default fixtures/packs)", required=False,
+                     default=DEFAULT_FIXTURES / "packs"),
+                _arg("--tasks", type=Path, help="also write the task suite here"),
+                _arg("--runs", type=Path,
+                     help="also record the simulated setups' runs here (needs --tasks)"),
+            )),
+        )),
+    )
+
+
+def _add_commands(parser: argparse.ArgumentParser, commands: Sequence[Command], *,
+                  dest: str, required: bool) -> None:
+    sub = parser.add_subparsers(dest=dest, required=required)
+    for command in commands:
+        cmd = sub.add_parser(command.name, help=command.help, description=command.help)
+        groups: dict[str, Any] = {}
+        for argument in command.arguments:
+            target: Any = cmd
+            if argument.exclusive is not None:
+                if argument.exclusive not in groups:
+                    groups[argument.exclusive] = cmd.add_mutually_exclusive_group(required=True)
+                target = groups[argument.exclusive]
+            target.add_argument(*argument.names, **argument.options)
+        cmd.set_defaults(func=command.run)
+        if command.commands:
+            _add_commands(cmd, command.commands, dest=f"{command.name}_command",
+                          required=False)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``grade-kit``."""
+    """The argument parser of ``grade-kit``, made from :func:`commands`."""
     parser = argparse.ArgumentParser(
         prog="grade-kit",
         description="GRADE scores, grades and timing statistics for LLM and agent runs.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    score = sub.add_parser("score", help="score run records against tasks")
-    _evaluation_arguments(score)
-    score.add_argument("--strict", action="store_true",
-                       help="exit non-zero when any input record is rejected")
-    score.add_argument("--out", type=Path, required=True, help="output folder")
-    score.add_argument("--workers", type=_bounded(1, 256), default=1,
-                       help="score GRADE's map step in this many processes: a packed "
-                            "store's partitions, or the inputs split by task (default 1)")
-    score.add_argument("--quiet", action="store_true",
-                       help="no progress bar (by default one on stderr names each stage)")
-    score.set_defaults(func=_score)
-
-    packer = sub.add_parser("pack", help="validate inputs chunk by chunk into a partitioned "
-                                         "Parquet store (for inputs bigger than memory)")
-    _input_arguments(packer, store=False)
-    packer.add_argument("--partitions", type=_bounded(1, 4096), default=DEFAULT_PARTITIONS,
-                        help=f"partitions by task (default {DEFAULT_PARTITIONS})")
-    packer.add_argument("--chunk-lines", type=_bounded(1, 10**8), default=DEFAULT_CHUNK_LINES,
-                        help=f"lines read at a time (default {DEFAULT_CHUNK_LINES:,})")
-    packer.add_argument("--quiet", action="store_true", help="no progress lines")
-    packer.add_argument("--out", type=Path, required=True,
-                        help="the store folder to create (new or empty)")
-    packer.set_defaults(func=_pack)
-
-    for name, help_text, what, rule in (
-            ("judge", "judge the judged dimensions (rule judge or a model) -> judgements JSONL",
-             "judgements", "the offline rule judge"),
-            ("grade", "grade delivered runs (rule grader or a model) -> grades JSONL",
-             "grades", "the offline rule grader")):
-        cmd = sub.add_parser(name, help=help_text)
-        cmd.add_argument("tasks", type=Path, help="folder of task files, or a tasks JSONL file")
-        cmd.add_argument("runs", type=Path, nargs="+", help="run records (JSONL) or folders")
-        cmd.add_argument("--packs", type=Path,
-                         help="folder of packs for ground_truth keys (default: next to TASKS)")
-        cmd.add_argument(f"--{what}", type=Path,
-                         help=f"recorded {what} (JSONL): their runs are not asked again")
-        how = cmd.add_mutually_exclusive_group(required=True)
-        how.add_argument("--rules", action="store_true", help=rule)
-        how.add_argument("--endpoint", help="OpenAI-compatible base URL of the model")
-        cmd.add_argument("--model", help="model name (with --endpoint)")
-        cmd.add_argument("--api-key-env",
-                         help="NAME of the environment variable holding the API key")
-        cmd.add_argument("--cache", type=Path,
-                         help="verdict cache (default: <out>.cache.jsonl)")
-        cmd.add_argument("--concurrency", type=_bounded(1, 1024), default=8,
-                         help="requests in flight (default 8)")
-        cmd.add_argument("--seed", type=int, default=0,
-                         help="seed of the answers' aliases and calibration picks (default 0)")
-        cmd.add_argument("--quiet", action="store_true", help="no progress bar")
-        if name == "grade":
-            cmd.add_argument("--calibration", type=Path,
-                             help="also grade calibration samples (the same facts in four "
-                                  "forms) and write their consistency review (Markdown)")
-        cmd.add_argument("--out", type=Path, required=True, help=f"{what} JSONL to write")
-        cmd.set_defaults(func=_judge if name == "judge" else _grade)
-
-    validate = sub.add_parser("validate", help="check task files alone")
-    validate.add_argument("tasks", type=Path)
-    validate.add_argument("--packs", type=Path)
-    validate.set_defaults(func=_validate)
-
-    imp = sub.add_parser("import", help="other tools' logs -> tasks/runs/grades JSONL")
-    imp.add_argument("source", choices=sorted(ADAPTERS),
-                     help="; ".join(f"{a.name}: {a.describes} ({', '.join(a.suffixes)})"
-                                    for a in sorted(ADAPTERS.values(), key=lambda a: a.name)))
-    imp.add_argument("paths", type=Path, nargs="+", help="log files or folders of them")
-    imp.add_argument("--out", type=Path, required=True, help="output folder")
-    imp.add_argument("--setup", help="setup name (default: the model named in each log)")
-    imp.add_argument("--scorer", help="inspect: the score to grade by (default: the first)")
-    imp.add_argument("--setup-by", default="auto", metavar="auto|model|file|MAPPING.json",
-                     help="how logs group into setups: auto (default: the model, and the "
-                          "configuration that differs between its logs over the same "
-                          "questions; continuation and retry logs join their setup), model, "
-                          "file (each log its own setup), or a JSON object mapping a log's "
-                          "file name to its setup name")
-    imp.set_defaults(func=_import)
-
-    sheet = sub.add_parser("grading-sheet", help="export a blind grading sheet (CSV) and key")
-    sheet.add_argument("tasks", type=Path)
-    sheet.add_argument("runs", type=Path, nargs="+")
-    sheet.add_argument("--out", type=Path, required=True, help="sheet CSV to write")
-    sheet.add_argument("--key", type=Path, help="key JSON (default: <out>.key.json)")
-    sheet.add_argument("--setups", help="comma-separated setups (default: all)")
-    sheet.add_argument("--seed", type=int, default=0, help="alias and order seed (default 0)")
-    sheet.add_argument("--calibration-pairs", type=_bounded(0, 100_000), default=0,
-                       help="answers restated in a second form to check graders (default 0)")
-    sheet.add_argument("--include-reruns", action="store_true")
-    sheet.add_argument("--packs", type=Path)
-    sheet.set_defaults(func=_grading_sheet)
-
-    review = sub.add_parser("review-sheet", help="the review queue as a blind grading sheet")
-    _evaluation_arguments(review)
-    review.add_argument("--spot-check", type=float, default=0.1,
-                        help="share of the other resolved runs sampled (default 0.1)")
-    review.add_argument("--seed", type=int, default=0)
-    review.add_argument("--key", type=Path, help="key JSON (default: <out>.key.json)")
-    review.add_argument("--out", type=Path, required=True, help="sheet CSV to write")
-    review.set_defaults(func=_review_sheet)
-
-    imp_g = sub.add_parser("import-grades", help="map a filled grading sheet back to runs")
-    imp_g.add_argument("sheet", type=Path)
-    imp_g.add_argument("--key", type=Path, help="key JSON (default: <sheet>.key.json)")
-    imp_g.add_argument("--out", type=Path, required=True, help="grades JSONL to write")
-    imp_g.add_argument("--report", type=Path, help="calibration report (default: "
-                                                   "calibration.md next to --out)")
-    imp_g.add_argument("--model-grader", action="append",
-                       help="a grader name that is a model (repeatable); 'model:*' always is")
-    imp_g.set_defaults(func=_import_grades)
-
-    report = sub.add_parser("report", help="run the notebooks into offline HTML scorecards")
-    _evaluation_arguments(report)
-    report.add_argument("-p", "--parameter", nargs=2, action="append",
-                        metavar=("NAME", "VALUE"),
-                        help="a notebook parameter (value read as YAML), repeatable")
-    report.add_argument("--title", help="the title of report.html (default: from the inputs' "
-                                        "file names)")
-    report.add_argument("--out", type=Path, required=True, help="output folder")
-    report.set_defaults(func=_report_cmd)
-
-    fetch = sub.add_parser("fetch", help="fetch answers from an OpenAI-compatible endpoint")
-    fetch.add_argument("tasks", type=Path, help="folder of task files, or a tasks JSONL file")
-    fetch.add_argument("--endpoint",
-                       help="OpenAI-compatible base URL, for example http://127.0.0.1:8000/v1")
-    fetch.add_argument("--model", help="model name sent to the endpoint")
-    fetch.add_argument("--agent", help="instead: an HTTP agent endpoint streaming server-sent "
-                                       "events (for example http://127.0.0.1:8000/agent/hasty)")
-    fetch.add_argument("--setup", help="setup name written on the runs (default: the model)")
-    fetch.add_argument("--repeats", type=_bounded(1, MAX_REPEAT), default=1,
-                       help="repeats per task (default 1)")
-    fetch.add_argument("--concurrency", type=_bounded(1, 1024), default=8,
-                       help="attempts in flight (default 8)")
-    fetch.add_argument("--timeout", type=_positive_seconds, default=600.0,
-                       help="seconds before an attempt is stopped (default 600)")
-    fetch.add_argument("--rate", type=_positive_seconds, default=None,
-                       help="request starts per second (default: no limit)")
-    fetch.add_argument("--api-key-env",
-                       help="NAME of the environment variable holding the API key")
-    fetch.add_argument("--no-tools", dest="tools", action="store_false",
-                       help="do not offer the pack's SQL tool")
-    fetch.add_argument("--rerun-failed", action="store_true",
-                       help="re-run failed or timed-out slots as linked attempts")
-    fetch.add_argument("--packs", type=Path, help="packs folder (default: next to TASKS)")
-    fetch.add_argument("--quiet", action="store_true", help="no progress bar")
-    fetch.add_argument("--out", type=Path, required=True,
-                       help="runs JSONL (appended to; a second fetch resumes)")
-    fetch.set_defaults(func=_fetch)
-
-    server = sub.add_parser("demo-server", help="serve the demo setups on 127.0.0.1")
-    server.add_argument("--port", type=_bounded(0, 65535), default=8000)
-    server.add_argument("--latency-scale", type=_non_negative, default=1.0,
-                        help="multiply the recorded latencies (default 1: real figures)")
-    server.add_argument("--fixed-latency", type=_non_negative, default=None,
-                        help="every answer takes this many seconds (benchmarks)")
-    server.add_argument("--no-faults", dest="faults", action="store_false",
-                        help="answer every slot: no recorded timeouts or failures (the "
-                             "throughput benchmark)")
-    server.add_argument("--warm-repeats", type=_bounded(0, 10_000), default=0,
-                        help="compute repeats 1..N of every answer before serving (default 0)")
-    server.add_argument("--fixtures", type=Path, default=None,
-                        help="fixtures folder (default: the demo's, the checkout's fixtures/ "
-                             "or, outside a checkout, built once into ~/.cache/grade_kit)")
-    server.set_defaults(func=_demo_server)
-
-    fixtures = sub.add_parser("fixtures", help="generate the fixture packs (seed 42)")
-    fixtures.add_argument("--out", type=Path, default=DEFAULT_FIXTURES / "packs",
-                          help="packs folder (default fixtures/packs)")
-    fixtures.add_argument("--tasks", type=Path, help="also write the task suite here")
-    fixtures.add_argument("--runs", type=Path,
-                          help="also record the simulated setups' runs here (needs --tasks)")
-    fixtures.set_defaults(func=_fixtures)
-
-    demo = sub.add_parser("demo", help="run the embedded default end to end")
-    demo.add_argument("--out", type=Path, default=Path("reports") / "demo",
-                      help="output folder (default reports/demo)")
-    demo.add_argument("--fixtures", type=Path, default=None,
-                      help="fixtures folder with packs/, tasks/ and runs/ (default: the "
-                           "checkout's fixtures/ or, outside a checkout, built once into "
-                           "~/.cache/grade_kit; a folder given without them is generated)")
-    demo.add_argument("--recorded", action="store_true",
-                      help="score the recorded runs instead of fetching them over HTTP")
-    demo.add_argument("--no-report", action="store_true",
-                      help="skip the notebooks and HTML scorecards")
-    demo.add_argument("--latency-scale", type=_non_negative, default=0.02,
-                      help="demo server latencies x this (default 0.02)")
-    demo.set_defaults(func=_demo)
+    _add_commands(parser, commands(), dest="command", required=True)
     return parser
 
 

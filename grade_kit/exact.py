@@ -18,9 +18,6 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import polars as pl
 
-__all__ = ["divide", "fmean", "group_fmean", "row_fmean", "row_sum", "seconds_between",
-           "segment_fmeans"]
-
 
 def fmean(values: Iterable[float]) -> float:
     """The mean of docs/methodology.md §3 "Aggregation": ``math.fsum(values) / n`` (the sum

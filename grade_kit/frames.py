@@ -33,9 +33,7 @@ from typing import (
 import polars as pl
 from pydantic import BaseModel
 
-from grade_kit._chunks import in_pieces
 from grade_kit._gc import gc_paused
-from grade_kit.reading._fastread import raw_records
 from grade_kit.schema import (
     DIMENSIONS,
     Claim,
@@ -54,25 +52,6 @@ from grade_kit.text import normalize, normalize_column, normalize_value, parse_n
 if TYPE_CHECKING:  # pandas is imported by whoever passes a pandas frame; never here
     import pandas as pd
 
-__all__ = [
-    "COLUMNS",
-    "RUN_FIELDS",
-    "RUN_FRAMES",
-    "EvalData",
-    "Frame",
-    "frame_fields",
-    "frames_repr",
-    "frames_repr_html",
-    "in_pieces",
-    "in_run_order",
-    "like",
-    "model_columns",
-    "run_frames",
-    "task_frames",
-    "to_polars",
-    "verdict_frames",
-]
-
 Frame = TypeVar("Frame", pl.DataFrame, "pd.DataFrame")
 
 _TS = pl.Datetime("us", "UTC")
@@ -80,6 +59,13 @@ _TS = pl.Datetime("us", "UTC")
 _SCALARS: dict[Any, type[pl.DataType]] = {str: pl.String, int: pl.Int64, float: pl.Float64,
                                           bool: pl.Boolean}
 
+
+def raw_records(records: Sequence[Any]) -> Sequence[Any]:
+    """The values behind ``records`` with the models' field names, for code that only reads
+    fields: the ``raw`` values of a :class:`LazyRecords` (or of a packed store's runs), else
+    ``records`` itself."""
+    raw = getattr(records, "raw", None)
+    return raw if raw is not None else records
 
 def model_columns(model: type[BaseModel], *names: str,
                   prefix: str = "") -> dict[str, pl.DataType | type[pl.DataType]]:

@@ -33,29 +33,6 @@ from typing import Any, TypeVar
 
 import aiohttp
 
-__all__ = [
-    "MAX_BODY_BYTES",
-    "MAX_HEADER_BYTES",
-    "MAX_LINE_BYTES",
-    "MAX_STREAM_BYTES",
-    "RECEIPT_BODY_CHARS",
-    "REDACTED",
-    "TRANSPORT_ERRORS",
-    "MissingKeyError",
-    "Reply",
-    "ReplyTooLarge",
-    "Sessions",
-    "check_positive",
-    "check_whole",
-    "endpoint_offset",
-    "post",
-    "receipt",
-    "redact",
-    "request_headers",
-    "run_sync",
-    "secret_values",
-]
-
 T = TypeVar("T")
 
 TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientConnectionError,

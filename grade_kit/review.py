@@ -23,11 +23,9 @@ from pathlib import Path
 
 import polars as pl
 
+from grade_kit.pipeline.scored import Evaluation
 from grade_kit.reading._fastread import select_records
-from grade_kit.scored import Evaluation
 from grade_kit.standard.blind import grading_sheet, write_grading_sheet
-
-__all__ = ["REASONS", "review_queue", "write_review_sheet"]
 
 REASONS = ("material error", "pending verification", "partial resolution", "borderline",
            "spot check")

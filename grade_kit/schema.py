@@ -24,68 +24,6 @@ from pydantic import (
 
 from grade_kit.text import tokenize
 
-__all__ = [
-    "DIMENSIONS",
-    "FOUR_GRADES",
-    "GRADE_STATES",
-    "JUDGED_DIMENSIONS",
-    "MAX_REPEAT",
-    "MAX_TOKENS",
-    "MAX_WORKING_S",
-    "MODEL_GRADER_PREFIXES",
-    "PER_RUN_DIMENSIONS",
-    "PROJECT_WEIGHTS",
-    "SHORT_LABELS",
-    "WEIGHT_TOLERANCE",
-    "Aggregate",
-    "Claim",
-    "CommonSubset",
-    "Comparison",
-    "Dimension",
-    "DimensionScores",
-    "Figure",
-    "FigureLabel",
-    "GoldFact",
-    "Grade",
-    "GradeCounts",
-    "GradeRates",
-    "GradeState",
-    "GradeSummary",
-    "InputError",
-    "InputFile",
-    "Interval",
-    "JudgedDimension",
-    "Judgement",
-    "LabelledSummary",
-    "LimitSummary",
-    "MaterialError",
-    "OrderViolation",
-    "Plan",
-    "Provenance",
-    "Reject",
-    "Rerun",
-    "Response",
-    "Results",
-    "Run",
-    "RunLimit",
-    "SetupResults",
-    "StableResolution",
-    "StopSummary",
-    "SubsetSetup",
-    "Summary",
-    "Task",
-    "TaskScore",
-    "Timing",
-    "ToolCall",
-    "ToolCalls",
-    "ToolNameCount",
-    "Usage",
-    "WarningItem",
-    "material_error_of",
-    "parse_timestamp",
-    "write_json_schemas",
-]
-
 Dimension = Literal[
     "grounding_accuracy",
     "insight_quality",
@@ -183,7 +121,6 @@ class _In(BaseModel):
     §2): a string or a boolean is never taken as a number, a number never as a string."""
 
     model_config = ConfigDict(strict=True)
-
 
 
 class Claim(_In):

@@ -22,21 +22,6 @@ import polars as pl
 
 from grade_kit._chunks import in_pieces
 
-__all__ = [
-    "ASKING_PHRASES",
-    "TOKEN_PATTERN",
-    "asks_for_more_information",
-    "brief",
-    "contains_run",
-    "normalize",
-    "normalize_column",
-    "normalize_value",
-    "only_asks",
-    "padded",
-    "parse_number",
-    "tokenize",
-]
-
 TOKEN_PATTERN = re.compile(r"[0-9]+(?:\.[0-9]+)?|[^\W\d_]+")
 """docs/methodology.md §3: digits with an optional decimal part, or letters."""
 
@@ -215,3 +200,25 @@ def brief(text: str, limit: int = BRIEF_CHARS) -> str:
     if rest:
         left.append(f"+{rest:,} line{'' if rest == 1 else 's'}")
     return f"{first} … ({', '.join(left)})" if left else first
+
+
+_ESCAPES = str.maketrans({"|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;", "\\": "\\\\",
+                          "\n": " ", "\r": " ", "\t": " ", "`": "\\`", "[": "\\[",
+                          "]": "\\]"})
+
+
+def md_cell(value: Any, digits: int = 3) -> str:
+    """A value as one safe Markdown table cell: numbers to ``digits`` places, null as —,
+    text with ``|``, backslash, backtick, brackets (no link or image can be made) and HTML
+    escaped and line breaks made spaces."""
+    if type(value) is str:
+        return value.translate(_ESCAPES)
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    if isinstance(value, int):
+        return str(value)
+    return str(value).translate(_ESCAPES)

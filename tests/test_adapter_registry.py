@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import grade_kit as gk
-from grade_kit.adapters import ADAPTERS, read_logs, register_adapter
+from grade_kit.adapters import ADAPTERS, read_log, register_adapter
 from grade_kit.cli import main
-from grade_kit.reading.io import InputError
 from grade_kit.reading.sniff import LOG_KINDS, file_kind, log_files
+from grade_kit.schema import InputError
 
 from .toy_adapter import TOY
 
@@ -78,16 +78,16 @@ def test_a_registered_logs_problems_are_named(log: Path, tmp_path: Path) -> None
     empty.write_text("TOYLOG m\nnot a line of a toy log\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"empty\.toylog: a toy log with no samples or "
                                          r"trials: .*empty\.toylog:2: field .outcome."):
-        read_logs("toy", empty)
+        read_log(empty, source="toy")
     with pytest.raises(InputError, match=r"folder holds no file that could be a toy log "
                                          r"\(\.toylog\)"):
-        read_logs("toy", _empty(tmp_path))
+        read_log(_empty(tmp_path), source="toy")
     with pytest.raises(InputError, match=r"runs\.jsonl: not a JSONL file of records but a "
                                          r"toy log: score it directly"):
         gk.read_inputs(PACKAGE.parent / "fixtures" / "tasks", _renamed(log))
     with pytest.raises(InputError, match=r"no adapter 'nope' \(adapters: inspect, tau-bench, "
                                          r"toy\)"):
-        read_logs("nope", log)
+        read_log(log, source="nope")
 
 
 def _empty(tmp_path: Path) -> Path:

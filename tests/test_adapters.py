@@ -98,7 +98,7 @@ def test_inspect_logs(tmp_path: Path) -> None:
 def test_read_inspect_gives_inputs_that_evaluate_takes() -> None:
     import grade_kit as gk
 
-    inputs = gk.read_inspect(INSPECT)
+    inputs = gk.read_log(INSPECT, source="inspect")
     assert isinstance(inputs, gk.Inputs) and not inputs.rejected
     ev = gk.evaluate(inputs)
     grades = {(r["setup"], r["subset"]): r for r in ev.grades.to_dicts()}
@@ -121,7 +121,7 @@ def test_read_inspect_gives_inputs_that_evaluate_takes() -> None:
 def test_read_tau_bench_gives_the_documented_figures() -> None:
     import grade_kit as gk
 
-    ev = gk.evaluate(gk.read_tau_bench(TAU.parent))
+    ev = gk.evaluate(gk.read_log(TAU.parent, source="tau-bench"))
     g = ev.results.setups["gpt-4o"].grades
     assert (g.N, g.counts.resolved, g.stable_resolution.count) == (200, 84, 10)
 
@@ -131,34 +131,34 @@ def test_cli_import_writes_the_records_read_gives(tmp_path: Path) -> None:
 
     assert main(["import", "inspect", str(INSPECT), "--out", str(tmp_path)]) == 0
     written = [json.loads(x) for x in (tmp_path / "runs.jsonl").read_text().splitlines()]
-    inputs = gk.read_inspect(INSPECT)
+    inputs = gk.read_log(INSPECT, source="inspect")
     assert written == [r.model_dump(mode="json") for r in inputs.runs]
 
 
 def test_a_file_of_the_wrong_kind_is_a_clear_error(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     import grade_kit as gk
-    from grade_kit.reading.io import InputError
+    from grade_kit.schema import InputError
 
     with pytest.raises(InputError, match=r"gpt-4o-airline\.json: cannot read as an Inspect AI "
                                          r"log: an Inspect \.json log is a JSON object"):
-        gk.read_inspect(TAU)
+        gk.read_log(TAU, source="inspect")
     tau2 = sorted(TAU2.glob("*.json"))[0]
     with pytest.raises(InputError, match="cannot read as an Inspect AI log: no 'eval' header"):
-        gk.read_inspect(tau2)
+        gk.read_log(tau2, source="inspect")
     with pytest.raises(InputError,
                        match="cannot read as a tau-bench or tau2-bench results file: not a tau2"):
-        gk.read_tau_bench(INSPECT / "2025-05-12T20-28-13-04-00_popularity.json")
+        gk.read_log(INSPECT / "2025-05-12T20-28-13-04-00_popularity.json", source="tau-bench")
     truncated = tmp_path / "cut.eval"
     eval_log = next(INSPECT.glob("*.eval"))
     truncated.write_bytes(eval_log.read_bytes()[:4000])
     with pytest.raises(InputError,
                        match=r"cut\.eval: cannot read as an Inspect AI log: not a readable \.eval"):
-        gk.read_inspect(truncated)
+        gk.read_log(truncated, source="inspect")
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(InputError, match="folder holds no file that could be an Inspect AI log"):
-        gk.read_inspect(empty)
+        gk.read_log(empty, source="inspect")
     assert main(["import", "inspect", str(TAU), "--out", str(tmp_path / "x")]) == 1
     assert "cannot read as an Inspect AI log" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()  # nothing half-imported
@@ -171,7 +171,7 @@ def test_a_cancelled_log_is_reported(tmp_path: Path) -> None:
     data["status"] = "cancelled"
     path = tmp_path / "cancelled.json"
     path.write_text(json.dumps(data))
-    inputs = gk.read_inspect(path)
+    inputs = gk.read_log(path, source="inspect")
     assert any("status is 'cancelled'" in str(w) for w in inputs.warnings)
 
 
@@ -187,7 +187,8 @@ def test_a_failed_logs_stderr_is_one_line_in_its_warning(tmp_path: Path) -> None
                      "traceback": "Traceback (most recent call last):\n  ..."}
     path = tmp_path / "failed.json"
     path.write_text(json.dumps(data))
-    notes = [str(w.message) for w in gk.read_inspect(path).warnings if "status is" in str(w)]
+    notes = [str(w.message) for w in gk.read_log(path, source="inspect").warnings
+             if "status is" in str(w)]
     assert notes == ["failed.json: the log's status is 'error' (RuntimeError: No services "
                      "started. … (+40 lines)); its 3 samples are imported, and samples it "
                      "never ran are not in it"]
@@ -197,7 +198,7 @@ def test_an_eval_with_members_outside_the_archive_is_refused(tmp_path: Path) -> 
     import zipfile
 
     import grade_kit as gk
-    from grade_kit.reading.io import InputError
+    from grade_kit.schema import InputError
 
     source = next(INSPECT.glob("*.eval"))
     evil = tmp_path / "evil.eval"
@@ -206,7 +207,7 @@ def test_an_eval_with_members_outside_the_archive_is_refused(tmp_path: Path) -> 
             dst.writestr(name, src.read(name))
         dst.writestr("../escape.json", "{}")
     with pytest.raises(InputError, match=r"member name\(s\) outside the archive"):
-        gk.read_inspect(evil)
+        gk.read_log(evil, source="inspect")
 
 
 def test_tau2_limits_and_stated_trials(tmp_path: Path) -> None:
@@ -227,7 +228,7 @@ def test_tau2_limits_and_stated_trials(tmp_path: Path) -> None:
     assert (run.limit.type, run.limit.value, run.error) == ("steps", 200.0, None)
     assert "stopped" in run.events and "received" not in run.events
     assert [g.run_id for g in imported.grades].count(run.run_id) == 1
-    ev = gk.evaluate(gk.read_tau_bench(path))
+    ev = gk.evaluate(gk.read_log(path, source="tau-bench"))
     assert (ev.results.plan.repeats, ev.results.plan.inferred) == (4, False)
     assert "info.num_trials" in ev.results.plan.rule
     timing = ev.results.setups[run.setup].timing
@@ -300,7 +301,7 @@ def test_the_provenance_names_each_log_read_with_its_hash() -> None:
     SHA-256 and the runs it gave (the converted records have no file of their own)."""
     import hashlib
 
-    from grade_kit.presentation.tables import provenance_table
+    from grade_kit.views.tables import provenance_table
 
     logs = sorted((REAL / "tau2_grok_airline_relaxed_task8").glob("*.json"))
     ev = gk.evaluate(logs)

@@ -284,7 +284,7 @@ def test_answered_items_are_the_join_in_item_order() -> None:
 def test_in_pieces_keeps_the_frame_and_cuts_it() -> None:
     import polars as pl
 
-    from grade_kit.frames import in_pieces
+    from grade_kit._chunks import in_pieces
 
     frame = pl.DataFrame({"x": list(range(100)), "s": [str(i) for i in range(100)]})
     cut = in_pieces(frame, 8)

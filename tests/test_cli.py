@@ -220,7 +220,7 @@ def test_a_terminated_score_leaves_no_temporary_store_nor_its_packing_process(
     temp = tmp_path / "tmp"
     temp.mkdir()
     fixtures = ROOT / "fixtures"
-    code = ("import sys, grade_kit.evaluation as e; e.STORE_ABOVE_BYTES = 0; "
+    code = ("import sys, grade_kit.pipeline.evaluation as e; e.STORE_ABOVE_BYTES = 0; "
             "from grade_kit.cli import main; sys.exit(main(sys.argv[1:]))")
     process = subprocess.Popen(
         [sys.executable, "-c", code, "score", str(fixtures / "tasks"), str(fixtures / "runs"),

@@ -135,11 +135,11 @@ def test_pass1_interval_equals_the_rates(resolved: list[int]) -> None:
 
 
 def test_questions_against_repeats_by_hand() -> None:
-    import grade_kit as gk
+    from grade_kit.standard import questions_and_repeats
 
     grades = pl.DataFrame({"setup": ["a", "b"], "subset": ["all", "all"],
                            "resolved_rate": [0.5, 1.0], "resolved_icc": [0.5, None]})
-    plan = gk.questions_and_repeats(grades, half_width=0.1, repeats=(1, 2))
+    plan = questions_and_repeats(grades, half_width=0.1, repeats=(1, 2))
     rows = {(r["setup"], r["repeats"]): r for r in plan.iter_rows(named=True)}
     # z² = 3.8415: R = 1, 0.25 / 0.01 x z² = 96.04 -> 97; R = 2, 0.25 x 1.5 / 2 -> 72.03 -> 73
     assert (rows[("a", 1)]["questions"], rows[("a", 1)]["runs"]) == (97, 97)
@@ -148,11 +148,11 @@ def test_questions_against_repeats_by_hand() -> None:
     assert rows[("b", 1)]["questions"] is None  # a rate of 1: no variance observed
     assert rows[("b", 1)]["verdict"] == "rate 1: no variance observed"
     with pytest.raises(ValueError, match="positive"):
-        gk.questions_and_repeats(grades, half_width=0.0)
+        questions_and_repeats(grades, half_width=0.0)
     with pytest.raises(ValueError, match="at least 1"):
-        gk.questions_and_repeats(grades, repeats=(0, 2))
+        questions_and_repeats(grades, repeats=(0, 2))
     # a half-width too small for any study: no count, nothing overflows
-    tiny = gk.questions_and_repeats(grades, half_width=1e-20, repeats=(1,))
+    tiny = questions_and_repeats(grades, half_width=1e-20, repeats=(1,))
     assert tiny.get_column("questions").to_list() == [None, None]
 
 

@@ -13,7 +13,8 @@ import pytest
 
 import grade_kit as gk
 from grade_kit.cli import main
-from grade_kit.schema import DIMENSIONS, PROJECT_WEIGHTS
+from grade_kit.judges import JUDGES
+from grade_kit.schema import DIMENSIONS, GRADE_STATES, PROJECT_WEIGHTS
 from tests.conftest import judgement, make_run, make_task
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +39,7 @@ def test_the_notebook_cell_shows_three_setups_with_all_six_dimensions(
         assert row["composite"] == overall.composite
         assert row["tasks"] == overall.tasks == 40
         assert row["N"] == 200  # 40 questions x 5 repeats
-        rates = sum(row[f"{s}_rate"] for s in gk.GRADE_STATES)
+        rates = sum(row[f"{s}_rate"] for s in GRADE_STATES)
         assert rates == pytest.approx(1.0, abs=1e-12)
     assert not [w for w in suite.results.warnings if "of 6 dimensions" in w.message]
 
@@ -310,7 +311,7 @@ def test_standard_frames_have_every_denominator(suite: gk.Evaluation) -> None:
     assert {(r["setup"], r["subset"]) for r in grades} == {
         (s, sub) for s in ("careful", "hasty", "erratic") for sub in ("all", "common")}
     for r in grades:
-        total = sum(r[s] for s in gk.GRADE_STATES)
+        total = sum(r[s] for s in GRADE_STATES)
         assert total == r["N"]
         if r["N"]:
             assert r["resolved_ci_low"] <= r["resolved_rate"] <= r["resolved_ci_high"]
@@ -325,7 +326,7 @@ def test_standard_frames_have_every_denominator(suite: gk.Evaluation) -> None:
 
 def test_every_public_object_has_a_short_repr(suite: gk.Evaluation) -> None:
     for obj in (suite, suite.inputs, suite.results, suite.data, suite.scores, suite.standard,
-                suite.explain(suite.runs["run_id"][0]), gk.JUDGES["rules"]):
+                suite.explain(suite.runs["run_id"][0]), JUDGES["rules"]):
         assert len(repr(obj)) < 2_500, type(obj).__name__
     for obj in (suite, suite.inputs, suite.results, suite.explain(suite.runs["run_id"][0]),
                 suite.data, suite.scores, suite.standard):

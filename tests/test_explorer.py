@@ -21,7 +21,7 @@ from grade_kit.presentation.explorer import (
     listing,
     sort_runs,
 )
-from grade_kit.reading.io import InputError
+from grade_kit.schema import InputError
 from tests.conftest import make_run, make_task
 
 HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"

@@ -37,8 +37,8 @@ def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_regeneration_is_byte_identical_to_the_checked_in_fixtures(
         regenerated: Path, tmp_path: Path) -> None:
-    assert main(["fixtures", "--out", str(tmp_path / "a")]) == 0
-    assert main(["fixtures", "--out", str(tmp_path / "b")]) == 0
+    assert main(["demo", "fixtures", "--out", str(tmp_path / "a")]) == 0
+    assert main(["demo", "fixtures", "--out", str(tmp_path / "b")]) == 0
     assert same_tree(tmp_path / "a", tmp_path / "b")
     assert same_tree(tmp_path / "a", FIXTURES / "packs")
     for part in ("packs", "tasks", "runs"):

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import grade_kit as gk
+from grade_kit.standard import rank_intervals
 
 
 def _evaluation(resolved: dict[str, set[int]], questions: int = 20) -> gk.Evaluation:
@@ -87,13 +88,13 @@ def test_a_rank_from_few_questions_has_no_interval() -> None:
     """3 questions (below MIN_RANK_QUESTIONS = 10): ranks by the mean, no interval, and the
     basis says why; 20 questions: intervals."""
     few = _evaluation({"A": {0, 1, 2}, "B": {0}}, questions=3)
-    ranks = gk.rank_intervals(few.standard.per_question, "resolved_rate")
+    ranks = rank_intervals(few.standard.per_question, "resolved_rate")
     assert ranks.select("setup", "mean", "rank").rows() == [("A", 1.0, 1.0), ("B", 1 / 3, 2.0)]
     assert ranks.get_column("rank_low").null_count() == 2
     assert ranks.get_column("basis").to_list() == [
         "3 paired questions: fewer than 10, no interval (not a separable ranking)"] * 2
     many = _evaluation({"A": set(range(20)), "B": set(range(8))})
-    ranks = gk.rank_intervals(many.standard.per_question, "resolved_rate")
+    ranks = rank_intervals(many.standard.per_question, "resolved_rate")
     assert "basis" not in ranks.columns
     assert ranks.get_column("rank_low").to_list() == [1.0, 2.0]
 
@@ -123,7 +124,7 @@ def test_setups_over_other_questions_are_never_tied_or_compared() -> None:
 
 def test_past_four_setups_the_page_lists_each_setups_pair_with_the_best() -> None:
     from grade_kit.presentation import charts
-    from grade_kit.presentation.tables import comparisons_table
+    from grade_kit.views.tables import comparisons_table
 
     five = _evaluation({name: set(range(k + 1)) for k, name in enumerate("ABCDE")},
                        questions=6)

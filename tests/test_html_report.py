@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from grade_kit.cli import main
-from grade_kit.presentation.report.html import NOTEBOOKS
+from grade_kit.presentation.report import NOTEBOOKS
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "fixtures" / "example"
@@ -123,7 +123,7 @@ def test_notebooks_sharing_a_kernel_see_nothing_of_each_other(tmp_path: Path) ->
     """One kernel runs the notebooks one after another: the second sees no name the first
     defined, and its failing cell has the number it has when run alone (parameters 1,
     injected parameters 2, then 3, 4, 5)."""
-    from grade_kit.presentation.report.html import ReportError, ReportKernels, build_report
+    from grade_kit.presentation.report import ReportError, ReportKernels, build_report
 
     _notebook(tmp_path, "first", "leaked = 1", "import math")
     _notebook(tmp_path, "second", "assert 'leaked' not in globals() and 'math' not in globals()",
@@ -157,8 +157,8 @@ def test_sections_without_data_are_left_out_with_one_line_why() -> None:
     for the same reason share one line; a page whose every section is is one line."""
     import nbformat
 
-    from grade_kit.presentation.report.html import LEFT_OUT_TAG, leave_out_absent
-    from grade_kit.presentation.tables import absent_html
+    from grade_kit.presentation.report import LEFT_OUT_TAG, leave_out_absent
+    from grade_kit.views.tables import absent_html
 
     grade, compare = "No GRADE scores.", "No comparison."
     table_html = "<table><tr><td>1</td></tr></table>"
@@ -190,8 +190,8 @@ def test_the_headline_leaves_out_what_it_has_nothing_to_show(tmp_path: Path) -> 
     sentence (the significance matrix of one setup) is left out: the sentences say why."""
     import nbformat
 
-    from grade_kit.presentation.report.html import HEADLINE_TAG, merge_pages
-    from grade_kit.presentation.tables import absent_html
+    from grade_kit.presentation.report import HEADLINE_TAG, merge_pages
+    from grade_kit.views.tables import absent_html
 
     sentence, matrix = _section(None, "<p>careful is the only ranked setup</p>",
                                 absent_html("No comparison.", "Significance"))
@@ -211,7 +211,7 @@ def test_the_chart_libraries_are_built_once_and_kept(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The inlined chart script is kept in the cache folder and reused; a damaged copy is
     rebuilt, and a cache folder that cannot be written is no error."""
-    from grade_kit.presentation.report import html as report_html
+    from grade_kit.presentation import report as report_html
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     bundle = report_html._vega_bundle()

@@ -1,12 +1,15 @@
-"""The library's imports run one way, down: no cycle, no module reaching into another's
-private names, the statistics below the judges and the reports, fetching and judging apart,
-and a public surface stated once whose names no submodule shadows. Read from the source
-(every import, at module level, inside a function, or in an ``if TYPE_CHECKING:`` block:
-a type-only import is a dependency as much as any other)."""
+"""The library's imports run one way, down: the layers of pyproject.toml's import contract
+(import-linter), no cycle, no module reaching into another's private names, fetching and
+judging apart, and a small public surface stated once whose names no submodule shadows. Read
+from the source (every import, at module level, inside a function, or in an
+``if TYPE_CHECKING:`` block: a type-only import is a dependency as much as any other)."""
 
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import grade_kit as gk
@@ -111,32 +114,38 @@ def test_no_module_imports_the_package_itself() -> None:
             and "grade_kit" in {target for target, _ in _imports(name)}] == []
 
 
-def _reaches(start: str, edges: dict[str, set[str]]) -> set[str]:
-    seen: set[str] = set()
-    todo = [start]
-    while todo:
-        for target in edges[todo.pop()]:
-            if target not in seen:
-                seen.add(target)
-                todo.append(target)
-    return seen
+def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """import-linter's contracts of ``root``'s pyproject.toml over its package."""
+    return subprocess.run([sys.executable, "-c", "import sys; from importlinter.cli import "
+                           "lint_imports; sys.exit(lint_imports(no_cache=True, no_logo=True))"],
+                          cwd=root, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(root)})
 
 
-def test_the_statistics_stand_below_the_judges_the_reports_and_the_pipeline() -> None:
-    edges = _edges()
-    above = ("grade_kit.judges", "grade_kit.presentation.report", "grade_kit.evaluation",
-             "grade_kit.fetching", "grade_kit.presentation.explorer",
-             "grade_kit.presentation.charts", "grade_kit.cli")
-    for module in (m for m in MODULES if m.startswith("grade_kit.standard")):
-        assert [t for t in _reaches(module, edges) if t.startswith(above)] == [], module
+def test_the_layers_run_one_way_down() -> None:
+    """The import contract of pyproject.toml: cli > presentation, review > pipeline > views,
+    demo > judges > scorers, standard > adapters, fetching > reading > frames > schema > the
+    small helpers; every module of the package in a layer, type-only imports counted, and
+    fetching apart from judging."""
+    done = _lint_imports(PACKAGE.parent)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 kept, 0 broken" in done.stdout
 
 
-def test_fetching_and_judging_do_not_import_each_other() -> None:
-    edges = _edges()
-    for one, other in (("grade_kit.fetching", "grade_kit.judges"),
-                       ("grade_kit.judges", "grade_kit.fetching")):
-        for module in (m for m in MODULES if m.startswith(one)):
-            assert [t for t in _reaches(module, edges) if t.startswith(other)] == [], module
+def test_the_contract_catches_an_import_that_runs_back_up(tmp_path: Path) -> None:
+    package = tmp_path / "layered"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "high.py").write_text("X = 1\n")
+    (package / "low.py").write_text("def f() -> int:\n    from layered.high import X\n"
+                                    "    return X\n")  # inside a function: still counted
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.importlinter]\nroot_package = "layered"\n\n'
+        '[[tool.importlinter.contracts]]\nname = "down"\ntype = "layers"\n'
+        'containers = ["layered"]\nlayers = ["high", "low"]\n')
+    done = _lint_imports(tmp_path)
+    assert done.returncode == 1
+    assert "layered.low -> layered.high" in done.stdout
 
 
 def test_the_public_surface_is_stated_once_and_no_submodule_shadows_it() -> None:
@@ -148,13 +157,22 @@ def test_the_public_surface_is_stated_once_and_no_submodule_shadows_it() -> None
         assert getattr(gk, name) is not None, name
 
 
+def test_the_surface_is_small_and_only_package_faces_state_one() -> None:
+    """At most 25 public names, and ``__all__`` only in a package's ``__init__`` (a module's
+    names are reached through its package's face or by their module)."""
+    assert len(gk.__all__) <= 25
+    stated = [name for name, path in MODULES.items()
+              if path.name != "__init__.py" and "__all__" in {
+                  t.id for node in ast.walk(ast.parse(path.read_text()))
+                  if isinstance(node, ast.Assign) for t in node.targets
+                  if isinstance(t, ast.Name)}]
+    assert stated == []
+
+
 def test_scoring_imports_no_http_client_sql_engine_or_pandas() -> None:
     """``grade-kit score`` (the CLI and the package it imports) loads neither aiohttp nor
     duckdb (fetching and the model clients load them when first asked for) nor pandas (a
     pandas frame is made only when asked for): about half a second of every command."""
-    import subprocess
-    import sys
-
     code = ("import sys, grade_kit, grade_kit.cli; "
             "print(sorted(m for m in ('aiohttp', 'duckdb', 'pandas') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

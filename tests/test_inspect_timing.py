@@ -32,7 +32,7 @@ def at(clock: str) -> str:
 
 @pytest.fixture(scope="module")
 def constructed() -> gk.Evaluation:
-    return gk.evaluate(gk.read_inspect(CONSTRUCTED))
+    return gk.evaluate(gk.read_log(CONSTRUCTED, source="inspect"))
 
 
 def _run(ev: gk.Evaluation, sample: str) -> Any:
@@ -108,7 +108,7 @@ def test_the_plan_takes_r_from_the_log(constructed: gk.Evaluation) -> None:
     assert (plan.repeats, plan.inferred) == (1, False)
     assert "epochs" in plan.rule
     assert not any("inferred" in w for w in constructed.warnings.get_column("message"))
-    given = gk.evaluate(gk.read_inspect(CONSTRUCTED), repeats=2).results.plan
+    given = gk.evaluate(gk.read_log(CONSTRUCTED, source="inspect"), repeats=2).results.plan
     assert (given.repeats, given.rule) == (2, "given (--repeats)")
 
 
@@ -253,8 +253,8 @@ def test_timing_charts_show_working_time_or_say_why_there_is_no_e2e(
     both = charts.timing_charts(constructed.runs, constructed.timing).to_dict()
     titles = [part["title"] for part in both["vconcat"]]
     assert titles[0].startswith("E2E latency") and titles[1].startswith("Working time")
-    tau = gk.evaluate(gk.read_tau_bench(ROOT / "tests" / "data" / "realdata"
-                                        / "tau_bench_gpt4o_airline"))
+    tau = gk.evaluate(gk.read_log(ROOT / "tests" / "data" / "realdata"
+                                        / "tau_bench_gpt4o_airline", source="tau-bench"))
     note = charts.timing_charts(tau.runs, tau.timing).to_dict()
     assert note["mark"]["type"] == "text" and "vconcat" not in note
     text = next(iter(note["datasets"].values()))[0]["text"]

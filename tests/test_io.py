@@ -9,9 +9,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from grade_kit.reading._fastread import raw_records
+from grade_kit.frames import raw_records
 from grade_kit.reading.io import (
-    InputError,
     RecordFile,
     record_lines,
     record_texts,
@@ -20,7 +19,7 @@ from grade_kit.reading.io import (
 )
 from grade_kit.reading.records import load_grades, load_judgements, load_runs
 from grade_kit.reading.task_files import load_tasks
-from grade_kit.schema import Run
+from grade_kit.schema import InputError, Run
 
 from .conftest import ALL_DIMS, make_task, score
 

@@ -94,7 +94,7 @@ def test_track3_keeps_recommendations_apart() -> None:
 
 
 def test_judgements_name_the_judge_and_recorded_ones_win() -> None:
-    from grade_kit.evaluation import evaluate
+    from grade_kit.pipeline.evaluation import evaluate
 
     task = make_task(evidence={"rates": True}, required_limitations=[{"id": "l", "text": "x"}])
     runs = [make_run("r1", findings=["18.1%"], limitations=["x"])]
@@ -110,7 +110,7 @@ def test_judgements_name_the_judge_and_recorded_ones_win() -> None:
 def test_an_unknown_judge_is_a_clear_error() -> None:
     import pytest
 
-    from grade_kit.evaluation import evaluate
+    from grade_kit.pipeline.evaluation import evaluate
 
     with pytest.raises(ValueError, match="unknown judge 'llm'; choose from"):
         evaluate([make_task()], [make_run("r1")], judge="llm")

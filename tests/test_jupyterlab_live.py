@@ -76,7 +76,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
            "JUPYTER_CONFIG_DIR": str(home / "config")}
     env.pop("GRADE_KIT_OFFLINE_HTML", None)  # a notebook as a person runs it
     port = _free_port()
-    demo = subprocess.Popen([sys.executable, "-m", "grade_kit.cli", "demo-server", "--port",
+    demo = subprocess.Popen([sys.executable, "-m", "grade_kit.cli", "demo", "serve", "--port",
                              str(demo_port), "--latency-scale", "0.001"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     server = subprocess.Popen(

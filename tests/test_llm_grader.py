@@ -18,6 +18,7 @@ import pytest
 
 import grade_kit as gk
 from grade_kit.demo.server import DemoServer
+from grade_kit.judges import JUDGES
 from grade_kit.judges.calibration_review import CALIBRATION_FORMS, calibration_review
 from grade_kit.judges.llm import LLMClaimJudge
 from grade_kit.judges.llm_grader import (
@@ -183,7 +184,7 @@ def test_calibration_samples_are_kept_apart_and_reported(biased: str, server: De
     assert "Internal consistency review" in swayed.markdown()
     fair = calibration_review(TASKS, RUNS, grader=LLMGrader(server.url, "judge",
                                                             progress=False),
-                              judge=gk.JUDGES["rules"])
+                              judge=JUDGES["rules"])
     assert fair.consistency is not None and fair.samples == len(SOME)
     assert set(fair.judge_spread) == {"evidence_linkage", "structure_usability"}
     assert fair.label == "internal consistency review"

@@ -11,6 +11,7 @@ import pytest
 
 import grade_kit as gk
 from grade_kit.demo.server import DemoServer
+from grade_kit.judges import JUDGES
 from grade_kit.judges.llm import LLMJudge, judge_prompt
 from grade_kit.reading.records import load_runs
 from grade_kit.reading.task_files import load_tasks
@@ -33,7 +34,7 @@ def test_the_judge_model_gives_the_rule_judges_verdicts(server: DemoServer,
                                                           tmp_path: Path) -> None:
     judge = LLMJudge(server.url, "judge", cache=tmp_path / "cache.jsonl")
     ours = {(j.run_id, j.dimension): j for j in judge(TASKS, RUNS)}
-    rules = {(j.run_id, j.dimension): j for j in gk.JUDGES["rules"](TASKS, RUNS)}
+    rules = {(j.run_id, j.dimension): j for j in JUDGES["rules"](TASKS, RUNS)}
     assert ours.keys() == rules.keys() and ours
     for key, judgement in ours.items():
         assert judgement.score == rules[key].score and judgement.reason == rules[key].reason

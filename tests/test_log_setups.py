@@ -21,6 +21,7 @@ import pytest
 
 import grade_kit as gk
 from grade_kit.cli import main
+from grade_kit.standard import rank_intervals
 
 BASE = datetime(2025, 6, 1, 10, 0, 0, tzinfo=UTC)
 
@@ -94,7 +95,7 @@ def ctf(tmp_path: Path) -> Path:
 
 
 def test_continuation_retry_and_cancelled_logs_are_one_setup(ctf: Path) -> None:
-    ev = gk.evaluate(gk.read_inspect(ctf))
+    ev = gk.evaluate(gk.read_log(ctf, source="inspect"))
     assert set(ev.results.setups) == {"openai/o3", "openai/gpt-3.5-turbo",
                                       "openai/gpt-4o-mini"}
     o3 = ev.results.setups["openai/o3"]
@@ -125,7 +126,7 @@ def test_continuation_retry_and_cancelled_logs_are_one_setup(ctf: Path) -> None:
 
 
 def test_a_mostly_unrun_setup_is_shown_not_ranked(ctf: Path) -> None:
-    ev = gk.evaluate(gk.read_inspect(ctf))
+    ev = gk.evaluate(gk.read_log(ctf, source="inspect"))
     mini = ev.results.setups["openai/gpt-4o-mini"]
     assert mini.grades.run_coverage == 0.2  # 1 of 5 planned slots
     assert ev.results.plan.unranked == {"openai/gpt-4o-mini": 0.2}
@@ -143,14 +144,14 @@ def test_a_mostly_unrun_setup_is_shown_not_ranked(ctf: Path) -> None:
     assert rows[0]["resolved_rate"] == 0.8
     assert "Not ranked" in ev.summary.note and "openai/gpt-4o-mini" in ev.summary.note
     assert any("not ranked" in w for w in ev.warnings.get_column("message").to_list())
-    ranks = gk.rank_intervals(ev.standard.per_question, "resolved_rate")
+    ranks = rank_intervals(ev.standard.per_question, "resolved_rate")
     assert set(ranks.get_column("setup").to_list()) == {"openai/o3", "openai/gpt-3.5-turbo"}
 
 
 def test_holm_family_counts_model_pairs_only(ctf: Path, tmp_path: Path) -> None:
     """With a phantom setup per extra log the family would be 10 pairs; by model it is 1,
     so p_holm equals p."""
-    ev = gk.evaluate(gk.read_inspect(ctf))
+    ev = gk.evaluate(gk.read_log(ctf, source="inspect"))
     figure = next(f for c in ev.results.comparisons if c.subset == "all"
                   for f in c.figures if f.metric == "resolved_rate")
     # McNemar on 5 paired questions: o3 alone resolved 2, 4, 5 (b = 3), gpt-3.5 alone
@@ -159,12 +160,12 @@ def test_holm_family_counts_model_pairs_only(ctf: Path, tmp_path: Path) -> None:
 
 
 def test_setup_by_overrides(ctf: Path) -> None:
-    by_file = gk.read_inspect(ctf, setup_by="file")
+    by_file = gk.read_log(ctf, setup_by="file", source="inspect")
     assert "openai/o3 [o3-retry.json]" in {r.setup for r in by_file.runs}
-    mapped = gk.read_inspect(ctf, setup_by={"o3-retry.json": "o3 retry"})
+    mapped = gk.read_log(ctf, setup_by={"o3-retry.json": "o3 retry"}, source="inspect")
     assert {r.setup for r in mapped.runs if "o3" in r.setup} == {"openai/o3", "o3 retry"}
     with pytest.raises(ValueError, match="setup_by 'dataset'"):
-        gk.read_inspect(ctf, setup_by="dataset")  # type: ignore[arg-type]
+        gk.read_log(ctf, setup_by="dataset", source="inspect")  # type: ignore[arg-type]
 
 
 def test_cli_import_setup_by(ctf: Path, tmp_path: Path) -> None:
@@ -193,7 +194,7 @@ def test_two_tasks_over_one_dataset_ask_the_same_questions(tmp_path: Path) -> No
     write_log(logs / "completion.json", "openai/gpt-4o", "nl2bash_completion",
               [sample(1, 0.5), sample(2, 0.0), sample(3, 0.0)], "2025-06-01T11:00:00+00:00",
               dataset="nl2bash", metric="mean")
-    ev = gk.evaluate(gk.read_inspect(logs))
+    ev = gk.evaluate(gk.read_log(logs, source="inspect"))
     assert set(ev.results.setups) == {"openai/gpt-4o [nl2bash_chat]",
                                       "openai/gpt-4o [nl2bash_completion]"}
     assert ev.results.common_subset.of_questions == 3
@@ -218,7 +219,7 @@ def test_time_to_outcome_and_the_source_total(tmp_path: Path) -> None:
         sample(3, e2e=100.0, total=50.0),
         sample(4, "I", e2e=40.0, total=41.0, limit=True,
                calls=("c1", "c2", "c3", "c4", "c5"))], "2025-06-01T10:00:00+00:00")
-    ev = gk.evaluate(gk.read_inspect(path))
+    ev = gk.evaluate(gk.read_log(path, source="inspect"))
     timing = ev.results.setups["m"].timing
     assert (timing.e2e_s.n, timing.e2e_s.mean) == (2, 15.0)
     assert timing.e2e_beyond_source_total == 1 and timing.e2e_out_of_order == 0
@@ -256,7 +257,7 @@ def test_inspect_values_are_rejected_not_coerced(tmp_path: Path, field: str, val
         bad["epoch"] = value
     path = write_log(tmp_path / "log.json", "m", "t", [sample(1), bad],
                      "2025-06-01T10:00:00+00:00")
-    inputs = gk.read_inspect(path)
+    inputs = gk.read_log(path, source="inspect")
     assert [r.task_id for r in inputs.runs] == ["t/1"]  # the good sample goes on
     assert len(inputs.rejected) == 1
     message = inputs.rejected[0].message()
@@ -276,7 +277,7 @@ def test_tau_bench_values_are_rejected_not_coerced(tmp_path: Path, key: str,
     bad = trial(2, **({"reward": value} if key == "reward" else {"number": value}))
     path = tmp_path / "m-airline.json"
     path.write_text(json.dumps([trial(1), bad]), encoding="utf-8")
-    inputs = gk.read_tau_bench(path)
+    inputs = gk.read_log(path, source="tau-bench")
     assert [r.task_id for r in inputs.runs] == ["airline-1"]
     assert [r.message() for r in inputs.rejected] == [
         f"{path}: field '[1].{key}': {key} {value!r} is not a "
@@ -290,7 +291,7 @@ def test_tau2_reward_must_be_finite(tmp_path: Path) -> None:
     data["simulations"][0]["reward_info"]["reward"] = float("inf")
     path = tmp_path / "tau2.json"
     path.write_text(json.dumps(data), encoding="utf-8")
-    inputs = gk.read_tau_bench(path)
+    inputs = gk.read_log(path, source="tau-bench")
     assert len(inputs.runs) == len(data["simulations"]) - 1
     assert [r.field for r in inputs.rejected] == ["simulations[0].reward_info.reward"]
 
@@ -316,7 +317,7 @@ def test_a_retry_log_that_reuses_its_originals_ids_keeps_both(tmp_path: Path) ->
         data = json.loads(path.read_text(encoding="utf-8"))
         data["eval"]["eval_id"] = "same"
         path.write_text(json.dumps(data), encoding="utf-8")
-    inputs = gk.read_inspect(tmp_path)
+    inputs = gk.read_log(tmp_path, source="inspect")
     assert not inputs.rejected
     ev = gk.evaluate(inputs)
     primary = ev.runs.filter(pl.col("is_primary")).sort("task_id")
@@ -334,7 +335,7 @@ def test_logs_written_by_inspect_read_as_inspects_analysis_reads_them() -> None:
     tasks over one dataset). Expected per model: what Inspect's own analysis API gives with
     the latest complete sample winning (tests/data/inspect_generated/compare.py), and the
     accuracy or mean and stderr each final log states in its own results."""
-    ev = gk.evaluate(gk.read_inspect([GENERATED / "ctf", GENERATED / "nl2bash"]))
+    ev = gk.evaluate(gk.read_log([GENERATED / "ctf", GENERATED / "nl2bash"], source="inspect"))
     assert ev.rejected.height == 0
     got = {name: (s.grades.N, s.grades.counts.resolved, s.timing.limits.count,
                   s.timing.failures.count)
@@ -373,7 +374,7 @@ def test_an_infinite_time_or_limit_is_no_figure(tmp_path: Path) -> None:
     timed["working_time"] = float("inf")
     path = write_log(tmp_path / "log.json", "m", "t", [timed, limited],
                      "2025-06-01T10:00:00+00:00")
-    inputs = gk.read_inspect(path)
+    inputs = gk.read_log(path, source="inspect")
     assert not inputs.rejected and len(inputs.runs) == 2
     first, second = sorted(inputs.runs, key=lambda r: r.task_id)
     assert first.source is not None and first.source.total_s is None

@@ -24,19 +24,17 @@ def test_every_public_name_resolves_and_is_listed() -> None:
 
 
 def test_submodules_do_not_shadow_the_functions_named_like_them() -> None:
-    import grade_kit.evaluation
-    import grade_kit.fetching  # noqa: F401
 
     assert isinstance(gk.evaluate, types.FunctionType) and gk.evaluate.__name__ == "evaluate"
     assert isinstance(gk.fetch, types.FunctionType) and gk.fetch.__name__ == "fetch"
-    assert sys.modules["grade_kit.evaluation"].evaluate is gk.evaluate
+    assert sys.modules["grade_kit.pipeline.evaluation"].evaluate is gk.evaluate
 
 
 def test_an_installed_wheel_writes_the_html_report(tmp_path: Path) -> None:
     """The wheel carries the notebooks (grade_kit/notebooks, a link to notebooks/) and the
     report's template: installed in a fresh venv, outside any checkout, `grade-kit demo`
     builds the demo's fixtures in the cache folder and writes report.html, and
-    `grade-kit demo-server` starts. (The fresh venv sees this venv's site-packages through
+    `grade-kit demo serve` starts. (The fresh venv sees this venv's site-packages through
     a .pth line, and their Jupyter data folder, for the dependencies; its grade_kit is the
     wheel's.)"""
     import site
@@ -74,7 +72,7 @@ def test_an_installed_wheel_writes_the_html_report(tmp_path: Path) -> None:
     assert "the report to mail" in done.stdout
     built = list((tmp_path / "cache" / "grade_kit").glob("fixtures-*"))
     assert len(built) == 1 and len(list((built[0] / "runs").glob("*.jsonl"))) == 3
-    server = subprocess.Popen([str(fresh / "bin" / "grade-kit"), "demo-server", "--port", "0"],
+    server = subprocess.Popen([str(fresh / "bin" / "grade-kit"), "demo", "serve", "--port", "0"],
                               cwd=run, stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert server.stdout is not None

@@ -20,8 +20,7 @@ import pytest
 import grade_kit as gk
 import grade_kit.judges
 from grade_kit.frames import EvalData
-from grade_kit.partitioned import _PACK_APART
-from grade_kit.reading.io import InputError
+from grade_kit.pipeline.partitioned import _PACK_APART
 from grade_kit.reading.packed import (
     StoreRuns,
     is_store,
@@ -30,6 +29,7 @@ from grade_kit.reading.packed import (
     read_manifest,
     split_by_task,
 )
+from grade_kit.schema import InputError
 from grade_kit.scorers import combine_scores, grade_scores, partition_scores
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -115,7 +115,7 @@ def test_run_files_over_the_bound_go_through_a_temporary_store_with_the_same_res
     evaluation in memory (a store is scored from recorded judgements)."""
     import gc
 
-    from grade_kit import evaluation
+    from grade_kit.pipeline import evaluation
 
     memory = gk.evaluate(TASKS, inputs["runs"], judgements=inputs["judgements"],
                          grader="rules")
@@ -147,7 +147,7 @@ def test_run_files_over_the_bound_go_through_a_temporary_store_with_the_same_res
 def test_a_temporary_store_packs_with_its_progress_on_stderr_when_asked(
         inputs: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
         capfd: pytest.CaptureFixture[str]) -> None:
-    from grade_kit import evaluation
+    from grade_kit.pipeline import evaluation
 
     monkeypatch.setattr(evaluation, "STORE_ABOVE_BYTES", 1000)
     gk.evaluate(TASKS, inputs["runs"], judgements=inputs["judgements"], progress=True)
@@ -159,7 +159,7 @@ def test_a_temporary_store_packs_with_its_progress_on_stderr_when_asked(
 
 def test_a_temporary_store_that_cannot_be_packed_raises_the_packers_input_error(
         inputs: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from grade_kit import evaluation
+    from grade_kit.pipeline import evaluation
 
     monkeypatch.setattr(evaluation, "STORE_ABOVE_BYTES", 1000)
     missing = tmp_path / "no-such-tasks"

@@ -11,7 +11,7 @@ from polars.testing import assert_frame_equal
 
 import grade_kit as gk
 from grade_kit.frames import frame_fields
-from grade_kit.reading.io import InputError
+from grade_kit.schema import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "fixtures"
@@ -193,7 +193,7 @@ def test_an_evaluation_holds_its_records_as_the_records_files_it_writes(
         assert [r.model_dump() for r in held] == [r.model_dump() for r in getattr(read, name)]
     assert ev.inputs.runs[3].model_dump() == read.runs[3].model_dump()
     assert list(ev.inputs.runs._one) == [3]  # one record asked for, one read
-    import grade_kit.reading.state as state
+    import grade_kit.pipeline.state as state
 
     def no_encoding(*_: object) -> None:
         raise AssertionError("held records were encoded again")

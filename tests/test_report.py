@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import grade_kit as gk
 from grade_kit.atomic import indented_json
-from grade_kit.presentation.report import md_cell
+from grade_kit.text import md_cell
 from tests.conftest import make_run, make_task
 
 HOSTILE = "evil | x\n# Heading <script>alert(1)</script> `code` \\"
@@ -36,7 +36,7 @@ def test_no_input_can_add_a_row_a_heading_or_a_tag() -> None:
              "material_error": "yes", "claim": HOSTILE, "evidence": "e | f", "effect": "g",
              "grader": HOSTILE}
     ev = gk.evaluate([task], runs, grades=[grade], judge="rules")
-    from grade_kit.presentation.report import scorecard_markdown
+    from grade_kit.views.markdown import scorecard_markdown
 
     card = scorecard_markdown(ev.results)
     assert "<script>" not in card
@@ -118,6 +118,6 @@ def test_results_json_written_in_pieces_is_the_one_piece_text() -> None:
 @settings(max_examples=500, deadline=None)
 @given(st.text(alphabet=st.sampled_from("ab |<>&\\\n\r\t`é\u2028") | st.characters()))
 def test_md_cell_of_any_text_is_its_escaped_translation(text: str) -> None:
-    from grade_kit.presentation.report.markdown import _ESCAPES
+    from grade_kit.text import _ESCAPES
 
     assert md_cell(text) == text.translate(_ESCAPES)

@@ -12,7 +12,7 @@ import pytest
 
 import grade_kit as gk
 from grade_kit.cli import main
-from grade_kit.reading.io import InputError
+from grade_kit.schema import InputError
 from grade_kit.scorers.consistency import MAX_CONSISTENCY_RUNS
 from grade_kit.standard.summary import MAX_COMPARED_SETUPS, MAX_SETUPS
 

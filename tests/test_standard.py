@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 import grade_kit as gk
 from grade_kit.frames import EvalData
 from grade_kit.schema import Grade, MaterialError
-from grade_kit.standard import nearest_rank, run_grades, standard_results, summarize
+from grade_kit.standard import (
+    nearest_rank,
+    questions_needed,
+    run_grades,
+    standard_results,
+    summarize,
+)
 
 from .conftest import make_run, make_task
 
@@ -530,7 +536,7 @@ def test_e2e_without_channel_overhead_is_the_exact_difference() -> None:
 
 
 def test_the_scorecard_lists_the_first_material_errors_of_each_setup_and_counts_all() -> None:
-    from grade_kit.presentation.report.markdown import MATERIAL_ERRORS_LISTED, scorecard_markdown
+    from grade_kit.views.markdown import MATERIAL_ERRORS_LISTED, scorecard_markdown
 
     runs = [make_run(f"r{r:02d}", "q1", repeat=r) for r in range(1, 31)]
     grades = [grade(f"r{r:02d}", err="yes", claim=f"claim {r:02d}") for r in range(1, 31)]
@@ -710,10 +716,10 @@ def test_questions_needed_says_no_difference_for_rounding_noise() -> None:
     never a huge count (it overflowed an Int64 column at 12 and 20 setups)."""
     noisy = pl.DataFrame({"setup": ["a"] * 3 + ["b"] * 3, "task_id": ["1", "2", "3"] * 2,
                           "resolved_rate": [0.1, 0.2, 0.3, 0.1, 0.2, 0.30000000000000004]})
-    row = gk.questions_needed(noisy, "resolved_rate").row(0, named=True)
+    row = questions_needed(noisy, "resolved_rate").row(0, named=True)
     assert row["questions_needed"] is None and row["verdict"].startswith("no difference")
     real = noisy.with_columns(resolved_rate=pl.Series([0.1, 0.2, 0.3, 0.1, 0.2, 0.4]))
-    row = gk.questions_needed(real, "resolved_rate").row(0, named=True)
+    row = questions_needed(real, "resolved_rate").row(0, named=True)
     # mean 1/30, sd = sqrt(((1/30)^2 x 2 + (2/30)^2) / 2) = 0.0577; (2.8016 x 0.0577 x 30)^2
     assert row["questions_needed"] == 24 and row["verdict"] is None
 
@@ -729,7 +735,7 @@ def test_questions_needed_weighs_questions_against_repeats_by_hand() -> None:
         "setup": ["a"] * 4 + ["b"] * 4, "task_id": ["1", "2", "3", "4"] * 2,
         "resolved_slots": [2, 0, 1, 1, 2, 2, 1, 2],
         "resolved_rate": [1.0, 0.0, 0.5, 0.5, 1.0, 1.0, 0.5, 1.0]})
-    plan = gk.questions_needed(per_question, "resolved_rate", repeats=(1, 4))
+    plan = questions_needed(per_question, "resolved_rate", repeats=(1, 4))
     z = NormalDist().inv_cdf(0.975) + NormalDist().inv_cdf(0.8)
     rows = {r["repeats"]: r for r in plan.iter_rows(named=True)}
     for r, variance in ((1, 1 / 24 + 0.375), (4, 1 / 24 + 0.09375)):
@@ -738,13 +744,13 @@ def test_questions_needed_weighs_questions_against_repeats_by_hand() -> None:
         assert (rows[r]["questions_needed"], rows[r]["runs"]) == (needed, 2 * needed * r)
     assert (rows[1]["questions_needed"], rows[4]["questions_needed"]) == (24, 8)
     with pytest.raises(ValueError, match="grade rate"):
-        gk.questions_needed(per_question.rename({"resolved_rate": "composite"}), "composite",
+        questions_needed(per_question.rename({"resolved_rate": "composite"}), "composite",
                             repeats=(1,))
-    one = gk.questions_needed(per_question.with_columns(
+    one = questions_needed(per_question.with_columns(
         resolved_slots=pl.col("resolved_rate").round().cast(pl.Int64)), "resolved_rate",
         repeats=(2,), measured_repeats=1)
     assert one.get_column("verdict").to_list() == [
         "measured at R = 1: the repeats' share of the spread is unknown"]
-    single = gk.questions_needed(per_question.filter(pl.col("task_id") == "1"),
+    single = questions_needed(per_question.filter(pl.col("task_id") == "1"),
                                  "resolved_rate")
     assert single.get_column("verdict").to_list() == ["1 paired question: no spread to plan from"]

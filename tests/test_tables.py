@@ -1,4 +1,4 @@
-"""Tables for people (grade_kit.presentation.tables): formatting by hand, every row shown, text
+"""Tables for people (grade_kit.views.tables): formatting by hand, every row shown, text
 escaped, and the summary that adapts to the data."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 
 import grade_kit as gk
-from grade_kit.presentation.tables import column_label, table
+from grade_kit.views.tables import column_label, table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,7 +67,7 @@ def test_the_summary_adapts_to_the_data() -> None:
 
 
 def test_a_table_whose_data_does_not_exist_says_why_in_one_marked_line() -> None:
-    from grade_kit.presentation.tables import ABSENT_ATTRIBUTE
+    from grade_kit.views.tables import ABSENT_ATTRIBUTE
 
     frame = pl.DataFrame({"setup": ["a"], "composite": [None]}, schema_overrides={
         "composite": pl.Float64})
@@ -88,7 +88,7 @@ def test_a_table_whose_data_does_not_exist_says_why_in_one_marked_line() -> None
 def test_what_does_not_exist_is_said_once_per_kind() -> None:
     """tau-bench's airline log: one setup, no GRADE rubric, no timestamps, tool calls
     exposed; the example: every kind exists."""
-    from grade_kit.presentation.tables import NO_COMPARISON, NO_GRADE
+    from grade_kit.views.tables import NO_COMPARISON, NO_GRADE
 
     evaluation = gk.evaluate(ROOT / "tests" / "data" / "realdata" / "tau_bench_gpt4o_airline"
                              / "gpt-4o-airline.json")
@@ -110,7 +110,7 @@ def test_what_does_not_exist_is_said_once_per_kind() -> None:
 def test_runs_pending_verification_are_said_first() -> None:
     """Without a grader the first thing a reader sees is why the resolved rate is low: the
     fixtures' 600 slots hold 592 delivered runs (8 timed out or failed), none graded."""
-    from grade_kit.presentation.tables import pending_state
+    from grade_kit.views.tables import pending_state
 
     fixtures = ROOT / "fixtures"
     ungraded = gk.evaluate(fixtures / "tasks", fixtures / "runs", judge="rules")
@@ -133,7 +133,7 @@ def test_runs_pending_verification_are_said_first() -> None:
 
 
 def test_warnings_are_grouped_by_kind_with_every_file_named_once() -> None:
-    from grade_kit.presentation.tables import warnings_table
+    from grade_kit.views.tables import warnings_table
 
     messages = ["a.json: the log's status is 'cancelled'; its 3 samples are imported",
                 "b.eval: the log's status is 'cancelled'; its 12 samples are imported",
@@ -151,7 +151,7 @@ def test_warnings_are_grouped_by_kind_with_every_file_named_once() -> None:
 
 
 def test_a_long_or_many_line_cell_shows_its_first_line_and_folds_the_rest() -> None:
-    from grade_kit.presentation.tables import FOLD_TEXT, table
+    from grade_kit.views.tables import FOLD_TEXT, table
 
     stderr = "Error: compose up failed\n" + "\n".join(f"layer {k} <pulled>" for k in range(12))
     long = "word " * (FOLD_TEXT // 5 + 20)
@@ -171,7 +171,7 @@ def test_a_wide_table_shows_its_key_columns_first() -> None:
     """Past WIDE_COLUMNS columns the pair, the subset and the figure, then the difference and
     its Holm p come first (as they are in the frame otherwise); a narrow table, or a view
     built in its order (the summary), keeps its columns."""
-    from grade_kit.presentation.tables import WIDE_COLUMNS, key_columns_first, table
+    from grade_kit.views.tables import WIDE_COLUMNS, key_columns_first, table
 
     wide = ["baseline", "compared", "subset", "n_questions", "mean_a", "mean_b", "note",
             "test", "value", "p_value", "p_holm", "mean_diff_b_minus_a", "metric", "direction"]
@@ -194,7 +194,7 @@ def test_both_subsets_comparisons_tables_start_with_the_pair() -> None:
     """A subset whose pairs are all untested leaves most columns empty (eight or fewer
     shown): its table still opens with compared, baseline, subset, metric, as the wide one
     does (seen on the tau2 report's common subset, which opened with baseline)."""
-    from grade_kit.presentation.tables import comparisons_table
+    from grade_kit.views.tables import comparisons_table
 
     frame = pl.DataFrame({
         "baseline": ["a", "a"], "compared": ["b", "b"], "subset": ["all", "common"],

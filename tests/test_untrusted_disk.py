@@ -18,8 +18,8 @@ import pytest
 
 import grade_kit as gk
 from grade_kit.cli import main
-from grade_kit.reading.io import InputError
-from grade_kit.reading.state import STATE_VERSION
+from grade_kit.pipeline.state import STATE_VERSION
+from grade_kit.schema import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "fixtures" / "example"
@@ -187,15 +187,15 @@ def test_a_log_larger_than_the_bound_is_refused(tmp_path: Path,
     with pytest.raises(InputError, match=rf"{log.name}: cannot read as an Inspect AI log: its "
                                          r"members hold [\d,]+ bytes uncompressed, more than "
                                          r"the 20,000 one log may hold"):
-        gk.read_inspect(log)
+        gk.read_log(log, source="inspect")
     monkeypatch.setattr(inspect_ai, "MAX_MEMBER", 1_000)
     monkeypatch.setattr(inspect_ai, "MAX_LOG_BYTES", 1 << 30)
     with pytest.raises(InputError, match=r"member\(s\) larger than 1,000 bytes"):
-        gk.read_inspect(log)
+        gk.read_log(log, source="inspect")
     monkeypatch.setattr(common, "MAX_LOG_BYTES", 1_000)
     tau = ROOT / "tests" / "data" / "realdata" / "tau_bench_gpt4o_airline"
     with pytest.raises(InputError, match=r"more than the 1,000 one log may hold"):
-        gk.read_tau_bench(tau)
+        gk.read_log(tau, source="tau-bench")
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -292,7 +292,7 @@ def test_a_store_scored_folder_passes_the_checks_and_reports(tmp_path: Path) -> 
     assert main(["pack", str(EXAMPLE / "tasks"), str(EXAMPLE / "runs.jsonl"), "--out",
                  str(store)]) == 0
     assert main(["score", str(store), "--out", str(scored), "--quiet"]) == 0
-    from grade_kit.reading.state import verify_state
+    from grade_kit.pipeline.state import verify_state
 
     assert verify_state(scored).store == "store"
     assert main(["report", str(scored), "--out", str(tmp_path / "pages")]) == 0

@@ -4,7 +4,7 @@
     .venv/bin/python docs/examples/dask_cluster.py
 
 ``gk.evaluate(store, map_partitions=...)`` hands each partition to ``map_partitions`` (the map
-step, ``grade_kit.partitioned.score_partition``: one partition in, its per-run scores,
+step, ``grade_kit.pipeline.partitioned.score_partition``: one partition in, its per-run scores,
 consistency and claim matches out) and combines what comes back with the standard's
 statistics (the reduce step).
 Here the map runs on a ``dask.distributed.LocalCluster`` of two worker processes; on a real

@@ -20,7 +20,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 import grade_kit as gk
-from grade_kit.partitioned import combine_scores, partition_data, score_partition
+from grade_kit.pipeline.partitioned import combine_scores, partition_data, score_partition
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,7 +1,7 @@
 """Adapters: other tools' logs -> task, run and grade records.
 
-:func:`read_logs` (and its named forms :func:`read_inspect`, :func:`read_tau_bench`) returns
-:class:`~grade_kit.reading.inputs.Inputs` that :func:`grade_kit.evaluate` takes directly;
+:func:`read_log` (``gk.read_log``) returns :class:`~grade_kit.reading.inputs.Inputs` that
+:func:`grade_kit.evaluate` takes directly, the file kind recognised or named;
 ``grade-kit import`` writes the same records as ``tasks.jsonl``, ``runs.jsonl`` and
 ``grades.jsonl``. Field mappings, and what each source
 lacks, are in ``docs/adapters.md``. Each adapter is one module of this package that
@@ -20,7 +20,6 @@ from grade_kit.adapters.common import (
     ADAPTERS,
     SETUP_BY,
     Adapter,
-    FileHead,
     Imported,
     SetupBy,
     grade_for_outcome,
@@ -31,8 +30,9 @@ from grade_kit.adapters.common import (
     write_imported,
 )
 from grade_kit.reading.inputs import Inputs
-from grade_kit.reading.io import InputError, sha256_of
-from grade_kit.schema import InputFile
+from grade_kit.reading.io import sha256_of
+from grade_kit.reading.sniff import FileHead, log_files
+from grade_kit.schema import InputError, InputFile
 
 # Every module of this package but common is an adapter that registers itself on import, in
 # the order of their names (the order the sniffer asks them in): a new one is its own file
@@ -53,9 +53,7 @@ __all__ = [
     "import_logs",
     "merge_imported",
     "name_setups",
-    "read_inspect",
-    "read_logs",
-    "read_tau_bench",
+    "read_log",
     "register_adapter",
     "to_inputs",
     "write_imported",
@@ -135,36 +133,41 @@ def import_logs(source: str, paths: Path | str | Sequence[Path | str], *,
     return merge_imported(parts)
 
 
-def read_logs(source: str, paths: Path | str | Sequence[Path | str], *,
-              setup: str | None = None, setup_by: SetupBy = "auto",
-              **options: Any) -> Inputs:
-    """:func:`import_logs` as :class:`Inputs`, which :func:`grade_kit.evaluate` takes."""
-    return to_inputs(import_logs(source, paths, setup=setup, setup_by=setup_by, **options))
-
-
-def read_inspect(paths: Path | str | Sequence[Path | str], *, setup: str | None = None,
-                 scorer: str | None = None, setup_by: SetupBy = "auto") -> Inputs:
-    """Inspect AI logs (``.eval`` or ``.json``, files or folders) as :class:`Inputs`.
+def read_log(paths: Path | str | Sequence[Path | str], *, source: str | None = None,
+             setup: str | None = None, setup_by: SetupBy = "auto",
+             **options: Any) -> Inputs:
+    """Other tools' logs (files, or folders of them) as :class:`Inputs`, which
+    :func:`grade_kit.evaluate` takes: :func:`import_logs` through the adapter registry.
 
     Args:
-        paths: Log files or folders of them.
-        setup: Setup name for every log; default: named by ``setup_by``.
-        scorer: The score to grade by; default each sample's first score.
+        paths: Log files or folders of them, all of one tool.
+        source: A registered adapter's name (:data:`ADAPTERS`: ``inspect`` for Inspect AI's
+            ``.eval`` and ``.json`` logs, ``tau-bench`` for tau-bench and tau2-bench result
+            files); default None: each file's kind is recognised from its content, the way
+            ``grade-kit score`` does.
+        setup: One setup name for every log; default: named by ``setup_by``.
         setup_by: How logs group into setups: ``auto`` (default: the model, and the
             configuration that differs between its logs over the same questions; a
             continuation or retry log joins its setup), ``model``, ``file``, or a mapping
             from file name to setup name.
+        options: The adapter's own options, such as Inspect's ``scorer`` (the score to grade
+            by; default each sample's first).
+
+    Raises:
+        InputError: naming the file, when a path is missing or is not a log of the one tool
+            (or of ``source``), or a log cannot be read.
     """
-    return read_logs("inspect", paths, setup=setup, setup_by=setup_by, scorer=scorer)
+    if source is None:
+        try:
+            found = log_files(paths)
+        except ValueError as exc:
+            raise InputError(str(exc)) from exc
+        if found is None:
+            raise InputError(f"{_first(paths)}: not a log any adapter reads (adapters: "
+                             f"{', '.join(sorted(ADAPTERS))})")
+        source, paths = found
+    return to_inputs(import_logs(source, paths, setup=setup, setup_by=setup_by, **options))
 
 
-def read_tau_bench(paths: Path | str | Sequence[Path | str], *,
-                   setup: str | None = None, setup_by: SetupBy = "auto") -> Inputs:
-    """tau-bench or tau2-bench result files (detected per file) as :class:`Inputs`.
-
-    Args:
-        paths: Result files or folders of them.
-        setup: Setup name for every file; default from the file (model and domain).
-        setup_by: As for :func:`read_inspect`.
-    """
-    return read_logs("tau-bench", paths, setup=setup, setup_by=setup_by)
+def _first(paths: Path | str | Sequence[Path | str]) -> str:
+    return str(paths if isinstance(paths, str | Path) else (list(paths) or ["no path"])[0])

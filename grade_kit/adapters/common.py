@@ -17,27 +17,6 @@ from grade_kit.reading.io import Rejected
 from grade_kit.reading.sniff import FileHead, LogKind, register_log_kind
 from grade_kit.schema import Grade, InputFile, Run, Task, WarningItem
 
-__all__ = [
-    "ADAPTERS",
-    "MAX_LOG_BYTES",
-    "SETUP_BY",
-    "Adapter",
-    "FileHead",
-    "Imported",
-    "SetupBy",
-    "finite_number",
-    "grade_for_outcome",
-    "log_json",
-    "merge_imported",
-    "name_setups",
-    "read_log_json",
-    "register_adapter",
-    "to_inputs",
-    "whole_number",
-    "write_imported",
-]
-
-
 SetupBy = Literal["auto", "model", "file"] | Mapping[str, str]
 """How logs group into setups (docs/adapters.md "Setups and questions"): ``auto`` (what they
 evaluate: the model, and the configuration that differs between the model's logs over the
@@ -322,7 +301,7 @@ def merge_imported(parts: list[Imported]) -> Imported:
 def write_imported(imported: Imported, out_dir: Path | str) -> dict[str, Path]:
     """Write ``tasks.jsonl``, ``runs.jsonl`` and ``grades.jsonl`` (and ``NOTES.md``)."""
     from grade_kit.atomic import atomic_write_text
-    from grade_kit.presentation.report.markdown import md_cell
+    from grade_kit.text import md_cell
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

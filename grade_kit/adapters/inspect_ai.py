@@ -32,7 +32,6 @@ import zstandard
 from grade_kit.adapters.common import (
     MAX_LOG_BYTES,
     Adapter,
-    FileHead,
     Imported,
     grade_for_outcome,
     log_json,
@@ -42,10 +41,9 @@ from grade_kit.adapters.common import (
     whole_number,
 )
 from grade_kit.reading.io import Rejected
+from grade_kit.reading.sniff import FileHead
 from grade_kit.schema import SOURCE_TOTAL_SLACK_S, Run, Task
 from grade_kit.text import brief
-
-__all__ = ["MAX_MEMBER", "import_inspect", "log_identity", "read_inspect_log", "score_number"]
 
 MAX_MEMBER = 1 << 29
 """The largest uncompressed zip member read from an ``.eval`` (a decompression-bomb bound;

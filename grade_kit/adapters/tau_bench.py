@@ -23,7 +23,6 @@ from zoneinfo import ZoneInfo
 
 from grade_kit.adapters.common import (
     Adapter,
-    FileHead,
     Imported,
     finite_number,
     grade_for_outcome,
@@ -33,9 +32,8 @@ from grade_kit.adapters.common import (
     whole_number,
 )
 from grade_kit.reading.io import Rejected
+from grade_kit.reading.sniff import FileHead
 from grade_kit.schema import Run, Task
-
-__all__ = ["import_tau2_bench", "import_tau_bench", "import_tau_file"]
 
 KNOWN_DOMAINS = ("airline", "retail", "telecom", "mock")
 DELIVERED_TERMINATIONS = {"user_stop", "agent_stop", "transfer", "user_transfer"}

@@ -1,7 +1,7 @@
 """The embedded default (README "The embedded default"): fixture packs, the task suite,
 simulated setups and their recorded runs.
 
-``grade-kit fixtures`` regenerates everything from seed 42 (:func:`build_fixtures`).
+``grade-kit demo fixtures`` regenerates everything from seed 42 (:func:`build_fixtures`).
 """
 
 from __future__ import annotations

@@ -35,8 +35,6 @@ from grade_kit.judges.rule_grader import RuleGrader
 from grade_kit.schema import Grade, Run, Task
 from grade_kit.text import tokenize
 
-__all__ = ["DEMO_REPEATS", "DemoJudgeModel"]
-
 DEMO_REPEATS = 5
 """Repeats whose recorded answers are graded in the first batch (the demo fetches 5)."""
 

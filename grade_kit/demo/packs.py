@@ -1,4 +1,4 @@
-"""Tutoring-programme fixture packs, generated from seed 42 (``grade-kit fixtures``).
+"""Tutoring-programme fixture packs, generated from seed 42 (``grade-kit demo fixtures``).
 
 Each pack is a folder of CSV files (schools, tutors, groups, students, sessions, attendance,
 assessments, studies) with a data dictionary, and a ``ground_truth.json`` computed afterwards
@@ -24,8 +24,6 @@ import random
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
-
-__all__ = ["PACKS", "SEED", "PackSpec", "generate_packs", "write_pack"]
 
 SEED = 42
 QUARTER_START = date(2026, 9, 1)

@@ -15,8 +15,6 @@ from typing import Any
 
 import polars as pl
 
-__all__ = ["SUPPRESSION_N", "PackData"]
-
 SUPPRESSION_N = 10
 """Subgroups with fewer students than this are suppressed: no rate reported or estimated."""
 

@@ -20,8 +20,6 @@ from typing import Any
 from grade_kit.demo.setups import SETUPS, answer_task
 from grade_kit.schema import Task
 
-__all__ = ["REPEATS", "TIMEOUT_S", "record_runs", "simulate_run"]
-
 REPEATS = 5
 TIMEOUT_S = 60.0
 START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)

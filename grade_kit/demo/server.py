@@ -1,5 +1,5 @@
 """The simulated setups as a real OpenAI-compatible server on 127.0.0.1 (``grade-kit
-demo-server``).
+demo serve``).
 
 - ``GET /v1/models`` lists the setups (careful, hasty, erratic) and ``judge`` as models;
   ``GET /v1/models/<id>`` returns one. Every reply, streamed or not, has the shape of the
@@ -21,7 +21,7 @@ demo-server``).
   latency for benchmarks (``faults=False`` then answers every slot).
 
 It is an aiohttp.web application on its own event loop (in a background thread, or the
-``grade-kit demo-server`` process): thousands of concurrent streams cost no threads.
+``grade-kit demo serve`` process): thousands of concurrent streams cost no threads.
 """
 
 from __future__ import annotations
@@ -46,9 +46,6 @@ from grade_kit.demo.record import START, TIMEOUT_S, simulate_run
 from grade_kit.demo.setups import SETUPS, answer_task
 from grade_kit.fetching.responders import RESPONSE_FORMAT_INSTRUCTION
 from grade_kit.schema import Task
-
-__all__ = ["DEMO_LATENCY_SCALE", "LOOPBACK_ALLOWANCE_S", "DemoServer", "agreed_timeout",
-           "demo_server_process", "fetch_demo_runs"]
 
 JUDGE_MODEL = "judge"
 """The demo server's judge model: answers judge prompts with the rule judge's verdicts."""
@@ -501,7 +498,7 @@ def demo_server_process(fixtures: Path | str, *, latency_scale: float = 1.0,
                         fixed_latency_s: float | None = None, faults: bool = True,
                         warm_repeats: int = 0,
                         startup_s: float = 30.0) -> Iterator[str]:
-    """``grade-kit demo-server`` in its own process (so it never shares an interpreter with
+    """``grade-kit demo serve`` in its own process (so it never shares an interpreter with
     the client), on a free port; yields its base URL and stops it on exit."""
     import subprocess
     import sys
@@ -511,7 +508,7 @@ def demo_server_process(fixtures: Path | str, *, latency_scale: float = 1.0,
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    args = [sys.executable, "-m", "grade_kit.cli", "demo-server", "--port", str(port),
+    args = [sys.executable, "-m", "grade_kit.cli", "demo", "serve", "--port", str(port),
             "--latency-scale", str(latency_scale), "--fixtures", str(fixtures)]
     if fixed_latency_s is not None:
         args += ["--fixed-latency", str(fixed_latency_s)]

@@ -49,9 +49,6 @@ import polars as pl
 from grade_kit.demo.query import SUPPRESSION_N, PackData
 from grade_kit.schema import Task
 
-__all__ = ["CONTENT_MODES", "FAILURE_MODES", "SETUPS", "Answer", "SetupProfile", "answer_task",
-           "solve"]
-
 FAILURE_MODES = ("misread", "wrong_units", "no_citations", "no_entity_ids", "no_limitations",
                  "forbidden", "unstable", "empty", "merged")
 CONTENT_MODES = ("misread", "wrong_units", "no_entity_ids", "forbidden", "unstable", "empty")

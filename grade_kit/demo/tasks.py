@@ -15,8 +15,6 @@ from typing import Any
 
 import yaml
 
-__all__ = ["TRACK_WEIGHTS", "task_suite", "write_task_suite"]
-
 TRACK_WEIGHTS: dict[int, dict[str, float]] = {
     1: {"grounding_accuracy": 0.42, "insight_quality": 0.15, "evidence_linkage": 0.15,
         "calibration_limitation_handling": 0.10, "consistency": 0.10, "structure_usability": 0.08},

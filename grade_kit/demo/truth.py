@@ -11,8 +11,6 @@ import polars as pl
 
 from grade_kit.demo.query import SUPPRESSION_N, PackData
 
-__all__ = ["ground_truth", "ground_truth_json"]
-
 DIGITS = 6
 
 

@@ -15,8 +15,6 @@ from grade_kit.judges.llm import LLMJudge
 from grade_kit.judges.llm_grader import LLMGrader, PairwiseVerdict
 from grade_kit.schema import Run, Task
 
-__all__ = ["DemoVerdicts", "model_verdicts", "setup_pairs"]
-
 
 @dataclass(frozen=True)
 class DemoVerdicts:

@@ -39,25 +39,8 @@ from grade_kit.http import (
     post,
     receipt,
     request_headers,
-    run_sync,
 )
 from grade_kit.schema import MAX_TOKENS, Response, Task, parse_timestamp
-
-__all__ = [
-    "RESPONSE_FORMAT_INSTRUCTION",
-    "Answer",
-    "AnswerFailed",
-    "HTTPAgent",
-    "MissingKeyError",
-    "OpenAIChat",
-    "PythonCallable",
-    "Replay",
-    "Responder",
-    "build_prompt",
-    "parse_answer",
-    "request_headers",
-    "run_sync",
-]
 
 RESPONSE_FORMAT_INSTRUCTION = (
     "Answer with one JSON object and nothing else, with these keys: "

@@ -41,7 +41,6 @@ from grade_kit.fetching.responders import (
     Responder,
     build_prompt,
     now,
-    run_sync,
 )
 from grade_kit.fetching.store import RunStore, Slot, safe_file_names
 from grade_kit.http import (
@@ -49,14 +48,12 @@ from grade_kit.http import (
     check_positive,
     check_whole,
     redact,
+    run_sync,
     secret_values,
 )
 from grade_kit.reading.parse import ParseError, loads_json
 from grade_kit.schema import Run, Task
 from grade_kit.text import only_asks
-
-__all__ = ["DEFAULT_CONCURRENCY", "DEFAULT_TIMEOUT_S", "FetchReport", "check_options",
-           "checked", "fetch", "fetch_async", "fetch_setups"]
 
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_CONCURRENCY = 8

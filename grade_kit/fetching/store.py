@@ -19,11 +19,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from grade_kit.reading._fastread import LazyRecords
-from grade_kit.reading.io import InputError, read_jsonl
+from grade_kit.reading.io import read_jsonl
 from grade_kit.reading.parse import numbered_lines
-from grade_kit.schema import Run
-
-__all__ = ["RunStore", "Slot", "StoreLocked", "safe_file_names"]
+from grade_kit.schema import InputError, Run
 
 
 class StoreLocked(InputError):

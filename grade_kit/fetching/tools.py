@@ -35,9 +35,6 @@ from typing import Any
 import duckdb
 import polars as pl
 
-__all__ = ["MAX_RESULT_CHARS", "MAX_ROWS", "MAX_VALUE_CHARS", "MEMORY_LIMIT", "QUERY_SECONDS",
-           "SQL_TOOL", "PackTools", "ToolCall"]
-
 MAX_ROWS = 200
 """The most rows a query returns to the model."""
 MAX_RESULT_CHARS = 20_000

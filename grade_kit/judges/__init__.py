@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from grade_kit.frames import raw_records
 from grade_kit.judges.rules import JUDGE as RULES_JUDGE_NAME
 from grade_kit.judges.rules import rule_judgements
-from grade_kit.reading._fastread import raw_records, select_records
+from grade_kit.reading._fastread import select_records
 from grade_kit.reading.inputs import Inputs
 from grade_kit.schema import MODEL_GRADER_PREFIXES, Grade, Judgement, Run, Task
 

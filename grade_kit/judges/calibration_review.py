@@ -33,9 +33,6 @@ from grade_kit.schema import MODEL_GRADER_PREFIXES, Run, Task
 from grade_kit.standard.blind.sheet import answer_text
 from grade_kit.standard.grade_rates import run_grades
 
-__all__ = ["CALIBRATION_FORMS", "CALIBRATION_SETUP", "CalibrationReview",
-           "calibration_review", "calibration_samples", "restated"]
-
 CALIBRATION_FORMS = ("long", "short", "paragraph", "table")
 CALIBRATION_SETUP = "calibration"
 

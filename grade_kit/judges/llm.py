@@ -31,9 +31,6 @@ from grade_kit.judges.model import (
 )
 from grade_kit.schema import JUDGED_DIMENSIONS, Judgement, Run, Task
 
-__all__ = ["CLAIM_PROMPT_MARK", "JUDGE_PROMPT_MARK", "LLMClaimJudge", "LLMJudge", "answer_json",
-           "claim_prompt", "judge_prompt"]
-
 JUDGE_PROMPT_MARK = "You are grading one answer for grade_kit."
 """The first line of every judge prompt (a judge model may recognise it)."""
 

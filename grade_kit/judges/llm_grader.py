@@ -37,10 +37,6 @@ from grade_kit.judges.model import (
 )
 from grade_kit.schema import Grade, Run, Task, material_error_of
 
-__all__ = ["CONCLUSION_STEP", "FULFILMENT_STEP", "GRADER_PROMPT_MARK", "PAIRWISE_STEP",
-           "LLMGrader", "PairwiseVerdict", "grader_prompts", "pairwise_prompt",
-           "reference_of"]
-
 GRADER_PROMPT_MARK = "You are grading one answer for grade_kit, as a grader."
 """The first line of every grader prompt (a grader model may recognise it)."""
 FULFILMENT_STEP = "STEP: request fulfilment"

@@ -37,10 +37,6 @@ from grade_kit.http import (
     secret_values,
 )
 
-__all__ = ["PARAMETERS", "Asked", "ModelClient", "ModelVerdicts",
-           "alias_instruction", "answer_alias", "parse_json_object",
-           "unbound"]
-
 PARAMETERS: dict[str, Any] = {"temperature": 0}
 """Sampling parameters of every judge and grader request (part of each cache key)."""
 

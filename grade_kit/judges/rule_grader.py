@@ -36,8 +36,6 @@ from grade_kit.frames import COLUMNS
 from grade_kit.schema import Grade, Run, Task
 from grade_kit.text import asks_for_more_information
 
-__all__ = ["RULE_GRADER", "RuleGrader", "rule_grades"]
-
 RULE_GRADER = "rules-grader@1"
 
 def _tolerance(row: dict[str, object]) -> str:

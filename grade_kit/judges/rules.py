@@ -39,8 +39,6 @@ from collections.abc import Sequence
 from grade_kit.schema import Judgement, Run, Task
 from grade_kit.text import contains_run, normalize, parse_number
 
-__all__ = ["JUDGE", "VERSION", "evidence_linkage", "rule_judgements", "structure_usability"]
-
 VERSION = "1"
 JUDGE = f"rules@{VERSION}"
 

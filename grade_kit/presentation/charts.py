@@ -22,7 +22,8 @@ import pandas as pd
 import polars as pl
 
 from grade_kit.frames import to_polars
-from grade_kit.presentation.tables import (
+from grade_kit.schema import COVERAGE_MIN, DIMENSIONS, GRADE_STATES, SHORT_LABELS
+from grade_kit.views.tables import (
     NO_COMPARISON,
     NO_GRADE,
     NO_TOOL_CALLS,
@@ -32,30 +33,6 @@ from grade_kit.presentation.tables import (
     column_label,
     no_timing,
 )
-from grade_kit.schema import COVERAGE_MIN, DIMENSIONS, GRADE_STATES, SHORT_LABELS
-
-__all__ = [
-    "ABSENT_META",
-    "LIVE_VEGA_LITE",
-    "OFFLINE_ENV",
-    "PALETTE",
-    "Chart",
-    "comparisons_chart",
-    "composite_chart",
-    "consistency_chart",
-    "dimensions_chart",
-    "grade_distribution_chart",
-    "headline_matrix",
-    "latency_chart",
-    "legend_table",
-    "rates_chart",
-    "setup_order",
-    "short_labels",
-    "significance_chart",
-    "timing_charts",
-    "tool_calls_chart",
-    "track_heatmap",
-]
 
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000"]
 """Okabe-Ito without its yellow (too faint on white): distinguishable with every common
@@ -82,7 +59,7 @@ Chart = alt.Chart | alt.LayerChart | alt.FacetChart | alt.VConcatChart
 def setup_order(grades: pl.DataFrame | pd.DataFrame) -> list[str]:
     """The setups in the order ``ev.grades`` lists them: the summary's (ranked setups by
     resolved rate on all questions, best first, ties by name; setups not ranked last), one
-    rule (:func:`~grade_kit.presentation.tables.summary_table`). Pass it as ``order`` to every
+    rule (:func:`~grade_kit.views.tables.summary_table`). Pass it as ``order`` to every
     chart of an evaluation, so each setup keeps one place and one colour on all of them."""
     names = to_polars(grades).filter(pl.col("subset") == "all").get_column("setup").to_list()
     return list(dict.fromkeys(names))
@@ -460,7 +437,7 @@ ABSENT_META = "grade_kit_absent"
 def _note(title: str, text: str) -> alt.Chart:
     """A chart of one line of text: why a chart has nothing to draw (never an empty axis).
     Its ``usermeta`` carries the sentence: a report page shows it as one marked line of text
-    (:func:`~grade_kit.presentation.tables.absent_html`) instead of a chart."""
+    (:func:`~grade_kit.views.tables.absent_html`) instead of a chart."""
     chart = alt.Chart(pd.DataFrame({"text": [text]}), title=title).mark_text(
         align="left", baseline="middle", fontSize=13, x=5).encode(
         text="text:N").properties(width=520, height=30, usermeta={ABSENT_META: text})
@@ -668,7 +645,7 @@ LIVE_VEGA_LITE = "5.21"
 """The Vega-Lite that compiles a chart for a live front end. Importing this module switches
 Altair from its default renderer (which loads vega from a CDN, so draws nothing offline, and
 whose Vega-Lite 6 specs JupyterLab's own renderer does not take) to ``grade_kit`` (in
-``grade-kit report``'s kernels, :data:`~grade_kit.presentation.tables.OFFLINE_ENV`, to the
+``grade-kit report``'s kernels, :data:`~grade_kit.views.tables.OFFLINE_ENV`, to the
 report page's ``grade_kit_offline``); a renderer the user enabled before the import is kept, and
 ``alt.renderers.enable(...)`` after it chooses another. The ``grade_kit`` renderer sends
 each chart as a Vega 5 spec (``application/vnd.vega.v5+json``, compiled by vl-convert with

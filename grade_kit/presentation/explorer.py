@@ -22,16 +22,12 @@ from typing import TYPE_CHECKING, Any, cast
 import polars as pl
 
 from grade_kit.frames import Frame, like, to_polars
-from grade_kit.presentation.tables import cell_text, column_label, table
-from grade_kit.reading.io import InputError
-from grade_kit.schema import Grade, Run, Task, material_error_of
+from grade_kit.schema import Grade, InputError, Run, Task, material_error_of
 from grade_kit.standard.blind.sheet import ANONYMITY_NOTE, answer_text
+from grade_kit.views.tables import cell_text, column_label, table
 
 if TYPE_CHECKING:  # a parameter's type only: the explorer is handed an evaluation
-    from grade_kit.scored import Evaluation
-
-__all__ = ["FILTERS", "INFORMATIVE", "KEYS_CLASS", "LISTED", "SORTS", "BlindGradingPanel",
-           "Explorer", "filter_runs", "listing", "most_informative_first", "sort_runs"]
+    from grade_kit.pipeline.scored import Evaluation
 
 FILTERS = ("setup", "track", "pack", "task_id", "grade")
 """The columns of :attr:`Evaluation.runs` the explorer filters on."""
@@ -128,7 +124,7 @@ def _rows_html(shown: pl.DataFrame, rows: int) -> str:
 def listing(page: pl.DataFrame) -> tuple[str, list[tuple[str, str]]]:
     """The run list's header and one ``(label, run_id)`` option per row of ``page`` (rows of
     ``ev.runs``): the :data:`LISTED` columns as every table formats them
-    (:func:`~grade_kit.presentation.tables.cell_text`), padded to a common width (ipywidgets
+    (:func:`~grade_kit.views.tables.cell_text`), padded to a common width (ipywidgets
     shows the spaces as no-break ones, so they line up), numbers right-aligned, run ids in full."""
     numeric = [page.schema[c].is_numeric() for c in LISTED]
     header = [column_label(c) for c in LISTED]

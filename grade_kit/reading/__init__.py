@@ -9,6 +9,6 @@ passes the one validating reader here (docs/methodology.md §6).
   judgements, grades and tasks, with their checks across lines;
 - :mod:`~grade_kit.reading.sniff`: what kind of file an input is;
 - :mod:`~grade_kit.reading.inputs`: all of an evaluation's inputs as one value;
-- :mod:`~grade_kit.reading.packed`, :mod:`~grade_kit.reading.state`: packed stores and
-  scored folders, written and read back.
+- :mod:`~grade_kit.reading.packed`: packed stores, written and read back (a scored folder's
+  state is the pipeline's: :mod:`grade_kit.pipeline.state`).
 """

@@ -47,10 +47,8 @@ from typing import (
 import msgspec
 from pydantic import AfterValidator, AllowInfNan, BaseModel
 
+from grade_kit.frames import raw_records
 from grade_kit.reading.parse import MAX_DEPTH
-
-__all__ = ["LazyRecords", "concat_records", "decode_fast", "raw_records", "select_records",
-           "struct_of"]
 
 _CONSTRAINTS = {"Ge": "ge", "Le": "le", "Gt": "gt", "Lt": "lt", "MinLen": "min_length",
                 "MaxLen": "max_length"}
@@ -277,11 +275,3 @@ def select_records(records: Sequence[Model], keep: Callable[[Any], bool]) -> lis
     if raw is None:
         return [record for record in records if keep(record)]
     return [records[i] for i, item in enumerate(raw) if keep(item)]
-
-
-def raw_records(records: Sequence[Any]) -> Sequence[Any]:
-    """The values behind ``records`` with the models' field names, for code that only reads
-    fields: the ``raw`` values of a :class:`LazyRecords` (or of a packed store's runs), else
-    ``records`` itself."""
-    raw = getattr(records, "raw", None)
-    return raw if raw is not None else records

@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from grade_kit._gc import gc_paused
-from grade_kit.reading._fastread import LazyRecords, raw_records
+from grade_kit.frames import raw_records
+from grade_kit.reading._fastread import LazyRecords
 from grade_kit.reading.io import HeldRecords, Loaded, Records, Rejected, input_files
 from grade_kit.reading.packed import StoreRuns
 from grade_kit.reading.records import load_grades, load_judgements, load_runs
 from grade_kit.reading.task_files import load_tasks
 from grade_kit.schema import Grade, InputFile, Judgement, Run, Task, WarningItem
-
-__all__ = ["Inputs", "read_inputs"]
 
 
 @dataclass(frozen=True, repr=False)

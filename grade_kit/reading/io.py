@@ -28,35 +28,10 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ValidationError
 
 from grade_kit._gc import gc_paused
-from grade_kit.reading._fastread import LazyRecords, decode_fast, raw_records, struct_of
+from grade_kit.frames import raw_records
+from grade_kit.reading._fastread import LazyRecords, decode_fast, struct_of
 from grade_kit.reading.parse import ParseError, Undecodable, loads_json, read_lines
 from grade_kit.schema import InputError, InputFile, Reject, Run, WarningItem
-
-__all__ = [
-    "RECORD_COLUMN",
-    "Check",
-    "HeldRecords",
-    "InputError",
-    "Line",
-    "Loaded",
-    "RecordFile",
-    "Records",
-    "Rejected",
-    "describe_validation_error",
-    "file_lines",
-    "input_files",
-    "is_in_memory",
-    "kept_records",
-    "line_chunks",
-    "memory_lines",
-    "read_jsonl",
-    "record_lines",
-    "record_texts",
-    "sha256_of",
-    "validation_reject",
-    "write_record_file",
-    "write_rejects",
-]
 
 Model = TypeVar("Model", bound=BaseModel)
 T = TypeVar("T")

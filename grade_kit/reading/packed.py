@@ -45,7 +45,6 @@ from grade_kit.frames import (
 )
 from grade_kit.reading._fastread import LazyRecords
 from grade_kit.reading.io import (
-    InputError,
     Records,
     Rejected,
     input_files,
@@ -58,26 +57,7 @@ from grade_kit.reading.io import (
 )
 from grade_kit.reading.records import RunChecks, VerdictCheck, record_sources
 from grade_kit.reading.task_files import load_tasks, task_as_data
-from grade_kit.schema import Grade, InputFile, Judgement, Run, WarningItem
-
-__all__ = [
-    "DEFAULT_CHUNK_LINES",
-    "DEFAULT_PARTITIONS",
-    "HEAVY_FRAMES",
-    "STORE_FORMAT",
-    "PackReport",
-    "StoreRuns",
-    "is_store",
-    "pack",
-    "partition_data",
-    "partition_of",
-    "read_light_frames",
-    "read_manifest",
-    "read_store_frame",
-    "read_task_frames",
-    "split_by_task",
-    "task_partitions",
-]
+from grade_kit.schema import Grade, InputError, InputFile, Judgement, Run, WarningItem
 
 STORE_FORMAT = "grade-kit-store/1"
 MANIFEST = "manifest.json"

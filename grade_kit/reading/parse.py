@@ -22,18 +22,6 @@ from typing import Any
 
 import yaml
 
-__all__ = [
-    "MAX_DEPTH",
-    "MAX_YAML_NODES",
-    "ParseError",
-    "Undecodable",
-    "loads_json",
-    "loads_yaml",
-    "numbered_lines",
-    "read_lines",
-    "read_text",
-]
-
 MAX_DEPTH = 64
 """The deepest nesting of arrays and objects accepted in one record."""
 

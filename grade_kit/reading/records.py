@@ -11,10 +11,10 @@ from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
-from grade_kit.reading._fastread import LazyRecords, raw_records
+from grade_kit.frames import raw_records
+from grade_kit.reading._fastread import LazyRecords
 from grade_kit.reading.io import (
     Check,
-    InputError,
     Line,
     Loaded,
     Records,
@@ -26,10 +26,7 @@ from grade_kit.reading.io import (
     record_lines,
 )
 from grade_kit.reading.sniff import file_kind, log_files, not_runs_error
-from grade_kit.schema import Grade, Judgement, Run, Task
-
-__all__ = ["RunChecks", "VerdictCheck", "load_grades", "load_judgements", "load_runs",
-           "record_sources", "run_files"]
+from grade_kit.schema import Grade, InputError, Judgement, Run, Task
 
 Model = TypeVar("Model", bound=BaseModel)
 

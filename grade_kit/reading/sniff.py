@@ -17,9 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HEAD_BYTES", "LOG_KINDS", "FileHead", "LogKind", "file_kind", "log_files",
-           "lone_path_error", "not_runs_error", "register_log_kind"]
-
 HEAD_BYTES = 65_536
 """How much of a file is read to tell its kind."""
 

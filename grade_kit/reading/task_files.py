@@ -17,7 +17,6 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from grade_kit.reading.io import (
-    InputError,
     Loaded,
     Records,
     Rejected,
@@ -26,9 +25,7 @@ from grade_kit.reading.io import (
     validation_reject,
 )
 from grade_kit.reading.parse import ParseError, Undecodable, loads_json, loads_yaml, read_text
-from grade_kit.schema import Task, WarningItem
-
-__all__ = ["TASK_SUFFIXES", "find_packs_dir", "load_tasks", "task_as_data"]
+from grade_kit.schema import InputError, Task, WarningItem
 
 TASK_SUFFIXES = (".yaml", ".yml", ".json")
 """The suffixes of task files in a tasks folder."""

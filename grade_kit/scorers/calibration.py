@@ -9,8 +9,6 @@ from grade_kit.exact import row_fmean
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.scorers.claims import role_share
 
-__all__ = ["calibration_scores"]
-
 
 def _calibration_scores(matches: pl.DataFrame, runs: pl.DataFrame,
                         tasks: pl.DataFrame) -> pl.DataFrame:

@@ -14,14 +14,8 @@ from typing import Protocol
 
 import polars as pl
 
-from grade_kit.frames import Frame, in_pieces, like, to_polars
-
-__all__ = [
-    "DETERMINISTIC",
-    "ClaimJudge",
-    "claim_matches",
-    "insight_scores",
-]
+from grade_kit._chunks import in_pieces
+from grade_kit.frames import Frame, like, to_polars
 
 DETERMINISTIC = "deterministic"
 """The ``method`` of a decision made by the deterministic matcher."""

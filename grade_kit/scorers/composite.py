@@ -21,8 +21,6 @@ from grade_kit.exact import divide, group_fmean, row_sum
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.schema import DIMENSIONS, PER_RUN_DIMENSIONS, PROJECT_WEIGHTS, Dimension
 
-__all__ = ["aggregate_scores", "run_composites", "task_scores", "with_composite"]
-
 PER_RUN = PER_RUN_DIMENSIONS
 
 DIMENSIONS_COMPUTED = pl.sum_horizontal(  # integers: exact in any order

@@ -15,20 +15,10 @@ from itertools import combinations
 import numpy as np
 import polars as pl
 
+from grade_kit._chunks import in_pieces
 from grade_kit._gc import gc_paused
 from grade_kit.exact import fmean, segment_fmeans
-from grade_kit.frames import Frame, in_pieces, like, to_polars
-
-__all__ = [
-    "CONSISTENCY_WEIGHTS",
-    "MAX_CONSISTENCY_RUNS",
-    "cluster_findings",
-    "consistency_scores",
-    "finding_stability",
-    "kendall_tau_b",
-    "metric_variance",
-    "ranking_stability",
-]
+from grade_kit.frames import Frame, like, to_polars
 
 CONSISTENCY_WEIGHTS = {"finding_stability": 0.5, "ranking_stability": 0.3,
                        "metric_variance": 0.2}

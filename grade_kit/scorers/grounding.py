@@ -7,8 +7,6 @@ import polars as pl
 
 from grade_kit.frames import Frame, like, to_polars
 
-__all__ = ["FLOAT_SLACK", "NO_TOLERANCE", "fact_checks", "grounding_scores"]
-
 FLOAT_SLACK = 1e-12
 """docs/methodology.md §3: each comparison allows 1e-12 for floating-point representation."""
 

@@ -7,9 +7,6 @@ import polars as pl
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.schema import JUDGED_DIMENSIONS
 
-__all__ = ["JUDGED_DIMENSIONS", "judged_scores"]
-
-
 
 def _judged_scores(judgements: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
     out = runs.filter(pl.col("has_response")).select("run_id")

@@ -18,8 +18,6 @@ import polars as pl
 
 from grade_kit.schema import JUDGED_DIMENSIONS
 
-__all__ = ["NO_RESPONSE", "defined_dimensions", "no_response_zeros"]
-
 NO_RESPONSE = "no_response"
 """The ``method`` recorded for a 0 given to a run with no response."""
 

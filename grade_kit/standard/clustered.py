@@ -19,9 +19,6 @@ from grade_kit.exact import group_fmean
 from grade_kit.schema import GRADE_STATES
 from grade_kit.standard.stats import WILSON_Z95, wilson_bounds
 
-__all__ = ["CLUSTERS", "Cluster", "cluster_of_tasks", "clustered_mean_ci", "clustered_rates",
-           "effective_size", "interval_basis"]
-
 Cluster = Literal["question", "track", "pack"]
 CLUSTERS: tuple[Cluster, ...] = ("question", "track", "pack")
 """The cluster keys: every question its own cluster (the default), or a task's track or

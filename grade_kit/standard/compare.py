@@ -27,22 +27,6 @@ from grade_kit.schema import Comparison, Figure, Interval
 from grade_kit.standard.headline import ALPHA
 from grade_kit.standard.significance import Inversion, PairedUnits, holm, units_tests
 
-__all__ = [
-    "DEFAULT_RESAMPLES",
-    "DEFAULT_SEED",
-    "GRADE_RATES",
-    "adjust_by_holm",
-    "better_side",
-    "bootstrap_mean_ci",
-    "compare_pair",
-    "compare_setups",
-    "direction_text",
-    "forget_resamples",
-    "paired_units",
-    "pass_hat_ks",
-    "verdict_intervals",
-]
-
 DEFAULT_SEED = 20261130
 DEFAULT_RESAMPLES = 2000
 

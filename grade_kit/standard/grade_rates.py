@@ -28,23 +28,6 @@ from grade_kit.schema import (
 from grade_kit.standard.clustered import clustered_rates
 from grade_kit.standard.stats import per_setup, rows_by_setup
 
-__all__ = [
-    "COVERAGE_MIN",
-    "FOUR_GRADES",
-    "GRADE_COLUMNS",
-    "GRADE_STATES",
-    "common_subset",
-    "grade_frame",
-    "grade_summaries",
-    "plan_repeats",
-    "planned_slots",
-    "question_states",
-    "ranked_setups",
-    "resolved_questions",
-    "run_grades",
-    "setup_plan",
-]
-
 INTERVAL_NOTE = ("95% Wilson score intervals over the effective sample size: the repeats of "
                  "one cluster (a question by default) are not independent, so N is divided "
                  "by the design effect (CR0, clustered; docs/methodology.md §4 \"Rates\")")

@@ -8,8 +8,6 @@ from dataclasses import dataclass, field
 
 from grade_kit.schema import Comparison, Figure, Results
 
-__all__ = ["ALPHA", "PRIMARY_METRIC", "Headline", "headline", "paired_resolved"]
-
 ALPHA = 0.05
 """The level of every statement of significance the page makes (Holm-adjusted p < ALPHA)."""
 PRIMARY_METRIC = "resolved_rate"

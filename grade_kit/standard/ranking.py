@@ -27,9 +27,6 @@ from grade_kit.exact import fmean
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.standard.compare import DEFAULT_RESAMPLES, DEFAULT_SEED, better_side
 
-__all__ = ["MIN_RANK_QUESTIONS", "questions_and_repeats", "questions_needed", "rank_intervals",
-           "rank_ranges"]
-
 MIN_RANK_QUESTIONS = 10
 """Below this many paired questions a rank gets no interval (its ``basis`` says so): a
 bootstrap over a handful of questions gives intervals that look certain and are not."""

@@ -13,8 +13,6 @@ from grade_kit.standard.clustered import effective_size
 from grade_kit.standard.compare import MAX_PASS_K_REPEATS
 from grade_kit.standard.stats import wilson_bounds
 
-__all__ = ["RELIABILITY_COLUMNS", "flaky_questions", "reliability_frame", "reliability_ks"]
-
 RELIABILITY_COLUMNS: dict[str, type[pl.DataType]] = {
     "setup": pl.String, "subset": pl.String, "k": pl.Int64, "pass_at_k": pl.Float64,
     "pass_at_k_low": pl.Float64, "pass_at_k_high": pl.Float64, "pass_hat_k": pl.Float64,

@@ -19,9 +19,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["EXACT_CELLS", "EXACT_WORK", "FLIPS", "Inversion", "PairedUnits", "forget_flips",
-           "holm", "mcnemar_exact", "sign_flip_p", "units_interval", "units_test", "units_tests"]
-
 EXACT_CELLS = 50_000_000
 """The sign-flip test is counted exactly while (questions with a difference) x (range of
 the sum) stays within this many cells; beyond, it is seeded Monte Carlo."""

@@ -11,8 +11,6 @@ import polars as pl
 
 from grade_kit.schema import SourceMetric
 
-__all__ = ["source_metrics_by_setup"]
-
 
 def source_metrics_by_setup(runs: pl.DataFrame, slots: pl.DataFrame
                          ) -> dict[str, dict[str, SourceMetric]]:

@@ -15,10 +15,6 @@ import polars as pl
 from grade_kit.exact import fmean, segment_fmeans
 from grade_kit.schema import Interval, Summary
 
-__all__ = ["SUMMARY_FIELDS", "WILSON_Z95", "median", "nearest_rank", "per_setup",
-           "rows_by_setup", "sorted_median", "summarize", "summary_frame", "summary_of",
-           "wilson_bounds", "wilson_interval"]
-
 WILSON_Z95 = 1.959963984540054
 """The standard normal quantile of 0.975 (scipy.stats.norm.ppf(0.975))."""
 

@@ -14,6 +14,7 @@ import polars as pl
 from grade_kit.exact import divide
 from grade_kit.frames import EvalData, frames_repr, frames_repr_html
 from grade_kit.schema import (
+    COVERAGE_MIN,
     FOUR_GRADES,
     CommonSubset,
     Comparison,
@@ -31,7 +32,6 @@ from grade_kit.standard.compare import (
     verdict_intervals,
 )
 from grade_kit.standard.grade_rates import (
-    COVERAGE_MIN,
     common_subset,
     grade_frame,
     grade_summaries,
@@ -57,9 +57,6 @@ from grade_kit.standard.timing import (
     unique_tool_calls,
     working_frame,
 )
-
-__all__ = ["MAX_COMPARED_SETUPS", "MAX_SETUPS", "StandardResults", "TooManySetups",
-           "compared_setups", "per_question_figures", "standard_results"]
 
 COMMON_RULE = "tasks whose every planned slot is resolved for every setup"
 

@@ -35,27 +35,6 @@ from grade_kit.standard.stats import (
     summary_of,
 )
 
-__all__ = [
-    "CHANNEL",
-    "E2E_DEFINITION",
-    "E2E_WITHOUT_CHANNEL",
-    "OUTCOME_LABEL",
-    "PLATFORM_PROXY_LABEL",
-    "RECORDED_BASIS",
-    "SPAN_LABEL",
-    "UNIQUE_BASIS",
-    "TimingFrames",
-    "e2e_frame",
-    "event_offsets",
-    "per_question_median",
-    "timing_frame",
-    "timing_summaries",
-    "tool_call_frame",
-    "tool_call_summaries",
-    "unique_tool_calls",
-    "working_frame",
-]
-
 START, END, STOPPED = "submitted", "received", "stopped"
 PLATFORM = ("platform_created", "platform_sent")
 PLATFORM_PROXY_LABEL = ("proxy: platform_created -> platform_sent as the platform logged it; "

@@ -10,8 +10,6 @@ from grade_kit.frames import run_frames, verdict_frames
 from grade_kit.schema import MODEL_GRADER_PREFIXES, Grade, Run
 from grade_kit.standard.grade_rates import run_grades
 
-__all__ = ["calibration_report", "pair_verdicts"]
-
 
 def _verdict(grade: Grade) -> str:
     """The grade that the grading order gives a delivered run with this record."""

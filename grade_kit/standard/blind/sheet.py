@@ -19,10 +19,6 @@ ANONYMITY_NOTE = ("Anonymity is limited: an alias hides the setup, run id, timin
                   "can still reveal which setup wrote it.")
 """What every blind-grading surface states (docs/methodology.md §4 "Blind grading")."""
 
-__all__ = ["ANONYMITY_NOTE", "ASKS_FIELD", "FORMS", "GRADE_FIELDS", "SHEET_COLUMNS", "answer_text",
-           "grading_sheet", "neutralise_cell", "restore_cell", "sheet_id", "write_grading_sheet",
-           "write_key", "write_sheet_rows"]
-
 FORMS = ("short_long", "paragraph_table", "swapped_order")
 GRADE_FIELDS = ("core_conclusion", "request_fulfilment", "material_error", "claim", "evidence",
                 "effect", "grader", "reason")

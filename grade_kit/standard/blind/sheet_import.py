@@ -11,13 +11,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from grade_kit.reading.io import InputError, describe_validation_error
+from grade_kit.reading.io import describe_validation_error
 from grade_kit.reading.parse import ParseError, loads_json, read_text
-from grade_kit.schema import Grade
+from grade_kit.schema import Grade, InputError
 from grade_kit.standard.blind.pairs import pair_verdicts
 from grade_kit.standard.blind.sheet import ASKS_FIELD, GRADE_FIELDS, restore_cell, sheet_id
-
-__all__ = ["SheetImport", "SheetKey", "import_grading_sheet", "read_key"]
 
 
 @dataclass

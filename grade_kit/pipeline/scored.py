@@ -17,33 +17,21 @@ from grade_kit._progress import Step
 from grade_kit._version import __version__
 from grade_kit.frames import EvalData, in_run_order, model_columns
 from grade_kit.judges import grading_label
-from grade_kit.presentation.report.files import (
+from grade_kit.pipeline.files import (
     OUTPUT_FILES,
     folder_lock,
     output_folder,
     refuse_links,
     write_outputs,
 )
-from grade_kit.presentation.report.results import build_results
-from grade_kit.presentation.tables import (
-    Absent,
-    HeadlineView,
-    Table,
-    absences,
-    cell_text,
-    headline_view,
-    pending_state,
-    provenance_table,
-    summary_table,
-    table,
-)
+from grade_kit.pipeline.results import build_results
+from grade_kit.pipeline.state import STATE_DIR, write_state
 from grade_kit.reading.inputs import Inputs
 from grade_kit.reading.packed import (
     partition_of,
     read_manifest,
     read_store_frame,
 )
-from grade_kit.reading.state import STATE_DIR, write_state
 from grade_kit.schema import (
     DIMENSIONS,
     GRADE_STATES,
@@ -63,8 +51,18 @@ from grade_kit.scorers import (
     run_composites,
 )
 from grade_kit.standard import Cluster, StandardResults, standard_results
-
-__all__ = ["Evaluation", "FrameKind", "RunExplanation", "conclude"]
+from grade_kit.views.tables import (
+    Absent,
+    HeadlineView,
+    Table,
+    absences,
+    cell_text,
+    headline_view,
+    pending_state,
+    provenance_table,
+    summary_table,
+    table,
+)
 
 FrameKind = Literal["polars", "pandas"]
 if TYPE_CHECKING:  # pandas is imported when a pandas frame is asked for, never here
@@ -294,7 +292,7 @@ class Evaluation:
 
     @property
     def headline(self) -> HeadlineView:
-        """The answer first (:func:`~grade_kit.presentation.tables.headline_view`,
+        """The answer first (:func:`~grade_kit.views.tables.headline_view`,
         docs/methodology.md §5 "The headline"): the best setup on the resolved rate, its margin
         over the next with the interval and Holm-adjusted p, the statistically tied groups,
         and one compact table; the same tests, family and subset as ``comparisons``."""
@@ -303,20 +301,20 @@ class Evaluation:
     @property
     def summary(self) -> Table:
         """One row per setup, best resolved rate first, formatted for reading
-        (:func:`grade_kit.presentation.tables.summary_table`): N, the resolved rate with its 95%
+        (:func:`grade_kit.views.tables.summary_table`): N, the resolved rate with its 95%
         interval, the other grades, timing, tool calls and GRADE scores where they exist."""
         return summary_table(self.results)
 
     @property
     def provenance(self) -> Table:
         """What made these figures, formatted
-        (:func:`~grade_kit.presentation.tables.provenance_table`):
+        (:func:`~grade_kit.views.tables.provenance_table`):
         version, time, each input by name and SHA-256, R, seeds, judges and graders."""
         return provenance_table(self.results)
 
     @property
     def absent(self) -> Absent:
-        """Why a kind of figure does not exist here (:class:`grade_kit.presentation.tables.Absent`:
+        """Why a kind of figure does not exist here (:class:`grade_kit.views.tables.Absent`:
         ``grade``, ``timing``, ``comparison``, ``tool_calls``, each a sentence or None): what
         a table shows instead (``gk.table(ev.leaderboard, absent=ev.absent.grade)``) and why
         ``grade-kit report`` leaves a section out."""

@@ -25,28 +25,11 @@ from jupyter_core.utils import run_sync
 
 from grade_kit.atomic import atomic_write_text
 from grade_kit.cache import cache_dir
-from grade_kit.presentation.report.markdown import md_cell
-from grade_kit.presentation.tables import ABSENT_ATTRIBUTE, OFFLINE_ENV
-from grade_kit.reading.io import InputError
+from grade_kit.schema import InputError
+from grade_kit.text import md_cell
+from grade_kit.views.tables import ABSENT_ATTRIBUTE, OFFLINE_ENV
 
-__all__ = [
-    "FOOTER_TAG",
-    "HEADLINE_TAG",
-    "IN_HEADLINE_TAG",
-    "LEFT_OUT_TAG",
-    "NOTEBOOKS",
-    "NOTEBOOK_DIR",
-    "ReportError",
-    "ReportKernels",
-    "build_report",
-    "default_title",
-    "export_html",
-    "leave_out_absent",
-    "merge_pages",
-    "report_entries",
-]
-
-NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
+NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 """The notebooks: ``grade_kit/notebooks``, a link to the checkout's ``notebooks/`` (the one
 copy), copied into a wheel as package data, so an installed grade_kit reports too."""
 
@@ -276,9 +259,9 @@ class _LocalKernelManager(AsyncKernelManager):
 
 
 WARM_UP = ("import sys\nsys.modules.setdefault('rfc3987_syntax', None)\n"
-           "import gc, grade_kit.presentation.charts, grade_kit.evaluation, "
+           "import gc, grade_kit.presentation.charts, grade_kit.pipeline.evaluation, "
            "grade_kit.presentation.explorer, "
-           "grade_kit.presentation.tables, grade_kit.presentation.report\ngc.freeze()")
+           "grade_kit.views.tables, grade_kit.presentation.report\ngc.freeze()")
 """What a report's kernel runs as it starts: the notebooks' first cells' imports, then
 ``gc.freeze()``. Before them, ``rfc3987_syntax`` is marked absent: jsonschema (under
 altair) imports it where it is installed (JupyterLab brings it) only to check the ``iri``
@@ -298,7 +281,7 @@ class ReportKernels:
     faster than two). The notebooks are dealt round-robin over the kernels; those of one
     kernel run one after another in an emptied namespace
     (:meth:`_LocalKernelManager.fresh_namespace`), sharing its imports and the reopened
-    evaluation (:func:`~grade_kit.evaluation.reopen_or_evaluate`); the kernels run at once.
+    evaluation (:func:`~grade_kit.pipeline.evaluation.reopen_or_evaluate`); the kernels run at once.
     A context manager: leaving it shuts every kernel down.
 
     Args:
@@ -434,7 +417,7 @@ def _heading(cell: Any) -> tuple[int, str] | None:
 
 def _absence(cells: Sequence[Any]) -> str | None:
     """Why a section's data does not exist: the reason of its outputs when every output of
-    its code cells is a marked sentence (:func:`~grade_kit.presentation.tables.absent_html`),
+    its code cells is a marked sentence (:func:`~grade_kit.views.tables.absent_html`),
     else None (a section with no output at all is not absent)."""
     reasons = []
     for cell in cells:

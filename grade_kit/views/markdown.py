@@ -5,13 +5,11 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from grade_kit.judges import grading_label
-from grade_kit.presentation.tables import level_text, p_text, rates_interval_basis
 from grade_kit.schema import (
     DIMENSIONS,
     GRADE_STATES,
@@ -21,29 +19,8 @@ from grade_kit.schema import (
     Figure,
     Results,
 )
-
-__all__ = ["md_cell", "scorecard_markdown"]
-
-_ESCAPES = str.maketrans({"|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;", "\\": "\\\\",
-                          "\n": " ", "\r": " ", "\t": " ", "`": "\\`", "[": "\\[",
-                          "]": "\\]"})
-
-
-def md_cell(value: Any, digits: int = 3) -> str:
-    """A value as one safe Markdown table cell: numbers to ``digits`` places, null as —,
-    text with ``|``, backslash, backtick, brackets (no link or image can be made) and HTML
-    escaped and line breaks made spaces."""
-    if type(value) is str:
-        return value.translate(_ESCAPES)
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "—"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    if isinstance(value, int):
-        return str(value)
-    return str(value).translate(_ESCAPES)
+from grade_kit.text import md_cell
+from grade_kit.views.tables import level_text, p_text, rates_interval_basis
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:

@@ -26,8 +26,6 @@ from grade_kit.scorers.consistency import MAX_CONSISTENCY_RUNS
 from grade_kit.standard import StandardResults
 from grade_kit.standard.summary import MAX_COMPARED_SETUPS
 
-__all__ = ["build_results", "missing_dimension_warnings"]
-
 WHY_MISSING: dict[Dimension, str] = {
     "grounding_accuracy": "no task has gold facts",
     "insight_quality": "no task has gold insights",

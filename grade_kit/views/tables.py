@@ -28,14 +28,6 @@ from grade_kit.text import brief
 if TYPE_CHECKING:  # pandas is imported by whoever passes a pandas frame; never here
     import pandas as pd
 
-__all__ = ["ABSENT_ATTRIBUTE", "COLLAPSE_ROWS", "FOLD_TEXT", "KEY_COLUMNS", "LONG_TEXT",
-           "MAX_TABLE_ROWS", "NO_COMPARISON", "NO_GRADE", "NO_TOOL_CALLS", "OFFLINE_ENV",
-           "PAIRED_SETUPS", "WIDE_COLUMNS", "Absent", "HeadlineView", "Table", "absences",
-           "absent_html",
-           "cell_text", "column_label", "comparisons_table", "headline_view",
-           "key_columns_first", "no_timing", "pending_state", "provenance_table",
-           "summary_table", "table", "warnings_table"]
-
 OFFLINE_ENV = "GRADE_KIT_OFFLINE_HTML"
 """When this environment variable is ``1`` (``grade-kit report`` sets it for the notebooks it
 runs), charts render as a bare ``vegaEmbed`` call whose libraries the report's page inlines

@@ -22,8 +22,9 @@ from grade_kit._gc import gc_paused
 from grade_kit._progress import Step, stage_progress
 from grade_kit.frames import EvalData
 from grade_kit.judges.rule_grader import RULE_GRADER, rule_grades
+from grade_kit.pipeline.scored import Evaluation, FrameKind, conclude
 from grade_kit.reading.inputs import Inputs
-from grade_kit.reading.io import InputError, Records, is_in_memory
+from grade_kit.reading.io import Records, is_in_memory
 from grade_kit.reading.packed import (
     StoreRuns,
     pack,
@@ -33,7 +34,7 @@ from grade_kit.reading.packed import (
     read_task_frames,
     store_records,
 )
-from grade_kit.scored import Evaluation, FrameKind, conclude
+from grade_kit.schema import InputError
 from grade_kit.scorers import (
     PartitionScores,
     combine_scores,
@@ -42,8 +43,6 @@ from grade_kit.scorers import (
 )
 from grade_kit.standard.clustered import Cluster
 
-__all__ = ["STORE_STAGES", "MapPartitions", "combine_scores", "evaluate_store",
-           "evaluate_through_store", "partition_data", "rule_grade_records", "score_partition"]
 """The map step (:func:`score_partition`), the reduce step
 (:func:`~grade_kit.scorers.combine_scores`) and a partition's frames
 (:func:`~grade_kit.reading.packed.partition_data`) are the API of scaling out
@@ -58,7 +57,7 @@ STORE_STAGES = ("read store", "GRADE scores", "standard statistics", "results")
 
 _PACK_APART = """
 import contextlib, json, os, sys, threading, time
-from grade_kit.reading.io import InputError
+from grade_kit.schema import InputError
 from grade_kit.reading.packed import pack
 arguments = json.loads(sys.argv[1])
 parent = arguments.pop("parent")

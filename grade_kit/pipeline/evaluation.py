@@ -5,9 +5,10 @@ wrote), the pipeline's orchestration and nothing else.
 :func:`evaluate`; nothing else assembles the pipeline: read (:mod:`grade_kit.reading`) ->
 judge and grade (:mod:`grade_kit.judges`) -> flatten (:mod:`grade_kit.frames`) -> GRADE
 scores (:mod:`grade_kit.scorers`) -> the standard's statistics and the typed results
-(:func:`grade_kit.scored.conclude`, which gives the :class:`~grade_kit.scored.Evaluation`).
+(:func:`grade_kit.pipeline.scored.conclude`, which gives the
+:class:`~grade_kit.pipeline.scored.Evaluation`).
 A packed store, or run files too big for memory, go partition by partition
-(:mod:`grade_kit.partitioned`).
+(:mod:`grade_kit.pipeline.partitioned`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import polars as pl
 
 from grade_kit._gc import gc_paused
 from grade_kit._progress import stage_progress
-from grade_kit.adapters import read_logs
+from grade_kit.adapters import read_log
 from grade_kit.frames import EvalData
 from grade_kit.judges import (
     Grader,
@@ -33,28 +34,29 @@ from grade_kit.judges import (
     resolve_judge,
 )
 from grade_kit.judges.rule_grader import RULE_GRADER
-from grade_kit.partitioned import (
+from grade_kit.pipeline.partitioned import (
     STORE_STAGES,
     MapPartitions,
     evaluate_store,
     evaluate_through_store,
     rule_grade_records,
 )
+from grade_kit.pipeline.scored import Evaluation, FrameKind, conclude
+from grade_kit.pipeline.state import STATE_DIR, read_state
 from grade_kit.reading._fastread import concat_records
 from grade_kit.reading.inputs import Inputs, read_inputs
-from grade_kit.reading.io import InputError, Records, input_files, is_in_memory
+from grade_kit.reading.io import Records, input_files, is_in_memory
 from grade_kit.reading.packed import (
     is_store,
     split_by_task,
 )
 from grade_kit.reading.records import load_grades, load_judgements, run_files
 from grade_kit.reading.sniff import log_files
-from grade_kit.reading.state import STATE_DIR, read_state
 from grade_kit.schema import (
     Grade,
+    InputError,
     Judgement,
 )
-from grade_kit.scored import Evaluation, FrameKind, conclude
 from grade_kit.scorers import (
     ClaimJudge,
     combine_scores,
@@ -62,8 +64,6 @@ from grade_kit.scorers import (
     partition_scores,
 )
 from grade_kit.standard import CLUSTERS, DEFAULT_SEED, Cluster
-
-__all__ = ["STORE_ABOVE_BYTES", "evaluate", "reopen", "reopen_or_evaluate"]
 
 
 def reopen(folder: Path | str, *, frames: FrameKind | None = None) -> Evaluation:
@@ -162,7 +162,7 @@ def _inputs(tasks: Records | Inputs, runs: Records | None, judgements: Records |
         if logs is None:
             raise ValueError("runs are required (or pass one Inputs value, or other tools' "
                              "logs, as the first argument)")
-        return _inputs(read_logs(*logs), None, judgements, grades, packs)
+        return _inputs(read_log(logs[1], source=logs[0]), None, judgements, grades, packs)
     return read_inputs(tasks, runs, judgements=judgements, grades=grades, packs=packs)
 
 

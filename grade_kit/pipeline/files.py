@@ -13,13 +13,10 @@ from pathlib import Path
 import polars as pl
 
 from grade_kit.atomic import atomic_write, indented_model_pieces, pieces_writer, text_writer
-from grade_kit.presentation.report.markdown import scorecard_markdown
-from grade_kit.reading.io import InputError, Rejected, write_rejects
-from grade_kit.schema import Results
+from grade_kit.reading.io import Rejected, write_rejects
+from grade_kit.schema import InputError, Results
 from grade_kit.scorers import long_scores_query
-
-__all__ = ["LOCK_FILE", "OUTPUT_FILES", "folder_lock", "output_folder", "refuse_links",
-           "write_outputs"]
+from grade_kit.views.markdown import scorecard_markdown
 
 LOCK_FILE = ".grade-kit.lock"
 """Held while a run writes its files into a folder."""

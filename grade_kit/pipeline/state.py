@@ -1,5 +1,5 @@
 """Score once, report many: an evaluation's state written beside its outputs, and read back
-as the same :class:`~grade_kit.scored.Evaluation` without scoring again (:func:`reopen`).
+as the same :class:`~grade_kit.pipeline.scored.Evaluation` without scoring again (:func:`reopen`).
 
 ``ev.write(DIR)`` writes ``DIR/evaluation/``: every frame of the evaluation as Parquet (the
 tidy input frames, the GRADE scores, the standard's frames), the input records (the runs,
@@ -32,20 +32,14 @@ import polars as pl
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from grade_kit.frames import EvalData, frame_fields
-from grade_kit.reading._fastread import raw_records
+from grade_kit.frames import EvalData, frame_fields, raw_records
 from grade_kit.reading.inputs import Inputs
-from grade_kit.reading.io import (
-    HeldRecords,
-    InputError,
-    Rejected,
-    sha256_of,
-    write_record_file,
-)
+from grade_kit.reading.io import HeldRecords, Rejected, sha256_of, write_record_file
 from grade_kit.reading.packed import StoreRuns, read_manifest
 from grade_kit.reading.task_files import task_as_data
 from grade_kit.schema import (
     Grade,
+    InputError,
     InputFile,
     Judgement,
     Results,
@@ -56,8 +50,6 @@ from grade_kit.schema import (
 )
 from grade_kit.scorers import GradeScores
 from grade_kit.standard import StandardResults
-
-__all__ = ["STATE_DIR", "STATE_VERSION", "read_state", "verify_state", "write_state"]
 
 STATE_DIR = "evaluation"
 """The folder under an output folder that holds the evaluation's state."""
