@@ -2,7 +2,7 @@
 from their wording: no frames, one record at a time, Python's ``json`` and the pydantic
 models to read, the one text normaliser (``grade_kit.text``) to match.
 
-It serves twice: ``tests/test_plain.py`` compares ``gk.evaluate`` with it on random and
+It serves twice: ``tests/standard/test_plain.py`` compares ``gk.evaluate`` with it on random and
 boundary inputs (bad lines included), figure by figure and bit for bit; and ``make
 bench-plain`` (``python -m benchmarks.plain [FOLDER] [--runs N]``) times both on the same
 files (``tasks.jsonl``, ``runs.jsonl``, ``judgements.jsonl``, ``grades.jsonl``; by default

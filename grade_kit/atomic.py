@@ -42,7 +42,7 @@ def indented_json(value: object) -> str:
     results.json). Here the C encoder writes the compact text, which keeps every number's and
     string's text as ``json.dumps`` writes it, and msgspec re-indents it without touching a
     token (1.1 s for the same file); text msgspec cannot take (a lone surrogate) goes the
-    plain way. ``tests/test_report.py`` checks the two agree on random values.
+    plain way. ``tests/presentation/test_report.py`` checks the two agree on random values.
     """
     compact = json.dumps(value, ensure_ascii=False)
     try:
@@ -66,7 +66,7 @@ def indented_model_pieces(model: BaseModel) -> Iterator[str]:
     entry of a field holding a mapping, dumped at a time, so the whole dump (about 1 GB of
     Python objects and two copies of a 185 MB text for results.json of 1M runs) is never
     held at once. Joined, the pieces are that text character for character
-    (``tests/test_report.py``)."""
+    (``tests/presentation/test_report.py``)."""
     yield "{"
     first = True
     for name in type(model).model_fields:

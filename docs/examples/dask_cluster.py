@@ -10,7 +10,7 @@ statistics (the reduce step).
 Here the map runs on a ``dask.distributed.LocalCluster`` of two worker processes; on a real
 cluster, pass ``Client("tcp://scheduler:8786")`` instead and keep the store on storage every
 worker mounts at the same path (each worker reads its own partition from it).
-``tests/test_dask.py`` runs this file's :func:`score_on_dask` and checks it gives the
+``tests/pipeline/test_dask.py`` runs this file's :func:`score_on_dask` and checks it gives the
 in-memory results figure for figure.
 """
 

@@ -4,7 +4,7 @@ demo serve``).
 - ``GET /v1/models`` lists the setups (careful, hasty, erratic) and ``judge`` as models;
   ``GET /v1/models/<id>`` returns one. Every reply, streamed or not, has the shape of the
   official ``openai`` client's strict types (``ChatCompletion``, ``ChatCompletionChunk``,
-  ``Model``), usage with ``total_tokens`` included (tests/test_openai_client.py).
+  ``Model``), usage with ``total_tokens`` included (tests/fetching/test_openai_client.py).
 - ``POST /v1/chat/completions`` answers a fixture task (found by its prompt) as the setup
   named by ``model`` would, on repeat ``seed`` (default 1): the same answer, timing, tool-call
   count and fault as the recorded fixture runs (:func:`grade_kit.demo.record.simulate_run`), so

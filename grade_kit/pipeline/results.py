@@ -61,8 +61,20 @@ def _aggregate(row: dict[str, Any]) -> Aggregate:
                      missing_dimensions=missing)
 
 
-EMPTY = Aggregate(composite=None, dimensions=DimensionScores(), tasks=0, dimensions_computed=0,
-                  missing_dimensions=list(DIMENSIONS))
+def overall_frame(overall: pl.DataFrame, setups: Sequence[str]) -> pl.DataFrame:
+    """One row per setup of ``setups`` (in that order): its overall GRADE aggregate, the
+    composite and dimensions finite or null, ``dimensions_computed`` the dimensions not null,
+    ``tasks`` 0 and every figure null for a setup with no GRADE task. The one frame both
+    results.json's ``overall`` and the leaderboard are read from."""
+    finite = [pl.when(pl.col(c).is_finite()).then(pl.col(c)).alias(c)
+              for c in ("composite", *DIMENSIONS)]
+    return (pl.DataFrame({"setup": list(setups)}, schema={"setup": pl.String})
+            .join(overall.select("setup", "tasks", *finite), on="setup", how="left",
+                  maintain_order="left")
+            .with_columns(dimensions_computed=pl.sum_horizontal(
+                pl.col(d).is_not_null() for d in DIMENSIONS).cast(pl.Int64),
+                tasks=pl.col("tasks").fill_null(0).cast(pl.Int64))
+            .select("setup", "composite", "dimensions_computed", *DIMENSIONS, "tasks"))
 
 
 def missing_dimension_warnings(setups: dict[str, SetupResults]) -> list[WarningItem]:
@@ -153,9 +165,10 @@ def build_results(scores: GradeScores, standard: StandardResults,
     fewer than six dimensions, and one when R was inferred.
     """
     out: dict[str, SetupResults] = {}
+    overall = {row["setup"]: row for row in
+               overall_frame(scores.overall, list(standard.setups)).iter_rows(named=True)}
     for setup, summary in standard.setups.items():
         mine = pl.col("setup") == setup
-        overall_rows = scores.overall.filter(mine).to_dicts()
         tasks = {
             str(r["task_id"]): TaskScore(composite=_clean(r["composite"]),
                                          rubric_score=_clean(r["rubric_score"]),
@@ -163,7 +176,7 @@ def build_results(scores: GradeScores, standard: StandardResults,
             for r in scores.tasks.filter(mine).to_dicts()
         }
         out[setup] = SetupResults(
-            overall=_aggregate(overall_rows[0]) if overall_rows else EMPTY,
+            overall=_aggregate(overall[setup]),
             tracks={str(r["track"]): _aggregate(r)
                     for r in scores.tracks.filter(mine).to_dicts()},
             packs={str(r["pack"]): _aggregate(r) for r in scores.packs.filter(mine).to_dicts()},

@@ -24,7 +24,7 @@ from grade_kit.pipeline.files import (
     refuse_links,
     write_outputs,
 )
-from grade_kit.pipeline.results import build_results
+from grade_kit.pipeline.results import build_results, overall_frame
 from grade_kit.pipeline.state import STATE_DIR, write_state
 from grade_kit.reading.inputs import Inputs
 from grade_kit.reading.packed import (
@@ -243,15 +243,7 @@ class Evaluation:
     @cached_property
     def _frames(self) -> dict[str, pl.DataFrame]:
         grades = self._in_summary_order(self.standard.grades)
-        lb_rows = []
-        for setup, s in self.results.setups.items():
-            o = s.overall
-            lb_rows.append({"setup": setup, "composite": o.composite,
-                            "dimensions_computed": o.dimensions_computed,
-                            **o.dimensions.model_dump(), "tasks": o.tasks})
-        leaderboard = pl.DataFrame(lb_rows, schema={
-            "setup": pl.String, "composite": pl.Float64, "dimensions_computed": pl.Int64,
-            **dict.fromkeys(DIMENSIONS, pl.Float64), "tasks": pl.Int64})
+        leaderboard = overall_frame(self.scores.overall, list(self.results.setups))
         if grades.height:
             rates = grades.filter(pl.col("subset") == "all").select(
                 "setup", "N", *[f"{s}_rate" for s in GRADE_STATES], "graded_coverage")

@@ -18,7 +18,7 @@ it accepts a line only when every check of the reference path holds:
 - the models' own rules: each struct is derived from its pydantic model by
   :func:`struct_of` (types, lengths and bounds, literals, defaults; the models' validators
   run on the struct), so the contract is stated once, in :mod:`grade_kit.schema`.
-  ``tests/test_fastread.py`` checks on random and hostile records that both paths accept
+  ``tests/reading/test_fastread.py`` checks on random and hostile records that both paths accept
   the same lines with the same values.
 
 The structs carry the models' field names and defaults, so code that only reads fields works

@@ -1,0 +1,205 @@
+"""Tables for people (grade_kit.views.tables): formatting by hand, every row shown, text
+escaped, and the summary that adapts to the data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+import grade_kit as gk
+from grade_kit.views.tables import column_label, table
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_cells_are_formatted_by_what_they_are() -> None:
+    frame = pl.DataFrame({
+        "setup": ["<b>x</b>", "y"], "N": [1234, 5],
+        "resolved_rate": [0.7368421, None], "resolved_ci_low": [0.643, None],
+        "resolved_ci_high": [0.8141, None], "e2e_p50": [12.114, 3.0],
+        "p_value": [0.0004, 0.0625], "nothing": [None, None]},
+        schema_overrides={"nothing": pl.Float64})
+    text = repr(table(frame, title="T"))
+    lines = text.splitlines()
+    assert lines[0] == "T"
+    assert lines[1].split("  ")[0] == "setup" and "E2E P50 (s)" in lines[1]
+    assert "1,234" in lines[2] and "0.737 [0.643, 0.814]" in lines[2]
+    assert "12.11" in lines[2] and "< 0.001" in lines[2] and "0.0625" in lines[3]
+    assert "—" in lines[3]  # a null rate
+    assert lines[-1] == "Left out, with no value in any row: nothing."
+    page = table(frame)._repr_html_()
+    assert "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
+    assert 'class="gk-num">1,234<' in page and "nothing" not in page.split("Left out")[0]
+
+
+def test_every_row_is_shown() -> None:
+    frame = pl.DataFrame({"task_id": [f"t{i}" for i in range(300)], "n": list(range(300))})
+    text = repr(table(frame))
+    assert text.count("\n") == 300 and "t299" in text and "…" not in text
+    assert table(frame)._repr_html_().count("<tr>") == 301
+
+
+def test_column_labels_in_words() -> None:
+    assert column_label("e2e_p50") == "E2E P50 (s)"
+    assert column_label("e2e_n") == "E2E n"
+    assert column_label("working_p90") == "working P90 (s)"
+    assert column_label("grounding_accuracy") == "ground"
+    assert column_label("mean_diff_b_minus_a") == "mean difference B minus A"
+
+
+def test_the_summary_adapts_to_the_data() -> None:
+    demo = gk.evaluate(ROOT / "fixtures" / "tasks", ROOT / "fixtures" / "runs", judge="rules",
+                       grader="rules").summary
+    assert demo.frame.get_column("setup").to_list() == ["careful", "hasty", "erratic"]
+    assert {"e2e_p50", "composite", "tool_calls_per_run", "timeouts"} <= set(
+        demo.frame.columns)
+    tau = gk.evaluate(ROOT / "tests" / "data" / "realdata" / "tau_bench_gpt4o_airline").summary
+    assert not {"e2e_p50", "composite", "working_p50", "timeouts"} & set(tau.frame.columns)
+    row = repr(tau).splitlines()[2]
+    # 84 of 200 slots (50 questions x 4 trials), clustered by question: design effect 2.19,
+    # n_effective 91.2 (Wilson over N = 200 would say [0.354, 0.489])
+    assert row.startswith("gpt-4o") and "0.420 [0.324, 0.523]" in row
+    assert "R = 4, inferred" in repr(tau)
+    # a grade no setup has is named in the note, not a column of zeros
+    assert "unresolved_rate" in tau.frame.columns and "partial_rate" not in tau.frame.columns
+    assert "left out: partial, material error, pending, not run." in repr(tau)
+
+
+def test_a_table_whose_data_does_not_exist_says_why_in_one_marked_line() -> None:
+    from grade_kit.views.tables import ABSENT_ATTRIBUTE
+
+    frame = pl.DataFrame({"setup": ["a"], "composite": [None]}, schema_overrides={
+        "composite": pl.Float64})
+    shown = table(frame, title="Leaderboard", absent="No GRADE <rubric>.")
+    page = shown._repr_html_()
+    assert "<table" not in page
+    assert f'{ABSENT_ATTRIBUTE}="No GRADE &lt;rubric&gt;."' in page
+    assert "<b>Leaderboard</b>: No GRADE &lt;rubric&gt;." in page
+    assert repr(shown) == "Leaderboard: No GRADE <rubric>."
+    assert repr(table(frame, absent=None)).startswith("setup")  # None: shown as ever
+    nothing = frame.clear()
+    assert "No input record was rejected." in table(nothing, empty="No input record was "
+                                                    "rejected.")._repr_html_()
+    assert "No rows." in table(nothing)._repr_html_()
+    assert repr(table(nothing, empty="None.")).splitlines()[-1] == "None."
+
+
+def test_what_does_not_exist_is_said_once_per_kind() -> None:
+    """tau-bench's airline log: one setup, no GRADE rubric, no timestamps, tool calls
+    exposed; the example: every kind exists."""
+    from grade_kit.views.tables import NO_COMPARISON, NO_GRADE
+
+    evaluation = gk.evaluate(ROOT / "tests" / "data" / "realdata" / "tau_bench_gpt4o_airline"
+                             / "gpt-4o-airline.json")
+    assert repr(evaluation).startswith("Evaluation(1 setup, 50 tasks, 200 runs, R = 4")
+    # its warnings are listed once, by .warnings: the evaluation's HTML counts them
+    page = evaluation._repr_html_()
+    assert "5 warnings: <code>.warnings</code> lists them." in page and "<li>" not in page
+    assert evaluation.warnings.height == 5
+    tau = evaluation.absent
+    assert tau.grade == NO_GRADE and tau.comparison == NO_COMPARISON
+    assert tau.timing == ("No E2E sample: 200 of 200 delivered runs lack a submitted or "
+                          "received timestamp.")
+    assert tau.tool_calls is None
+    example = ROOT / "fixtures" / "example"
+    full = gk.evaluate(example / "tasks", example / "runs.jsonl", judge="rules").absent
+    assert (full.grade, full.timing, full.comparison, full.tool_calls) == (None,) * 4
+
+
+def test_runs_pending_verification_are_said_first() -> None:
+    """Without a grader the first thing a reader sees is why the resolved rate is low: the
+    fixtures' 600 slots hold 592 delivered runs (8 timed out or failed), none graded."""
+    from grade_kit.views.tables import pending_state
+
+    fixtures = ROOT / "fixtures"
+    ungraded = gk.evaluate(fixtures / "tasks", fixtures / "runs", judge="rules")
+    state = pending_state(ungraded.results)
+    assert state is not None and state.startswith("592 of N = 600 pending verification: no "
+                                                  "grade records and no grader; pass "
+                                                  "grader='rules'")
+    assert repr(ungraded).splitlines()[1] == f"  {state}"
+    assert ungraded._repr_html_().index(state.split(":")[0]) < ungraded._repr_html_().index(
+        "Summary: one row per setup")
+    assert ungraded.summary.note is not None and ungraded.summary.note.startswith(state)
+    graded = gk.evaluate(fixtures / "tasks", fixtures / "runs", judge="rules", grader="rules")
+    assert pending_state(graded.results) is None
+    assert "pending" not in repr(graded).splitlines()[1]
+    example = ROOT / "fixtures" / "example"
+    partly = gk.evaluate(example / "tasks", example / "runs.jsonl",
+                         grades=example / "grades.jsonl")
+    assert pending_state(partly.results) == ("2 of N = 30 pending verification: these runs "
+                                             "have no grade record.")
+
+
+def test_warnings_are_grouped_by_kind_with_every_file_named_once() -> None:
+    from grade_kit.views.tables import warnings_table
+
+    messages = ["a.json: the log's status is 'cancelled'; its 3 samples are imported",
+                "b.eval: the log's status is 'cancelled'; its 12 samples are imported",
+                "a.json: the log's status is 'cancelled'; its 3 samples are imported",
+                "R = 5 repeats per question was inferred"]
+    frame = pl.DataFrame({"source": [None] * 4, "line": [None] * 4, "message": messages},
+                         schema={"source": pl.String, "line": pl.Int64, "message": pl.String})
+    view = warnings_table(frame)
+    assert view.frame.to_dicts() == [
+        {"warning": messages[0], "count": 3, "files": "a.json, b.eval"},
+        {"warning": messages[3], "count": 1, "files": None}]
+    assert view.note is not None and view.note.startswith("4 warnings in 2 kinds")
+    empty = warnings_table(frame.clear())
+    assert empty.frame.height == 0 and "No warning." in empty._repr_html_()
+
+
+def test_a_long_or_many_line_cell_shows_its_first_line_and_folds_the_rest() -> None:
+    from grade_kit.views.tables import FOLD_TEXT, table
+
+    stderr = "Error: compose up failed\n" + "\n".join(f"layer {k} <pulled>" for k in range(12))
+    long = "word " * (FOLD_TEXT // 5 + 20)
+    view = table(pl.DataFrame({"run_id": ["r1", "r2", "r3"], "why": [stderr, long, "short"]}))
+    text = repr(view).splitlines()
+    assert text[1].split(None, 1)[1] == "Error: compose up failed … (+12 lines)"
+    assert text[2].split(None, 1)[1].endswith(" … (+100 characters)")
+    assert text[3].split(None, 1)[1] == "short"
+    page = view._repr_html_()
+    # the first line shown, the whole text (escaped) one click away: nothing dropped
+    assert "Error: compose up failed … (+12 lines)<details" in page
+    assert "layer 11 &lt;pulled&gt;</pre></details>" in page
+    assert page.count("<details class=\"gk-full\">") == 2
+
+
+def test_a_wide_table_shows_its_key_columns_first() -> None:
+    """Past WIDE_COLUMNS columns the pair, the subset and the figure, then the difference and
+    its Holm p come first (as they are in the frame otherwise); a narrow table, or a view
+    built in its order (the summary), keeps its columns."""
+    from grade_kit.views.tables import WIDE_COLUMNS, key_columns_first, table
+
+    wide = ["baseline", "compared", "subset", "n_questions", "mean_a", "mean_b", "note",
+            "test", "value", "p_value", "p_holm", "mean_diff_b_minus_a", "metric", "direction"]
+    assert len(wide) > WIDE_COLUMNS
+    assert key_columns_first(wide) == [
+        "compared", "baseline", "subset", "metric", "direction", "mean_diff_b_minus_a",
+        "p_holm", "n_questions", "mean_a", "mean_b", "note", "test", "value", "p_value"]
+    narrow = ["subset", "p_holm", "setup"]
+    assert key_columns_first(narrow) == narrow
+    assert key_columns_first(narrow, wide=0) == ["setup", "subset", "p_holm"]
+    frame = pl.DataFrame({c: [1.0] for c in wide})
+    assert table(frame)._cells()[0][:3] == ["compared", "baseline", "subset"]
+    assert repr(table(frame)).splitlines()[0].split()[:2] == ["compared", "baseline"]
+    example = ROOT / "fixtures" / "example"  # the summary keeps the order it is built in
+    summary = gk.evaluate(example / "tasks", example / "runs.jsonl").summary
+    assert summary._cells()[0][:3] == ["setup", "N", "resolved rate"]
+
+
+def test_both_subsets_comparisons_tables_start_with_the_pair() -> None:
+    """A subset whose pairs are all untested leaves most columns empty (eight or fewer
+    shown): its table still opens with compared, baseline, subset, metric, as the wide one
+    does (seen on the tau2 report's common subset, which opened with baseline)."""
+    from grade_kit.views.tables import comparisons_table
+
+    frame = pl.DataFrame({
+        "baseline": ["a", "a"], "compared": ["b", "b"], "subset": ["all", "common"],
+        "metric": ["resolved_rate", "resolved_rate"], "label": ["measured", "untested direction"],
+        "n_questions": [3, 0], "p_holm": [0.5, None], "note": [None, "no question"]})
+    for subset in ("all", "common"):
+        assert comparisons_table(frame, subset)._cells()[0][:4] == [
+            "compared", "baseline", "subset", "metric"]
