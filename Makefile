@@ -51,7 +51,7 @@ bench-store: $(STAMP)     ## pack and evaluate a store vs in memory: time, peak 
 bench-plain: $(STAMP)     ## a plain row-at-a-time GRADE (methodology §3) vs gk.evaluate at 100k, both shapes: median of 3 fresh-process timings each, differing figures
 	$(BIN)/python -m benchmarks.plain
 
-bench-baseline: $(STAMP)  ## grade-kit score of this checkout vs 4fca08a (a git worktree) at 100k, both shapes, alternating, fresh processes: medians, peak RSS, ratio
+bench-baseline: $(STAMP)  ## grade-kit score of this checkout vs 07dee30 (a git worktree) at 100k, both shapes, alternating, fresh processes: medians, peak RSS, ratio
 	$(BIN)/python -m benchmarks.baseline
 
 bench-compare: $(STAMP)   ## the two newest benchmarks/results/*.json side by side

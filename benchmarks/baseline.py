@@ -1,5 +1,5 @@
 """``grade-kit score`` of this checkout against an earlier revision, on the same inputs, in
-the same run (``make bench-baseline``): the speed reference of docs/scaling.md is 4fca08a.
+the same run (``make bench-baseline``): the speed reference of docs/scaling.md is 07dee30.
 
 The revision is checked out beside this one (``git worktree``, removed after) and both run
 with this environment's Python and packages, each ``grade-kit score`` as a user runs it (a
@@ -10,7 +10,7 @@ vocabulary). Prints each timing and peak RSS, the medians and their ratio (this 
 and writes them to ``benchmarks/results/baseline-<time>.json``; asserts nothing. The outputs
 are not compared: a baseline from before a statistic was added does not compute it.
 
-Usage: ``python -m benchmarks.baseline [--rev 4fca08a] [--runs 100000] [--rounds 3]
+Usage: ``python -m benchmarks.baseline [--rev 07dee30] [--runs 100000] [--rounds 3]
 [--shapes per-task rich] [--inputs DIR]`` (``--inputs`` keeps the generated inputs in
 DIR/<shape>-<runs> and reuses them).
 """
@@ -31,9 +31,9 @@ from benchmarks.bench import figures_header, save_figures
 from benchmarks.scale import write_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = "4fca08a"
-"""The revision docs/scaling.md measures against (before the evaluation state and the
-grade-rate statistics; it read large inputs in two processes)."""
+REFERENCE = "07dee30"
+"""The revision docs/scaling.md measures against (main before issue 51's clustered
+uncertainty and issue 52's layers)."""
 
 
 def _score(checkout: Path, inputs: Path, out: Path) -> tuple[float, float]:

@@ -16,7 +16,6 @@ from grade_kit.atomic import atomic_write, indented_model_pieces, pieces_writer,
 from grade_kit.reading.io import Rejected, write_rejects
 from grade_kit.schema import InputError, Results
 from grade_kit.scorers import long_scores_query
-from grade_kit.views.markdown import scorecard_markdown
 
 LOCK_FILE = ".grade-kit.lock"
 """Held while a run writes its files into a folder."""
@@ -104,14 +103,16 @@ def folder_lock(out: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def write_outputs(out_dir: Path | str, results: Results, per_run: pl.DataFrame,
-                  graded: pl.DataFrame, runs: Callable[[], pl.DataFrame],
-                  rejected: Sequence[Rejected], *, locked: bool = False) -> dict[str, Path]:
+def write_outputs(out_dir: Path | str, results: Results, scorecard: Callable[[], str],
+                  per_run: pl.DataFrame, graded: pl.DataFrame,
+                  runs: Callable[[], pl.DataFrame], rejected: Sequence[Rejected], *,
+                  locked: bool = False) -> dict[str, Path]:
     """Write every file of :data:`OUTPUT_FILES` under ``out_dir`` (created if needed).
 
     Args:
         out_dir: The output folder.
-        results: The typed results (results.json, scorecard.md).
+        results: The typed results (results.json).
+        scorecard: The Markdown scorecard, made when written (scorecard.md).
         per_run: The per-run GRADE scores (run_scores.parquet, scores.parquet).
         graded: Each run's grade (run_grades.parquet).
         runs: The tidy runs table, made when written (runs.parquet).
@@ -133,7 +134,7 @@ def write_outputs(out_dir: Path | str, results: Results, per_run: pl.DataFrame,
     # 1 GB of Python objects (docs/scaling.md).
     writers: dict[str, Callable[[Path], None]] = {
         "results": pieces_writer(indented_model_pieces(results)),
-        "scorecard": text_writer(scorecard_markdown(results, rejects_file=OUTPUT_FILES["rejects"])),
+        "scorecard": lambda path: text_writer(scorecard())(path),
         "scores": _sink(long),
         "run_scores": _parquet(lambda: per_run),
         "run_grades": _parquet(lambda: graded),

@@ -15,7 +15,7 @@ import polars as pl
 
 from grade_kit._progress import Step
 from grade_kit._version import __version__
-from grade_kit.frames import EvalData, in_run_order, model_columns
+from grade_kit.frames import EvalData, in_run_order, model_columns, to_polars
 from grade_kit.judges import grading_label
 from grade_kit.pipeline.files import (
     OUTPUT_FILES,
@@ -51,17 +51,20 @@ from grade_kit.scorers import (
     run_composites,
 )
 from grade_kit.standard import Cluster, StandardResults, standard_results
+from grade_kit.views.markdown import ScorecardTables, scorecard_markdown
 from grade_kit.views.tables import (
     Absent,
     HeadlineView,
     Table,
     absences,
     cell_text,
+    comparisons_table,
     headline_view,
     pending_state,
     provenance_table,
     summary_table,
     table,
+    warnings_table,
 )
 
 FrameKind = Literal["polars", "pandas"]
@@ -459,6 +462,30 @@ class Evaluation:
         return RunExplanation(run=row.to_dicts()[0], facts=facts, claims=claims,
                               judgements=judgements, grade=grade)
 
+    def scorecard_markdown(self, weakest: int = 5) -> str:
+        """scorecard.md's text: the tables the notebooks and the report show (the
+        leaderboard, tracks, packs, the ``weakest`` tasks per setup, grades, timing, tool
+        calls, comparisons, rejects and warnings, each as ``gk.table`` makes it), with the
+        sentences and lists of the typed results around them
+        (:func:`~grade_kit.views.markdown.scorecard_markdown`)."""
+        frames, absent = self._frames, self.absent
+        order = list(self._summary_order)
+        tables = ScorecardTables(
+            leaderboard=table(frames["leaderboard"], absent=absent.grade),
+            tracks=table(self.scores.tracks, absent=absent.grade),
+            packs=table(self.scores.packs, absent=absent.grade),
+            weakest=table(to_polars(self.weakest_tasks(weakest)), absent=absent.grade),
+            grades=table(frames["grades"]),
+            timing=table(frames["timing"], absent=absent.timing),
+            tool_calls=table(frames["tool_calls"], absent=absent.tool_calls),
+            comparisons=[comparisons_table(frames["comparisons"], subset, order,
+                                           absent=absent.comparison)
+                         for subset in ("all", "common")],
+            rejected=table(frames["rejected"], empty="None: every record loaded."),
+            warnings=warnings_table(frames["warnings"]))
+        return scorecard_markdown(self.results, tables, weakest=weakest,
+                                  rejects_file=OUTPUT_FILES["rejects"])
+
     def write(self, out_dir: Path | str) -> dict[str, Path]:
         """Write results.json, scorecard.md, the Parquet frames and rejects.jsonl under
         ``out_dir``: exactly the files of ``grade-kit score``; and the evaluation's state
@@ -471,7 +498,8 @@ class Evaluation:
         out = output_folder(out_dir)
         refuse_links(out, [*OUTPUT_FILES.values(), STATE_DIR])
         with folder_lock(out):  # the outputs and the state that vouches for them, together
-            written = write_outputs(out, self.results, self.scores.runs, self.standard.graded,
+            written = write_outputs(out, self.results, self.scorecard_markdown,
+                                    self.scores.runs, self.standard.graded,
                                     lambda: self.runs_frame, self.inputs.rejected,
                                     locked=True)
             state = write_state(out, self.inputs, self.data, self.scores, self.standard,

@@ -23,7 +23,7 @@ import polars as pl
 
 from grade_kit.frames import to_polars
 from grade_kit.schema import DIMENSIONS, SHORT_LABELS, Results
-from grade_kit.text import brief
+from grade_kit.text import brief, md_cell
 
 if TYPE_CHECKING:  # pandas is imported by whoever passes a pandas frame; never here
     import pandas as pd
@@ -236,6 +236,22 @@ class Table:
             table = (f'<details class="gk-more"><summary>{what}: {len(rows):,} rows '
                      f"(open to read them all)</summary>{table}</details>")
         return f"{_STYLE}{table}{empty}{foot}"
+
+    def markdown(self) -> str:
+        """The table as Markdown (scorecard.md): the same cells, notes and sentences as its
+        HTML and text, every one through :func:`~grade_kit.text.md_cell`, so no value can add
+        a row, a column, a heading or a tag."""
+        title = [f"**{md_cell(self.title)}**", ""] if self.title else []
+        if self.absent is not None:
+            return "\n".join([*title, md_cell(self.absent)])
+        header, rows, numeric = self._cells()
+        notes = [md_cell(n) for n in self._notes()]
+        if not rows:
+            return "\n".join([*title, md_cell(self.empty or "No rows."), *notes])
+        lines = [*title, "| " + " | ".join(md_cell(h) for h in header) + " |",
+                 "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
+        lines += ["| " + " | ".join(md_cell(v) for v in row) + " |" for row in rows]
+        return "\n".join(lines + (["", *notes] if notes else []))
 
     def __repr__(self) -> str:
         if self.absent is not None:

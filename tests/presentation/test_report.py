@@ -36,9 +36,7 @@ def test_no_input_can_add_a_row_a_heading_or_a_tag() -> None:
              "material_error": "yes", "claim": HOSTILE, "evidence": "e | f", "effect": "g",
              "grader": HOSTILE}
     ev = gk.evaluate([task], runs, grades=[grade], judge="rules")
-    from grade_kit.views.markdown import scorecard_markdown
-
-    card = scorecard_markdown(ev.results)
+    card = ev.scorecard_markdown()
     assert "<script>" not in card
     assert not re.search(r"^# Heading", card, re.MULTILINE)
     headings = [line for line in card.splitlines() if line.startswith("#")]

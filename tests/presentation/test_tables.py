@@ -203,3 +203,25 @@ def test_both_subsets_comparisons_tables_start_with_the_pair() -> None:
     for subset in ("all", "common"):
         assert comparisons_table(frame, subset)._cells()[0][:4] == [
             "compared", "baseline", "subset", "metric"]
+
+
+def test_a_table_as_markdown_has_the_cells_of_its_html_and_text() -> None:
+    """scorecard.md's tables are the pages' (Table.markdown): the same cells, numbers right
+    aligned, every cell escaped, an empty or absent table as its sentence."""
+    frame = pl.DataFrame({"setup": ["a | b", "c"], "resolved_rate": [0.5, 0.25],
+                          "resolved_ci_low": [0.25, 0.1], "resolved_ci_high": [0.75, 0.5],
+                          "note": [None, None]})
+    shown = gk.table(frame, title="Rates", note="A note.")
+    text = shown.markdown()
+    assert text.splitlines() == [
+        "**Rates**", "",
+        "| setup | resolved rate |",
+        "|---|---:|",
+        "| a \\| b | 0.500 \\[0.250, 0.750\\] |",
+        "| c | 0.250 \\[0.100, 0.500\\] |",
+        "",
+        "A note.",
+        "Left out, with no value in any row: note.",
+    ]
+    assert gk.table(frame.head(0), empty="Nothing.").markdown() == "Nothing."
+    assert gk.table(frame, absent="No <data>.").markdown() == "No &lt;data&gt;."

@@ -535,19 +535,19 @@ def test_e2e_without_channel_overhead_is_the_exact_difference() -> None:
 
 
 def test_the_scorecard_lists_the_first_material_errors_of_each_setup_and_counts_all() -> None:
-    from grade_kit.views.markdown import MATERIAL_ERRORS_LISTED, scorecard_markdown
+    from grade_kit.views.markdown import MATERIAL_ERRORS_LISTED
 
     runs = [make_run(f"r{r:02d}", "q1", repeat=r) for r in range(1, 31)]
     grades = [grade(f"r{r:02d}", err="yes", claim=f"claim {r:02d}") for r in range(1, 31)]
     ev = gk.evaluate([plain("q1")], runs, grades=grades)
     errors = ev.results.setups["A"].grades.material_errors
     assert len(errors) == 30 and MATERIAL_ERRORS_LISTED == 25
-    text = scorecard_markdown(ev.results)
+    text = ev.scorecard_markdown()
     assert "30 material errors; the first 25 of each setup are listed" in text
     listed = [e.claim for e in errors[:25]]
     assert all(f"| {claim} |" in text for claim in listed)
     assert not any(f"| {e.claim} |" in text for e in errors[25:])
-    few = scorecard_markdown(gk.evaluate([plain("q1")], runs[:3], grades=grades[:3]).results)
+    few = gk.evaluate([plain("q1")], runs[:3], grades=grades[:3]).scorecard_markdown()
     assert "material errors; the first" not in few and "| claim 03 |" in few
 
 
