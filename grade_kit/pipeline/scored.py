@@ -36,9 +36,6 @@ from grade_kit.schema import (
     DIMENSIONS,
     GRADE_STATES,
     SHORT_LABELS,
-    Comparison,
-    Figure,
-    Interval,
     Provenance,
     Reject,
     Results,
@@ -148,21 +145,6 @@ class RunExplanation:
         return "".join(parts)
 
 
-_FIGURE_COLUMNS = ("metric", "k", "label", "n_questions", "mean_a", "mean_b",
-                   "mean_diff_b_minus_a", "ci_level", "direction", "value", "p_value", "p_holm",
-                   "test")
-
-COMPARISON_COLUMNS = {
-    **model_columns(Comparison, "baseline", "compared", "subset", "questions"),
-    **model_columns(Figure, *_FIGURE_COLUMNS[:7]),
-    **model_columns(Interval, "low", "high", prefix="ci_"),
-    **model_columns(Figure, *_FIGURE_COLUMNS[7:]),
-    "note": pl.String,
-}
-"""The columns of :attr:`Evaluation.comparisons`: a comparison's fields and its figure's,
-each typed as its model states it; ``ci_low`` and ``ci_high`` are the figure's ``ci95``
-(at ``ci_level``), ``k`` pass^k's k, ``note`` its formula or statement."""
-
 class Evaluation:
     """An evaluation, scored: frames for a notebook, typed results for files.
 
@@ -233,7 +215,7 @@ class Evaluation:
     def _summary_order(self) -> dict[str, int]:
         """Each setup's place in the summary (ranked setups by resolved rate first): the
         grades, timing and tool-call frames list their setups in the same order."""
-        names = summary_table(self.results).frame.get_column("setup").to_list() \
+        names = self.summary.frame.get_column("setup").to_list() \
             if self.results.setups else []
         return {str(name): k for k, name in enumerate(names)}
 
@@ -253,14 +235,6 @@ class Evaluation:
             leaderboard = leaderboard.join(rates, on="setup", how="left")
         leaderboard = leaderboard.sort(["composite", "setup"], descending=[True, False],
                                        nulls_last=True)
-        comparisons = pl.DataFrame([
-            {**{k: getattr(c, k) for k in ("baseline", "compared", "subset", "questions")},
-             **{k: getattr(f, k) for k in _FIGURE_COLUMNS},
-             "ci_low": None if f.ci95 is None else f.ci95.low,
-             "ci_high": None if f.ci95 is None else f.ci95.high,
-             "note": f.formula or f.statement}
-            for c in self.results.comparisons for f in c.figures
-        ], schema=COMPARISON_COLUMNS)
         rejected = pl.DataFrame([r.as_reject().model_dump() for r in self.inputs.rejected],
                                 schema=model_columns(Reject))
         warnings = pl.DataFrame([w.model_dump() for w in self.results.warnings],
@@ -280,7 +254,7 @@ class Evaluation:
                     "headline_per_run_mean_ci_low", "headline_per_run_mean_ci_high",
                     "headline_basis", "attempted_runs_exposed", "attempted_per_run_mean",
                     span_p50_s="span_s_p50")),
-                "comparisons": comparisons,
+                "comparisons": self.standard.figures,
                 "rejected": rejected, "warnings": warnings}
 
     # ------------------------------------------------------------------ frames (public)
@@ -291,14 +265,17 @@ class Evaluation:
         docs/methodology.md §5 "The headline"): the best setup on the resolved rate, its margin
         over the next with the interval and Holm-adjusted p, the statistically tied groups,
         and one compact table; the same tests, family and subset as ``comparisons``."""
-        return headline_view(self.results, self.standard.compared)
+        return headline_view(self.results, self.standard.grades, self.standard.figures,
+                             self.standard.reliability, self.standard.compared)
 
     @property
     def summary(self) -> Table:
         """One row per setup, best resolved rate first, formatted for reading
         (:func:`grade_kit.views.tables.summary_table`): N, the resolved rate with its 95%
         interval, the other grades, timing, tool calls and GRADE scores where they exist."""
-        return summary_table(self.results)
+        return summary_table(self.results, self.standard.grades, self.standard.timing,
+                             self.standard.tool_calls,
+                             overall_frame(self.scores.overall, list(self.results.setups)))
 
     @property
     def provenance(self) -> Table:

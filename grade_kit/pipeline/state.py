@@ -53,7 +53,7 @@ from grade_kit.standard import StandardResults
 
 STATE_DIR = "evaluation"
 """The folder under an output folder that holds the evaluation's state."""
-STATE_VERSION = 6
+STATE_VERSION = 7
 
 _DATA = frame_fields(EvalData)
 _SCORES = frame_fields(GradeScores)

@@ -23,6 +23,7 @@ import numpy as np
 import polars as pl
 
 from grade_kit.exact import fmean
+from grade_kit.frames import model_columns
 from grade_kit.schema import Comparison, Figure, Interval
 from grade_kit.standard.headline import ALPHA
 from grade_kit.standard.significance import Inversion, PairedUnits, holm, units_tests
@@ -218,6 +219,36 @@ def _paired(per_question: pl.DataFrame, a: str, b: str,
     left = scoped.filter(pl.col("setup") == a).drop("setup")
     right = scoped.filter(pl.col("setup") == b).drop("setup")
     return left, right, left.join(right, on="task_id", suffix="_b")
+
+
+FIGURE_COLUMNS = ("metric", "k", "label", "n_questions", "mean_a", "mean_b",
+                  "mean_diff_b_minus_a", "ci_level", "direction", "value", "p_value", "p_holm",
+                  "test")
+"""The fields of a :class:`~grade_kit.schema.Figure` a figures frame carries as they are."""
+
+FIGURES_COLUMNS = {
+    **model_columns(Comparison, "baseline", "compared", "subset", "questions"),
+    **model_columns(Figure, *FIGURE_COLUMNS[:7]),
+    **model_columns(Interval, "low", "high", prefix="ci_"),
+    **model_columns(Figure, *FIGURE_COLUMNS[7:]),
+    "note": pl.String,
+}
+"""The columns of :func:`figures_frame` (``ev.comparisons``): a comparison's fields and its
+figure's, each typed as its model states it; ``ci_low`` and ``ci_high`` are the figure's
+``ci95`` (at ``ci_level``), ``k`` pass^k's k, ``note`` its formula or statement."""
+
+
+def figures_frame(comparisons: Sequence[Comparison]) -> pl.DataFrame:
+    """Every figure of ``comparisons``, one row each (:data:`FIGURES_COLUMNS`), in their
+    order: what every table, chart and the headline read."""
+    return pl.DataFrame([
+        {**{k: getattr(c, k) for k in ("baseline", "compared", "subset", "questions")},
+         **{k: getattr(f, k) for k in FIGURE_COLUMNS},
+         "ci_low": None if f.ci95 is None else f.ci95.low,
+         "ci_high": None if f.ci95 is None else f.ci95.high,
+         "note": f.formula or f.statement}
+        for c in comparisons for f in c.figures
+    ], schema=FIGURES_COLUMNS)
 
 
 def verdict_intervals(comparison: Comparison,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from grade_kit.schema import Comparison, Figure, Results
+import polars as pl
 
 ALPHA = 0.05
 """The level of every statement of significance the page makes (Holm-adjusted p < ALPHA)."""
@@ -52,51 +52,52 @@ class Headline:
         return None if self.p_holm is None else self.p_holm < ALPHA
 
 
-def paired_resolved(comparisons: list[Comparison], a: str, b: str
+def paired_resolved(figures: pl.DataFrame, a: str, b: str
                     ) -> tuple[float | None, tuple[float, float] | None, int | None,
                                float | None, float | None]:
-    """a - b in resolved rate on all paired questions, from the comparison of the pair (B
-    against A, alphabetical, so the sign is turned when needed): the mean difference, its
-    interval, the questions, p_holm and the interval's level; Nones where the pair was not
-    compared."""
-    for comparison in comparisons:
-        if comparison.subset != "all" or {comparison.baseline, comparison.compared} != {a, b}:
-            continue
-        figure: Figure | None = next((f for f in comparison.figures
-                                      if f.metric == PRIMARY_METRIC), None)
-        if figure is None or figure.mean_diff_b_minus_a is None:
-            return None, None, comparison.questions, None, None
-        sign = 1.0 if comparison.compared == a else -1.0
-        ci = figure.ci95
-        interval = (None if ci is None else
-                    (ci.low, ci.high) if sign > 0 else (-ci.high, -ci.low))
-        return (sign * figure.mean_diff_b_minus_a, interval, figure.n_questions,
-                figure.p_holm, figure.ci_level)  # mean_diff_b_minus_a checked above
-    return None, None, None, None, None
+    """a - b in resolved rate on all paired questions, from the figures of the pair (B
+    against A, alphabetical, so the sign is turned when needed; the standard's figures
+    frame): the mean difference, its interval, the questions, p_holm and the interval's
+    level; Nones where the pair was not compared."""
+    pair = figures.filter((pl.col("subset") == "all") & (
+        ((pl.col("baseline") == a) & (pl.col("compared") == b))
+        | ((pl.col("baseline") == b) & (pl.col("compared") == a))))
+    if not pair.height:
+        return None, None, None, None, None
+    primary = pair.filter(pl.col("metric") == PRIMARY_METRIC)
+    if not primary.height or primary.item(0, "mean_diff_b_minus_a") is None:
+        return None, None, pair.item(0, "questions"), None, None
+    figure = primary.row(0, named=True)
+    sign = 1.0 if figure["compared"] == a else -1.0
+    low, high = figure["ci_low"], figure["ci_high"]
+    interval = (None if low is None else (low, high) if sign > 0 else (-high, -low))
+    return (sign * figure["mean_diff_b_minus_a"], interval, figure["n_questions"],
+            figure["p_holm"], figure["ci_level"])
 
 
-def headline(results: Results, compared: list[str]) -> Headline:
-    """The headline of ``results`` over the setups ``compared`` (the ranked setups that were
-    compared pair by pair; docs/methodology.md §5 "The headline").
+def headline(grades: pl.DataFrame, figures: pl.DataFrame, compared: list[str]) -> Headline:
+    """The headline over the setups ``compared`` (the ranked setups that were compared pair
+    by pair; docs/methodology.md §5 "The headline"), from the standard's frames: each
+    setup's resolved rate over N (``grades``, subset ``all``) and the Holm-adjusted paired
+    tests of every pair (``figures``, subset ``all``).
 
     Order by resolved rate over N (ties by name); tiers by walking that order: the first
     setup not yet in a tier leads one, joined by every later setup not yet in a tier whose
     Holm-adjusted p against the leader is at least :data:`ALPHA` (tested: an untested pair
     shares no question and is never called tied).
     """
-    rates = {s: results.setups[s].grades.rates.resolved for s in compared
-             if s in results.setups}
+    on_all = dict(grades.filter(pl.col("subset") == "all")
+                  .select("setup", "resolved_rate").iter_rows())
+    rates = {s: on_all[s] for s in compared if s in on_all}
     def by_rate(setup: str) -> tuple[float, str]:
         rate = rates[setup]
         return (-rate if rate is not None else 1.0, setup)
 
     order = sorted(rates, key=by_rate)
-    p_holm: dict[frozenset[str], float | None] = {}
-    for comparison in results.comparisons:
-        if comparison.subset == "all":
-            figure = next((f for f in comparison.figures if f.metric == PRIMARY_METRIC), None)
-            p_holm[frozenset((comparison.baseline, comparison.compared))] = (
-                None if figure is None else figure.p_holm)
+    p_holm: dict[frozenset[str], float | None] = {
+        frozenset((a, b)): p for a, b, p in figures.filter(
+            (pl.col("subset") == "all") & (pl.col("metric") == PRIMARY_METRIC))
+        .select("baseline", "compared", "p_holm").iter_rows()}
     tiers: list[list[str]] = []
     left = list(order)
     while left:
@@ -113,8 +114,7 @@ def headline(results: Results, compared: list[str]) -> Headline:
     # the next setup the best was tested against (setups over other questions are not)
     runner_up = next((s for s in order[1:]
                       if p_holm.get(frozenset((best, s))) is not None), order[1])
-    margin, interval, questions, p, level = paired_resolved(results.comparisons, best,
-                                                            runner_up)
+    margin, interval, questions, p, level = paired_resolved(figures, best, runner_up)
     return Headline(order=order, rates=rates, tiers=tiers, best=best, runner_up=runner_up,
                     margin=margin, margin_ci=interval, margin_level=level,
                     questions=questions, p_holm=p,

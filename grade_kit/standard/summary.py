@@ -28,6 +28,7 @@ from grade_kit.standard.compare import (
     DEFAULT_SEED,
     adjust_by_holm,
     compare_pair,
+    figures_frame,
     forget_resamples,
     verdict_intervals,
 )
@@ -83,6 +84,9 @@ class StandardResults:
         common: The common subset, with each setup's summaries on it.
         comparisons: Every pair of the compared setups (B against A, alphabetical) on
             ``all`` and ``common``.
+        figures: Their figures, one row each
+            (:func:`~grade_kit.standard.compare.figures_frame`): what ``ev.comparisons``,
+            the tables, the charts and the headline read.
         per_question: Per (setup, task) with a primary run in the plan, for ranked setups
             (coverage at least :data:`~grade_kit.standard.grade_rates.COVERAGE_MIN`): median
             E2E, median working time, mean unique tool calls, GRADE composite; what the
@@ -108,6 +112,7 @@ class StandardResults:
     reruns: dict[str, list[Rerun]]
     common: CommonSubset
     comparisons: list[Comparison]
+    figures: pl.DataFrame
     per_question: pl.DataFrame
     unique_calls: pl.DataFrame
     compared: list[str]
@@ -349,6 +354,7 @@ def standard_results(data: EvalData, repeats: int | None = None,
         tool_calls=_by_subset({k: v.tool_calls[0] for k, v in summaries.items()}),
         setups=per_setup,
         reruns=reruns, common=common,
-        comparisons=comparisons, per_question=per_question, unique_calls=unique_calls,
+        comparisons=comparisons, figures=figures_frame(comparisons),
+        per_question=per_question, unique_calls=unique_calls,
         compared=compared, reliability=pl.concat(list(reliability.values())),
         flaky=flaky["all"])

@@ -398,7 +398,8 @@ def pending_state(results: Results) -> str | None:
             "grade records, or the resolved rate counts none of them.")
 
 
-def summary_table(results: Results) -> Table:
+def summary_table(results: Results, grades: pl.DataFrame, timing: pl.DataFrame,
+                  tool_calls: pl.DataFrame, overall: pl.DataFrame) -> Table:
     """One row per setup, ranked setups first by resolved rate (ties by name): N, the resolved
     rate with its 95% Wilson interval, the other grades' rates, the source's own headline
     metric where the logs carry one (with its standard error), and where measured E2E P50
@@ -406,34 +407,45 @@ def summary_table(results: Results) -> Table:
     limits and failures, tool calls per run (unique ids, or as recorded where ids repeat);
     the GRADE composite and dimensions where some task has a GRADE rubric. A setup below the
     coverage threshold (docs/methodology.md §4 "Coverage") comes last, its coverage shown
-    first and its rates left blank: they would read as measured zeros."""
+    first and its rates left blank: they would read as measured zeros.
+
+    Read from the standard's frames on all questions (``grades``, ``timing``,
+    ``tool_calls``: ``ev.grades``, ``ev.timing``, ``ev.tool_calls``), the overall GRADE
+    aggregates (``overall``: ``ev.leaderboard``'s columns) and the plan and source metrics
+    of ``results``; the setups in the order of ``results``."""
+    def on_all(frame: pl.DataFrame) -> dict[str, dict[str, Any]]:
+        if "subset" in frame.columns:
+            frame = frame.filter(pl.col("subset") == "all")
+        return {row["setup"]: row for row in frame.iter_rows(named=True)}
+
+    g_rows, t_rows, c_rows, o_rows = map(on_all, (grades, timing, tool_calls, overall))
     setups = results.setups
     plan = results.plan
     unranked = plan.unranked
     rows: list[dict[str, Any]] = []
-    timed = any(s.timing.e2e_s.n for s in setups.values())
-    limited = any(s.timing.limits.count for s in setups.values())
-    working = any(s.timing.working_s.n for s in setups.values())
-    stopped = any(s.timing.timeouts.count or s.timing.limits.count or s.timing.failures.count
-                  for s in setups.values())
-    tools = any(s.tool_calls.runs_exposed for s in setups.values())
-    recorded = any(s.tool_calls.runs_with_repeated_ids for s in setups.values())
-    graded = any(s.overall.tasks for s in setups.values())
+    t_all, c_all = list(t_rows.values()), list(c_rows.values())
+    timed = any(t["e2e_n"] for t in t_all)
+    limited = any(t["limits"] for t in t_all)
+    working = any(t["working_n"] for t in t_all)
+    stopped = any(t["timeouts"] or t["limits"] or t["failures"] for t in t_all)
+    tools = any(c["runs_exposed"] for c in c_all)
+    recorded = any(c["runs_with_repeated_ids"] for c in c_all)
+    graded = any((o["tasks"] or 0) for o in o_rows.values())
     metrics = sorted({m for s in setups.values() for m in s.source_metrics})
     for name, s in setups.items():
-        g, t = s.grades, s.timing
-        ci = g.wilson95.get("resolved")
+        g, t = g_rows[name], t_rows[name]
         shown = name not in unranked
-        row: dict[str, Any] = {"setup": name, "N": g.N}
+        row: dict[str, Any] = {"setup": name, "N": g["N"]}
         if unranked:
-            row["run_coverage"] = g.run_coverage
-        row.update(resolved_rate=g.rates.resolved if shown else None,
-                   resolved_ci_low=None if ci is None or not shown else ci.low,
-                   resolved_ci_high=None if ci is None or not shown else ci.high)
-        row.update(partial_rate=g.rates.partially_resolved,
-                   material_error_rate=g.rates.material_error,
-                   unresolved_rate=g.rates.unresolved, pending_rate=g.rates.pending_verification,
-                   not_run_rate=g.rates.not_run)
+            row["run_coverage"] = g["run_coverage"]
+        row.update(resolved_rate=g["resolved_rate"] if shown else None,
+                   resolved_ci_low=g["resolved_ci_low"] if shown else None,
+                   resolved_ci_high=g["resolved_ci_high"] if shown else None)
+        row.update(partial_rate=g["partially_resolved_rate"],
+                   material_error_rate=g["material_error_rate"],
+                   unresolved_rate=g["unresolved_rate"],
+                   pending_rate=g["pending_verification_rate"],
+                   not_run_rate=g["not_run_rate"])
         if not shown:
             row.update(partial_rate=None, material_error_rate=None, unresolved_rate=None,
                        pending_rate=None)
@@ -442,20 +454,18 @@ def summary_table(results: Results) -> Table:
             row[metric] = None if figure is None or not shown else figure.mean
             row[f"{metric} stderr"] = None if figure is None or not shown else figure.stderr
         if timed:
-            row.update(e2e_n=t.e2e_s.n, e2e_p50=t.e2e_s.p50, e2e_p90=t.e2e_s.p90)
-        if limited and t.time_to_outcome_s is not None:
-            row.update(outcome_p50=t.time_to_outcome_s.p50)
+            row.update(e2e_n=t["e2e_n"], e2e_p50=t["e2e_p50"], e2e_p90=t["e2e_p90"])
+        if limited:
+            row.update(outcome_p50=t["outcome_p50"])
         if working:
-            row.update(working_p50=t.working_s.p50)
+            row.update(working_p50=t["working_p50"])
         if stopped:
-            row.update(timeouts=t.timeouts.count, limits=t.limits.count,
-                       failures=t.failures.count)
+            row.update(timeouts=t["timeouts"], limits=t["limits"], failures=t["failures"])
         if tools:
-            headline = s.tool_calls.headline_per_run or s.tool_calls.per_run
-            row.update(tool_calls_per_run=headline.mean)
+            row.update(tool_calls_per_run=c_rows[name]["headline_per_run_mean"])
         if graded:
-            row.update(composite=s.overall.composite,
-                       **s.overall.dimensions.model_dump())
+            o = o_rows.get(name, {})
+            row.update(composite=o.get("composite"), **{d: o.get(d) for d in DIMENSIONS})
         rows.append(row)
     frame = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame(
         schema={"setup": pl.String})
@@ -569,26 +579,31 @@ def level_text(level: float | None) -> str:
     return "100%"
 
 
-def headline_view(results: Results, compared: Sequence[str]) -> HeadlineView:
-    """The headline of ``results``: the best setup on the resolved rate and its margin over
-    the next with its interval and Holm-adjusted p, the statistically tied groups, the
-    setups not ranked; and a table of every ranked setup by group, then resolved rate
-    (group, resolved rate with its interval, N, Holm-adjusted p against the best)."""
+def headline_view(results: Results, grades: pl.DataFrame, comparisons: pl.DataFrame,
+                  reliability: pl.DataFrame, compared: Sequence[str]) -> HeadlineView:
+    """The headline: the best setup on the resolved rate and its margin over the next with
+    its interval and Holm-adjusted p, the statistically tied groups, the setups not ranked;
+    and a table of every ranked setup by group, then resolved rate (group, resolved rate
+    with its interval, N, Holm-adjusted p against the best). Read from the standard's
+    frames (``grades``, ``comparisons``: ``ev.comparisons``, ``reliability``) and the plan
+    of ``results``."""
     from grade_kit.standard.headline import ALPHA, headline
     from grade_kit.standard.ranking import MIN_RANK_QUESTIONS
 
-    figures = headline(results, list(compared))
+    figures = headline(grades, comparisons, list(compared))
     setups = results.setups
     unranked = results.plan.unranked
     sentences: list[str] = []
+    on_all = {row["setup"]: row for row in grades.filter(pl.col("subset") == "all").select(
+        "setup", "N", "resolved_rate", "resolved_ci_low", "resolved_ci_high")
+        .iter_rows(named=True)}
 
     def rate(name: str) -> str:
-        g = setups[name].grades
-        ci = g.wilson95.get("resolved")
-        r = g.rates.resolved
+        g = on_all[name]
+        r, low = g["resolved_rate"], g["resolved_ci_low"]
         return ("—" if r is None else f"{r:.3f}"
-                + ("" if ci is None else f" [{ci.low:.3f}, {ci.high:.3f}]")
-                + f" of N = {g.N:,}")
+                + ("" if low is None else f" [{low:.3f}, {g['resolved_ci_high']:.3f}]")
+                + f" of N = {g['N']:,}")
 
     if not figures.order:
         sentences.append("No setup is ranked: " + ("each ran less than "
@@ -629,11 +644,13 @@ def headline_view(results: Results, compared: Sequence[str]) -> HeadlineView:
                 f"p {p_text(figures.p_holm, 'untested')}): {verdict}.{few}")
         repeats = results.plan.repeats
         if repeats > 1:
+            at_r = {row["setup"]: row for row in reliability.filter(
+                (pl.col("subset") == "all") & (pl.col("k") == repeats)).iter_rows(named=True)}
+
             def stable(name: str) -> str:
-                point = next((p for p in setups[name].grades.reliability if p.k == repeats),
-                             None)
-                return ("—" if point is None else f"{point.pass_hat_k:.3f} "
-                        f"[{point.pass_hat_k_low:.3f}, {point.pass_hat_k_high:.3f}]")
+                point = at_r.get(name)
+                return ("—" if point is None else f"{point['pass_hat_k']:.3f} "
+                        f"[{point['pass_hat_k_low']:.3f}, {point['pass_hat_k_high']:.3f}]")
             sentences.append(f"Resolved in every one of the R = {repeats} repeats (pass^"
                              f"{repeats}): «{best}» {stable(best)}, «{second}» "
                              f"{stable(second)}.")
@@ -658,17 +675,16 @@ def headline_view(results: Results, compared: Sequence[str]) -> HeadlineView:
         sentences.append(f"{len(skipped):,} more ranked setups are summarised but not "
                          "compared (only the 20 with the highest resolved rate are).")
     group_of = {s: k for k, tier in enumerate(figures.tiers, start=1) for s in tier}
-    rows = []
-    for name in sorted(figures.order, key=lambda s: group_of[s]):  # by group, then rate
-        g = setups[name].grades
-        ci = g.wilson95.get("resolved")
-        rows.append({"group": group_of[name], "setup": name, "N": g.N,
-                     "resolved_rate": g.rates.resolved,
-                     "resolved_ci_low": None if ci is None else ci.low,
-                     "resolved_ci_high": None if ci is None else ci.high,
-                     "p_holm_vs_best": figures.p_vs_best.get(name)})
-    frame = (pl.DataFrame(rows, infer_schema_length=None) if rows else
-             pl.DataFrame(schema={"group": pl.Int64, "setup": pl.String}))
+    ranked = sorted(figures.order, key=lambda s: group_of[s])  # by group, then rate
+    frame = pl.DataFrame({
+        "group": [group_of[s] for s in ranked], "setup": ranked,
+        **{c: [on_all[s][c] for s in ranked]
+           for c in ("N", "resolved_rate", "resolved_ci_low", "resolved_ci_high")},
+        "p_holm_vs_best": [figures.p_vs_best.get(s) for s in ranked]},
+        schema={"group": pl.Int64, "setup": pl.String, "N": grades.schema["N"],
+                **{c: pl.Float64 for c in ("resolved_rate", "resolved_ci_low",
+                                           "resolved_ci_high", "p_holm_vs_best")}})
+    rows = ranked
     table = Table(frame, "The answer: resolved rate, ranked setups",
                   "Groups: statistically tied setups (Holm-adjusted paired tests on the "
                   f"questions both ran, level {ALPHA:g}); p against the best is the same "
