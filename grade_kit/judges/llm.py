@@ -25,9 +25,8 @@ from grade_kit.judges.model import (
     ModelClient,
     ModelVerdicts,
     alias_instruction,
-    answer_alias,
     parse_json_object,
-    unbound,
+    read_answer,
 )
 from grade_kit.schema import JUDGED_DIMENSIONS, Judgement, Run, Task
 
@@ -75,17 +74,14 @@ class LLMJudge(ModelVerdicts):
     prefix = "llm:"
 
     def __call__(self, tasks: Sequence[Task], runs: Sequence[Run]) -> list[Judgement]:
-        by_id = {t.task_id: t for t in tasks if t.kind == "grade"}
-        items = [(run, answer_alias(self.seed, run.task_id, run.run_id)) for run in runs
-                 if run.task_id in by_id and run.status == "delivered"
-                 and run.response is not None]
-        asked = self.client.ask_all([judge_prompt(by_id[run.task_id], run, alias)
-                                     for run, alias in items], desc="judge")
+        items = self.answers(tasks, runs, grade_tasks_only=True)
+        asked = self.client.ask_all([judge_prompt(task, run, alias)
+                                     for task, run, alias in items], desc="judge")
         out = []
-        for (run, alias), result in zip(items, asked, strict=True):
+        for (_, run, alias), result in zip(items, asked, strict=True):
             provenance = {**result.provenance(self.model), "alias": alias,
                           "alias_seed": self.seed}
-            verdicts = _parse_verdicts(result.answer, result.error, alias)
+            verdicts = _parse_verdicts(*read_answer(result, "judge", alias))
             for dimension in JUDGED_DIMENSIONS:
                 score, reason = verdicts[dimension]
                 out.append(Judgement(run_id=run.run_id, dimension=dimension, score=score,
@@ -93,18 +89,10 @@ class LLMJudge(ModelVerdicts):
         return out
 
 
-def _parse_verdicts(answer: str | None, error: str | None, alias: str
+def _parse_verdicts(data: dict[str, Any] | None, why: str | None
                     ) -> dict[str, tuple[float | None, str]]:
-    if error is not None or answer is None:
-        why = f"the judge could not be asked: {error}"
-        return dict.fromkeys(JUDGED_DIMENSIONS, (None, why))
-    data = parse_json_object(answer)
     if data is None:
-        return dict.fromkeys(JUDGED_DIMENSIONS, (None, f"the judge's answer is not a JSON "
-                                                       f"object: {answer[:200]!r}"))
-    problem = unbound(data, alias)
-    if problem is not None:
-        return dict.fromkeys(JUDGED_DIMENSIONS, (None, f"not used: {problem}"))
+        return dict.fromkeys(JUDGED_DIMENSIONS, (None, str(why)))
     out: dict[str, tuple[float | None, str]] = {}
     for dimension in JUDGED_DIMENSIONS:
         verdict: Any = data.get(dimension)

@@ -32,8 +32,7 @@ from grade_kit.judges.model import (
     ModelVerdicts,
     alias_instruction,
     answer_alias,
-    parse_json_object,
-    unbound,
+    read_answer,
 )
 from grade_kit.schema import Grade, Run, Task, material_error_of
 
@@ -157,31 +156,18 @@ class LLMGrader(ModelVerdicts):
 
     def __call__(self, tasks: Sequence[Task], runs: Sequence[Run]) -> list[Grade]:
         """A grade record for every delivered run of a GRADE or plain task with a response."""
-        by_id = {t.task_id: t for t in tasks}
-        items = [(run, answer_alias(self.seed, run.task_id, run.run_id)) for run in runs
-                 if run.task_id in by_id and run.status == "delivered"
-                 and run.response is not None]
-        prompts = [p for run, alias in items for p in grader_prompts(by_id[run.task_id], run,
-                                                                      alias)]
+        items = self.answers(tasks, runs, grade_tasks_only=False)
+        prompts = [p for task, run, alias in items for p in grader_prompts(task, run, alias)]
         asked = self.client.ask_all(prompts, desc="grade")
         out = []
-        for index, (run, alias) in enumerate(items):
+        for index, (_, run, alias) in enumerate(items):
             fulfil, concl = asked[2 * index], asked[2 * index + 1]
-            f_data = parse_json_object(fulfil.answer)
-            c_data = parse_json_object(concl.answer)
-            f_unbound = None if f_data is None else unbound(f_data, alias)
-            c_unbound = None if c_data is None else unbound(c_data, alias)
-            if f_unbound is not None:
-                f_data = None
-            if c_unbound is not None:
-                c_data = None
+            f_data, f_problem = read_answer(fulfil, "grader", alias)
+            c_data, c_problem = read_answer(concl, "grader", alias)
             request_fulfilment = _choice(f_data, "request_fulfilment", _FULFILMENT)
             core = _choice(c_data, "core_conclusion", _CONCLUSION)
-            f_why = (f"not used: {f_unbound}; pending" if f_unbound is not None
-                     else _why(fulfil.error, fulfil.answer, f_data, request_fulfilment))
-            c_why = (f"not used: {c_unbound}; pending" if c_unbound is not None
-                     else _why(concl.error, concl.answer, c_data, core))
-            reasons = [f"fulfilment: {f_why}", f"conclusion: {c_why}"]
+            reasons = [f"fulfilment: {_why(f_problem, f_data, request_fulfilment)}",
+                       f"conclusion: {_why(c_problem, c_data, core)}"]
             core = core or "pending"
             asking = None if f_data is None else f_data.get("needs_more_information")
             out.append(Grade(
@@ -230,23 +216,20 @@ class LLMGrader(ModelVerdicts):
             ab, ba = asked[2 * index], asked[2 * index + 1]
             verdicts, reasons = [], []
             for result, (first, second) in ((ab, (a, b)), (ba, (b, a))):
-                data = parse_json_object(result.answer)
+                data, problem = read_answer(result, "grader")
                 better = _choice(data, "better", ("first", "second", "tie"))
                 verdicts.append({"first": first, "second": second, "tie": "tie"}.get(
                     better or ""))
-                reasons.append(_why(result.error, result.answer, data, better))
+                reasons.append(_why(problem, data, better))
             out.append(PairwiseVerdict(by_run[a].task_id, a, b, verdicts[0], verdicts[1],
                                        (reasons[0], reasons[1])))
         return out
 
 
-def _why(error: str | None, answer: str | None, data: dict[str, Any] | None,
-         choice: str | None) -> str:
+def _why(problem: str | None, data: dict[str, Any] | None, choice: str | None) -> str:
     """The reason a person can check for one step (or why the step is pending)."""
-    if error is not None:
-        return f"the grader could not be asked ({error}); pending"
     if data is None:
-        return f"the grader's answer is not a JSON object ({(answer or '')[:200]!r}); pending"
+        return f"{problem}; pending"
     if choice is None:
         return f"the grader's answer has no usable verdict ({json.dumps(data)[:200]}); pending"
     reason = data.get("reason")

@@ -36,6 +36,7 @@ from grade_kit.http import (
     run_sync,
     secret_values,
 )
+from grade_kit.schema import Run, Task
 
 PARAMETERS: dict[str, Any] = {"temperature": 0}
 """Sampling parameters of every judge and grader request (part of each cache key)."""
@@ -82,6 +83,20 @@ def unbound(data: dict[str, Any], alias: str) -> str | None:
     if named != alias:
         return f"the verdict names answer {str(named)[:40]!r}, not {alias}"
     return None
+
+
+def read_answer(asked: Asked, who: str, alias: str | None = None
+                ) -> tuple[dict[str, Any] | None, str | None]:
+    """The JSON object of one answer, or why there is none: the request failed, the answer
+    is not one JSON object, or (with ``alias``) the verdict names another answer or none.
+    ``who`` names the asker in the reason ("judge", "grader")."""
+    if asked.error is not None or asked.answer is None:
+        return None, f"the {who} could not be asked ({asked.error})"
+    data = parse_json_object(asked.answer)
+    if data is None:
+        return None, f"the {who}'s answer is not a JSON object ({asked.answer[:200]!r})"
+    problem = None if alias is None else unbound(data, alias)
+    return (None, f"not used: {problem}") if problem is not None else (data, None)
 
 
 @dataclass(frozen=True)
@@ -265,6 +280,15 @@ class ModelVerdicts:
     def requests(self) -> int:
         """Requests actually sent (cache hits send none)."""
         return self.client.requests
+
+    def answers(self, tasks: Sequence[Task], runs: Sequence[Run], *, grade_tasks_only: bool
+                ) -> list[tuple[Task, Run, str]]:
+        """Each delivered run with a response whose task is among ``tasks`` (only GRADE
+        tasks with ``grade_tasks_only``), with its task and the alias it is shown under."""
+        by_id = {t.task_id: t for t in tasks if t.kind == "grade" or not grade_tasks_only}
+        return [(by_id[run.task_id], run, answer_alias(self.seed, run.task_id, run.run_id))
+                for run in runs if run.task_id in by_id and run.status == "delivered"
+                and run.response is not None]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.client.base_url!r}, {self.model!r})"

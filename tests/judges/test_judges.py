@@ -115,3 +115,25 @@ def test_an_unknown_judge_is_a_clear_error() -> None:
         evaluate([make_task()], [make_run("r1")], judge="llm")
     with pytest.raises(ValueError, match="not int"):
         evaluate([make_task()], [make_run("r1")], judge=3)  # type: ignore[arg-type]
+
+
+def test_every_model_verdict_is_read_by_one_rule() -> None:
+    """A judge's, a grader's and a pairwise answer go through read_answer: a failed request,
+    an answer that is not one JSON object, a verdict naming no answer or another one, each
+    with its reason; a fenced JSON object naming its answer is read."""
+    from grade_kit.judges.model import Asked, read_answer
+
+    def asked(answer: str | None, error: str | None = None) -> Asked:
+        return Asked("k", answer, error, False)
+
+    assert read_answer(asked(None, "TimeoutError: "), "judge") == (
+        None, "the judge could not be asked (TimeoutError: )")
+    assert read_answer(asked("[1]"), "grader") == (
+        None, "the grader's answer is not a JSON object ('[1]')")
+    assert read_answer(asked('{"a": 1}'), "grader", "A-1") == (
+        None, "not used: the verdict does not name the answer it scored (expected A-1)")
+    assert read_answer(asked('{"answer": "A-2"}'), "grader", "A-1") == (
+        None, "not used: the verdict names answer 'A-2', not A-1")
+    assert read_answer(asked('```json\n{"answer": "A-1", "x": 2}\n```'), "judge", "A-1") == (
+        {"answer": "A-1", "x": 2}, None)
+    assert read_answer(asked('{"better": "first"}'), "grader") == ({"better": "first"}, None)
