@@ -268,11 +268,12 @@ class Evaluation:
         return headline_view(self.results, self.standard.grades, self.standard.figures,
                              self.standard.reliability, self.standard.compared)
 
-    @property
+    @cached_property
     def summary(self) -> Table:
         """One row per setup, best resolved rate first, formatted for reading
         (:func:`grade_kit.views.tables.summary_table`): N, the resolved rate with its 95%
-        interval, the other grades, timing, tool calls and GRADE scores where they exist."""
+        interval, the other grades, timing, tool calls and GRADE scores where they exist.
+        Made once (a table's frame is never changed)."""
         return summary_table(self.results, self.standard.grades, self.standard.timing,
                              self.standard.tool_calls,
                              overall_frame(self.scores.overall, list(self.results.setups)))
