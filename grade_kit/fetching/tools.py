@@ -13,9 +13,11 @@ loaded once into an in-memory DuckDB database that is then closed to the outside
   :data:`MAX_RESULT_CHARS` characters of result; every value is cut inside DuckDB to
   :data:`MAX_VALUE_CHARS` + 1 characters before it reaches Python, and a result holding a
   longer value fails the call (the model is told), never the process;
-- **no setting or path of the machine is in a result**: the settings that name a folder
-  (the secrets folder, the home, the extension and temporary folders) are set to no folder before
-  the configuration is locked;
+- **no setting or path of the machine is in a result or an error**: the settings that name a
+  folder (the secrets folder, the home, the extension and temporary folders) are set to no
+  folder of the machine before the configuration is locked, and every error message has the
+  machine's folders (the home, the working folder, the temporary folder, the pack's folder,
+  Python's prefix) replaced by ``<folder>`` before the model sees it (:func:`_scrubbed`);
 - **a query ends with its run**: :meth:`ToolCall.interrupt` stops it (the fetch calls it
   when the run times out or is cancelled).
 
@@ -66,7 +68,7 @@ def _sandbox(folder: Path) -> duckdb.DuckDBPyConnection:
     """An in-memory database holding the folder's CSVs as tables, closed to the outside."""
     con = duckdb.connect(":memory:", config={
         "threads": 1, "memory_limit": MEMORY_LIMIT, "temp_directory": "",
-        "secret_directory": "none", "home_directory": "", "extension_directory": "",
+        "secret_directory": "none", "home_directory": "", "extension_directory": "none",
         "allow_persistent_secrets": False,
         "python_enable_replacements": False, "autoinstall_known_extensions": False,
         "autoload_known_extensions": False})
@@ -80,6 +82,25 @@ def _sandbox(folder: Path) -> duckdb.DuckDBPyConnection:
     con.execute("SET allow_community_extensions = false")
     con.execute("SET lock_configuration = true")
     return con
+
+
+def _machine_folders(pack: Path) -> list[str]:
+    """The folders of this machine an error could name, longest first (so a folder inside
+    another is replaced whole)."""
+    import sys
+    import tempfile
+
+    found = {str(p) for p in (Path.home(), Path.cwd(), Path(tempfile.gettempdir()),
+                              pack.resolve(), Path(sys.prefix), Path(sys.base_prefix))
+             if str(p) not in ("/", "")}
+    return sorted(found, key=len, reverse=True)
+
+
+def _scrubbed(message: str, folders: list[str]) -> str:
+    """``message`` with every folder of ``folders`` named as ``<folder>``."""
+    for folder in folders:
+        message = message.replace(folder, "<folder>")
+    return message
 
 
 class ToolCall:
@@ -112,7 +133,7 @@ class ToolCall:
         try:
             statements = duckdb.extract_statements(query)
         except duckdb.Error as exc:
-            return f"error: {type(exc).__name__}: {exc}"[:2_000]
+            return self.tools.error_text(exc)
         if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
             return "error: only one read-only SELECT statement is run"
         # Every value cut inside DuckDB (one character over the bound, to tell a longer one)
@@ -135,7 +156,7 @@ class ToolCall:
             return (f"error: the query was stopped (over {self.tools.query_seconds:g} s, or "
                     "its run ended)")
         except duckdb.Error as exc:  # the model sees the error and may try again
-            return f"error: {type(exc).__name__}: {exc}"[:2_000]
+            return self.tools.error_text(exc)
         finally:
             timer.cancel()
             with self._lock:
@@ -163,6 +184,12 @@ class PackTools:
         self.query_seconds = query_seconds
         self._db: duckdb.DuckDBPyConnection | None = None
         self._lock = threading.Lock()
+        self._folders = _machine_folders(self.folder)
+
+    def error_text(self, exc: BaseException) -> str:
+        """What the model is told of a failed query: the error's kind and message, no folder
+        of this machine named (:func:`_scrubbed`), at most 2,000 characters."""
+        return _scrubbed(f"error: {type(exc).__name__}: {exc}", self._folders)[:2_000]
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A cursor of the pack's database (made on first use)."""

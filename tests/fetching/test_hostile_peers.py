@@ -136,6 +136,29 @@ def test_no_setting_or_path_of_the_machine_is_in_a_result() -> None:
         assert private not in out, private
 
 
+def test_no_path_of_the_machine_is_in_an_error() -> None:
+    """Queries whose errors name a folder (the extensions' folder under the home, a file
+    beside the pack, the working or temporary folder) tell the model the error without it."""
+    import sys
+    import tempfile
+
+    pack = FIX / "packs" / TASK.pack
+    tools = PackTools(pack)
+    private = [str(Path.home()), str(Path.cwd()), tempfile.gettempdir(),
+               str(pack.resolve()), sys.prefix, "/root", "/home/"]
+    queries = ["SELECT * FROM duckdb_extensions()",
+               f"SELECT * FROM read_csv('{pack.resolve() / 'sessions.csv'}')",
+               f"SELECT * FROM read_csv('{Path.cwd() / 'x.csv'}')",
+               f"SELECT * FROM read_csv('{Path(tempfile.gettempdir()) / 'x.csv'}')",
+               f"SELECT * FROM read_csv('{Path.home() / '.bashrc'}')",
+               "SELECT * FROM glob('*')", "SELECT * FROM read_csv('x.csv')"]
+    for query in queries:
+        out = tools.call("sql", json.dumps({"query": query}))
+        assert out.startswith("error: "), (query, out)
+        for folder in private:
+            assert folder not in out, (query, folder, out)
+
+
 def test_a_local_file_never_leaves_through_the_tool_and_a_query_ends_with_its_run(
         tmp_path: Path) -> None:
     secret = tmp_path / "secret.csv"
