@@ -859,6 +859,30 @@ def _terminated_as_exit() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+_INPUTS = ("tasks", "runs", "paths", "judgements", "grades", "packs", "sheet", "key")
+"""The arguments that name a command's inputs (``demo``'s ``--tasks`` and ``--runs`` are
+outputs: it reads none)."""
+
+
+def _refuse_out_in_an_input(args: argparse.Namespace) -> None:
+    """An ``--out`` equal to or inside an input folder is refused: a later run would read
+    these outputs as its inputs (a second ``score`` reading the first one's rejects.jsonl as
+    runs)."""
+    out = getattr(args, "out", None)
+    if out is None or args.command == "demo":
+        return
+    where = Path(out).resolve()
+    for name in _INPUTS:
+        given = getattr(args, name, None)
+        for path in given if isinstance(given, list) else [given]:
+            if isinstance(path, Path) and path.is_dir():
+                folder = path.resolve()
+                if where == folder or folder in where.parents:
+                    raise InputError(f"--out {out}: inside the input folder {path}; a later "
+                                     "run would read these outputs as inputs: write them to "
+                                     "another folder")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``grade-kit``; returns the exit code: 0 done, 1 when nothing could go on (one
     ``error:`` line on stderr; with ``--strict``, also when records were rejected), 2 for a
@@ -867,6 +891,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``GRADE_KIT_DEBUG=1`` to see one for an internal error."""
     args = build_parser().parse_args(argv)
     try:
+        _refuse_out_in_an_input(args)
         with _terminated_as_exit():
             code: int = args.func(args)
     except InputError as exc:

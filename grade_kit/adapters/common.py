@@ -15,7 +15,7 @@ from typing import Any, Literal
 from grade_kit.reading.inputs import Inputs, read_inputs
 from grade_kit.reading.io import Rejected
 from grade_kit.reading.sniff import FileHead, LogKind, register_log_kind
-from grade_kit.schema import Grade, InputFile, Run, Task, WarningItem
+from grade_kit.schema import Grade, InputError, InputFile, Run, Task, WarningItem
 
 SetupBy = Literal["auto", "model", "file"] | Mapping[str, str]
 """How logs group into setups (docs/adapters.md "Setups and questions"): ``auto`` (what they
@@ -178,6 +178,12 @@ def name_setups(parts: Sequence[Imported], setup_by: SetupBy = "auto") -> None:
     if mode not in SETUP_BY:
         raise ValueError(f"setup_by {mode!r}: one of {', '.join(SETUP_BY)}, or a mapping "
                          "from file name to setup")
+    unknown = sorted(set(mapping) - {part.label for part in parts})
+    if unknown:  # a mapping that names no log would leave its logs named another way
+        raise InputError(f"the setup mapping names {len(unknown)} file(s) that are not among "
+                         f"the logs: {', '.join(repr(u) for u in unknown[:5])}"
+                         f"{' ...' if len(unknown) > 5 else ''} (the logs: "
+                         f"{', '.join(sorted(part.label for part in parts)[:10])})")
     groups: dict[tuple[str, str], list[Imported]] = {}
     for part in parts:
         suites = sorted({t.suite or "" for t in part.tasks})

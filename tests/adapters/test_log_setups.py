@@ -21,6 +21,7 @@ import pytest
 
 import grade_kit as gk
 from grade_kit.cli import main
+from grade_kit.schema import InputError
 from grade_kit.standard import rank_intervals
 
 BASE = datetime(2025, 6, 1, 10, 0, 0, tzinfo=UTC)
@@ -166,6 +167,9 @@ def test_setup_by_overrides(ctf: Path) -> None:
     assert {r.setup for r in mapped.runs if "o3" in r.setup} == {"openai/o3", "o3 retry"}
     with pytest.raises(ValueError, match="setup_by 'dataset'"):
         gk.read_log(ctf, setup_by="dataset", source="inspect")  # type: ignore[arg-type]
+    # a mapping naming a file that is not among the logs is an error, not ignored
+    with pytest.raises(InputError, match=r"names 1 file.* 'o3-retyr\.json'"):
+        gk.read_log(ctf, setup_by={"o3-retyr.json": "o3 retry"}, source="inspect")
 
 
 def test_cli_import_setup_by(ctf: Path, tmp_path: Path) -> None:

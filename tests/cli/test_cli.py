@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -240,3 +241,36 @@ def test_a_terminated_score_leaves_no_temporary_store_nor_its_packing_process(
         assert time.monotonic() < deadline, "the packing process outlived the command"
         time.sleep(0.1)
     assert not (tmp_path / "out" / "results.json").exists()
+
+
+def test_an_out_folder_inside_an_input_folder_is_refused(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    """A second run would read the first one's outputs (rejects.jsonl, runs.parquet) as its
+    inputs: --out equal to or inside an input folder is one error, and nothing is written."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "runs.jsonl").write_text((EXAMPLE / "runs.jsonl").read_text())
+    for out in (runs, runs / "scored"):
+        assert main(["score", str(EXAMPLE / "tasks"), str(runs), "--out", str(out)]) == 1
+        assert "inside the input folder" in capsys.readouterr().err
+    assert sorted(p.name for p in runs.iterdir()) == ["runs.jsonl"]
+    tasks = tmp_path / "tasks"
+    shutil.copytree(EXAMPLE / "tasks", tasks)
+    assert main(["judge", str(tasks), str(EXAMPLE / "runs.jsonl"), "--rules", "--out",
+                 str(tasks / "judgements.jsonl")]) == 1
+    assert "inside the input folder" in capsys.readouterr().err
+    # beside the inputs is fine
+    assert main(["score", str(EXAMPLE / "tasks"), str(runs), "--out",
+                 str(tmp_path / "out")]) == 0
+
+
+def test_a_setup_mapping_that_names_no_log_is_an_error(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    mapping = tmp_path / "map.json"
+    mapping.write_text(json.dumps({"no-such-log.json": "x"}))
+    assert main(["import", "tau-bench", str(ROOT / "tests" / "data" / "realdata" /
+                                            "tau_bench_gpt4o_airline"),
+                 "--setup-by", str(mapping), "--out", str(tmp_path / "out")]) == 1
+    assert "'no-such-log.json'" in capsys.readouterr().err
