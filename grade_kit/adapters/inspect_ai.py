@@ -56,11 +56,12 @@ members with (Python's zipfile reads stored, deflate, bzip2 and lzma only)."""
 _READABLE = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
 
 
-def _member(path: Path, archive: zipfile.ZipFile, name: str) -> bytes:
-    """The bytes of member ``name``, at most :data:`MAX_MEMBER` of them, checked against the
-    archive's CRC-32: zstd members (method 93) decompressed by ``zstandard`` from their raw
-    bytes in the file, the others by zipfile."""
-    info = archive.getinfo(name)
+def _member(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """The bytes of member ``info`` (each member by its own entry: two members of one name
+    are two), at most :data:`MAX_MEMBER` of them, checked against the archive's CRC-32: zstd
+    members (method 93) decompressed by ``zstandard`` from their raw bytes in the file, the
+    others by zipfile."""
+    name = info.filename
     if info.compress_type in _READABLE:
         return archive.read(info)
     if info.compress_type != ZSTD:
@@ -90,7 +91,13 @@ def _member(path: Path, archive: zipfile.ZipFile, name: str) -> bytes:
 
 def read_inspect_log(path: Path | str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The header (``eval``, ``results``...) and samples of an Inspect ``.eval`` or ``.json``."""
-    path = Path(path)
+    header, samples, _ = _read_log(Path(path))
+    return header, samples
+
+
+def _read_log(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
+    """:func:`read_inspect_log`, with where each sample is: ``member samples/<name>.json``
+    in a ``.eval`` (two members of one name are two samples), ``samples[i]`` in a ``.json``."""
     if path.suffix == ".eval" or zipfile.is_zipfile(path):
         try:
             with zipfile.ZipFile(path) as archive:
@@ -103,19 +110,22 @@ def read_inspect_log(path: Path | str) -> tuple[dict[str, Any], list[dict[str, A
                 outside = [n for n in names if ".." in n.split("/") or n.startswith("/")]
                 if outside:
                     raise ValueError(f"member name(s) outside the archive: {outside[:3]}")
-                wanted = [header_name, *sorted(n for n in names if n.startswith("samples/")
-                                               and n.endswith(".json"))]
-                sizes = {i.filename: i.file_size for i in archive.infolist()}
-                too_big = [n for n in wanted if sizes[n] > MAX_MEMBER]
+                infos = archive.infolist()
+                head = next(i for i in infos if i.filename == header_name)
+                wanted = [head, *sorted((i for i in infos if i.filename.startswith("samples/")
+                                         and i.filename.endswith(".json")),
+                                        key=lambda i: i.filename)]  # stable: archive order
+                too_big = [i.filename for i in wanted if i.file_size > MAX_MEMBER]
                 if too_big:
                     raise ValueError(f"member(s) larger than {MAX_MEMBER:,} bytes "
                                      f"uncompressed: {too_big[:3]}")
-                total = sum(sizes[n] for n in wanted)
+                total = sum(i.file_size for i in wanted)
                 if total > MAX_LOG_BYTES:
                     raise ValueError(f"its members hold {total:,} bytes uncompressed, more "
                                      f"than the {MAX_LOG_BYTES:,} one log may hold")
-                header = log_json(_member(path, archive, header_name), header_name)
-                samples = [log_json(_member(path, archive, n), n) for n in wanted[1:]]
+                header = log_json(_member(path, archive, head), header_name)
+                samples = [log_json(_member(path, archive, i), i.filename) for i in wanted[1:]]
+                where = [f"member {i.filename}" for i in wanted[1:]]
         except (zipfile.BadZipFile, zstandard.ZstdError) as exc:
             raise ValueError(f"not a readable .eval (zip) file: {exc}") from exc
     else:
@@ -123,11 +133,12 @@ def read_inspect_log(path: Path | str) -> tuple[dict[str, Any], list[dict[str, A
         if not isinstance(data, dict):
             raise ValueError("an Inspect .json log is a JSON object with an 'eval' header")
         header, samples = data, list(data.get("samples") or [])
+        where = [f"samples[{k}]" for k in range(len(samples))]
     if not isinstance(header, dict) or not isinstance(header.get("eval"), dict):
         raise ValueError("no 'eval' header: not an Inspect log")
     if not all(isinstance(s, dict) for s in samples):
         raise ValueError("a sample is not a JSON object")
-    return header, samples
+    return header, samples, where
 
 
 def _text(content: Any) -> str:
@@ -399,7 +410,7 @@ def import_inspect(path: Path | str, setup: str | None = None,
         scorer: The score to grade by; default the sample's first score.
     """
     path = Path(path)
-    header, samples = read_inspect_log(path)
+    header, samples, where = _read_log(path)
     ev = header.get("eval") or {}
     model, questions, variant = log_identity(header, path)
     created = ev.get("created")
@@ -428,11 +439,13 @@ def import_inspect(path: Path | str, setup: str | None = None,
     inconsistent: list[str] = []
     log_id = ev.get("eval_id") or ev.get("run_id") or path.stem
 
-    def reject(index: int, where: str, why: str, sample: dict[str, Any]) -> None:
-        out.rejected.append(Rejected(str(path), None, f"samples[{index}].{where}", why,
+    def reject(index: int, field: str, why: str, sample: dict[str, Any]) -> None:
+        out.rejected.append(Rejected(str(path), None, f"{where[index]}.{field}", why,
                                      json.dumps({"id": sample.get("id"),
                                                  "epoch": sample.get("epoch")},
                                                 default=str)))
+
+    first: dict[tuple[str, int], int] = {}  # (sample id, epoch) -> the sample kept
 
     for index, sample in enumerate(samples):
         raw_epoch = sample.get("epoch", 1)
@@ -440,6 +453,12 @@ def import_inspect(path: Path | str, setup: str | None = None,
         if epoch is None or epoch < 1:
             reject(index, "epoch", f"epoch {raw_epoch!r} is not a whole number >= 1", sample)
             continue
+        key = (json.dumps(sample.get("id"), default=str), epoch)
+        if key in first:  # one attempt per (sample, epoch): never merged, never replaced
+            reject(index, "id", f"sample {sample.get('id')!r} epoch {epoch} again (first at "
+                   f"{where[first[key]]}, which is kept)", sample)
+            continue
+        first[key] = index
         scores = sample.get("scores") or {}
         name = scorer if scorer in scores else next(iter(scores), None)
         value = (scores[name].get("value") if name is not None

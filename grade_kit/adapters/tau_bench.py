@@ -91,13 +91,18 @@ def import_tau_bench(path: Path | str, setup: str | None = None,
         "else unresolved (the adapter never claims a material error)",
     ])
     tasks: dict[str, Task] = {}
+    first: dict[tuple[str, int], int] = {}  # (task, trial) -> the record kept
     for index, rec in enumerate(records):
         trial = whole_number(rec.get("trial", 0))
         reward = finite_number(rec.get("reward"))
+        key = (json.dumps(rec.get("task_id"), default=str), trial if trial is not None else -1)
         problem = (("trial", f"trial {rec.get('trial')!r} is not a whole number >= 0")
                    if trial is None or trial < 0 else
                    ("reward", f"reward {rec.get('reward')!r} is not a finite number")
-                   if reward is None else None)
+                   if reward is None else
+                   ("task_id", f"task {rec.get('task_id')!r} trial {trial} again (first at "
+                               f"[{first[key]}], which is kept)")
+                   if key in first else None)
         if problem is not None:
             out.rejected.append(Rejected(str(path), None, f"[{index}].{problem[0]}", problem[1],
                                          json.dumps({"task_id": rec.get("task_id"),
@@ -106,6 +111,7 @@ def import_tau_bench(path: Path | str, setup: str | None = None,
                                                     default=str)))
             continue
         assert trial is not None and reward is not None
+        first[key] = index
         task_id = f"{domain}-{rec['task_id']}"
         info = rec.get("info") or {}
         if task_id not in tasks:
@@ -177,15 +183,23 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
         text = scenario if isinstance(scenario, str) else json.dumps(scenario, sort_keys=True)
         prompts[str(task["id"])] = text
     tasks: dict[str, Task] = {}
+    first: dict[tuple[str, int], int] = {}  # (task, trial) -> the simulation kept
     for index, sim in enumerate(data.get("simulations") or []):
         trial = whole_number(sim.get("trial", 0))
-        if trial is None or trial < 0:
-            out.rejected.append(Rejected(str(path), None, f"simulations[{index}].trial",
-                                         f"trial {sim.get('trial')!r} is not a whole number "
-                                         ">= 0", json.dumps({"task_id": sim.get("task_id"),
-                                                             "trial": sim.get("trial")},
-                                                            default=str)))
+        slot = (json.dumps(sim.get("task_id"), default=str), trial if trial is not None else -1)
+        problem = (("trial", f"trial {sim.get('trial')!r} is not a whole number >= 0")
+                   if trial is None or trial < 0 else
+                   ("task_id", f"task {sim.get('task_id')!r} trial {trial} again (first at "
+                               f"simulations[{first[slot]}], which is kept)")
+                   if slot in first else None)
+        if problem is not None:
+            out.rejected.append(Rejected(str(path), None, f"simulations[{index}].{problem[0]}",
+                                         problem[1], json.dumps({"task_id": sim.get("task_id"),
+                                                                 "trial": sim.get("trial")},
+                                                                default=str)))
             continue
+        assert trial is not None
+        first[slot] = index
         task_id = f"{domain}-{sim['task_id']}"
         if task_id not in tasks:
             tasks[task_id] = Task(task_id=task_id, suite=domain,

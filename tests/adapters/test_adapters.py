@@ -313,3 +313,77 @@ def test_the_provenance_names_each_log_read_with_its_hash() -> None:
     assert any(v.startswith(logs[0].name + " (sha256 " + read[0].sha256[:12]) for v in shown)
     assert not any(str(REAL) in v for v in shown)
     assert any(v.startswith("<runs> (no file: records given") for v in shown)
+
+
+def _runs_by_slot(inputs: gk.Inputs) -> dict[tuple[str, int], list[str]]:
+    slots: dict[tuple[str, int], list[str]] = {}
+    for run in inputs.runs:
+        slots.setdefault((run.task_id, run.repeat), []).append(run.run_id)
+    return slots
+
+
+def test_a_repeated_sample_is_rejected_not_merged(tmp_path: Path) -> None:
+    """One (sample id, epoch) twice in an Inspect log, with another score: the first is kept,
+    the second rejected by file, place, id and epoch; the question keeps its grade."""
+    data = json.loads((INSPECT / "2025-05-12T20-28-13-04-00_popularity.json").read_text())
+    again = json.loads(json.dumps(data["samples"][0]))  # sample 1, epoch 1, scored C
+    again["scores"]["match"]["value"] = "I"
+    data["samples"].append(again)
+    path = tmp_path / "twice.json"
+    path.write_text(json.dumps(data))
+    inputs = gk.read_log(path, source="inspect")
+    slots = _runs_by_slot(inputs)
+    assert len(inputs.runs) == 3 and all(len(ids) == 1 for ids in slots.values())
+    (reject,) = inputs.rejected
+    assert (reject.source, reject.field) == (str(path), "samples[3].id")
+    assert "sample 1 epoch 1 again (first at samples[0], which is kept)" in reject.error
+    ev = gk.evaluate(inputs)
+    first = next(r.run_id for r in inputs.runs if r.task_id.endswith("/1"))
+    assert ev.runs.filter(pl.col("run_id") == first).item(0, "grade") == "resolved"
+
+
+def test_two_members_of_one_name_in_an_eval_are_two_samples_the_second_rejected(
+        tmp_path: Path) -> None:
+    import warnings
+    import zipfile
+
+    from grade_kit.adapters.inspect_ai import read_inspect_log
+
+    source = next(INSPECT.glob("*.eval"))
+    header, samples = read_inspect_log(source)
+    path = tmp_path / "twice.eval"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # zipfile warns of the duplicate name
+        archive.writestr("header.json", json.dumps(header))
+        name = f"samples/{samples[0]['id']}_epoch_{samples[0].get('epoch', 1)}.json"
+        archive.writestr(name, json.dumps(samples[0]))
+        changed = json.loads(json.dumps(samples[0]))
+        changed["scores"] = {k: {**v, "value": "I" if v.get("value") == "C" else "C"}
+                             for k, v in changed["scores"].items()}
+        archive.writestr(name, json.dumps(changed))
+    inputs = gk.read_log(path, source="inspect")
+    assert len(inputs.runs) == 1
+    (reject,) = inputs.rejected
+    assert reject.field == f"member {name}.id" and "which is kept" in reject.error
+
+
+def test_a_repeated_trial_is_rejected_not_merged(tmp_path: Path) -> None:
+    records = json.loads(TAU.read_text())
+    again = dict(records[0], reward=1.0 - records[0]["reward"])
+    path = tmp_path / "twice.json"
+    path.write_text(json.dumps([*records, again]))
+    inputs = gk.read_log(path, source="tau-bench")
+    assert len(inputs.runs) == len(records)
+    assert all(len(ids) == 1 for ids in _runs_by_slot(inputs).values())
+    (reject,) = inputs.rejected
+    assert reject.field == f"[{len(records)}].task_id" and "(first at [0], which is kept)" in \
+        reject.error
+    tau2 = json.loads(next(TAU2.glob("*.json")).read_text())
+    tau2["simulations"].append(json.loads(json.dumps(tau2["simulations"][1])))
+    path2 = tmp_path / "twice2.json"
+    path2.write_text(json.dumps(tau2))
+    inputs2 = gk.read_log(path2, source="tau-bench")
+    (reject2,) = inputs2.rejected
+    n = len(tau2["simulations"]) - 1
+    assert reject2.field == f"simulations[{n}].task_id"
+    assert "(first at simulations[1], which is kept)" in reject2.error
