@@ -290,28 +290,39 @@ no answer)."""
 
 def score_number(value: Any) -> float | None:
     """A score value as Inspect counts it in its metrics (``value_to_float``): C 1, P 0.5,
-    I and N 0, a boolean 1 or 0, a number as it is, a numeric string parsed; None for a
-    value that has no number (a dict, a list, other text). Never a non-finite number: the
-    caller rejects those first."""
+    I and N 0, a boolean 1 or 0, a number as it is; None for a value that has no number (a
+    dict, a list, other text), which has no grade either (:func:`_outcome`): a value is in
+    the source's metric exactly when it is graded. A number written as text and a
+    non-finite number are rejected first (:func:`_score_problem`)."""
     if isinstance(value, bool):
         return 1.0 if value else 0.0
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, str):
-        letter = SCORE_VALUES.get(value.strip().upper())
-        if letter is not None:
-            return letter
+        return SCORE_VALUES.get(value.strip().upper())
+    return None
+
+
+def _score_problem(value: Any) -> str | None:
+    """Why a sample's score value is rejected (the sample's question stays planned, its slot
+    not run), or None: a number that is not finite, and a number written as text (``"1"``),
+    which the source's metric would count and no grade could map."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"score {value!r} is not a finite number"
+    if isinstance(value, str) and value.strip().upper() not in SCORE_VALUES:
         try:
-            number = float(value)
+            float(value)
         except ValueError:
             return None
-        return number if math.isfinite(number) else None
+        return (f"score {value!r} is a number written as text: neither graded nor counted "
+                "(a score is a number, a boolean or one of the letters C, P, I, N)")
     return None
 
 
 def _outcome(value: Any) -> str | None:
     if isinstance(value, str):
-        return {"C": "resolved", "P": "partial", "I": "unresolved"}.get(value.upper())
+        return {"C": "resolved", "P": "partial", "I": "unresolved",
+                "N": "unresolved"}.get(value.strip().upper())
     if isinstance(value, bool):
         return "resolved" if value else "unresolved"
     if isinstance(value, int | float):
@@ -448,6 +459,14 @@ def import_inspect(path: Path | str, setup: str | None = None,
     first: dict[tuple[str, int], int] = {}  # (sample id, epoch) -> the sample kept
 
     for index, sample in enumerate(samples):
+        task_id = f"{questions}/{sample.get('id')}"
+        if task_id not in tasks:  # the question stays planned whatever its sample holds
+            target = sample.get("target")
+            reference = target if isinstance(target, str) else json.dumps(target)
+            tasks[task_id] = Task(task_id=task_id, prompt=_prompt(sample.get("input")),
+                                  reference=reference.strip() or None, suite=questions,
+                                  metadata={"source": "inspect", "task": variant["task"],
+                                            "dataset": questions})
         raw_epoch = sample.get("epoch", 1)
         epoch = whole_number(raw_epoch)
         if epoch is None or epoch < 1:
@@ -463,18 +482,10 @@ def import_inspect(path: Path | str, setup: str | None = None,
         name = scorer if scorer in scores else next(iter(scores), None)
         value = (scores[name].get("value") if name is not None
                  and isinstance(scores[name], dict) else None)
-        if isinstance(value, float) and not math.isfinite(value):
-            reject(index, f"scores.{name}.value", f"score {value!r} is not a finite number",
-                   sample)
+        problem = _score_problem(value)
+        if problem is not None:
+            reject(index, f"scores.{name}.value", problem, sample)
             continue
-        task_id = f"{questions}/{sample.get('id')}"
-        if task_id not in tasks:
-            target = sample.get("target")
-            reference = target if isinstance(target, str) else json.dumps(target)
-            tasks[task_id] = Task(task_id=task_id, prompt=_prompt(sample.get("input")),
-                                  reference=reference.strip() or None, suite=questions,
-                                  metadata={"source": "inspect", "task": variant["task"],
-                                            "dataset": questions})
         run_id = f"{log_id}/{task_id}/epoch-{epoch}"
         error = sample.get("error")
         limit = _limit(sample)

@@ -93,6 +93,12 @@ def import_tau_bench(path: Path | str, setup: str | None = None,
     tasks: dict[str, Task] = {}
     first: dict[tuple[str, int], int] = {}  # (task, trial) -> the record kept
     for index, rec in enumerate(records):
+        task_id = f"{domain}-{rec['task_id']}"
+        info = rec.get("info") or {}
+        if task_id not in tasks:  # the question stays planned whatever its trial holds
+            instruction = (info.get("task") or {}).get("instruction") or f"{domain} task"
+            tasks[task_id] = Task(task_id=task_id, prompt=instruction, suite=domain,
+                                  metadata={"source": "tau-bench", "domain": domain})
         trial = whole_number(rec.get("trial", 0))
         reward = finite_number(rec.get("reward"))
         key = (json.dumps(rec.get("task_id"), default=str), trial if trial is not None else -1)
@@ -112,12 +118,6 @@ def import_tau_bench(path: Path | str, setup: str | None = None,
             continue
         assert trial is not None and reward is not None
         first[key] = index
-        task_id = f"{domain}-{rec['task_id']}"
-        info = rec.get("info") or {}
-        if task_id not in tasks:
-            instruction = (info.get("task") or {}).get("instruction") or f"{domain} task"
-            tasks[task_id] = Task(task_id=task_id, prompt=instruction, suite=domain,
-                                  metadata={"source": "tau-bench", "domain": domain})
         run_id = f"{setup}/{task_id}/trial-{trial}"
         traj = rec.get("traj") or []
         calls = [
@@ -185,6 +185,11 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
     tasks: dict[str, Task] = {}
     first: dict[tuple[str, int], int] = {}  # (task, trial) -> the simulation kept
     for index, sim in enumerate(data.get("simulations") or []):
+        task_id = f"{domain}-{sim['task_id']}"
+        if task_id not in tasks:  # the question stays planned whatever its trial holds
+            tasks[task_id] = Task(task_id=task_id, suite=domain,
+                                  prompt=prompts.get(str(sim["task_id"]), f"{domain} task"),
+                                  metadata={"source": "tau2-bench", "domain": domain})
         trial = whole_number(sim.get("trial", 0))
         slot = (json.dumps(sim.get("task_id"), default=str), trial if trial is not None else -1)
         problem = (("trial", f"trial {sim.get('trial')!r} is not a whole number >= 0")
@@ -200,11 +205,6 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
             continue
         assert trial is not None
         first[slot] = index
-        task_id = f"{domain}-{sim['task_id']}"
-        if task_id not in tasks:
-            tasks[task_id] = Task(task_id=task_id, suite=domain,
-                                  prompt=prompts.get(str(sim["task_id"]), f"{domain} task"),
-                                  metadata={"source": "tau2-bench", "domain": domain})
         run_id = f"{setup}/{task_id}/trial-{trial}"
         termination = str(sim.get("termination_reason") or "")
         limit = None

@@ -387,3 +387,49 @@ def test_a_repeated_trial_is_rejected_not_merged(tmp_path: Path) -> None:
     n = len(tau2["simulations"]) - 1
     assert reject2.field == f"simulations[{n}].task_id"
     assert "(first at simulations[1], which is kept)" in reject2.error
+
+
+def _popularity(tmp_path: Path, values: dict[int, object]) -> Path:
+    """The real 3-sample Inspect log (C, C, I) with some samples' scores replaced."""
+    data = json.loads((INSPECT / "2025-05-12T20-28-13-04-00_popularity.json").read_text())
+    for index, value in values.items():
+        data["samples"][index]["scores"]["match"]["value"] = value
+    path = tmp_path / "changed.json"
+    path.write_text(json.dumps(data, allow_nan=True))
+    return path
+
+
+def test_a_rejected_sample_stays_a_planned_slot_not_run(tmp_path: Path) -> None:
+    """The plan never shrinks: a sample rejected for its score keeps its question, whose
+    slot is counted not run (N = 3 questions x R 1, not 2), with the reject named."""
+    ev = gk.evaluate(gk.read_log(_popularity(tmp_path, {2: float("nan")}), source="inspect"))
+    grades = ev.grades.filter(pl.col("subset") == "all").row(0, named=True)
+    assert (grades["N"], grades["not_run"], grades["resolved"]) == (3, 1, 2)
+    assert [r["field"] for r in ev.rejected.iter_rows(named=True)] == [
+        "samples[2].scores.match.value"]
+
+
+def test_a_number_written_as_text_is_neither_graded_nor_counted(tmp_path: Path) -> None:
+    """A score "0" is rejected in both the grade and the source's metric (which Inspect's
+    value_to_float would count as 0); "N" (no answer) is graded unresolved and counted 0.
+    Samples: "0", "N", I -> the metric over the two kept: (0 + 0) / 2."""
+    inputs = gk.read_log(_popularity(tmp_path, {0: "0", 1: "N"}), source="inspect")
+    (reject,) = inputs.rejected
+    assert reject.field == "samples[0].scores.match.value" and "written as text" in \
+        reject.error
+    ev = gk.evaluate(inputs)
+    grades = ev.grades.filter(pl.col("subset") == "all").row(0, named=True)
+    assert (grades["N"], grades["unresolved"], grades["not_run"]) == (3, 2, 1)
+    (metric,) = ev.results.setups[next(iter(ev.results.setups))].source_metrics.values()
+    assert (metric.mean, metric.questions) == (0.0, 2)
+
+
+def test_a_rejected_trial_keeps_its_question_planned(tmp_path: Path) -> None:
+    records = json.loads(TAU.read_text())
+    extra = [dict(records[0], task_id=999, trial=t, reward="x") for t in range(4)]
+    path = tmp_path / "extra.json"
+    path.write_text(json.dumps([*records, *extra]))
+    ev = gk.evaluate(gk.read_log(path, source="tau-bench"))
+    grades = ev.grades.filter(pl.col("subset") == "all").row(0, named=True)
+    assert (grades["N"], grades["not_run"]) == (204, 4)  # 51 questions x R 4
+    assert ev.rejected.height == 4
