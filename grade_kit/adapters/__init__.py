@@ -25,6 +25,7 @@ from grade_kit.adapters.common import (
     grade_for_outcome,
     merge_imported,
     name_setups,
+    one_source_metric_per_scorer,
     register_adapter,
     to_inputs,
     write_imported,
@@ -130,6 +131,7 @@ def import_logs(source: str, paths: Path | str | Sequence[Path | str], *,
                                 rejected=len(part.rejected))]
         parts.append(part)
     name_setups(parts, setup_by)
+    one_source_metric_per_scorer(parts)
     return merge_imported(parts)
 
 

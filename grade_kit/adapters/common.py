@@ -210,6 +210,35 @@ def name_setups(parts: Sequence[Imported], setup_by: SetupBy = "auto") -> None:
             run.setup = name
 
 
+def one_source_metric_per_scorer(parts: Sequence[Imported]) -> None:
+    """One name for a scorer's metric within a setup (docs/adapters.md "The source's own
+    metric"): where logs of one setup name a scorer's metric differently (a complete log
+    reports ``accuracy``, a cancelled one reports nothing, read as ``mean``), every run of
+    that setup and scorer takes the name the logs give it most (ties: the first by name),
+    so the setup has one figure per scorer over all its questions. Runs say their scorer in
+    ``metadata["scorer"]`` and whether their log named the metric in
+    ``metadata["metric_named_by_log"]``; others are left as they are."""
+    groups: dict[tuple[str, str], list[Run]] = {}
+    for part in parts:
+        for run in part.runs:
+            scorer = run.metadata.get("scorer")
+            if run.source is not None and run.source.metric is not None and scorer:
+                groups.setdefault((run.setup, str(scorer)), []).append(run)
+    for runs in groups.values():
+        named = [r.source.metric for r in runs
+                 if r.source is not None and r.metadata.get("metric_named_by_log")]
+        if not named:
+            continue
+        counts: dict[str, int] = {}
+        for name in named:
+            if name is not None:
+                counts[name] = counts.get(name, 0) + 1
+        chosen = min(counts, key=lambda n: (-counts[n], n))
+        for run in runs:
+            if run.source is not None:
+                run.source.metric = chosen
+
+
 def _in_time_order(attempts: list[Run]) -> list[Run]:
     """The attempts of one slot by when each was submitted, where every one records it (ties
     and otherwise: in the order of their logs)."""

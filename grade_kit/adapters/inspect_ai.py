@@ -330,10 +330,12 @@ def _outcome(value: Any) -> str | None:
     return None
 
 
-def _metric_name(header: dict[str, Any], scorer: str) -> str:
+def _metric_name(header: dict[str, Any], scorer: str) -> str | None:
     """The source's headline metric of ``scorer`` as the log names it: ``<scorer>
     accuracy`` where the log reports accuracy, else ``<scorer> mean`` (or the first metric
-    it reports other than ``stderr``)."""
+    it reports other than ``stderr``); None where the log reports none (a cancelled log: the
+    name another log of the setup gives the scorer is taken, :func:`~grade_kit.adapters.
+    common.one_source_metric_per_scorer`)."""
     for entry in (header.get("results") or {}).get("scores") or []:
         if isinstance(entry, dict) and entry.get("name") == scorer:
             names = [str(k) for k in (entry.get("metrics") or {}) if k != "stderr"]
@@ -342,7 +344,7 @@ def _metric_name(header: dict[str, Any], scorer: str) -> str:
                     return f"{scorer} {preferred}"
             if names:
                 return f"{scorer} {names[0]}"
-    return f"{scorer} mean"
+    return None
 
 
 OPERATIONAL_CONFIG = frozenset({
@@ -508,10 +510,12 @@ def import_inspect(path: Path | str, setup: str | None = None,
             "tool_calls": _tool_calls(sample),
             "usage": _usage(sample),
             "working_s": working,
-            "source": {"metric": _metric_name(header, str(name)) if scored is not None
-                       else None,
+            "source": {"metric": (_metric_name(header, str(name)) or f"{name} mean")
+                       if scored is not None else None,
                        "score": scored, "total_s": total},
             "metadata": {"source": "inspect", "log": path.name,
+                         "scorer": None if scored is None else str(name),
+                         "metric_named_by_log": _metric_name(header, str(name)) is not None,
                          "sample_uuid": (str(sample["uuid"]) if sample.get("uuid") is not None
                                          else None),
                          "clock": {"source": "the Inspect runner's event timestamps",

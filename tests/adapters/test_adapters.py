@@ -433,3 +433,23 @@ def test_a_rejected_trial_keeps_its_question_planned(tmp_path: Path) -> None:
     grades = ev.grades.filter(pl.col("subset") == "all").row(0, named=True)
     assert (grades["N"], grades["not_run"]) == (204, 4)  # 51 questions x R 4
     assert ev.rejected.height == 4
+
+
+def test_a_setup_has_one_source_metric_per_scorer(tmp_path: Path) -> None:
+    """One model's two logs of one task: one reports "match accuracy", the other was cut off
+    before its results (no name). One figure over all 6 questions, named as the log names
+    it: (C, C, I) and (C, I, I) -> 3 / 6, not 2/3 over 3 beside 1/3 over 3."""
+    data = json.loads((INSPECT / "2025-05-12T20-28-13-04-00_popularity.json").read_text())
+    (tmp_path / "a.json").write_text(json.dumps(data))
+    cut = json.loads(json.dumps(data))
+    cut.pop("results")
+    for sample, value in zip(cut["samples"], ("C", "I", "I"), strict=True):
+        sample["id"] += 10
+        sample["scores"]["match"]["value"] = value
+    cut["eval"]["dataset"]["sample_ids"] = [s["id"] for s in cut["samples"]]
+    (tmp_path / "b.json").write_text(json.dumps(cut))
+    ev = gk.evaluate(gk.read_log(tmp_path, source="inspect"))
+    (setup,) = ev.results.setups.values()
+    assert list(setup.source_metrics) == ["match accuracy"]
+    metric = setup.source_metrics["match accuracy"]
+    assert (metric.mean, metric.questions) == (0.5, 6)
