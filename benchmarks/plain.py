@@ -679,10 +679,14 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
             "e2e_s": seconds if seconds is not None and seconds >= 0 else None,
             "tool_calls": (len({c.id for c in run.tool_calls})
                            if run.tool_calls is not None else None)}
+    everything = {setup: setup_figures(setup, planned[setup]) for setup in names}
+    for setup in set(names) - set(ranked):  # §4 "Coverage": counts, never a rate
+        figures = everything[setup]
+        figures["rates"] = dict.fromkeys(figures["rates"])
+        figures["wilson95"] = dict.fromkeys(figures["wilson95"])
     return {"repeats": repeats, "common": common, "comparisons": comparisons,
-            "runs": per_run,
-            "all": {setup: setup_figures(setup, planned[setup]) for setup in names},
-            "subset": {setup: setup_figures(setup, common) for setup in names}}
+            "runs": per_run, "all": everything,
+            "subset": {setup: setup_figures(setup, common) for setup in ranked}}
 
 
 def standard_differences(evaluation: Any, plain: dict[str, Any]) -> list[str]:

@@ -59,7 +59,11 @@ from grade_kit.standard.timing import (
     working_frame,
 )
 
-COMMON_RULE = "tasks whose every planned slot is resolved for every setup"
+COMMON_RULE = "tasks whose every planned slot is resolved for every ranked setup"
+
+_RATE_COLUMNS = ("_rate", "_ci_low", "_ci_high", "_design_effect", "_icc", "_n_effective")
+"""The columns of a grade frame that are rates or their intervals: null for an unranked
+setup (its coverage and counts stay)."""
 
 
 @dataclass(frozen=True, repr=False)
@@ -304,20 +308,29 @@ def standard_results(data: EvalData, repeats: int | None = None,
         "coverage_min": COVERAGE_MIN,
         "unranked": {s: coverage.get(s) for s in setups if s not in ranked}})
     is_ranked = pl.col("setup").is_in(pl.Series(ranked, dtype=pl.String).implode())
+    # An unranked setup has its coverage and counts, never a rate: its rates over N would
+    # be mostly not-run slots read as measured (docs/methodology.md §4 "Coverage").
+    grades_all = (grades_all[0].with_columns(
+        pl.when(is_ranked).then(pl.col(c)).alias(c) for c in grades_all[0].columns
+        if c.endswith(_RATE_COLUMNS)), grades_all[1])
     subset = common_subset(plan_frame.filter(is_ranked), slots.filter(is_ranked), r)
     in_subset = pl.col("task_id").is_in(pl.Series(subset, dtype=pl.String).implode())
-    sub_plan, sub_slots = plan_frame.filter(in_subset), slots.filter(in_subset)
-    # Per subset, every setup at once (frames, then typed)
+    sub_plan = plan_frame.filter(in_subset & is_ranked)
+    sub_slots = slots.filter(in_subset & is_ranked)
+    # Per subset, every setup at once (frames, then typed); the common subset is the ranked
+    # setups' only
     states["common"] = question_states(sub_plan, sub_slots, r)
-    grades_common = grade_frame(sub_plan, sub_slots, graded, setups, r, clusters, basis,
+    grades_common = grade_frame(sub_plan, sub_slots, graded, ranked, r, clusters, basis,
                                 states["common"])
-    reliability = {name: reliability_frame(frame, r, name, clusters)
+    reliability = {name: reliability_frame(frame.filter(is_ranked), r, name, clusters)
                    for name, frame in states.items()}
-    flaky = {name: flaky_questions(frame, r) for name, frame in states.items()}
-    summaries = {name: _summaries(data, grades, on_slots, setups, exclude_channel_overhead,
+    flaky = {name: flaky_questions(frame.filter(is_ranked), r)
+             for name, frame in states.items()}
+    summaries = {name: _summaries(data, grades, on_slots, on_setups, exclude_channel_overhead,
                                   reliability[name], flaky[name], clusters)
-                 for name, grades, on_slots in (("all", grades_all, slots),
-                                                ("common", grades_common, sub_slots))}
+                 for name, grades, on_slots, on_setups in (
+                     ("all", grades_all, slots, setups),
+                     ("common", grades_common, sub_slots, ranked))}
     per_setup = summaries["all"].setups
     reruns = _reruns(graded, e2e, setups)
     common = CommonSubset(

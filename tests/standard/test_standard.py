@@ -753,3 +753,28 @@ def test_questions_needed_weighs_questions_against_repeats_by_hand() -> None:
     single = questions_needed(per_question.filter(pl.col("task_id") == "1"),
                                  "resolved_rate")
     assert single.get_column("verdict").to_list() == ["1 paired question: no spread to plan from"]
+
+
+def test_an_unranked_setup_has_its_coverage_and_counts_never_a_rate() -> None:
+    """§4 "Coverage": B ran 1 of 10 questions (R = 1), below half its planned slots. Its
+    grades row keeps N 10, resolved 0, not run 9 and coverage 0.1, but no rate, interval or
+    design effect; it has no common-subset row and no reliability (A resolved 6 of 10; the
+    common subset is A's 6)."""
+    questions = [plain(f"q{i}") for i in range(10)]
+    runs = [make_run(f"a{i}", f"q{i}", setup="A") for i in range(10)]
+    runs.append(make_run("b0", "q0", setup="B"))
+    grades = [grade(f"a{i}", "correct" if i < 6 else "no_gradable_conclusion",
+                    "full" if i < 6 else "not_met") for i in range(10)]
+    grades.append(grade("b0", "no_gradable_conclusion", "not_met"))
+    ev = gk.evaluate(questions, runs, grades=grades, repeats=1)
+    rows = {(r["setup"], r["subset"]): r for r in ev.grades.iter_rows(named=True)}
+    b = rows[("B", "all")]
+    assert (b["N"], b["resolved"], b["not_run"], b["run_coverage"]) == (10, 0, 9, 0.1)
+    assert all(b[c] is None for c in b if c.endswith(
+        ("_rate", "_ci_low", "_ci_high", "_design_effect", "_icc", "_n_effective")))
+    assert rows[("A", "all")]["resolved_rate"] == 0.6
+    assert ("B", "common") not in rows and rows[("A", "common")]["N"] == 6
+    assert set(ev.reliability.get_column("setup").to_list()) == {"A"}
+    assert set(ev.results.common_subset.setups) == {"A"}
+    assert ev.results.setups["B"].grades.rates.resolved is None
+    assert ev.results.setups["B"].grades.wilson95["resolved"] is None
