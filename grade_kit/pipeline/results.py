@@ -207,9 +207,9 @@ def build_results(scores: GradeScores, standard: StandardResults,
     if unranked:
         notes.append(WarningItem(message=(
             f"{len(unranked)} setup(s) ran less than {standard.plan.coverage_min:.0%} of their "
-            "planned slots and are not ranked (left out of the common subset, the comparisons "
-            "and the Holm family; their rates over N are mostly not-run slots, never a "
-            "measured result): " + ", ".join(
+            "planned slots and are not ranked: their coverage and counts are shown, never a "
+            "rate (over N it would be mostly not-run slots), and they are left out of the "
+            "common subset, the comparisons and the Holm family: " + ", ".join(
                 f"{name!r} {_share(c)}" for name, c in sorted(unranked.items())))))
     if len(standard.compared) < len(out) - len(unranked):
         notes.append(WarningItem(message=(
