@@ -17,6 +17,7 @@ something asks for them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -53,7 +54,7 @@ from grade_kit.standard import StandardResults
 
 STATE_DIR = "evaluation"
 """The folder under an output folder that holds the evaluation's state."""
-STATE_VERSION = 7
+STATE_VERSION = 8
 
 _DATA = frame_fields(EvalData)
 _SCORES = frame_fields(GradeScores)
@@ -104,6 +105,7 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
                        **{f"{STATE_DIR}/{path.relative_to(staging).as_posix()}":
                           sha256_of(path) for path in sorted(staging.rglob("*"))
                           if path.is_file()}}}
+        state["own_sha256"] = _own_digest(state)
         (staging / "state.json").write_text(json.dumps(state, ensure_ascii=False),
                                             encoding="utf-8")
         final = out / STATE_DIR
@@ -150,6 +152,16 @@ class StateFile(BaseModel):
     stated_repeats: dict[str, int]
     compared: list[str]
     sha256: dict[str, str]
+    own_sha256: str
+    """SHA-256 of the file's other fields (:func:`_own_digest`): a field edited after the
+    write (a reject list emptied, a task's prompt changed) fails :func:`verify_state`."""
+
+
+def _own_digest(fields: dict[str, Any]) -> str:
+    """SHA-256 of ``fields`` but ``own_sha256``, as canonical JSON (sorted keys, UTF-8)."""
+    body = {k: v for k, v in fields.items() if k != "own_sha256"}
+    return hashlib.sha256(json.dumps(body, ensure_ascii=False, sort_keys=True)
+                          .encode("utf-8")).hexdigest()
 
 
 def _expected_files(meta: StateFile) -> list[str]:
@@ -178,6 +190,12 @@ def verify_state(folder: Path | str) -> StateFile:
     folder = Path(folder)
     state_dir = folder / STATE_DIR
     meta_path = state_dir / "state.json"
+    links = [p for p in (folder, state_dir, meta_path, *(
+        sorted(state_dir.rglob("*")) if state_dir.is_dir() and not state_dir.is_symlink()
+        else [])) if p.is_symlink()]
+    if links:  # nothing of the folder is read through a link
+        raise InputError(f"{links[0]}: a symbolic link in a scored folder; a scored folder "
+                         "holds only the files grade_kit wrote")
     if not meta_path.is_file() or not (folder / "results.json").is_file():
         raise InputError(f"{folder}: no scored evaluation (written by ev.write or grade-kit "
                          "score: results.json and evaluation/state.json)")
@@ -195,6 +213,9 @@ def verify_state(folder: Path | str) -> StateFile:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise InputError(f"{meta_path}: field '{where}': {first['msg']}") from exc
+    if _own_digest(raw) != meta.own_sha256:
+        raise InputError(f"{meta_path}: its fields are not the ones this evaluation wrote "
+                         "(its own SHA-256 differs: edited after the write); score again")
     missing = [name for name in _expected_files(meta) if name not in meta.sha256]
     if missing:
         raise InputError(f"{meta_path}: does not vouch for {missing[0]} (a state file that "

@@ -53,6 +53,9 @@ def test_a_garbage_state_file_is_named(scored: Path, text: str, message: str) ->
 
 
 def test_a_state_pointing_outside_the_folder_is_refused(scored: Path, tmp_path: Path) -> None:
+    """Even a state whose own digest was made again to match (a forged file, not an edit)."""
+    from grade_kit.pipeline.state import _own_digest
+
     path = scored / "evaluation" / "state.json"
     state = json.loads(path.read_text(encoding="utf-8"))
     state["store"] = "../../elsewhere"
@@ -61,8 +64,37 @@ def test_a_state_pointing_outside_the_folder_is_refused(scored: Path, tmp_path: 
         gk.reopen(scored)
     state["store"] = None
     state["sha256"]["../../etc/passwd"] = "0" * 64
+    state["own_sha256"] = _own_digest(state)
     path.write_text(json.dumps(state), encoding="utf-8")
     with pytest.raises(InputError, match=r"names '\.\./\.\./etc/passwd', a path outside"):
+        gk.reopen(scored)
+
+
+@pytest.mark.parametrize("edit", ["rejects emptied", "a prompt changed", "a note added"])
+def test_an_edited_state_file_is_refused(scored: Path, edit: str) -> None:
+    """state.json's own fields are checked like every file it vouches for: an edit made
+    after the write reopens as an error naming it, never as the edited evaluation."""
+    path = scored / "evaluation" / "state.json"
+    state = json.loads(path.read_text(encoding="utf-8"))
+    assert state["rejected"] and state["tasks"]
+    if edit == "rejects emptied":
+        state["rejected"] = []
+    elif edit == "a prompt changed":
+        state["tasks"][0]["prompt"] = "another question"
+    else:
+        state["notes"].append("added")
+    path.write_text(json.dumps(state), encoding="utf-8")
+    with pytest.raises(InputError, match=r"state\.json: its fields are not the ones this "
+                                         r"evaluation wrote"):
+        gk.reopen(scored)
+
+
+def test_a_symbolic_link_anywhere_in_the_state_is_refused(scored: Path, tmp_path: Path) -> None:
+    extra = tmp_path / "elsewhere.parquet"
+    extra.write_bytes(b"x")
+    (scored / "evaluation" / "extra.parquet").symlink_to(extra)
+    with pytest.raises(InputError, match=r"extra\.parquet: a symbolic link in a scored "
+                                         r"folder"):
         gk.reopen(scored)
 
 
