@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from types import UnionType
 from typing import (
     TYPE_CHECKING,
+    Annotated,
     Any,
     Literal,
     TypeVar,
@@ -83,6 +84,8 @@ def model_columns(model: type[BaseModel], *names: str,
         arms = [a for a in get_args(annotation) if a is not type(None)] if get_origin(
             annotation) in (Union, UnionType) else [annotation]
         base = arms[0] if len(arms) == 1 else None
+        if get_origin(base) is Annotated:  # a checked scalar (a name in NFC): its type
+            base = get_args(base)[0]
         if get_origin(base) is Literal and all(isinstance(v, str) for v in get_args(base)):
             base = str
         if base not in _SCALARS:

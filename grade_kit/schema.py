@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -99,6 +100,15 @@ def _aware(value: str) -> str:
 
 Timestamp = Annotated[str, AfterValidator(_aware)]
 """An ISO 8601 timestamp string with a time zone, kept as given (offset preserved)."""
+
+
+def _nfc(value: str) -> str:
+    return value if value.isascii() else unicodedata.normalize("NFC", value)
+
+
+Name = Annotated[str, AfterValidator(_nfc)]
+"""A name or identifier (setup, task id, run id) in Unicode NFC (docs/methodology.md §2): two
+spellings of one name (``modèle`` composed or decomposed) are one name."""
 
 
 def _has_token(text: str, what: str) -> str:
@@ -195,7 +205,7 @@ class Task(_In):
 
     model_config = ConfigDict(extra="allow", strict=True)
 
-    task_id: str = Field(min_length=1)
+    task_id: Name = Field(min_length=1)
     track: int | None = Field(default=None, ge=1, le=5)
     pack: str | None = Field(default=None, pattern=PACK_NAME)
     """A plain name (letters, digits, ``.``, ``_``, ``-``; not starting with ``.``), never a
@@ -344,11 +354,11 @@ class SourceRecord(_In):
 class Run(_In):
     """One attempt (one JSONL line of a run file, docs/methodology.md §2)."""
 
-    run_id: str = Field(min_length=1)
-    setup: str = Field(min_length=1)
-    task_id: str = Field(min_length=1)
+    run_id: Name = Field(min_length=1)
+    setup: Name = Field(min_length=1)
+    task_id: Name = Field(min_length=1)
     repeat: int = Field(ge=1, le=MAX_REPEAT)
-    attempt_of: str | None = None
+    attempt_of: Name | None = None
     status: RunStatus
     error: str | None = None
     limit: RunLimit | None = None
@@ -382,7 +392,7 @@ class Run(_In):
 class Judgement(_In):
     """A recorded score for one judged dimension of one run."""
 
-    run_id: str = Field(min_length=1)
+    run_id: Name = Field(min_length=1)
     dimension: JudgedDimension
     score: float | None = Field(ge=0.0, le=1.0)
     """Null when the judge had nothing to check (the reason then says why); never a silent 0."""
@@ -415,7 +425,7 @@ def material_error_of(core_conclusion: str) -> Literal["yes", "no", "pending"]:
 class Grade(_In):
     """A grader's verdict on one run (at most one per run)."""
 
-    run_id: str = Field(min_length=1)
+    run_id: Name = Field(min_length=1)
     core_conclusion: Literal["correct", "material_error", "no_gradable_conclusion", "pending"]
     request_fulfilment: Literal["full", "partial", "not_met", "pending"]
     material_error: Literal["yes", "no", "pending"]

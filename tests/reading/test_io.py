@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 
+import grade_kit as gk
 from grade_kit.frames import raw_records
 from grade_kit.reading.io import (
     RecordFile,
@@ -428,3 +429,28 @@ def test_a_records_file_that_is_not_one_is_named(tmp_path: Path) -> None:
     path = write(tmp_path / "runs.parquet", [run_line()])
     with pytest.raises(InputError, match=r"runs\.parquet: not a records file"):
         load_runs(path)
+
+
+def test_names_equal_in_nfc_are_one_name(tmp_path: Path) -> None:
+    """§2: setup, task and run ids are read in Unicode NFC: a setup written composed and
+    decomposed is one setup, and a run names its task in either form (both on the fast path
+    and the reference path)."""
+    import unicodedata
+
+    composed, decomposed = "modèle", unicodedata.normalize("NFD", "modèle")
+    task_nfc, task_nfd = "café-q", unicodedata.normalize("NFD", "café-q")
+    assert composed != decomposed and task_nfc != task_nfd
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"task_id": task_nfc, "prompt": "q"}) + "\n", encoding="utf-8")
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("\n".join(json.dumps({
+        "run_id": f"r{k}", "setup": setup, "task_id": task, "repeat": k + 1,
+        "status": "delivered", "response": {"text": "a"}}, ensure_ascii=ascii)
+        for k, (setup, task, ascii) in enumerate([(composed, task_nfd, False),
+                                                  (decomposed, task_nfc, False),
+                                                  (decomposed, task_nfd, True)])) + "\n",
+        encoding="utf-8")
+    ev = gk.evaluate(tasks, runs)
+    assert ev.rejected.height == 0
+    assert set(ev.runs.get_column("setup").to_list()) == {composed}
+    assert set(ev.runs.get_column("task_id").to_list()) == {task_nfc}
