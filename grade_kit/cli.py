@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import io
 import math
 import os
 import signal
@@ -26,6 +27,7 @@ from grade_kit.reading.packed import DEFAULT_CHUNK_LINES, DEFAULT_PARTITIONS, is
 from grade_kit.reading.sniff import log_files, lone_path_error
 from grade_kit.reading.task_files import find_packs_dir, load_tasks
 from grade_kit.schema import MAX_REPEAT, InputError
+from grade_kit.text import visible
 
 DEFAULT_FIXTURES = Path("fixtures")
 """Relative to the working directory: a checkout's fixtures when run from its root."""
@@ -859,6 +861,42 @@ def _terminated_as_exit() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+class _Visible(io.TextIOBase):
+    """A text stream that writes through :func:`~grade_kit.text.visible`: no control or
+    bidirectional character of a name, an error or a message reaches the terminal raw (an
+    ANSI or OSC sequence, a BEL, a NUL, U+202E); everything else is the wrapped stream's."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(visible(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return bool(self._stream.isatty())
+
+    def fileno(self) -> int:
+        return int(self._stream.fileno())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _visible_output() -> Iterator[None]:
+    """stdout and stderr written through :class:`_Visible` while a command runs."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Visible(saved[0]), _Visible(saved[1])
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
 _INPUTS = ("tasks", "runs", "paths", "judgements", "grades", "packs", "sheet", "key")
 """The arguments that name a command's inputs (``demo``'s ``--tasks`` and ``--runs`` are
 outputs: it reads none)."""
@@ -888,8 +926,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``error:`` line on stderr; with ``--strict``, also when records were rejected), 2 for a
     command-line usage error; SIGTERM ends a command with ``SystemExit(143)`` once its
     clean-ups ran (:func:`_terminated_as_exit`). No input ever produces a traceback; set
-    ``GRADE_KIT_DEBUG=1`` to see one for an internal error."""
+    ``GRADE_KIT_DEBUG=1`` to see one for an internal error. Everything a command prints
+    goes through :func:`~grade_kit.text.visible` (no control or bidirectional character of
+    an input reaches the terminal raw)."""
     args = build_parser().parse_args(argv)
+    with _visible_output():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """One parsed command, its errors as one line (see :func:`main`)."""
     try:
         _refuse_out_in_an_input(args)
         with _terminated_as_exit():

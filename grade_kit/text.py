@@ -202,9 +202,26 @@ def brief(text: str, limit: int = BRIEF_CHARS) -> str:
     return f"{first} … ({', '.join(left)})" if left else first
 
 
-_ESCAPES = str.maketrans({"|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;", "\\": "\\\\",
-                          "\n": " ", "\r": " ", "\t": " ", "`": "\\`", "[": "\\[",
-                          "]": "\\]"})
+_INVISIBLE = {code: (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+              for code in (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), 0x061C, 0x200E,
+                           0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+"""Characters that change how text shows rather than show (C0 and C1 controls, DEL, the
+bidirectional marks, embeddings, overrides and isolates), each as its escape: NUL, BEL, ESC
+(ANSI and OSC sequences) and U+202E never reach a terminal or a Markdown file raw."""
+
+_VISIBLE = str.maketrans({k: v for k, v in _INVISIBLE.items() if chr(k) not in "\t\n\r"})
+
+
+def visible(text: str) -> str:
+    """``text`` with every control and bidirectional character but tab, line feed and
+    carriage return written as its escape (``\\x1b``, ``\\u202e``): what a command prints
+    (:func:`grade_kit.cli.main` passes all its output through it)."""
+    return text.translate(_VISIBLE)
+
+
+_ESCAPES = str.maketrans({**_INVISIBLE, "|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;",
+                          "\\": "\\\\", "\n": " ", "\r": " ", "\t": " ", "`": "\\`",
+                          "[": "\\[", "]": "\\]"})
 
 
 def md_cell(value: Any, digits: int = 3) -> str:

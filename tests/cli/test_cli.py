@@ -274,3 +274,27 @@ def test_a_setup_mapping_that_names_no_log_is_an_error(tmp_path: Path,
                                             "tau_bench_gpt4o_airline"),
                  "--setup-by", str(mapping), "--out", str(tmp_path / "out")]) == 1
     assert "'no-such-log.json'" in capsys.readouterr().err
+
+
+def test_no_control_character_of_an_input_reaches_the_terminal_or_a_scorecard_raw(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A task id holding ESC (an OSC title sequence), BEL, NUL, a C1 control and U+202E:
+    every command's output shows them as escapes, and so does scorecard.md."""
+    from grade_kit.text import md_cell
+
+    hostile = "q\x1b]0;pwned\x07\x00\x9b\u202eevil"
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(json.dumps({"run_id": "r1", "setup": "s" + hostile, "task_id": hostile,
+                                "repeat": 1, "status": "delivered",
+                                "response": {"text": "x"}}) + "\n"
+                    + (EXAMPLE / "runs.jsonl").read_text(), encoding="utf-8")
+    assert main(["score", str(EXAMPLE / "tasks"), str(runs), "--out",
+                 str(tmp_path / "out")]) == 0
+    captured = capsys.readouterr()
+    shown = captured.out + captured.err
+    assert "unknown task" in shown and "\\x1b]0;pwned\\x07\\x00\\x9b\\u202eevil" in shown
+    for raw in ("\x1b", "\x07", "\x00", "\x9b", "\u202e"):
+        assert raw not in shown
+    card = (tmp_path / "out" / "scorecard.md").read_text(encoding="utf-8")
+    assert not any(raw in card for raw in ("\x1b", "\x07", "\x00", "\x9b", "\u202e"))
+    assert md_cell(hostile) == "q\\x1b\\]0;pwned\\x07\\x00\\x9b\\u202eevil"
