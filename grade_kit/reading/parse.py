@@ -18,7 +18,7 @@ import re
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -27,6 +27,10 @@ MAX_DEPTH = 64
 
 MAX_YAML_NODES = 100_000
 """The most nodes a YAML document may expand to, counting every alias use in full."""
+
+MAX_LINE_BYTES = 16 * 2**20
+"""The longest line of a records file (runs, judgements, grades), in bytes: a longer line is
+rejected before it is decoded, and never held whole (docs/methodology.md §6)."""
 
 BOM = "\ufeff"
 
@@ -38,9 +42,34 @@ class ParseError(ValueError):
 
 
 class Undecodable(str):
-    """A line whose bytes are not UTF-8: the text with the bad bytes escaped, and why."""
+    """A line that is not read: its bytes are not UTF-8 (the text with the bad bytes
+    escaped), or it is longer than :data:`MAX_LINE_BYTES` (its first 200 bytes); and why."""
 
     error: str
+
+
+class _OverLong(bytes):
+    """The start of a line past :data:`MAX_LINE_BYTES`, and the line's length."""
+
+    size: int
+
+
+def _bounded_lines(handle: BinaryIO) -> Iterator[bytes]:
+    """The lines of ``handle``, none read whole past :data:`MAX_LINE_BYTES`: such a line
+    comes back as an :class:`_OverLong` of its first 200 bytes (the rest skipped a MiB at a
+    time)."""
+    while raw := handle.readline(MAX_LINE_BYTES + 1):
+        if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
+            yield raw
+            continue
+        size = len(raw)
+        while rest := handle.readline(1 << 20):
+            size += len(rest)
+            if rest.endswith(b"\n"):
+                break
+        line = _OverLong(raw[:200])
+        line.size = size
+        yield line
 
 
 def _decode_line(raw: bytes) -> str:
@@ -59,13 +88,19 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
     byte-order mark at the start of the file is dropped.
     """
     with path.open("rb") as handle:
-        yield from numbered_lines(handle)
+        yield from numbered_lines(_bounded_lines(handle))
 
 
 def numbered_lines(raw_lines: Iterable[bytes], first: int = 1) -> Iterator[tuple[int, str]]:
     """:func:`read_lines` of a file's lines given as bytes (each with or without its
     ``\\n``), the first numbered ``first``: a byte-order mark is dropped from line 1 only."""
     for number, raw in enumerate(raw_lines, start=first):
+        if isinstance(raw, _OverLong):
+            line = Undecodable(raw.decode("utf-8", errors="backslashreplace") + " ...")
+            line.error = (f"the line is {raw.size:,} bytes, longer than the "
+                          f"{MAX_LINE_BYTES:,} a record may be: not read")
+            yield number, line
+            continue
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
         raw = raw.rstrip(b"\n").rstrip(b"\r")

@@ -454,3 +454,36 @@ def test_names_equal_in_nfc_are_one_name(tmp_path: Path) -> None:
     assert ev.rejected.height == 0
     assert set(ev.runs.get_column("setup").to_list()) == {composed}
     assert set(ev.runs.get_column("task_id").to_list()) == {task_nfc}
+
+
+def test_a_line_past_the_bound_is_rejected_unread(tmp_path: Path) -> None:
+    """§6: a records line longer than MAX_LINE_BYTES (16 MiB) is rejected by line, before it
+    is decoded and without being held whole (a 40 MB line adds little to the peak, where
+    decoding it took about 15 times its size); the lines around it go on."""
+    import subprocess
+    import sys
+
+    from grade_kit.reading.parse import MAX_LINE_BYTES
+
+    def run(i: int, text: str) -> str:
+        return json.dumps({"run_id": f"r{i}", "setup": "A", "task_id": "t1", "repeat": i,
+                           "status": "delivered", "response": {"text": text}})
+
+    long_file, short_file = tmp_path / "long.jsonl", tmp_path / "short.jsonl"
+    long_file.write_text("\n".join([run(1, "a"), run(2, "x" * 40_000_000), run(3, "b")]) + "\n")
+    short_file.write_text("\n".join([run(1, "a"), run(3, "b")]) + "\n")
+    code = ("import json, resource, sys; from grade_kit.reading.records import load_runs; "
+            "l = load_runs([sys.argv[1]]); "
+            "print(json.dumps([len(l.records), [r.message()[:160] for r in l.rejected], "
+            "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024]))")
+    peaks = {}
+    for path in (long_file, short_file):
+        done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                              text=True, check=True)
+        kept, rejects, peak = json.loads(done.stdout)
+        peaks[path.name] = peak
+        if path == long_file:
+            assert kept == 2 and len(rejects) == 1
+            assert "long.jsonl:2: the line is 40,000,1" in rejects[0]
+            assert f"longer than the {MAX_LINE_BYTES:,}" in rejects[0]
+    assert peaks["long.jsonl"] - peaks["short.jsonl"] < 100  # MiB
