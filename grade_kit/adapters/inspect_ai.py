@@ -62,6 +62,9 @@ def _member(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> byte
     members (method 93) decompressed by ``zstandard`` from their raw bytes in the file, the
     others by zipfile."""
     name = info.filename
+    if info.flag_bits & 0x1:  # the zip's "encrypted" flag: no Inspect version writes one
+        raise ValueError(f"member {name!r} is encrypted (a password-protected zip is not an "
+                         "Inspect log)")
     if info.compress_type in _READABLE:
         return archive.read(info)
     if info.compress_type != ZSTD:

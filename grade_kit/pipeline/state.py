@@ -56,6 +56,10 @@ STATE_DIR = "evaluation"
 """The folder under an output folder that holds the evaluation's state."""
 STATE_VERSION = 8
 
+MAX_STATE_BYTES = 512 * 2**20
+"""The largest ``state.json`` a reopen parses (its tasks, rejects and hashes: about 2 MB at
+100k runs, 2,000 tasks and 3,000 rejects); a larger one is refused before it is read."""
+
 _DATA = frame_fields(EvalData)
 _SCORES = frame_fields(GradeScores)
 _STANDARD = frame_fields(StandardResults)
@@ -199,6 +203,10 @@ def verify_state(folder: Path | str) -> StateFile:
     if not meta_path.is_file() or not (folder / "results.json").is_file():
         raise InputError(f"{folder}: no scored evaluation (written by ev.write or grade-kit "
                          "score: results.json and evaluation/state.json)")
+    size = meta_path.stat().st_size
+    if size > MAX_STATE_BYTES:  # checked before a byte of it is parsed
+        raise InputError(f"{meta_path}: {size:,} bytes, more than the {MAX_STATE_BYTES:,} a "
+                         "state file may hold: not the file grade_kit wrote")
     try:
         raw = json.loads(meta_path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:

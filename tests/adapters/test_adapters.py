@@ -453,3 +453,32 @@ def test_a_setup_has_one_source_metric_per_scorer(tmp_path: Path) -> None:
     assert list(setup.source_metrics) == ["match accuracy"]
     metric = setup.source_metrics["match accuracy"]
     assert (metric.mean, metric.questions) == (0.5, 6)
+
+
+def test_an_encrypted_eval_member_is_one_error_naming_it(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    """A .eval whose sample member carries the zip's encrypted flag: one error line naming
+    the file and the member, never "internal error (RuntimeError ...)"."""
+    import zipfile
+
+    from grade_kit.adapters.inspect_ai import read_inspect_log
+
+    header, samples = read_inspect_log(next(INSPECT.glob("*.eval")))
+    path = tmp_path / "locked.eval"
+    name = "samples/1_epoch_1.json"
+    with zipfile.ZipFile(path, "w") as archive:  # stored: the member's bytes as written
+        archive.writestr("header.json", json.dumps(header))
+        archive.writestr(name, json.dumps(samples[0]))
+    data = bytearray(path.read_bytes())
+    for signature, offset in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # local, central
+        at = -1
+        while (at := data.find(signature, at + 1)) >= 0:
+            start = at + (30 if signature == b"PK\x03\x04" else 46)
+            if data[start:start + len(name)] == name.encode():
+                data[at + offset] |= 0x1  # the "encrypted" flag bit
+    path.write_bytes(bytes(data))
+    assert main(["score", str(path), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "internal error" not in err[0]
+    assert "locked.eval" in err[0] and f"member '{name}' is encrypted" in err[0]

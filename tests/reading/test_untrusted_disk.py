@@ -329,3 +329,17 @@ def test_a_store_scored_folder_passes_the_checks_and_reports(tmp_path: Path) -> 
     assert verify_state(scored).store == "store"
     assert main(["report", str(scored), "--out", str(tmp_path / "pages")]) == 0
     assert (tmp_path / "pages" / "report.html").is_file()
+
+
+def test_a_state_file_past_its_bound_is_refused_unread(scored: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """state.json's size is checked before a byte of it is parsed (a 1 GiB one took 2.2 GB
+    to parse): one past MAX_STATE_BYTES is one error naming it."""
+    from grade_kit.pipeline import state
+
+    size = (scored / "evaluation" / "state.json").stat().st_size
+    monkeypatch.setattr(state, "MAX_STATE_BYTES", size - 1)
+    with pytest.raises(InputError, match=rf"state\.json: {size:,} bytes, more than the "):
+        gk.reopen(scored)
+    monkeypatch.setattr(state, "MAX_STATE_BYTES", size)
+    gk.reopen(scored)  # at the bound: read
