@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import zstandard
+from pydantic import ValidationError
 
 from grade_kit.adapters.common import (
     MAX_LOG_BYTES,
@@ -40,7 +41,7 @@ from grade_kit.adapters.common import (
     register_adapter,
     whole_number,
 )
-from grade_kit.reading.io import Rejected
+from grade_kit.reading.io import Rejected, describe_validation_error
 from grade_kit.reading.sniff import FileHead
 from grade_kit.schema import SOURCE_TOTAL_SLACK_S, Run, Task
 from grade_kit.text import brief
@@ -495,37 +496,47 @@ def import_inspect(path: Path | str, setup: str | None = None,
         error = sample.get("error")
         limit = _limit(sample)
         status = "failed" if error else ("limit" if limit else "delivered")
-        events, working = _timing(sample)
+        try:
+            events, working = _timing(sample)
+        except TypeError:  # Python cannot order a naive time against an aware one
+            reject(index, "events", "its event times mix naive and time-zone-aware "
+                   "timestamps: they cannot be ordered", sample)
+            continue
         if status != "delivered":
             events["stopped"] = events.pop("received", None) or events.get("runner_finished")
         choices = (sample.get("output") or {}).get("choices") or []
         answer = _text(choices[0].get("message", {}).get("content")) if choices else ""
         total = non_negative(sample.get("total_time"))
         scored = None if status == "failed" or name is None else score_number(value)
-        run = Run.model_validate({
-            "run_id": run_id, "setup": setup, "task_id": task_id, "repeat": epoch,
-            "status": status,
-            "error": None if not error else str(error.get("message", error)
-                                                if isinstance(error, dict) else error),
-            "limit": limit if status == "limit" else None,
-            "events": events,
-            "response": {"text": answer} if status != "failed" else None,
-            "tool_calls": _tool_calls(sample),
-            "usage": _usage(sample),
-            "working_s": working,
-            "source": {"metric": (_metric_name(header, str(name)) or f"{name} mean")
-                       if scored is not None else None,
-                       "score": scored, "total_s": total},
-            "metadata": {"source": "inspect", "log": path.name,
-                         "scorer": None if scored is None else str(name),
-                         "metric_named_by_log": _metric_name(header, str(name)) is not None,
-                         "sample_uuid": (str(sample["uuid"]) if sample.get("uuid") is not None
-                                         else None),
-                         "clock": {"source": "the Inspect runner's event timestamps",
-                                   "precision": "as logged"},
-                         "total_time": total,
-                         "working_time": non_negative(sample.get("working_time"))},
-        })
+        try:
+            run = Run.model_validate({
+                "run_id": run_id, "setup": setup, "task_id": task_id, "repeat": epoch,
+                "status": status,
+                "error": None if not error else str(error.get("message", error)
+                                                    if isinstance(error, dict) else error),
+                "limit": limit if status == "limit" else None,
+                "events": events,
+                "response": {"text": answer} if status != "failed" else None,
+                "tool_calls": _tool_calls(sample),
+                "usage": _usage(sample),
+                "working_s": working,
+                "source": {"metric": (_metric_name(header, str(name)) or f"{name} mean")
+                           if scored is not None else None,
+                           "score": scored, "total_s": total},
+                "metadata": {"source": "inspect", "log": path.name,
+                             "scorer": None if scored is None else str(name),
+                             "metric_named_by_log": _metric_name(header, str(name)) is not None,
+                             "sample_uuid": (str(sample["uuid"]) if sample.get("uuid") is not None
+                                             else None),
+                             "clock": {"source": "the Inspect runner's event timestamps",
+                                       "precision": "as logged"},
+                             "total_time": total,
+                             "working_time": non_negative(sample.get("working_time"))},
+            })
+        except ValidationError as exc:  # one line naming the sample and the field
+            field, why = describe_validation_error(exc)
+            reject(index, field or "sample", why, sample)
+            continue
         out.runs.append(run)
         if status == "delivered" and total is not None and "received" in events:
             e2e = (datetime.fromisoformat(str(events["received"]))

@@ -482,3 +482,24 @@ def test_an_encrypted_eval_member_is_one_error_naming_it(tmp_path: Path,
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and "internal error" not in err[0]
     assert "locked.eval" in err[0] and f"member '{name}' is encrypted" in err[0]
+
+
+@pytest.mark.parametrize(("mode", "field", "says"), [
+    ("some naive", "samples[0].events", "mix naive and time-zone-aware timestamps"),
+    ("all naive", "samples[0].events.submitted", "naive timestamp (no time zone)"),
+])
+def test_a_sample_with_unreadable_times_is_one_reject_naming_it(
+        tmp_path: Path, mode: str, field: str, says: str) -> None:
+    """Naive times in one sample (some or all of its events): that sample is rejected in
+    one line naming the file, the sample and the field; the log's other samples go on, and
+    its question stays planned (it refused the whole log, or gave a pydantic dump)."""
+    data = json.loads((INSPECT / "2025-05-12T20-28-13-04-00_popularity.json").read_text())
+    for k, event in enumerate(data["samples"][0].get("events") or []):
+        if event.get("timestamp") and (mode == "all naive" or k % 2):
+            event["timestamp"] = event["timestamp"][:26]  # the offset dropped
+    path = tmp_path / "naive.json"
+    path.write_text(json.dumps(data))
+    inputs = gk.read_log(path, source="inspect")
+    (reject,) = inputs.rejected
+    assert reject.field == field and says in reject.error and "\n" not in reject.message()
+    assert len(inputs.runs) == 2 and len(inputs.tasks) == 3
