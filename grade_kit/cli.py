@@ -924,8 +924,9 @@ def _refuse_out_in_an_input(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``grade-kit``; returns the exit code: 0 done, 1 when nothing could go on (one
     ``error:`` line on stderr; with ``--strict``, also when records were rejected), 2 for a
-    command-line usage error; SIGTERM ends a command with ``SystemExit(143)`` once its
-    clean-ups ran (:func:`_terminated_as_exit`). No input ever produces a traceback; set
+    command-line usage error, 130 when interrupted (SIGINT, Ctrl-C: one ``error:`` line);
+    SIGTERM ends a command with ``SystemExit(143)`` once its clean-ups ran
+    (:func:`_terminated_as_exit`). No input ever produces a traceback; set
     ``GRADE_KIT_DEBUG=1`` to see one for an internal error. Everything a command prints
     goes through :func:`~grade_kit.text.visible` (no control or bidirectional character of
     an input reaches the terminal raw)."""
@@ -943,6 +944,10 @@ def _run(args: argparse.Namespace) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: the clean-ups ran; every file is whole or absent
+        print("error: interrupted (every file written is whole; the command did not finish)",
+              file=sys.stderr)
+        return 130
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)

@@ -243,6 +243,32 @@ def test_a_terminated_score_leaves_no_temporary_store_nor_its_packing_process(
     assert not (tmp_path / "out" / "results.json").exists()
 
 
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
+def test_an_interrupted_score_exits_130_in_one_line(tmp_path: Path) -> None:
+    """SIGINT (Ctrl-C) while a score runs: exit 130, one error line and no traceback, the
+    temporary store removed, no results.json."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    fixtures = ROOT / "fixtures"
+    code = ("import sys, grade_kit.pipeline.evaluation as e; e.STORE_ABOVE_BYTES = 0; "
+            "from grade_kit.cli import main; sys.exit(main(sys.argv[1:]))")
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, "score", str(fixtures / "tasks"), str(fixtures / "runs"),
+         "--out", str(tmp_path / "out"), "--quiet"],
+        env={**os.environ, "TMPDIR": str(temp)}, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    announced = process.stderr.readline()
+    assert "temporary packed store" in announced, announced
+    (store,) = temp.iterdir()
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=120) == 130
+    rest = process.stderr.read().strip().splitlines()
+    process.stderr.close()
+    assert rest == ["error: interrupted (every file written is whole; the command did not "
+                    "finish)"], rest
+    assert not store.exists() and not (tmp_path / "out" / "results.json").exists()
+
+
 def test_an_out_folder_inside_an_input_folder_is_refused(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]
                                                           ) -> None:
