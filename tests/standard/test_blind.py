@@ -235,3 +235,20 @@ def test_every_blind_surface_says_anonymity_is_limited(
             encoding="utf-8"))
         section = "".join(notebook["cells"][0]["source"])
         assert section.startswith("# Blind grading") and ANONYMITY_NOTE in section
+
+
+def test_a_sheet_shows_control_characters_as_escapes(tmp_path: Path) -> None:
+    """An answer holding NUL, BEL, an ESC sequence and U+202E reaches the grading sheet as
+    escapes, never raw; tab and line breaks stay."""
+    hostile = "a\x00b\x07c\x1b[31md\u202ee\tf\ng"
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"task_id": "q", "prompt": "question"}) + "\n")
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(json.dumps({"run_id": "r", "setup": "A", "task_id": "q", "repeat": 1,
+                                "status": "delivered", "response": {"text": hostile}}) + "\n")
+    sheet = tmp_path / "s.csv"
+    assert main(["grading-sheet", str(tasks), str(runs), "--out", str(sheet)]) == 0
+    raw = sheet.read_text(encoding="utf-8")
+    assert not any(c in raw for c in ("\x00", "\x07", "\x1b", "\u202e"))
+    (row,) = read(sheet)
+    assert "a\\x00b\\x07c\\x1b[31md\\u202ee\tf\ng" in row["answer"]

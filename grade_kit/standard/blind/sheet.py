@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from grade_kit.schema import Run, Task
+from grade_kit.text import visible
 
 ANONYMITY_NOTE = ("Anonymity is limited: an alias hides the setup, run id, timing and "
                   "tools, never the answer itself, so its wording, format, length or links "
@@ -33,10 +34,14 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")
 
 
 def neutralise_cell(value: object) -> str:
-    """A CSV cell a spreadsheet will not run (OWASP CSV injection): text starting with
+    """A CSV cell a spreadsheet will not run (OWASP CSV injection) and that shows what it
+    holds: every control and bidirectional character but tab, line feed and carriage return
+    written as its escape (:func:`~grade_kit.text.visible`: a NUL, an ESC sequence or a
+    U+202E of an answer never reaches the grader's screen raw), then text starting with
     ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (or a quote, so the rule is
-    reversible) gets a leading ``'``. :func:`restore_cell` undoes it exactly."""
-    text = "" if value is None else str(value)
+    reversible) gets a leading ``'``. :func:`restore_cell` undoes the guard exactly; the
+    escapes stay (a grader never types one)."""
+    text = visible("" if value is None else str(value))
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 
