@@ -876,6 +876,14 @@ class _Visible(io.TextIOBase):
     def flush(self) -> None:
         self._stream.flush()
 
+    @property
+    def encoding(self) -> Any:  # type: ignore[override]
+        return self._stream.encoding
+
+    @property
+    def errors(self) -> Any:  # type: ignore[override]
+        return self._stream.errors
+
     def isatty(self) -> bool:
         return bool(self._stream.isatty())
 
