@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,7 +16,15 @@ from typing import Any, Literal
 from grade_kit.reading.inputs import Inputs, read_inputs
 from grade_kit.reading.io import Rejected
 from grade_kit.reading.sniff import FileHead, LogKind, register_log_kind
-from grade_kit.schema import Grade, InputError, InputFile, Run, Task, WarningItem
+from grade_kit.schema import (
+    Grade,
+    InputError,
+    InputFile,
+    Run,
+    SourceRecord,
+    Task,
+    WarningItem,
+)
 
 SetupBy = Literal["auto", "model", "file"] | Mapping[str, str]
 """How logs group into setups (docs/adapters.md "Setups and questions"): ``auto`` (what they
@@ -218,25 +227,19 @@ def one_source_metric_per_scorer(parts: Sequence[Imported]) -> None:
     so the setup has one figure per scorer over all its questions. Runs say their scorer in
     ``metadata["scorer"]`` and whether their log named the metric in
     ``metadata["metric_named_by_log"]``; others are left as they are."""
-    groups: dict[tuple[str, str], list[Run]] = {}
+    groups: dict[tuple[str, str], list[tuple[SourceRecord, bool]]] = {}
     for part in parts:
         for run in part.runs:
             scorer = run.metadata.get("scorer")
             if run.source is not None and run.source.metric is not None and scorer:
-                groups.setdefault((run.setup, str(scorer)), []).append(run)
-    for runs in groups.values():
-        named = [r.source.metric for r in runs
-                 if r.source is not None and r.metadata.get("metric_named_by_log")]
-        if not named:
-            continue
-        counts: dict[str, int] = {}
-        for name in named:
-            if name is not None:
-                counts[name] = counts.get(name, 0) + 1
-        chosen = min(counts, key=lambda n: (-counts[n], n))
-        for run in runs:
-            if run.source is not None:
-                run.source.metric = chosen
+                groups.setdefault((run.setup, str(scorer)), []).append(
+                    (run.source, bool(run.metadata.get("metric_named_by_log"))))
+    for sources in groups.values():
+        named = Counter(source.metric for source, by_log in sources if by_log)
+        if named:
+            chosen = min(named, key=lambda name: (-named[name], str(name)))
+            for source, _ in sources:
+                source.metric = chosen
 
 
 def _in_time_order(attempts: list[Run]) -> list[Run]:

@@ -508,6 +508,7 @@ def import_inspect(path: Path | str, setup: str | None = None,
         answer = _text(choices[0].get("message", {}).get("content")) if choices else ""
         total = non_negative(sample.get("total_time"))
         scored = None if status == "failed" or name is None else score_number(value)
+        metric = None if scored is None else _metric_name(header, str(name))
         try:
             run = Run.model_validate({
                 "run_id": run_id, "setup": setup, "task_id": task_id, "repeat": epoch,
@@ -520,12 +521,11 @@ def import_inspect(path: Path | str, setup: str | None = None,
                 "tool_calls": _tool_calls(sample),
                 "usage": _usage(sample),
                 "working_s": working,
-                "source": {"metric": (_metric_name(header, str(name)) or f"{name} mean")
-                           if scored is not None else None,
-                           "score": scored, "total_s": total},
+                "source": {"metric": (metric or f"{name} mean") if scored is not None
+                           else None, "score": scored, "total_s": total},
                 "metadata": {"source": "inspect", "log": path.name,
                              "scorer": None if scored is None else str(name),
-                             "metric_named_by_log": _metric_name(header, str(name)) is not None,
+                             "metric_named_by_log": metric is not None,
                              "sample_uuid": (str(sample["uuid"]) if sample.get("uuid") is not None
                                              else None),
                              "clock": {"source": "the Inspect runner's event timestamps",

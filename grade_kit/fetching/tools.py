@@ -30,6 +30,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -87,9 +89,6 @@ def _sandbox(folder: Path) -> duckdb.DuckDBPyConnection:
 def _machine_folders(pack: Path) -> list[str]:
     """The folders of this machine an error could name, longest first (so a folder inside
     another is replaced whole)."""
-    import sys
-    import tempfile
-
     found = {str(p) for p in (Path.home(), Path.cwd(), Path(tempfile.gettempdir()),
                               pack.resolve(), Path(sys.prefix), Path(sys.base_prefix))
              if str(p) not in ("/", "")}

@@ -57,8 +57,8 @@ STATE_DIR = "evaluation"
 STATE_VERSION = 8
 
 MAX_STATE_BYTES = 512 * 2**20
-"""The largest ``state.json`` a reopen parses (its tasks, rejects and hashes: about 2 MB at
-100k runs, 2,000 tasks and 3,000 rejects); a larger one is refused before it is read."""
+"""The largest ``state.json`` a reopen parses (its tasks, rejects and hashes: 2.2 MB at 100k
+runs, 2,000 tasks and 1,000 rejects); a larger one is refused before it is read."""
 
 _DATA = frame_fields(EvalData)
 _SCORES = frame_fields(GradeScores)

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import polars as pl
+
 from grade_kit.judges import grading_label
 from grade_kit.schema import PROJECT_WEIGHTS, SHORT_LABELS, Results
 from grade_kit.text import md_cell
@@ -37,10 +39,11 @@ class ScorecardTables:
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    lines = ["| " + " | ".join(md_cell(h) for h in header) + " |",
-             "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
-    lines += ["| " + " | ".join(md_cell(v) for v in row) + " |" for row in rows]
-    return lines
+    """A list the pages have no frame for, as a table: its columns named ``header``, drawn
+    by :meth:`~grade_kit.views.tables.Table.markdown` like every other table."""
+    frame = pl.DataFrame([list(row) for row in rows], schema=list(header), orient="row",
+                         infer_schema_length=None)
+    return Table(frame, ordered=True).markdown().split("\n")
 
 
 MATERIAL_ERRORS_LISTED = 25
