@@ -12,16 +12,13 @@ import grade_kit as gk
 from grade_kit.adapters.inspect_ai import import_inspect
 from grade_kit.adapters.tau_bench import import_tau2_bench, import_tau_bench
 from grade_kit.cli import main
+from tests.paths import REALDATA, ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-REAL = ROOT / "tests" / "data" / "realdata"
 """Real third-party logs kept in the repository, each folder with its upstream LICENSE (see
 tests/data/realdata/README.md); no test reads anything outside the repository."""
-TAU = REAL / "tau_bench_gpt4o_airline" / "gpt-4o-airline.json"
-TAU2 = REAL / "tau2_grok_airline_relaxed_task8"
-INSPECT = REAL / "inspect_ai_testlogs"
+TAU = REALDATA / "tau_bench_gpt4o_airline" / "gpt-4o-airline.json"
+TAU2 = REALDATA / "tau2_grok_airline_relaxed_task8"
+INSPECT = REALDATA / "inspect_ai_testlogs"
 
 
 def import_and_score(source: str, paths: list[Path], tmp: Path) -> dict:
@@ -303,7 +300,7 @@ def test_the_provenance_names_each_log_read_with_its_hash() -> None:
 
     from grade_kit.views.tables import provenance_table
 
-    logs = sorted((REAL / "tau2_grok_airline_relaxed_task8").glob("*.json"))
+    logs = sorted((REALDATA / "tau2_grok_airline_relaxed_task8").glob("*.json"))
     ev = gk.evaluate(logs)
     read = [f for f in ev.results.provenance.inputs if f.kind == "tau-bench log"]
     assert [(Path(f.path).name, f.sha256) for f in read] == [
@@ -311,7 +308,7 @@ def test_the_provenance_names_each_log_read_with_its_hash() -> None:
     assert sum(f.records for f in read) == len(ev.inputs.runs)
     shown = provenance_table(ev.results).frame.get_column("value").to_list()
     assert any(v.startswith(logs[0].name + " (sha256 " + read[0].sha256[:12]) for v in shown)
-    assert not any(str(REAL) in v for v in shown)
+    assert not any(str(REALDATA) in v for v in shown)
     assert any(v.startswith("<runs> (no file: records given") for v in shown)
 
 

@@ -20,10 +20,10 @@ import pytest
 
 import grade_kit as gk
 from grade_kit.adapters.inspect_ai import import_inspect
+from tests.paths import DATA, REALDATA
 
-ROOT = Path(__file__).resolve().parents[2]
-CONSTRUCTED = ROOT / "tests" / "data" / "inspect_constructed" / "agentic.json"
-REAL = ROOT / "tests" / "data" / "realdata" / "inspect_ai_testlogs"
+CONSTRUCTED = DATA / "inspect_constructed" / "agentic.json"
+REAL = REALDATA / "inspect_ai_testlogs"
 
 
 def at(clock: str) -> str:
@@ -254,7 +254,7 @@ def test_timing_charts_show_working_time_or_say_why_there_is_no_e2e(
     both = charts.timing_charts(constructed.runs, constructed.timing).to_dict()
     titles = [part["title"] for part in both["vconcat"]]
     assert titles[0].startswith("E2E latency") and titles[1].startswith("Working time")
-    tau = gk.evaluate(gk.read_log(ROOT / "tests" / "data" / "realdata"
+    tau = gk.evaluate(gk.read_log(REALDATA
                                         / "tau_bench_gpt4o_airline", source="tau-bench"))
     note = charts.timing_charts(tau.runs, tau.timing).to_dict()
     assert note["mark"]["type"] == "text" and "vconcat" not in note

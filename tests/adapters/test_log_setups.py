@@ -23,6 +23,7 @@ import grade_kit as gk
 from grade_kit.cli import main
 from grade_kit.schema import InputError
 from grade_kit.standard import rank_intervals
+from tests.paths import DATA
 
 BASE = datetime(2025, 6, 1, 10, 0, 0, tzinfo=UTC)
 
@@ -289,7 +290,7 @@ def test_tau_bench_values_are_rejected_not_coerced(tmp_path: Path, key: str,
 
 
 def test_tau2_reward_must_be_finite(tmp_path: Path) -> None:
-    source = sorted((Path(__file__).parents[1] / "data" / "realdata"
+    source = sorted((DATA / "realdata"
                      / "tau2_grok_airline_relaxed_task8").glob("*.json"))[0]
     data = json.loads(source.read_text(encoding="utf-8"))
     data["simulations"][0]["reward_info"]["reward"] = float("inf")
@@ -330,7 +331,7 @@ def test_a_retry_log_that_reuses_its_originals_ids_keeps_both(tmp_path: Path) ->
     assert primary.get_column("grade").to_list() == ["resolved", "resolved"]
 
 
-GENERATED = Path(__file__).parents[1] / "data" / "inspect_generated"
+GENERATED = DATA / "inspect_generated"
 
 
 def test_logs_written_by_inspect_read_as_inspects_analysis_reads_them() -> None:

@@ -17,9 +17,7 @@ import pytest
 
 from grade_kit.cli import main
 from grade_kit.schema import PER_RUN_DIMENSIONS
-
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "fixtures" / "example"
+from tests.paths import EXAMPLE, FIXTURES, REALDATA, ROOT
 
 
 def test_score_writes_every_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -211,6 +209,24 @@ def _command_lines() -> list[str]:
     return lines
 
 
+def _score_packing_a_temporary_store(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+    """``grade-kit score`` of the fixtures in a process of its own, through a temporary
+    store (the bound set to 0), once it has made the store: the process and the store."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    code = ("import sys, grade_kit.pipeline.evaluation as e; e.STORE_ABOVE_BYTES = 0; "
+            "from grade_kit.cli import main; sys.exit(main(sys.argv[1:]))")
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, "score", str(FIXTURES / "tasks"), str(FIXTURES / "runs"),
+         "--out", str(tmp_path / "out"), "--quiet"],
+        env={**os.environ, "TMPDIR": str(temp)}, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    announced = process.stderr.readline()  # printed once the store's folder is made
+    assert "temporary packed store" in announced, announced
+    (store,) = temp.iterdir()
+    return process, store
+
+
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
 def test_a_terminated_score_leaves_no_temporary_store_nor_its_packing_process(
         tmp_path: Path) -> None:
@@ -218,21 +234,10 @@ def test_a_terminated_score_leaves_no_temporary_store_nor_its_packing_process(
     the command exits 143, the store is removed and the process packing it stops. Before,
     Python's default ended the command at once: the store stayed and the packing process
     ran on, orphaned, to the end."""
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    fixtures = ROOT / "fixtures"
-    code = ("import sys, grade_kit.pipeline.evaluation as e; e.STORE_ABOVE_BYTES = 0; "
-            "from grade_kit.cli import main; sys.exit(main(sys.argv[1:]))")
-    process = subprocess.Popen(
-        [sys.executable, "-c", code, "score", str(fixtures / "tasks"), str(fixtures / "runs"),
-         "--out", str(tmp_path / "out"), "--quiet"],
-        env={**os.environ, "TMPDIR": str(temp)}, stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None
-    announced = process.stderr.readline()  # printed once the store's folder is made
-    assert "temporary packed store" in announced, announced
-    (store,) = temp.iterdir()
+    process, store = _score_packing_a_temporary_store(tmp_path)
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=120) == 128 + signal.SIGTERM
+    assert process.stderr is not None
     process.stderr.close()
     assert not store.exists()
     # killed with the command, or (signalled before it could be) gone within a second
@@ -243,25 +248,13 @@ def test_a_terminated_score_leaves_no_temporary_store_nor_its_packing_process(
     assert not (tmp_path / "out" / "results.json").exists()
 
 
-@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
 def test_an_interrupted_score_exits_130_in_one_line(tmp_path: Path) -> None:
     """SIGINT (Ctrl-C) while a score runs: exit 130, one error line and no traceback, the
     temporary store removed, no results.json."""
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    fixtures = ROOT / "fixtures"
-    code = ("import sys, grade_kit.pipeline.evaluation as e; e.STORE_ABOVE_BYTES = 0; "
-            "from grade_kit.cli import main; sys.exit(main(sys.argv[1:]))")
-    process = subprocess.Popen(
-        [sys.executable, "-c", code, "score", str(fixtures / "tasks"), str(fixtures / "runs"),
-         "--out", str(tmp_path / "out"), "--quiet"],
-        env={**os.environ, "TMPDIR": str(temp)}, stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None
-    announced = process.stderr.readline()
-    assert "temporary packed store" in announced, announced
-    (store,) = temp.iterdir()
+    process, store = _score_packing_a_temporary_store(tmp_path)
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=120) == 130
+    assert process.stderr is not None
     rest = process.stderr.read().strip().splitlines()
     process.stderr.close()
     assert rest == ["error: interrupted (every file written is whole; the command did not "
@@ -296,7 +289,7 @@ def test_a_setup_mapping_that_names_no_log_is_an_error(tmp_path: Path,
                                                        ) -> None:
     mapping = tmp_path / "map.json"
     mapping.write_text(json.dumps({"no-such-log.json": "x"}))
-    assert main(["import", "tau-bench", str(ROOT / "tests" / "data" / "realdata" /
+    assert main(["import", "tau-bench", str(REALDATA /
                                             "tau_bench_gpt4o_airline"),
                  "--setup-by", str(mapping), "--out", str(tmp_path / "out")]) == 1
     assert "'no-such-log.json'" in capsys.readouterr().err

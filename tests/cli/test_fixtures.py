@@ -15,9 +15,7 @@ import pytest
 from grade_kit.cli import main
 from grade_kit.demo import build_fixtures
 from grade_kit.reading.task_files import load_tasks
-
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "fixtures"
+from tests.paths import FIXTURES
 
 
 def same_tree(a: Path, b: Path) -> bool:
@@ -156,7 +154,7 @@ def test_setups_rank_in_their_intended_order(demo_results: dict[str, Any]) -> No
 def test_a_notebook_fetches_the_demo_suite_when_given_no_tasks(tmp_path: Path) -> None:
     from grade_kit.demo import tasks_or_demo
 
-    fixtures = Path(__file__).resolve().parents[2] / "fixtures"
+    fixtures = FIXTURES
     assert tasks_or_demo(None, None) == (fixtures / "tasks", fixtures / "packs")
     assert tasks_or_demo(None, tmp_path) == (fixtures / "tasks", tmp_path)
     assert tasks_or_demo(tmp_path / "t", None) == (tmp_path / "t", None)  # no tool

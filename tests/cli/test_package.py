@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 import grade_kit as gk
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import ROOT
 
 
 def test_every_public_name_resolves_and_is_listed() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,8 +12,8 @@ from grade_kit.judges.rules import rule_judgements
 from grade_kit.reading.task_files import load_tasks
 from grade_kit.schema import Run, Task
 from grade_kit.scorers import grade_scores
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PACKS = ROOT / "fixtures" / "packs"
 TASKS = {t.task_id: t for t in load_tasks(ROOT / "fixtures" / "tasks").records}
 COACH = "northside-t3-coach-tutor"  # strict evidence, ids, rates, limitations, recommendations

@@ -30,18 +30,17 @@ from grade_kit.fetching import (
 from grade_kit.reading.records import load_runs
 from grade_kit.reading.task_files import load_tasks
 from grade_kit.schema import Task
+from tests.paths import FIXTURES, ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-FIX = ROOT / "fixtures"
-TASKS = load_tasks(FIX / "tasks", FIX / "packs").records
+TASKS = load_tasks(FIXTURES / "tasks", FIXTURES / "packs").records
 RECORDED = {json.loads(line)["run_id"]: json.loads(line)
             for setup in ("careful", "hasty", "erratic")
-            for line in (FIX / "runs" / f"{setup}.jsonl").read_text().splitlines()}
+            for line in (FIXTURES / "runs" / f"{setup}.jsonl").read_text().splitlines()}
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[DemoServer]:
-    srv = DemoServer(TASKS, FIX / "packs", latency_scale=0.02).start()
+    srv = DemoServer(TASKS, FIXTURES / "packs", latency_scale=0.02).start()
     yield srv
     srv.stop()
 
@@ -67,7 +66,7 @@ def test_fetched_runs_are_the_recorded_answers_timed_and_tooled(server: DemoServ
                                                                 tmp_path: Path) -> None:
     tasks = [t for t in TASKS if t.pack == "riverbend"][:3]
     store = tmp_path / "runs.jsonl"
-    report = fetch(tasks, OpenAIChat(server.url, "careful", packs=FIX / "packs"), store,
+    report = fetch(tasks, OpenAIChat(server.url, "careful", packs=FIXTURES / "packs"), store,
                    setup="careful", repeats=2, timeout_s=server.timeout_s, progress=False)
     assert (report.planned, report.delivered) == (6, 6)
     loaded = load_runs(store, TASKS)
@@ -85,7 +84,7 @@ def test_fetched_runs_are_the_recorded_answers_timed_and_tooled(server: DemoServ
         for call in run.tool_calls:
             assert call.name == "sql" and call.started and call.ended
         assert run.usage is not None and run.usage.input_tokens and run.usage.output_tokens
-    ev = gk.evaluate(FIX / "tasks", store, packs=FIX / "packs")
+    ev = gk.evaluate(FIXTURES / "tasks", store, packs=FIXTURES / "packs")
     assert ev.timing.filter(ev.timing["subset"] == "all")["e2e_n"].item() == 6
 
 
@@ -143,7 +142,7 @@ def test_timeouts_and_failures_are_runs_never_latency_samples(server: DemoServer
     else:  # a dropped connection before any byte is retried as its own linked attempt
         assert receipt["failure"].startswith("the connection failed")
         assert len(broken) == 2 and broken[1]["attempt_of"] == broken[0]["run_id"]
-    ev = gk.evaluate(FIX / "tasks", store, packs=FIX / "packs", repeats=repeat)
+    ev = gk.evaluate(FIXTURES / "tasks", store, packs=FIXTURES / "packs", repeats=repeat)
     timing = ev.results.setups[t_setup].timing
     assert timing.timeouts.count == 1 and timing.timeouts.waiting_s.n == 1
     assert timing.e2e_s.n == sum(1 for r in runs if r["status"] == "delivered")
@@ -156,7 +155,7 @@ def test_no_api_key_value_is_ever_written(server: DemoServer, tmp_path: Path,
     store = tmp_path / "runs.jsonl"
     fetch(TASKS[:1], OpenAIChat(server.url, "hasty", api_key_env="GK_TEST_KEY"), store,
           setup="hasty", repeats=1, timeout_s=server.timeout_s, progress=False)
-    assert gk.evaluate(FIX / "tasks", store, packs=FIX / "packs").write(tmp_path / "out")
+    assert gk.evaluate(FIXTURES / "tasks", store, packs=FIXTURES / "packs").write(tmp_path / "out")
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
@@ -190,7 +189,7 @@ def test_python_callable_and_replay_responders(tmp_path: Path) -> None:
     assert {r.response.key_findings[0] for r in runs if r.response} == {
         f"{t.task_id} {k}" for t in TASKS[:2] for k in (1, 2)}
     replayed = tmp_path / "replay.jsonl"
-    report = fetch(TASKS[:2], Replay(FIX / "runs" / "careful.jsonl"), replayed,
+    report = fetch(TASKS[:2], Replay(FIXTURES / "runs" / "careful.jsonl"), replayed,
                    setup="careful", repeats=5, progress=False)
     recorded = [r for r in RECORDED.values() if r["setup"] == "careful"
                 and r["task_id"] in {t.task_id for t in TASKS[:2]}]
@@ -208,7 +207,8 @@ def test_a_fetch_killed_at_any_moment_resumes_to_every_slot_once(server: DemoSer
         "import sys\n"
         "from grade_kit.fetching import OpenAIChat, fetch\n"
         "from grade_kit.reading.task_files import load_tasks\n"
-        f"tasks = load_tasks({str(FIX / 'tasks')!r}, {str(FIX / 'packs')!r}).records[:6]\n"
+        f"tasks = load_tasks({str(FIXTURES / 'tasks')!r}, "
+        f"{str(FIXTURES / 'packs')!r}).records[:6]\n"
         f"fetch(tasks, OpenAIChat({server.url!r}, 'hasty'), {str(store)!r}, setup='hasty',"
         f" repeats=3, timeout_s={server.timeout_s}, progress=False, concurrency=4)\n")
     for delay in (0.15, 0.35, 0.6):
@@ -274,7 +274,7 @@ def test_rerun_failed_adds_a_linked_attempt_and_the_primary_stays_scored(
     assert primary.status == "failed" and rerun.attempt_of == primary.run_id
     assert (primary.run_id, rerun.run_id) == (f"fn-{TASKS[0].task_id}-r2",
                                               f"fn-{TASKS[0].task_id}-r2-a1")
-    ev = gk.evaluate(FIX / "tasks", store, packs=FIX / "packs")
+    ev = gk.evaluate(FIXTURES / "tasks", store, packs=FIXTURES / "packs")
     graded = {r["run_id"]: r for r in ev.standard.graded.to_dicts()}
     assert graded[primary.run_id]["grade"] == "unresolved"  # the re-run never replaces it
     assert [r.run_id for r in ev.results.setups["fn"].reruns] == [rerun.run_id]
@@ -305,10 +305,10 @@ def test_an_http_agent_streams_events_into_runs(server: DemoServer, tmp_path: Pa
         assert run.events["channel_overhead_started"] and run.events["channel_overhead_ended"]
         assert run.tool_calls is not None
         assert [c.id for c in run.tool_calls] == [c["id"] for c in recorded["tool_calls"]]
-    ev = gk.evaluate(FIX / "tasks", store, packs=FIX / "packs")
+    ev = gk.evaluate(FIXTURES / "tasks", store, packs=FIXTURES / "packs")
     timing = ev.results.setups["careful"].timing
     assert timing.channel_overhead_s is not None and timing.channel_overhead_s.n == 8
-    without = gk.evaluate(FIX / "tasks", store, packs=FIX / "packs",
+    without = gk.evaluate(FIXTURES / "tasks", store, packs=FIXTURES / "packs",
                           exclude_channel_overhead=True).results.setups["careful"].timing
     assert without.e2e_s.n == timing.e2e_s.n
     assert without.e2e_s.mean is not None and timing.e2e_s.mean is not None
@@ -344,7 +344,7 @@ def test_a_429_keeps_its_original_receipt(tmp_path: Path) -> None:
     lowered = {k.lower(): v for k, v in receipt["headers"].items()}
     assert lowered["retry-after"] == "20" and lowered["x-request-id"] == "req-429-abc"
     assert lowered["x-ratelimit-remaining-requests"] == "0"
-    ev = gk.evaluate(FIX / "tasks", tmp_path / "r.jsonl", packs=FIX / "packs")
+    ev = gk.evaluate(FIXTURES / "tasks", tmp_path / "r.jsonl", packs=FIXTURES / "packs")
     assert ev.results.setups["m"].timing.failures.count == 1
     assert ev.results.setups["m"].timing.e2e_s.n == 0  # never a latency sample
 
@@ -456,7 +456,8 @@ def test_each_fetch_records_its_clock_and_the_endpoints_offset(server: DemoServe
     for r in other:
         r["repeat"] = 2
     (tmp_path / "other.jsonl").write_text("".join(json.dumps(r) + "\n" for r in other))
-    ev = gk.evaluate(FIX / "tasks", [store, tmp_path / "other.jsonl"], packs=FIX / "packs")
+    ev = gk.evaluate(FIXTURES / "tasks", [store, tmp_path / "other.jsonl"],
+                     packs=FIXTURES / "packs")
     timing = ev.results.setups["careful"].timing
     assert set(timing.clocks) == {records[0]["metadata"]["clock"]["source"], "other host"}
     offsets = timing.clock_offsets_s

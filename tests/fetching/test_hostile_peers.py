@@ -29,11 +29,10 @@ from grade_kit.http import (
 )
 from grade_kit.reading.records import load_runs
 from grade_kit.reading.task_files import load_tasks
+from tests.paths import FIXTURES
 from tests.peers import Request, delta, endless, head, peer, sse
 
-ROOT = Path(__file__).resolve().parents[2]
-FIX = ROOT / "fixtures"
-TASKS = load_tasks(FIX / "tasks", FIX / "packs").records
+TASKS = load_tasks(FIXTURES / "tasks", FIXTURES / "packs").records
 TASK = TASKS[0]
 ANSWER = json.dumps({"key_findings": ["A finding."], "text": "An answer."})
 SLACK = 8 << 20
@@ -45,7 +44,7 @@ def _fetch(url: str, tmp: Path, *, packs: bool = False, timeout_s: float = 20,
            api_key_env: str | None = None, **options: Any) -> dict[str, Any]:
     """One slot fetched from ``url``; its run record, after checking ``score`` reads it."""
     store = tmp / "runs.jsonl"
-    fetch([TASK], OpenAIChat(url, "m", packs=FIX / "packs" if packs else None,
+    fetch([TASK], OpenAIChat(url, "m", packs=FIXTURES / "packs" if packs else None,
                              api_key_env=api_key_env, max_rounds=3),
           store, setup="m", timeout_s=timeout_s, progress=False, retries=0, **options)
     loaded = load_runs(store)
@@ -80,7 +79,7 @@ def test_no_query_reaches_beyond_the_packs_tables(tmp_path: Path, query: str) ->
     secret = tmp_path / "secret.csv"
     secret.write_text("token\nTOPSECRET-42\n")
     secret_frame = {"token": ["TOPSECRET-42"]}  # a Python variable a scan could find  # noqa: F841
-    tools = PackTools(FIX / "packs" / TASK.pack)
+    tools = PackTools(FIXTURES / "packs" / TASK.pack)
     out = tools.call("sql", json.dumps({"query": query.format(secret=secret,
                                                                folder=tmp_path)}))
     assert out.startswith("error:") and "TOPSECRET" not in out
@@ -93,11 +92,11 @@ def test_a_heavy_query_is_bounded_in_memory_and_time() -> None:
     # 416^3 = 72 million rows sorted: bounded to MAX_ROWS inside DuckDB (a top-N, never the
     # whole sort), its text cut at MAX_RESULT_CHARS (given the default time, as the top-N
     # takes about half a second on a quiet machine and more on a loaded one) ...
-    roomy = PackTools(FIX / "packs" / TASK.pack)
+    roomy = PackTools(FIXTURES / "packs" / TASK.pack)
     out = roomy.call("sql", json.dumps({"query": "SELECT a.*, b.*, c.* FROM sessions a, "
                                                  "sessions b, sessions c ORDER BY random()"}))
     assert out.startswith("session_id,") and len(out) == 20_000
-    tools = PackTools(FIX / "packs" / TASK.pack, query_seconds=1.0)
+    tools = PackTools(FIXTURES / "packs" / TASK.pack, query_seconds=1.0)
     started = time.monotonic()
     # ... while a distinct count over them meets the memory limit (or, on a loaded machine,
     # the time limit first)
@@ -117,7 +116,7 @@ def test_a_huge_value_fails_the_call_not_the_process() -> None:
     fails with a message for the model, and the next call works."""
     import resource
 
-    tools = PackTools(FIX / "packs" / TASK.pack)
+    tools = PackTools(FIXTURES / "packs" / TASK.pack)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     out = tools.call("sql", json.dumps({"query": "SELECT repeat('x', 300000000) AS big"}))
     assert out == ("error: a value of column 'big' is longer than 2,000 characters; select "
@@ -129,7 +128,7 @@ def test_a_huge_value_fails_the_call_not_the_process() -> None:
 
 
 def test_no_setting_or_path_of_the_machine_is_in_a_result() -> None:
-    tools = PackTools(FIX / "packs" / TASK.pack)
+    tools = PackTools(FIXTURES / "packs" / TASK.pack)
     out = tools.call("sql", json.dumps({"query": "SELECT name, value FROM duckdb_settings()"}))
     assert out.startswith("name,value\n")
     for private in (str(Path.home()), str(Path.cwd()), "/root", "/home/"):
@@ -142,7 +141,7 @@ def test_no_path_of_the_machine_is_in_an_error() -> None:
     import sys
     import tempfile
 
-    pack = FIX / "packs" / TASK.pack
+    pack = FIXTURES / "packs" / TASK.pack
     tools = PackTools(pack)
     private = [str(Path.home()), str(Path.cwd()), tempfile.gettempdir(),
                str(pack.resolve()), sys.prefix, "/root", "/home/"]
@@ -294,7 +293,7 @@ def test_garbage_is_never_a_delivered_answer(tmp_path: Path, case: str) -> None:
     with peer(reply) as p:
         record = _fetch(p.url, tmp_path)
     _failed(record, *why)
-    ev = gk.evaluate(FIX / "tasks", tmp_path / "runs.jsonl", packs=FIX / "packs")
+    ev = gk.evaluate(FIXTURES / "tasks", tmp_path / "runs.jsonl", packs=FIXTURES / "packs")
     assert ev.results.setups["m"].timing.e2e_s.n == 0  # never a latency sample
 
 
@@ -425,8 +424,8 @@ def test_the_api_key_is_redacted_from_everything_written(tmp_path: Path,
         assert delivered["status"] == "delivered" and REDACTED in delivered["response"]["text"]
         judge = LLMJudge(good.url, "judge", api_key_env="GK_TEST_KEY",
                          cache=tmp_path / "verdicts.jsonl", progress=False)
-        ev = gk.evaluate(FIX / "tasks", tmp_path / "echo" / "runs.jsonl", judge=judge,
-                         packs=FIX / "packs")
+        ev = gk.evaluate(FIXTURES / "tasks", tmp_path / "echo" / "runs.jsonl", judge=judge,
+                         packs=FIXTURES / "packs")
         ev.write(tmp_path / "scored")
     assert judge.requests >= 1
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
@@ -446,7 +445,7 @@ def test_bad_fetch_options_exit_2_naming_the_option(tmp_path: Path, option: str,
                                                     capsys: pytest.CaptureFixture[str]
                                                     ) -> None:
     with pytest.raises(SystemExit) as stop:
-        main(["fetch", str(FIX / "tasks"), "--endpoint", "http://127.0.0.1:9/v1", "--model",
+        main(["fetch", str(FIXTURES / "tasks"), "--endpoint", "http://127.0.0.1:9/v1", "--model",
               "m", option, value, "--out", str(tmp_path / "runs.jsonl")])
     assert stop.value.code == 2
     assert option in capsys.readouterr().err
@@ -509,7 +508,7 @@ def test_a_verdict_about_another_answer_is_not_used(bind: Any, why: str) -> None
         body = json.dumps({"choices": [{"message": {"content": json.dumps(verdict)}}]})
         writer.write(head(200) + body.encode())
 
-    runs = [r for r in load_runs(FIX / "runs" / "careful.jsonl").records
+    runs = [r for r in load_runs(FIXTURES / "runs" / "careful.jsonl").records
             if r.status == "delivered"][:2]
     with peer(reply) as p:
         judgements = LLMJudge(p.url, "j", progress=False)(TASKS, runs)

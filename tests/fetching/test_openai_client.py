@@ -11,7 +11,6 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,10 +24,9 @@ from grade_kit.demo.setups import SETUPS  # noqa: E402
 from grade_kit.judges.llm import judge_prompt  # noqa: E402
 from grade_kit.reading.task_files import load_tasks  # noqa: E402
 from grade_kit.schema import Run  # noqa: E402
+from tests.paths import FIXTURES  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
-FIX = ROOT / "fixtures"
-TASKS = load_tasks(FIX / "tasks").records
+TASKS = load_tasks(FIXTURES / "tasks").records
 TOOLS = [{"type": "function", "function": {"name": "sql", "description": "run SQL",
                                            "parameters": {"type": "object", "properties": {
                                                "query": {"type": "string"}}}}}]
@@ -36,7 +34,7 @@ TOOLS = [{"type": "function", "function": {"name": "sql", "description": "run SQ
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[DemoServer]:
-    srv = DemoServer(TASKS, FIX / "packs", latency_scale=0.0, faults=False).start()
+    srv = DemoServer(TASKS, FIXTURES / "packs", latency_scale=0.0, faults=False).start()
     yield srv
     srv.stop()
 

@@ -32,18 +32,17 @@ from grade_kit.judges.rule_grader import RuleGrader
 from grade_kit.reading.records import load_runs
 from grade_kit.reading.task_files import load_tasks
 from tests.conftest import make_run, make_task
+from tests.paths import FIXTURES
 
-ROOT = Path(__file__).resolve().parents[2]
-FIX = ROOT / "fixtures"
-TASKS = load_tasks(FIX / "tasks", FIX / "packs").records
+TASKS = load_tasks(FIXTURES / "tasks", FIXTURES / "packs").records
 SOME = {t.task_id for t in TASKS[:4]}
 RUNS = [r for s in ("careful", "hasty", "erratic")
-        for r in load_runs(FIX / "runs" / f"{s}.jsonl", TASKS).records if r.task_id in SOME]
+        for r in load_runs(FIXTURES / "runs" / f"{s}.jsonl", TASKS).records if r.task_id in SOME]
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[DemoServer]:
-    srv = DemoServer(TASKS, FIX / "packs").start()
+    srv = DemoServer(TASKS, FIXTURES / "packs").start()
     yield srv
     srv.stop()
 
@@ -226,7 +225,7 @@ def test_the_judge_and_grade_commands_write_records_score_reads(
     monkeypatch.setenv("GK_GRADER_KEY", secret)
     runs = tmp_path / "runs.jsonl"
     runs.write_text("".join(r.model_dump_json(exclude_none=True) + "\n" for r in RUNS))
-    tasks = FIX / "tasks"
+    tasks = FIXTURES / "tasks"
     assert main(["grade", str(tasks), str(runs), "--endpoint", server.url, "--model", "judge",
                  "--api-key-env", "GK_GRADER_KEY", "--quiet",
                  "--calibration", str(tmp_path / "cal.md"),

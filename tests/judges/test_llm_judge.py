@@ -15,17 +15,16 @@ from grade_kit.judges import JUDGES
 from grade_kit.judges.llm import LLMJudge, judge_prompt
 from grade_kit.reading.records import load_runs
 from grade_kit.reading.task_files import load_tasks
+from tests.paths import FIXTURES
 
-ROOT = Path(__file__).resolve().parents[2]
-FIX = ROOT / "fixtures"
-TASKS = load_tasks(FIX / "tasks", FIX / "packs").records
-RUNS = [r for r in load_runs(FIX / "runs" / "hasty.jsonl", TASKS).records
+TASKS = load_tasks(FIXTURES / "tasks", FIXTURES / "packs").records
+RUNS = [r for r in load_runs(FIXTURES / "runs" / "hasty.jsonl", TASKS).records
         if r.task_id in {t.task_id for t in TASKS[:3]}]
 
 
 @pytest.fixture(scope="module")
 def server() -> DemoServer:
-    srv = DemoServer(TASKS, FIX / "packs").start()
+    srv = DemoServer(TASKS, FIXTURES / "packs").start()
     yield srv  # type: ignore[misc]
     srv.stop()
 

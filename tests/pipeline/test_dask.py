@@ -10,9 +10,7 @@ from typing import Any
 import pytest
 
 import grade_kit as gk
-
-ROOT = Path(__file__).resolve().parents[2]
-FIX = ROOT / "fixtures"
+from tests.paths import FIXTURES, ROOT
 
 pytest.importorskip("dask.distributed", reason="the dask extra: pip install -e '.[dask]'")
 
@@ -36,9 +34,9 @@ def _figures(ev: gk.Evaluation) -> dict[str, Any]:
 def test_a_store_scored_on_a_dask_cluster_equals_the_in_memory_results(
         tmp_path: Path) -> None:
     store = tmp_path / "store"
-    gk.pack(FIX / "tasks", FIX / "runs", store, partitions=4, progress=False)
+    gk.pack(FIXTURES / "tasks", FIXTURES / "runs", store, partitions=4, progress=False)
     on_dask = _example().score_on_dask(store, workers=2, grader="rules")
-    in_memory = gk.evaluate(FIX / "tasks", FIX / "runs", grader="rules")
+    in_memory = gk.evaluate(FIXTURES / "tasks", FIXTURES / "runs", grader="rules")
     assert _figures(on_dask) == _figures(in_memory)
     assert on_dask.runs_frame.equals(in_memory.runs_frame)
     for name in ("runs", "tasks", "tracks", "packs", "overall"):

@@ -16,15 +16,12 @@ from grade_kit.cli import main
 from grade_kit.judges import JUDGES
 from grade_kit.schema import DIMENSIONS, GRADE_STATES, PROJECT_WEIGHTS
 from tests.conftest import judgement, make_run, make_task
-
-ROOT = Path(__file__).resolve().parents[2]
-FIX = ROOT / "fixtures"
-EXAMPLE = FIX / "example"
+from tests.paths import EXAMPLE, FIXTURES, ROOT
 
 
 @pytest.fixture(scope="module")
 def suite() -> gk.Evaluation:
-    return gk.evaluate(FIX / "tasks", FIX / "runs", judge="rules")
+    return gk.evaluate(FIXTURES / "tasks", FIXTURES / "runs", judge="rules")
 
 
 def test_the_notebook_cell_shows_three_setups_with_all_six_dimensions(
@@ -45,7 +42,7 @@ def test_the_notebook_cell_shows_three_setups_with_all_six_dimensions(
 
 
 def test_a_missing_judged_dimension_is_said_beside_the_composite(tmp_path: Path) -> None:
-    ev = gk.evaluate(FIX / "tasks", FIX / "runs", repeats=5)
+    ev = gk.evaluate(FIXTURES / "tasks", FIXTURES / "runs", repeats=5)
     hasty = ev.leaderboard.filter(pl.col("setup") == "hasty").row(0, named=True)
     assert hasty["dimensions_computed"] == 4
     assert hasty["evidence_linkage"] is None and hasty["structure_usability"] is None
@@ -291,7 +288,7 @@ def test_reprs_are_short_and_html_is_escaped() -> None:
     html = ev._repr_html_()
     assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
     assert len(repr(ev.inputs)) < 300
-    big = gk.evaluate(FIX / "tasks", FIX / "runs")
+    big = gk.evaluate(FIXTURES / "tasks", FIXTURES / "runs")
     assert len(repr(big)) < 2_000 and len(repr(big.inputs)) < 300
 
 

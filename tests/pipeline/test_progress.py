@@ -12,9 +12,7 @@ import pytest
 import grade_kit as gk
 from grade_kit._progress import stage_progress
 from grade_kit.cli import main
-
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "fixtures" / "example"
+from tests.paths import EXAMPLE
 
 
 def _shown(err: str) -> list[tuple[int, str]]:

@@ -12,10 +12,7 @@ from polars.testing import assert_frame_equal
 import grade_kit as gk
 from grade_kit.frames import frame_fields
 from grade_kit.schema import InputError
-
-ROOT = Path(__file__).resolve().parents[2]
-FIX = ROOT / "fixtures"
-EXAMPLE = FIX / "example"
+from tests.paths import DATA, EXAMPLE
 
 
 def _same(a: gk.Evaluation, b: gk.Evaluation) -> None:
@@ -53,7 +50,7 @@ def test_reopen_equals_the_evaluation_that_wrote_it(tmp_path: Path) -> None:
 
 
 def test_an_imported_log_and_a_rewrite_reopen_too(tmp_path: Path) -> None:
-    ev = gk.evaluate(ROOT / "tests" / "data" / "inspect_constructed" / "agentic.json")
+    ev = gk.evaluate(DATA / "inspect_constructed" / "agentic.json")
     ev.write(tmp_path)
     ev.write(tmp_path)  # a second write replaces the state whole
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".evaluation")) == []

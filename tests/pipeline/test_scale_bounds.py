@@ -15,9 +15,8 @@ from grade_kit.cli import main
 from grade_kit.schema import InputError
 from grade_kit.scorers.consistency import MAX_CONSISTENCY_RUNS
 from grade_kit.standard.summary import MAX_COMPARED_SETUPS, MAX_SETUPS
+from tests.paths import FIXTURES
 
-ROOT = Path(__file__).resolve().parents[2]
-FIX = ROOT / "fixtures"
 PLAIN = [{"task_id": "q1", "prompt": "What?"}, {"task_id": "q2", "prompt": "Why?"}]
 
 
@@ -30,7 +29,7 @@ def _plain_run(i: int, setup: str, task: str = "q1", repeat: int = 1) -> dict[st
 
 def _repeats_of_one_answer(n: int) -> list[dict[str, Any]]:
     """``n`` repeats of one recorded fixture answer to one GRADE task."""
-    lines = [json.loads(x) for x in (FIX / "runs" / "careful.jsonl").read_text().splitlines()]
+    lines = [json.loads(x) for x in (FIXTURES / "runs" / "careful.jsonl").read_text().splitlines()]
     first = next(r for r in lines if r["status"] == "delivered" and r["attempt_of"] is None)
     return [{**first, "run_id": f"r{i}", "repeat": i + 1} for i in range(n)]
 
@@ -38,7 +37,7 @@ def _repeats_of_one_answer(n: int) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("n", [MAX_CONSISTENCY_RUNS, MAX_CONSISTENCY_RUNS + 1])
 def test_consistency_beyond_its_cap_is_null_and_named(n: int) -> None:
     runs = _repeats_of_one_answer(n)
-    ev = gk.evaluate(FIX / "tasks", runs, repeats=n)
+    ev = gk.evaluate(FIXTURES / "tasks", runs, repeats=n)
     row = ev.scores.consistency.filter(pl.col("task_id") == runs[0]["task_id"]).row(
         0, named=True)
     warned = [w for w in ev.warnings.get_column("message") if "consistency is not computed" in w]

@@ -14,9 +14,8 @@ import pytest
 
 from grade_kit.cli import main
 from grade_kit.presentation.report import NOTEBOOKS
+from tests.paths import EXAMPLE, ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "fixtures" / "example"
 HOSTILE = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

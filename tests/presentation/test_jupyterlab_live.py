@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import ROOT
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 NOTEBOOKS = ("scorecard", "timing_and_tools", "compare", "explorer")
 TOKEN = "grade-kit-live-test"

@@ -17,17 +17,16 @@ import pytest
 
 import grade_kit as gk
 from grade_kit.cli import main
+from tests.paths import FIXTURES, REALDATA, ROOT
 from tests.specs import colour_maps, one_colour_each
 
-ROOT = Path(__file__).resolve().parents[2]
-FIX = ROOT / "fixtures"
-REAL = ROOT / "tests" / "data" / "realdata"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 CASES: dict[str, tuple[list[str], list[str]]] = {
-    "demo": ([str(FIX / "tasks"), str(FIX / "runs")], ["--judge", "rules", "--grader", "rules"]),
-    "inspect": ([str(REAL / "inspect_ai_testlogs")], []),
-    "tau-bench": ([str(REAL / "tau_bench_gpt4o_airline" / "gpt-4o-airline.json")], []),
+    "demo": ([str(FIXTURES / "tasks"), str(FIXTURES / "runs")],
+             ["--judge", "rules", "--grader", "rules"]),
+    "inspect": ([str(REALDATA / "inspect_ai_testlogs")], []),
+    "tau-bench": ([str(REALDATA / "tau_bench_gpt4o_airline" / "gpt-4o-airline.json")], []),
 }
 
 

@@ -3,14 +3,11 @@ escaped, and the summary that adapts to the data."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 
 import grade_kit as gk
 from grade_kit.views.tables import column_label, table
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import EXAMPLE, REALDATA, ROOT
 
 
 def test_cells_are_formatted_by_what_they_are() -> None:
@@ -54,7 +51,7 @@ def test_the_summary_adapts_to_the_data() -> None:
     assert demo.frame.get_column("setup").to_list() == ["careful", "hasty", "erratic"]
     assert {"e2e_p50", "composite", "tool_calls_per_run", "timeouts"} <= set(
         demo.frame.columns)
-    tau = gk.evaluate(ROOT / "tests" / "data" / "realdata" / "tau_bench_gpt4o_airline").summary
+    tau = gk.evaluate(REALDATA / "tau_bench_gpt4o_airline").summary
     assert not {"e2e_p50", "composite", "working_p50", "timeouts"} & set(tau.frame.columns)
     row = repr(tau).splitlines()[2]
     # 84 of 200 slots (50 questions x 4 trials), clustered by question: design effect 2.19,
@@ -90,7 +87,7 @@ def test_what_does_not_exist_is_said_once_per_kind() -> None:
     exposed; the example: every kind exists."""
     from grade_kit.views.tables import NO_COMPARISON, NO_GRADE
 
-    evaluation = gk.evaluate(ROOT / "tests" / "data" / "realdata" / "tau_bench_gpt4o_airline"
+    evaluation = gk.evaluate(REALDATA / "tau_bench_gpt4o_airline"
                              / "gpt-4o-airline.json")
     assert repr(evaluation).startswith("Evaluation(1 setup, 50 tasks, 200 runs, R = 4")
     # its warnings are listed once, by .warnings: the evaluation's HTML counts them
@@ -102,7 +99,7 @@ def test_what_does_not_exist_is_said_once_per_kind() -> None:
     assert tau.timing == ("No E2E sample: 200 of 200 delivered runs lack a submitted or "
                           "received timestamp.")
     assert tau.tool_calls is None
-    example = ROOT / "fixtures" / "example"
+    example = EXAMPLE
     full = gk.evaluate(example / "tasks", example / "runs.jsonl", judge="rules").absent
     assert (full.grade, full.timing, full.comparison, full.tool_calls) == (None,) * 4
 
@@ -125,7 +122,7 @@ def test_runs_pending_verification_are_said_first() -> None:
     graded = gk.evaluate(fixtures / "tasks", fixtures / "runs", judge="rules", grader="rules")
     assert pending_state(graded.results) is None
     assert "pending" not in repr(graded).splitlines()[1]
-    example = ROOT / "fixtures" / "example"
+    example = EXAMPLE
     partly = gk.evaluate(example / "tasks", example / "runs.jsonl",
                          grades=example / "grades.jsonl")
     assert pending_state(partly.results) == ("2 of N = 30 pending verification: these runs "
@@ -185,7 +182,7 @@ def test_a_wide_table_shows_its_key_columns_first() -> None:
     frame = pl.DataFrame({c: [1.0] for c in wide})
     assert table(frame)._cells()[0][:3] == ["compared", "baseline", "subset"]
     assert repr(table(frame)).splitlines()[0].split()[:2] == ["compared", "baseline"]
-    example = ROOT / "fixtures" / "example"  # the summary keeps the order it is built in
+    example = EXAMPLE  # the summary keeps the order it is built in
     summary = gk.evaluate(example / "tasks", example / "runs.jsonl").summary
     assert summary._cells()[0][:3] == ["setup", "N", "resolved rate"]
 

@@ -18,9 +18,8 @@ from grade_kit.cli import main
 from grade_kit.reading.parse import MAX_DEPTH, ParseError, loads_json, loads_yaml
 from grade_kit.reading.records import load_runs
 from grade_kit.reading.task_files import load_tasks
+from tests.paths import EXAMPLE
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "fixtures" / "example"
 GOOD_LINES = [line for line in (EXAMPLE / "runs.jsonl").read_text().splitlines()
               if line.strip()][:31]  # the example's last two lines are deliberately bad
 GOOD = [json.loads(line) for line in GOOD_LINES]

@@ -31,8 +31,8 @@ from grade_kit.reading.packed import (
 )
 from grade_kit.schema import InputError
 from grade_kit.scorers import combine_scores, grade_scores, partition_scores
+from tests.paths import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 TASKS = FIXTURES / "tasks"
 RUN_FILES = sorted((FIXTURES / "runs").glob("*.jsonl"))
 

@@ -20,9 +20,7 @@ import grade_kit as gk
 from grade_kit.cli import main
 from grade_kit.pipeline.state import STATE_VERSION
 from grade_kit.schema import InputError
-
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "fixtures" / "example"
+from tests.paths import DATA, EXAMPLE, REALDATA, ROOT
 
 
 @pytest.fixture()
@@ -197,7 +195,7 @@ def test_no_run_at_all_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_a_log_nested_too_deep_is_one_line(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    source = ROOT / "tests" / "data" / "realdata" / "inspect_ai_testlogs"
+    source = REALDATA / "inspect_ai_testlogs"
     data = (source / "2025-05-12T20-28-13-04-00_popularity.json").read_text(encoding="utf-8")
     deep = tmp_path / "deep.json"
     deep.write_text(data.replace('"samples": [', '"deep": ' + "[" * 200_000 + "]" * 200_000
@@ -214,7 +212,7 @@ def test_a_log_larger_than_the_bound_is_refused(tmp_path: Path,
     here so a small real log crosses them: refused naming the file, before it is parsed."""
     from grade_kit.adapters import common, inspect_ai
 
-    log = next((ROOT / "tests" / "data" / "inspect_generated" / "ctf").glob("*.eval"))
+    log = next((DATA / "inspect_generated" / "ctf").glob("*.eval"))
     monkeypatch.setattr(inspect_ai, "MAX_LOG_BYTES", 20_000)
     with pytest.raises(InputError, match=rf"{log.name}: cannot read as an Inspect AI log: its "
                                          r"members hold [\d,]+ bytes uncompressed, more than "
@@ -225,7 +223,7 @@ def test_a_log_larger_than_the_bound_is_refused(tmp_path: Path,
     with pytest.raises(InputError, match=r"member\(s\) larger than 1,000 bytes"):
         gk.read_log(log, source="inspect")
     monkeypatch.setattr(common, "MAX_LOG_BYTES", 1_000)
-    tau = ROOT / "tests" / "data" / "realdata" / "tau_bench_gpt4o_airline"
+    tau = REALDATA / "tau_bench_gpt4o_airline"
     with pytest.raises(InputError, match=r"more than the 1,000 one log may hold"):
         gk.read_log(tau, source="tau-bench")
 
@@ -242,7 +240,7 @@ def test_a_planted_title_or_script_never_runs(tmp_path: Path) -> None:
 
     title = "[click](javascript:alert(1)) <img src=x onerror=alert(2)>"
     out = tmp_path / "pages"
-    logs = ROOT / "tests" / "data" / "inspect_generated" / "ctf"
+    logs = DATA / "inspect_generated" / "ctf"
     assert main(["report", str(logs), "--out", str(out), "--title", title]) == 0
     page = out / "report.html"
     text = page.read_text(encoding="utf-8")
@@ -333,8 +331,8 @@ def test_a_store_scored_folder_passes_the_checks_and_reports(tmp_path: Path) -> 
 
 def test_a_state_file_past_its_bound_is_refused_unread(scored: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """state.json's size is checked before a byte of it is parsed (a 1 GiB one took 2.2 GB
-    to parse): one past MAX_STATE_BYTES is one error naming it."""
+    """state.json's size is checked before a byte of it is parsed: one past
+    MAX_STATE_BYTES is one error naming it, one at the bound is read."""
     from grade_kit.pipeline import state
 
     size = (scored / "evaluation" / "state.json").stat().st_size

@@ -9,9 +9,7 @@ from pathlib import Path
 import pytest
 
 from grade_kit.cli import main
-
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "fixtures" / "example"
+from tests.paths import EXAMPLE, ROOT
 
 
 def export(tmp: Path, *extra: str) -> tuple[Path, Path]:
