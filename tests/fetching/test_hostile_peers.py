@@ -30,14 +30,11 @@ from grade_kit.http import (
 from grade_kit.reading.records import load_runs
 from grade_kit.reading.task_files import load_tasks
 from tests.paths import FIXTURES
-from tests.peers import Request, delta, endless, head, peer, sse
+from tests.peers import BUFFERED, Request, delta, endless, head, peer, sse
 
 TASKS = load_tasks(FIXTURES / "tasks", FIXTURES / "packs").records
 TASK = TASKS[0]
 ANSWER = json.dumps({"key_findings": ["A finding."], "text": "An answer."})
-SLACK = 8 << 20
-"""Bytes a peer can push into socket buffers before a client that stopped reading is seen to
-have stopped (the kernel's buffers on both sides)."""
 
 
 def _fetch(url: str, tmp: Path, *, packs: bool = False, timeout_s: float = 20,
@@ -201,7 +198,7 @@ def test_an_endless_stream_fails_at_its_cap(tmp_path: Path) -> None:
         while not p.sent and time.monotonic() < deadline:
             time.sleep(0.05)
     _failed(record, "over a cap", f"{MAX_STREAM_BYTES:,} bytes")
-    assert p.sent and p.sent[0] < MAX_STREAM_BYTES + SLACK
+    assert p.sent and p.sent[0] < MAX_STREAM_BYTES + BUFFERED
     assert len(record["metadata"]["received_text"]) <= MAX_STREAM_BYTES
 
 
@@ -217,7 +214,7 @@ def test_a_huge_error_body_is_not_read_whole(tmp_path: Path) -> None:
             time.sleep(0.05)
     _failed(record, "HTTP 500", f"larger than {MAX_BODY_BYTES:,} bytes")
     assert record["metadata"]["receipt"]["status"] == 500
-    assert p.sent and p.sent[0] < MAX_BODY_BYTES + SLACK
+    assert p.sent and p.sent[0] < MAX_BODY_BYTES + BUFFERED
 
 
 def test_oversized_headers_fail_with_a_receipt_not_a_fake_400(tmp_path: Path) -> None:
@@ -245,7 +242,7 @@ def test_a_judge_reply_that_never_ends_is_an_error_not_a_verdict(tmp_path: Path)
         while not p.sent and time.monotonic() < deadline:
             time.sleep(0.05)
     assert asked.answer is None and "larger than" in str(asked.error)
-    assert p.sent and p.sent[0] < MAX_BODY_BYTES + SLACK
+    assert p.sent and p.sent[0] < MAX_BODY_BYTES + BUFFERED
     assert not (tmp_path / "cache.jsonl").exists()
 
 
