@@ -296,11 +296,24 @@ def _setup_by(value: str) -> SetupBy:
     return mapping
 
 
+def _datasets(given: list[str] | None) -> dict[str, str] | None:
+    """``--dataset TASK=NAME`` (repeatable) as a mapping from a log's task or file name to
+    the dataset its samples belong to."""
+    out: dict[str, str] = {}
+    for item in given or []:
+        log, sep, name = item.partition("=")
+        if not sep or not log or not name:
+            raise InputError(f"--dataset {item}: expected TASK=DATASET (a log's task or file "
+                             "name, then the dataset its sample ids belong to)")
+        out[log] = name
+    return out or None
+
+
 def _import(args: argparse.Namespace) -> int:
     from grade_kit.adapters import import_logs, write_imported
 
     merged = import_logs(args.source, args.paths, setup=args.setup, scorer=args.scorer,
-                         setup_by=_setup_by(args.setup_by))
+                         datasets=_datasets(args.dataset), setup_by=_setup_by(args.setup_by))
     stated = set(merged.stated_repeats.values())
     if len(stated) == 1:
         merged.notes.append(f"R = {min(stated)} repeats per question, as the logs state it "
@@ -702,6 +715,10 @@ def commands() -> tuple[Command, ...]:
             _out("output folder"),
             _arg("--setup", help="setup name (default: the model named in each log)"),
             _arg("--scorer", help="inspect: the score to grade by (default: the first)"),
+            _arg("--dataset", action="append", metavar="TASK=DATASET",
+                 help="inspect: the dataset a log's sample ids belong to, by the log's task or "
+                      "file name (repeatable; default: the log's dataset name, and where it "
+                      "names none, the sample ids alone)"),
             _arg("--setup-by", default="auto", metavar="auto|model|file|MAPPING.json",
                  help="how logs group into setups: auto (default: the model, and the "
                       "configuration that differs between its logs over the same questions; "

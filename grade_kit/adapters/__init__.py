@@ -107,7 +107,9 @@ def import_logs(source: str, paths: Path | str | Sequence[Path | str], *,
             its logs over the same questions), ``model``, ``file``, or a mapping from file
             name to setup name.
         options: The adapter's own options, such as Inspect's ``scorer`` (the score to
-            grade by; default each sample's first); None values are left out.
+            grade by; default each sample's first) and ``datasets`` (the dataset each log's
+            sample ids belong to, by task or file name; default each log's dataset name, and
+            where it names none, the sample ids alone); None values are left out.
 
     Raises:
         InputError: naming the file, when a path is missing, a folder holds no log, or a file
@@ -130,6 +132,11 @@ def import_logs(source: str, paths: Path | str | Sequence[Path | str], *,
                                 sha256=sha256_of(str(path)), records=len(part.runs),
                                 rejected=len(part.rejected))]
         parts.append(part)
+    named = {name for p in parts for name in (p.label, p.variant.get("task"))}
+    unknown = sorted(set(given.get("datasets") or {}) - named)
+    if unknown:  # a mapping that names no log would leave its logs keyed another way
+        raise InputError(f"the dataset mapping names {', '.join(map(repr, unknown[:5]))}, "
+                         f"neither a task nor a file among the logs")
     name_setups(parts, setup_by)
     one_source_metric_per_scorer(parts)
     return merge_imported(parts)
@@ -153,7 +160,9 @@ def read_log(paths: Path | str | Sequence[Path | str], *, source: str | None = N
             continuation or retry log joins its setup), ``model``, ``file``, or a mapping
             from file name to setup name.
         options: The adapter's own options, such as Inspect's ``scorer`` (the score to grade
-            by; default each sample's first).
+            by; default each sample's first) and ``datasets`` (a mapping from a log's task or
+            file name to the dataset its sample ids belong to; default each log's dataset
+            name, and where it names none, the sample ids alone).
 
     Raises:
         InputError: naming the file, when a path is missing or is not a log of the one tool

@@ -41,6 +41,20 @@ MAX_LOG_BYTES = 1 << 30
 "Log bounds"). A larger log is refused naming the file: split it, or import it in parts."""
 
 
+def question_id(dataset: str | None, sample: object) -> str:
+    """The task id of a source's question: the sample's id within its dataset, as text that
+    tells every (dataset, sample) pair apart (docs/adapters.md "Setups and questions").
+
+    The two parts are joined by ``/`` after each has its ``%`` written ``%25`` and its ``/``
+    written ``%2F``, so dataset ``pop/x`` sample ``1`` (``pop%2Fx/1``) and dataset ``pop``
+    sample ``x/1`` (``pop/x%2F1``) stay two questions. Without a dataset the id is the
+    sample's alone (escaped the same way), so logs that name no dataset share the questions
+    whose sample ids they share. A sample id is taken as text: ``1`` and ``"1"`` are one.
+    """
+    parts = ([] if dataset is None else [dataset]) + [str(sample)]
+    return "/".join(p.replace("%", "%25").replace("/", "%2F") for p in parts)
+
+
 def log_json(data: bytes | str, what: str) -> Any:
     """``data`` parsed as JSON, for an adapter: nesting deeper than the decoder allows
     (about 1,000 levels) is a ``ValueError`` naming ``what``, never a ``RecursionError``."""
@@ -82,6 +96,10 @@ class Imported:
     variant: dict[str, str] = field(default_factory=dict)
     """The configuration that can tell two setups of one model apart (task, task arguments,
     solver, generation settings), each as text."""
+    questions: str | None = None
+    """The dataset its question ids belong to (:func:`question_id`): logs of one model are
+    told apart as setups only among logs over the same dataset; None where the source names
+    none (its questions are its sample ids)."""
     created: str | None = None
     """When the source was made (Inspect's ``eval.created``): orders continuation logs."""
     fixed_setup: bool = False
@@ -193,10 +211,9 @@ def name_setups(parts: Sequence[Imported], setup_by: SetupBy = "auto") -> None:
                          f"the logs: {', '.join(repr(u) for u in unknown[:5])}"
                          f"{' ...' if len(unknown) > 5 else ''} (the logs: "
                          f"{', '.join(sorted(part.label for part in parts)[:10])})")
-    groups: dict[tuple[str, str], list[Imported]] = {}
+    groups: dict[tuple[str, str | None], list[Imported]] = {}
     for part in parts:
-        suites = sorted({t.suite or "" for t in part.tasks})
-        groups.setdefault((part.model, "|".join(suites)), []).append(part)
+        groups.setdefault((part.model, part.questions), []).append(part)
     differing: dict[str, set[str]] = {}
     for (model, _), members in groups.items():
         keys = {k for m in members for k in m.variant}
@@ -255,7 +272,8 @@ def _in_time_order(attempts: list[Run]) -> list[Run]:
 
 def merge_imported(parts: list[Imported]) -> Imported:
     """One :class:`Imported` from several (their setups already named, :func:`name_setups`);
-    a task seen twice is kept once (the first).
+    a task seen twice is kept once (the first), and a later log that gives it another gold
+    answer is named in a note.
 
     Logs are taken in the order they were made (``created``, where every log states it; else
     as given). A (setup, task, repeat) slot that several logs fill is one slot: its primary
@@ -271,7 +289,8 @@ def merge_imported(parts: list[Imported]) -> Imported:
     out = Imported()
     if all(p.created for p in parts):
         parts = sorted(parts, key=lambda p: str(p.created))
-    seen: set[str] = set()
+    seen: dict[str, tuple[Task, str]] = {}  # task id -> the task kept, and its log
+    golds: dict[tuple[str, str], list[str]] = {}  # (first log, later log) -> ids they differ on
     slots: dict[tuple[str, str, int], list[Run]] = {}
     files: dict[str, list[str]] = {}
     run_ids: set[str] = set()
@@ -290,8 +309,10 @@ def merge_imported(parts: list[Imported]) -> Imported:
             files.setdefault(setup, []).append(part.label)
         for task in part.tasks:
             if task.task_id not in seen:
-                seen.add(task.task_id)
+                seen[task.task_id] = (task, part.label)
                 out.tasks.append(task)
+            elif task.reference != seen[task.task_id][0].reference:
+                golds.setdefault((seen[task.task_id][1], part.label), []).append(task.task_id)
         out.runs.extend(part.runs)
         out.grades.extend(part.grades)
         out.notes.extend(part.notes)
@@ -333,6 +354,12 @@ def merge_imported(parts: list[Imported]) -> Imported:
                 + (f"; {carried[setup]} completed sample(s) carried over unchanged by a retry "
                    "log (the same sample uuid) are counted once" if carried.get(setup)
                    else ""))
+    for (earlier, later), ids in golds.items():
+        out.notes.append(
+            f"{later} gives {len(ids)} question(s) another gold answer than {earlier} does "
+            f"({', '.join(ids[:3])}{' ...' if len(ids) > 3 else ''}): the first log's is kept; "
+            "if they are different datasets whose sample ids coincide, name each log's "
+            "dataset (docs/adapters.md \"Setups and questions\")")
     return out
 
 

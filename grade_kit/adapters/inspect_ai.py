@@ -23,6 +23,7 @@ import math
 import struct
 import zipfile
 import zlib
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
@@ -37,6 +38,7 @@ from grade_kit.adapters.common import (
     grade_for_outcome,
     log_json,
     non_negative,
+    question_id,
     read_log_json,
     register_adapter,
     whole_number,
@@ -361,20 +363,29 @@ OPERATIONAL_CONFIG = frozenset({
 (docs/adapters.md "Setups and questions")."""
 
 
+UNNAMED_DATASET = "(no dataset name)"
+"""The suite of the questions of logs that name no dataset (planned together, docs/
+methodology.md §4 "Rates")."""
+
+
 def _setting(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
-def log_identity(header: dict[str, Any], path: Path) -> tuple[str, str, dict[str, str]]:
-    """(model, question namespace, variant) of one Inspect log: the model; the dataset the
-    sample ids belong to (``eval.dataset.name``, else the task); and what may tell two
-    setups of one model apart: the task, its arguments, the solver and its arguments, the
-    plan's steps, and the generation settings that change answers (operational ones, such
-    as ``max_connections`` or ``limit``, never do)."""
+def log_identity(header: dict[str, Any], path: Path, datasets: Mapping[str, str] | None = None
+                 ) -> tuple[str, str | None, dict[str, str]]:
+    """(model, dataset, variant) of one Inspect log: the model; the dataset its sample ids
+    belong to (``datasets`` looked up by the log's task name, then by its file name; else
+    ``eval.dataset.name``; None where the log names none); and what may tell two setups of
+    one model apart: the task, its arguments, the solver and its arguments, the plan's
+    steps, and the generation settings that change answers (operational ones, such as
+    ``max_connections`` or ``limit``, never do)."""
     ev = header.get("eval") or {}
     task = str(ev.get("task") or path.stem)
     dataset = ev.get("dataset")
-    questions = str((dataset.get("name") if isinstance(dataset, dict) else None) or task)
+    named = dataset.get("name") if isinstance(dataset, dict) else None
+    given = datasets or {}
+    questions = given.get(task) or given.get(path.name) or (str(named) if named else None)
     variant = {"task": task}
     for key in ("task_args", "solver", "solver_args", "model_args"):
         if ev.get(key):
@@ -412,26 +423,30 @@ def _stated_epochs(header: dict[str, Any]) -> int | None:
     return epochs if epochs is not None and epochs >= 1 else None
 
 
-def import_inspect(path: Path | str, setup: str | None = None,
-                   scorer: str | None = None) -> Imported:
+def import_inspect(path: Path | str, setup: str | None = None, scorer: str | None = None,
+                   datasets: Mapping[str, str] | None = None) -> Imported:
     """Convert one Inspect log.
 
     Its runs' setup is the log's model (or ``setup``); :func:`~grade_kit.adapters.common.
     name_setups` later names setups by what the logs evaluate. A question is the sample's id
-    within its dataset (``<eval.dataset.name>/<sample.id>``), so two tasks over one dataset
-    ask the same questions.
+    within its dataset (:func:`~grade_kit.adapters.common.question_id`), so two tasks over
+    one dataset ask the same questions; a log that names no dataset keys its questions by
+    sample id alone, so they are the questions of every such log that has those ids.
 
     Args:
         path: A ``.eval`` or ``.json`` log.
         setup: Setup name; default the log's ``eval.model``.
         scorer: The score to grade by; default the sample's first score.
+        datasets: The dataset a log's samples belong to, by the log's task name or file
+            name; default None: ``eval.dataset.name``, else none.
     """
     path = Path(path)
     header, samples, where = _read_log(path)
     ev = header.get("eval") or {}
-    model, questions, variant = log_identity(header, path)
+    model, questions, variant = log_identity(header, path, datasets)
     created = ev.get("created")
     out = Imported(label=path.name, model=model, variant=variant, fixed_setup=bool(setup),
+                   questions=questions,
                    created=str(created) if created else None, notes=[
         "Inspect logs: submitted = the solver's start after set-up, received = the start of "
         "scoring after the solver finished (intermediate scores inside the solver are not "
@@ -465,12 +480,13 @@ def import_inspect(path: Path | str, setup: str | None = None,
     first: dict[tuple[str, int], int] = {}  # (sample id, epoch) -> the sample kept
 
     for index, sample in enumerate(samples):
-        task_id = f"{questions}/{sample.get('id')}"
+        task_id = question_id(questions, sample.get("id"))
         if task_id not in tasks:  # the question stays planned whatever its sample holds
             target = sample.get("target")
             reference = target if isinstance(target, str) else json.dumps(target)
             tasks[task_id] = Task(task_id=task_id, prompt=_prompt(sample.get("input")),
-                                  reference=reference.strip() or None, suite=questions,
+                                  reference=reference.strip() or None,
+                                  suite=questions or UNNAMED_DATASET,
                                   metadata={"source": "inspect", "task": variant["task"],
                                             "dataset": questions})
         raw_epoch = sample.get("epoch", 1)
@@ -587,4 +603,5 @@ def _is_inspect_log(head: FileHead) -> bool:
 register_adapter(Adapter(
     name="inspect", describes="an Inspect AI log", suffixes=(".eval", ".json"),
     recognises=_is_inspect_log,
-    read=lambda path, setup, options: import_inspect(path, setup, options.get("scorer"))))
+    read=lambda path, setup, options: import_inspect(path, setup, options.get("scorer"),
+                                                     options.get("datasets"))))

@@ -27,6 +27,7 @@ from grade_kit.adapters.common import (
     finite_number,
     grade_for_outcome,
     non_negative,
+    question_id,
     read_log_json,
     register_adapter,
     whole_number,
@@ -72,7 +73,8 @@ def import_tau_bench(path: Path | str, setup: str | None = None,
     Args:
         path: The JSON file.
         setup: Setup name; default the file name without its domain (``gpt-4o``).
-        domain: Task id prefix; default the domain in the file name (``airline``).
+        domain: The dataset of its task ids (``<domain>/<task_id>``); default the domain
+            in the file name (``airline``).
     """
     path = Path(path)
     records = read_log_json(path)
@@ -83,7 +85,7 @@ def import_tau_bench(path: Path | str, setup: str | None = None,
     given = setup is not None
     setup = setup or guess_setup
     domain = domain or guess_domain
-    out = Imported(label=path.name, model=setup, fixed_setup=given, notes=[
+    out = Imported(label=path.name, model=setup, fixed_setup=given, questions=domain, notes=[
         "tau-bench files have no timestamps, so no timing is reported for them",
         "tau-bench reuses tool-call ids: the summary counts the calls as recorded, and "
         "unique ids beside them",
@@ -93,7 +95,7 @@ def import_tau_bench(path: Path | str, setup: str | None = None,
     tasks: dict[str, Task] = {}
     first: dict[tuple[str, int], int] = {}  # (task, trial) -> the record kept
     for index, rec in enumerate(records):
-        task_id = f"{domain}-{rec['task_id']}"
+        task_id = question_id(domain, rec["task_id"])
         info = rec.get("info") or {}
         if task_id not in tasks:  # the question stays planned whatever its trial holds
             instruction = (info.get("task") or {}).get("instruction") or f"{domain} task"
@@ -171,7 +173,7 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
     setup = setup or str((info.get("agent_info") or {}).get("llm") or path.stem)
     domain = str((info.get("environment_info") or {}).get("domain_name") or "tau2")
     zone = ZoneInfo(assume_tz)
-    out = Imported(label=path.name, model=setup, fixed_setup=given, notes=[
+    out = Imported(label=path.name, model=setup, fixed_setup=given, questions=domain, notes=[
         f"tau2 timestamps are naive; read as {assume_tz} (an assumption)",
         "tau2: submitted = start_time, received = end_time of each simulation",
         "tau2: reward 1 -> resolved, 0 < reward < 1 -> partially resolved, else "
@@ -185,7 +187,7 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
     tasks: dict[str, Task] = {}
     first: dict[tuple[str, int], int] = {}  # (task, trial) -> the simulation kept
     for index, sim in enumerate(data.get("simulations") or []):
-        task_id = f"{domain}-{sim['task_id']}"
+        task_id = question_id(domain, sim["task_id"])
         if task_id not in tasks:  # the question stays planned whatever its trial holds
             tasks[task_id] = Task(task_id=task_id, suite=domain,
                                   prompt=prompts.get(str(sim["task_id"]), f"{domain} task"),

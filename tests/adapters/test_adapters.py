@@ -49,7 +49,7 @@ def test_tau_bench_gpt4o_airline(tmp_path: Path) -> None:
 def test_tau_bench_mapping_details() -> None:
     imported = import_tau_bench(TAU)
     run = imported.runs[0]
-    assert (run.setup, run.task_id, run.repeat) == ("gpt-4o", "airline-0", 1)
+    assert (run.setup, run.task_id, run.repeat) == ("gpt-4o", "airline/0", 1)
     assert run.events == {}
     assert all(t.kind == "plain" for t in imported.tasks)
     assert imported.tasks[0].prompt.startswith("You are mia_li_3668")

@@ -57,12 +57,15 @@ def sample(sid: int, score: Any = "C", *, epoch: Any = 1, start: float = 0.0,
 
 def write_log(path: Path, model: str, task: str, samples: list[dict[str, Any]],
               created: str, *, dataset: str | None = None, status: str = "success",
-              metric: str = "accuracy") -> Path:
+              metric: str = "accuracy", named: bool = True) -> Path:
+    """An Inspect JSON log; its dataset is named ``dataset`` (default the task), or not named
+    at all (``named=False``, as a memory dataset leaves it)."""
     header = {
         "version": 2, "status": status,
         "eval": {"eval_id": f"id-{path.stem}", "run_id": f"run-{path.stem}",
                  "created": created, "task": task, "model": model,
-                 "dataset": {"name": dataset or task}, "config": {"epochs": 1}},
+                 "dataset": {"name": dataset or task} if named else {"samples": len(samples)},
+                 "config": {"epochs": 1}},
         "plan": {"name": "plan", "steps": [{"solver": "react", "params": {}}], "config": {}},
         "results": {"scores": [{"name": "match", "metrics": {
             metric: {"name": metric, "value": 0.0}, "stderr": {"name": "stderr", "value": 0}}}]},
@@ -214,6 +217,96 @@ def test_two_tasks_over_one_dataset_ask_the_same_questions(tmp_path: Path) -> No
     assert resolved.n_questions == 3 and resolved.label == "measured"
 
 
+def test_logs_that_name_no_dataset_share_the_questions_whose_ids_they_share(
+        tmp_path: Path) -> None:
+    """A chat and a completion task over the same 3 sample ids, run by two models, in logs
+    that name no dataset: 3 questions (not 6), both setups planned on all 3, question 2 in
+    the common subset, and the two compared on all 3 (before: 6 questions, a common subset
+    of 0, the pair untested)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    write_log(logs / "a.json", "model-a", "bench_chat", [sample(1), sample(2), sample(3, "I")],
+              "2025-06-01T10:00:00+00:00", named=False)
+    write_log(logs / "b.json", "model-b", "bench_completion",
+              [sample(1, "I"), sample(2), sample(3, "I")], "2025-06-01T11:00:00+00:00",
+              named=False)
+    ev = gk.evaluate(gk.read_log(logs, source="inspect"))
+    assert sorted(t.task_id for t in ev.inputs.tasks) == ["1", "2", "3"]
+    assert ev.results.common_subset.of_questions == 3
+    assert ev.results.common_subset.tasks == ["2"]  # the one both resolved
+    pair = next(c for c in ev.results.comparisons if c.subset == "all")
+    resolved = next(f for f in pair.figures if f.metric == "resolved_rate")
+    assert resolved.n_questions == 3 and resolved.label != "untested direction"
+    # 2 of 3 against 1 of 3
+    assert ev.results.setups["model-a"].grades.counts.resolved == 2
+    assert ev.results.setups["model-b"].grades.counts.resolved == 1
+
+
+def test_question_ids_tell_every_dataset_and_sample_apart(tmp_path: Path) -> None:
+    """Dataset ``pop/x`` sample ``1`` and dataset ``pop`` sample ``x/1`` are two questions (a
+    joined string made them one)."""
+    from grade_kit.adapters.common import question_id
+
+    assert question_id("pop/x", "1") == "pop%2Fx/1"
+    assert question_id("pop", "x/1") == "pop/x%2F1"
+    assert question_id("a%2Fb", 1) == "a%252Fb/1" != question_id("a/b", 1)
+    assert question_id(None, 7) == "7" and question_id(None, "a/b") == "a%2Fb"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    write_log(logs / "a.json", "m", "t1", [{**sample(1), "id": "1"}],
+              "2025-06-01T10:00:00+00:00", dataset="pop/x")
+    write_log(logs / "b.json", "m", "t2", [{**sample(1), "id": "x/1"}],
+              "2025-06-01T11:00:00+00:00", dataset="pop")
+    inputs = gk.read_log(logs, source="inspect")
+    assert sorted(t.task_id for t in inputs.tasks) == ["pop%2Fx/1", "pop/x%2F1"]
+
+
+def test_a_dataset_mapping_keys_logs_by_the_dataset_named(tmp_path: Path) -> None:
+    """Two tasks whose logs name different datasets are one dataset when the caller says so,
+    by task name or by file name; a mapping naming no log is an error; the CLI takes it as
+    ``--dataset TASK=DATASET``."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    write_log(logs / "chat.json", "m", "bench_chat", [sample(1), sample(2)],
+              "2025-06-01T10:00:00+00:00", dataset="bench_chat_v1")
+    write_log(logs / "comp.json", "m", "bench_completion", [sample(1, "I"), sample(2)],
+              "2025-06-01T11:00:00+00:00", dataset="bench_completion_v1")
+    apart = gk.read_log(logs, source="inspect")
+    assert len(apart.tasks) == 4
+    for mapping in ({"bench_chat": "bench", "bench_completion": "bench"},
+                    {"chat.json": "bench", "bench_completion": "bench"}):
+        together = gk.read_log(logs, source="inspect", datasets=mapping)
+        assert sorted(t.task_id for t in together.tasks) == ["bench/1", "bench/2"]
+        assert sorted({r.setup for r in together.runs}) == ["m [bench_chat]",
+                                                           "m [bench_completion]"]
+    with pytest.raises(InputError, match="'nope'"):
+        gk.read_log(logs, source="inspect", datasets={"nope": "bench"})
+    out = tmp_path / "imported"
+    assert main(["import", "inspect", str(logs), "--out", str(out),
+                 "--dataset", "bench_chat=bench", "--dataset", "bench_completion=bench"]) == 0
+    lines = (out / "tasks.jsonl").read_text().splitlines()
+    ids = {json.loads(line)["task_id"] for line in lines}
+    assert ids == {"bench/1", "bench/2"}
+    assert main(["import", "inspect", str(logs), "--out", str(tmp_path / "x"),
+                 "--dataset", "bench_chat"]) == 1  # an input error, named
+
+
+def test_logs_giving_one_question_two_golds_are_said(tmp_path: Path) -> None:
+    """Two logs that name no dataset and whose sample 1 has different targets: the first
+    log's question is kept and a warning names both logs and the question."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    write_log(logs / "a.json", "a", "t1", [sample(1)], "2025-06-01T10:00:00+00:00",
+              named=False)
+    write_log(logs / "b.json", "b", "t2", [{**sample(1), "target": "other"}],
+              "2025-06-01T11:00:00+00:00", named=False)
+    inputs = gk.read_log(logs, source="inspect")
+    assert [t.reference for t in inputs.tasks] == ["flag"]
+    (note,) = [w.message for w in inputs.warnings if "gold" in w.message]
+    assert note.startswith("b.json gives 1 question(s) another gold answer than a.json")
+    assert "(1)" in note
+
+
 def test_time_to_outcome_and_the_source_total(tmp_path: Path) -> None:
     """Delivered E2E 10 s and 20 s; a third delivered run's E2E of 100 s exceeds its
     total_time of 50 s (a host sleep): left out of E2E and counted; a message-limit run
@@ -283,7 +376,7 @@ def test_tau_bench_values_are_rejected_not_coerced(tmp_path: Path, key: str,
     path = tmp_path / "m-airline.json"
     path.write_text(json.dumps([trial(1), bad]), encoding="utf-8")
     inputs = gk.read_log(path, source="tau-bench")
-    assert [r.task_id for r in inputs.runs] == ["airline-1"]
+    assert [r.task_id for r in inputs.runs] == ["airline/1"]
     assert [r.message() for r in inputs.rejected] == [
         f"{path}: field '[1].{key}': {key} {value!r} is not a "
         + ("finite number" if key == "reward" else "whole number >= 0")]
