@@ -485,6 +485,20 @@ def _grade(run: Run, record: Grade | None) -> str:
     return "unresolved"
 
 
+def _calls(run: Run) -> list[Any]:
+    """§4 "Tool calls": the run's records that are calls: all but a record repeating an
+    earlier one's id, name and arguments; an id that is empty or the tool's name names no
+    call, so its every record is one."""
+    seen: set[tuple[str, str, str | None]] = set()
+    out = []
+    for call in run.tool_calls or ():
+        key = (call.id, call.name, call.arguments)
+        if call.id in ("", call.name) or key not in seen:
+            out.append(call)
+        seen.add(key)
+    return out
+
+
 def _seconds(later: str, earlier: str) -> float:
     """(later - earlier) in seconds, as ``timedelta.total_seconds()``."""
     return (datetime.fromisoformat(later) - datetime.fromisoformat(earlier)).total_seconds()
@@ -504,7 +518,8 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
                    repeats: int | None = None) -> dict[str, Any]:
     """§4 for every setup, over all questions and over the common subset: the plan, grade
     counts and rates over N, graded coverage, stable resolution, E2E, timeouts and failures
-    over attempted primary runs, and unique tool calls per exposed delivered run.
+    over attempted primary runs, and tool calls (each decided per call) per exposed
+    delivered run.
 
     A setup is planned on every task without a suite and on every task of each suite it
     has a primary run in; R is ``repeats`` when given, else inferred.
@@ -579,15 +594,12 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
                     "waiting_s": _summary(samples)}
 
         exposed = [r for r in delivered if r.tool_calls is not None]
-        per_run = [len({c.id for c in r.tool_calls or ()}) for r in exposed]
+        per_run = [len(_calls(r)) for r in exposed]
         names: dict[str, list[str]] = {}
         spans = []
         for run in exposed:
-            first_of: dict[str, str] = {}
-            for call in run.tool_calls or ():
-                first_of.setdefault(call.id, call.name)
-            for name in first_of.values():
-                names.setdefault(name, []).append(run.run_id)
+            for call in _calls(run):
+                names.setdefault(call.name, []).append(run.run_id)
             starts = [c.started for c in run.tool_calls or () if c.started is not None]
             ends = [c.ended or c.started for c in run.tool_calls or ()
                     if (c.ended or c.started) is not None]
@@ -615,9 +627,9 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
             "tool_calls": {"runs_exposed": len(exposed), "delivered": len(delivered),
                            "coverage": len(exposed) / len(delivered) if delivered else None,
                            "per_run": _summary([float(k) for k in per_run]),
-                           "unique_calls": sum(per_run),
+                           "calls": sum(per_run),
                            "recorded_calls": sum(len(r.tool_calls or ()) for r in exposed),
-                           "runs_with_repeated_ids": sum(
+                           "runs_with_duplicate_records": sum(
                                len(r.tool_calls or ()) > k
                                for r, k in zip(exposed, per_run, strict=True)),
                            "by_name": {n: {"calls": len(v), "runs": len(set(v))}
@@ -643,7 +655,7 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
                        and (start := r.events.get("submitted")) is not None
                        and (end := r.events.get("received")) is not None
                        and (x := _seconds(end, start)) >= 0]
-            calls = [len({c.id for c in r.tool_calls}) for r in filled
+            calls = [len(_calls(r)) for r in filled
                      if r.status == "delivered" and r.tool_calls is not None]
             per_question[(setup, task_id)] = {
                 "e2e_median_s": _summary(seconds)["p50"],
@@ -677,8 +689,7 @@ def plain_standard(tasks: Sequence[Task], runs: Sequence[Run], grades: Sequence[
         per_run[run.run_id] = {
             "grade": _grade(run, records.get(run.run_id)),
             "e2e_s": seconds if seconds is not None and seconds >= 0 else None,
-            "tool_calls": (len({c.id for c in run.tool_calls})
-                           if run.tool_calls is not None else None)}
+            "tool_calls": len(_calls(run)) if run.tool_calls is not None else None}
     everything = {setup: setup_figures(setup, planned[setup]) for setup in names}
     for setup in set(names) - set(ranked):  # §4 "Coverage": counts, never a rate
         figures = everything[setup]
@@ -744,9 +755,9 @@ def standard_differences(evaluation: Any, plain: dict[str, Any]) -> list[str]:
                 "timeouts": t.timeouts.model_dump(), "failures": t.failures.model_dump(),
                 "tool_calls": {"runs_exposed": c.runs_exposed, "delivered": c.delivered,
                                "coverage": c.coverage, "per_run": c.per_run.model_dump(),
-                               "unique_calls": c.unique_calls,
+                               "calls": c.calls,
                                "recorded_calls": c.recorded_calls,
-                               "runs_with_repeated_ids": c.runs_with_repeated_ids,
+                               "runs_with_duplicate_records": c.runs_with_duplicate_records,
                                "by_name": {k: v.model_dump() for k, v in sorted(c.by_name.items())},
                                "span_s": {k: v for k, v in c.span_s.model_dump().items()
                                           if k != "label"}},

@@ -130,9 +130,9 @@ COLUMNS: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
                 "str": pl.String, "str_key": pl.String},
     # one row per event timestamp: at is its instant in UTC (the run record keeps it as given)
     "events": {"run_id": pl.String, "event": pl.String, "at": _TS},
-    # one row per tool call as recorded (ids may repeat; counting uses unique ids)
-    "tool_calls": {"run_id": pl.String, "call_id": pl.String, **model_columns(ToolCall, "name"),
-                   "started": _TS, "ended": _TS},
+    # one row per tool call record (a call may be recorded twice: counting decides per call)
+    "tool_calls": {"run_id": pl.String, "call_id": pl.String,
+                   **model_columns(ToolCall, "name", "arguments"), "started": _TS, "ended": _TS},
     # one row per recorded judgement
     "judgements": {**model_columns(Judgement, "run_id", "dimension", "score", "judge",
                                    "reason"), "method": pl.String},
@@ -430,6 +430,7 @@ def _flatten_runs(runs: Sequence[Any], r: dict[str, list[Any]], it: dict[str, li
             tc["run_id"].append(rid)
             tc["call_id"].append(call.id)
             tc["name"].append(call.name)
+            tc["arguments"].append(call.arguments)
             tc["started"].append(None if call.started is None else instant_us(call.started))
             tc["ended"].append(None if call.ended is None else instant_us(call.ended))
 

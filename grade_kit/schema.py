@@ -284,12 +284,33 @@ class Task(_In):
 
 
 class ToolCall(_In):
-    """One tool call; counted by unique ``id``."""
+    """One tool call as the source recorded it; how records count as calls is decided per
+    call (docs/methodology.md §4 "Tool calls").
+
+    Attributes:
+        id: The call's id ("" where the source gives none).
+        name: The tool's name.
+        arguments: The call's arguments as text (an adapter or a responder turns a JSON
+            object into text by :func:`arguments_text`); None where the source records none.
+        started: When the call started.
+        ended: When it ended.
+    """
 
     id: str
     name: str
+    arguments: str | None = None
     started: Timestamp | None = None
     ended: Timestamp | None = None
+
+
+def arguments_text(value: Any) -> str | None:
+    """A source's tool-call arguments as :class:`ToolCall` holds them: text as given; any
+    other JSON value (an object, an array, a number) as its JSON text with keys sorted, so
+    two records of one call compare equal whatever order their keys came in; None kept."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                      default=str)
 
 
 class Response(_In):
@@ -725,30 +746,30 @@ class ToolNameCount(_Out):
 
 
 class ToolCalls(_Out):
-    """Tool calls of one setup's delivered primary runs, counted by unique id."""
+    """Tool calls of one setup's delivered primary runs, each record decided per call
+    (docs/methodology.md §4 "Tool calls"): a record repeating an earlier record's id, name
+    and arguments in its run is that call again (counted once); any other record is a call.
+    """
 
     runs_exposed: int
     delivered: int
     coverage: float | None
     per_run: Summary
-    """Unique call ids per exposed run (what the standard counts)."""
+    """Calls per exposed run (what the standard counts)."""
+    per_run_ci95: Interval | None = None
+    """Its mean's 95% normal interval from the clustered standard error (CR0)."""
     recorded_per_run: Summary
-    """Calls as recorded per exposed run (ids repeated or not), beside the unique count."""
-    unique_calls: int
+    """Records per exposed run (a call recorded twice counts twice), beside the calls."""
+    calls: int
     recorded_calls: int
-    runs_with_repeated_ids: int
+    runs_with_duplicate_records: int
+    """Exposed runs holding a record that repeats an earlier one (id, name and arguments)."""
     by_name: dict[str, ToolNameCount]
     span_s: LabelledSummary
-    headline_per_run: Summary | None = None
-    """Calls per exposed delivered run as the headline counts them: unique ids, or the
-    calls as recorded when some run repeats an id (``headline_basis`` says which)."""
-    headline_per_run_ci95: Interval | None = None
-    """Its mean's 95% normal interval from the clustered standard error (CR0)."""
-    headline_basis: str = "unique call ids"
     attempted_runs_exposed: int = 0
     """Exposed primary runs of every status (delivered, limit, failed, timed out)."""
     attempted_per_run: Summary | None = None
-    """Calls per exposed attempted run, counted as the headline counts them."""
+    """Calls per exposed attempted run."""
 
 
 class SourceMetric(_Out):

@@ -45,7 +45,7 @@ from grade_kit.adapters.common import (
 )
 from grade_kit.reading.io import Rejected, describe_validation_error
 from grade_kit.reading.sniff import FileHead
-from grade_kit.schema import SOURCE_TOTAL_SLACK_S, Run, Task
+from grade_kit.schema import SOURCE_TOTAL_SLACK_S, Run, Task, arguments_text
 from grade_kit.text import brief
 
 MAX_MEMBER = 1 << 29
@@ -264,14 +264,22 @@ def _timing(sample: dict[str, Any]) -> tuple[dict[str, str | None], float | None
 
 
 def _tool_calls(sample: dict[str, Any]) -> list[dict[str, Any]]:
+    """The sample's tool calls, with their arguments: from its ``tool`` events, else from
+    its assistant messages (an id the log does not give is "")."""
     tool_events = [e for e in sample.get("events") or [] if e.get("event") == "tool"]
     if tool_events:
-        return [{"id": str(e.get("id")), "name": str(e.get("function") or "?"),
+        return [{"id": _call_id(e.get("id")), "name": str(e.get("function") or "?"),
+                 "arguments": arguments_text(e.get("arguments")),
                  "started": e.get("timestamp"), "ended": e.get("completed")}
                 for e in tool_events]
-    return [{"id": str(call.get("id")), "name": str(call.get("function") or "?")}
+    return [{"id": _call_id(call.get("id")), "name": str(call.get("function") or "?"),
+             "arguments": arguments_text(call.get("arguments"))}
             for message in sample.get("messages") or [] if message.get("role") == "assistant"
             for call in message.get("tool_calls") or []]
+
+
+def _call_id(value: Any) -> str:
+    return "" if value is None else str(value)
 
 
 def _usage(sample: dict[str, Any]) -> dict[str, int] | None:

@@ -3,8 +3,9 @@
 tau-bench (sierra-research/tau-bench, ``historical_trajectories/*.json``): a JSON list of
 ``{task_id, reward, info, traj, trial}``. Trials are repeats (trial 0 -> repeat 1); reward 1 is
 resolved, anything else unresolved. There are no timestamps, so no timing; tool calls come from
-the assistant messages' ``tool_calls`` and their ids are reused across calls (counted by unique
-id as the standard requires; ``recorded_calls`` in the report shows the difference).
+the assistant messages' ``tool_calls``, with their arguments; their ids are reused across
+calls, so each record is decided per call by its id, name and arguments (docs/methodology.md
+§4 "Tool calls").
 
 tau2-bench (``data/simulations/*.json``): ``{timestamp, info, tasks, simulations}``. Each
 simulation has ``start_time``/``end_time`` (naive local times: the zone is an explicit
@@ -34,7 +35,7 @@ from grade_kit.adapters.common import (
 )
 from grade_kit.reading.io import Rejected
 from grade_kit.reading.sniff import FileHead
-from grade_kit.schema import Run, Task
+from grade_kit.schema import Run, Task, arguments_text
 
 KNOWN_DOMAINS = ("airline", "retail", "telecom", "mock")
 DELIVERED_TERMINATIONS = {"user_stop", "agent_stop", "transfer", "user_transfer"}
@@ -87,8 +88,8 @@ def import_tau_bench(path: Path | str, setup: str | None = None,
     domain = domain or guess_domain
     out = Imported(label=path.name, model=setup, fixed_setup=given, questions=domain, notes=[
         "tau-bench files have no timestamps, so no timing is reported for them",
-        "tau-bench reuses tool-call ids: the summary counts the calls as recorded, and "
-        "unique ids beside them",
+        "tau-bench reuses tool-call ids across calls: a record is one call unless it repeats "
+        "an earlier record's id, name and arguments",
         "tau-bench: reward 1 -> resolved, 0 < reward < 1 -> partially resolved, "
         "else unresolved (the adapter never claims a material error)",
     ])
@@ -123,10 +124,12 @@ def import_tau_bench(path: Path | str, setup: str | None = None,
         run_id = f"{setup}/{task_id}/trial-{trial}"
         traj = rec.get("traj") or []
         calls = [
-            {"id": str(call.get("id") or f"unnamed-{index}-{k}"),
-             "name": str((call.get("function") or {}).get("name") or call.get("name") or "?")}
+            {"id": str(call.get("id") or ""),
+             "name": str((call.get("function") or {}).get("name") or call.get("name") or "?"),
+             "arguments": arguments_text((call.get("function") or {}).get(
+                 "arguments", call.get("arguments")))}
             for message in traj if message.get("role") == "assistant"
-            for k, call in enumerate(message.get("tool_calls") or [])
+            for call in message.get("tool_calls") or []
         ]
         run = Run.model_validate({
             "run_id": run_id, "setup": setup, "task_id": task_id, "repeat": trial + 1,
@@ -226,6 +229,7 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
                      if m.get("role") == "tool"}
         calls = [
             {"id": str(call["id"]), "name": str(call.get("name") or "?"),
+             "arguments": arguments_text(call.get("arguments")),
              "started": _aware(message.get("timestamp"), zone),
              "ended": _aware(tool_ends.get(str(call["id"])), zone)}
             for message in messages if message.get("role") == "assistant"

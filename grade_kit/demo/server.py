@@ -377,10 +377,12 @@ class DemoServer:
         try:
             await send("progress", {"message": "reading the pack"})
             calls = record.get("tool_calls") or []
-            for call in calls:
+            for i, call in enumerate(calls):
                 started = stamp()
                 await asyncio.sleep(first / (2 * max(1, len(calls))))
                 await send("tool_call", {"id": call["id"], "name": call["name"],
+                                         "arguments": {"query": SQL_BY_TABLE[i % len(
+                                             SQL_BY_TABLE)]},
                                          "started": started, "ended": stamp()})
             await asyncio.sleep(first / 2 if calls else first)
             content = json.dumps(record["response"], ensure_ascii=False)

@@ -40,7 +40,7 @@ from grade_kit.http import (
     receipt,
     request_headers,
 )
-from grade_kit.schema import MAX_TOKENS, Response, Task, parse_timestamp
+from grade_kit.schema import MAX_TOKENS, Response, Task, arguments_text, parse_timestamp
 
 RESPONSE_FORMAT_INSTRUCTION = (
     "Answer with one JSON object and nothing else, with these keys: "
@@ -266,6 +266,7 @@ class OpenAIChat:
                     raise
                 ended = now()
                 calls.append({"id": call["id"], "name": call["function"]["name"],
+                              "arguments": call["function"]["arguments"],
                               "started": started.isoformat(), "ended": ended.isoformat()})
                 messages.append({"role": "tool", "tool_call_id": call["id"],
                                  "content": result})
@@ -429,8 +430,8 @@ class HTTPAgent:
     reply is ``text/event-stream`` of events, each ``event: <name>`` and ``data: <JSON>``:
 
     - ``progress`` (any data): the first one is ``first_progress``;
-    - ``tool_call`` ``{"id", "name", "started", "ended"}``: recorded as the agent reports it
-      (its timestamps are the agent's clock);
+    - ``tool_call`` ``{"id", "name", "arguments", "started", "ended"}``: recorded as the
+      agent reports it (its timestamps are the agent's clock);
     - ``token`` ``{"text"}``: the first one is ``first_token``; the texts make the answer
       when ``final`` carries none;
     - ``channel`` ``{"kind", "started", "ended"}``: channel overhead (reply cards, link
@@ -504,7 +505,8 @@ class HTTPAgent:
                         tokens.append(str(data.get("text") or ""))
                     elif name == "tool_call":
                         calls.append({k: data[k] for k in ("id", "name", "started", "ended")
-                                      if data.get(k) is not None})
+                                      if data.get(k) is not None}
+                                     | {"arguments": arguments_text(data.get("arguments"))})
                     elif name == "channel":
                         started = _instant(data.get("started"))
                         ended = _instant(data.get("ended"))

@@ -92,22 +92,22 @@ def missing_dimension_warnings(setups: dict[str, SetupResults]) -> list[WarningI
     return out
 
 
-def repeated_id_warnings(setups: dict[str, SetupResults]) -> list[WarningItem]:
-    """One warning per setup whose runs reuse a tool-call id (docs/methodology.md §4 "Tool
-    calls"): more calls recorded than unique ids, with the share of runs affected and both
-    means per run (the summary's headline counts the calls as recorded then)."""
+def duplicate_record_warnings(setups: dict[str, SetupResults]) -> list[WarningItem]:
+    """One warning per setup whose runs record a call twice (docs/methodology.md §4 "Tool
+    calls"): records that repeat an earlier record's id, name and arguments, counted once,
+    with the share of runs affected and both means per run."""
     out = []
     for name, s in setups.items():
         tc = s.tool_calls
-        if tc.runs_with_repeated_ids:
+        if tc.runs_with_duplicate_records:
             out.append(WarningItem(message=(
-                f"{name!r}: tool-call ids repeat within {tc.runs_with_repeated_ids} of "
-                f"{tc.runs_exposed} runs ({tc.runs_with_repeated_ids / tc.runs_exposed:.0%}): "
-                f"{tc.recorded_calls} calls recorded under {tc.unique_calls} unique ids; the "
-                "summary's tool calls per run count the calls as recorded (unique ids would "
-                "undercount where the source reuses ids for distinct calls; recorded per run: "
-                f"mean {_figure(tc.recorded_per_run.mean)}, unique: "
-                f"{_figure(tc.per_run.mean)})")))
+                f"{name!r}: {tc.runs_with_duplicate_records} of {tc.runs_exposed} runs "
+                f"({tc.runs_with_duplicate_records / tc.runs_exposed:.0%}) record a tool call "
+                "more than once (the same id, name and arguments): "
+                f"{tc.recorded_calls - tc.calls} such record(s) counted once, "
+                f"{tc.calls} calls of {tc.recorded_calls} records; per run: calls mean "
+                f"{_figure(tc.per_run.mean)}, records mean "
+                f"{_figure(tc.recorded_per_run.mean)}")))
     return out
 
 
@@ -201,7 +201,7 @@ def build_results(scores: GradeScores, standard: StandardResults,
         notes.append(WarningItem(message=(
             f"E2E samples come from {len(clocks)} clocks ({'; '.join(clocks)}): the skew "
             "between them is unknown; compare latencies across them with care")))
-    notes += repeated_id_warnings(out) + waiting_warnings(out)
+    notes += duplicate_record_warnings(out) + waiting_warnings(out)
     notes += consistency_cap_warnings(scores.consistency)
     unranked = standard.plan.unranked
     if unranked:

@@ -182,7 +182,7 @@ class Evaluation:
         consistency = self.scores.consistency.select("setup", "task_id", "consistency")
         graded = self.standard.graded.select("run_id", "grade", "grade_reason")
         e2e = self.standard.e2e.select("run_id", e2e_s=pl.col("seconds"))
-        calls = self.standard.unique_calls.select("run_id", tool_calls=pl.col("unique"))
+        calls = self.standard.run_calls.select("run_id", tool_calls=pl.col("calls"))
         dims = [c for c in DIMENSIONS if c != "consistency"]
         runs = in_run_order(d.runs)
         # Each other frame's columns lined up with the sorted runs by a join of the keys
@@ -249,10 +249,9 @@ class Evaluation:
                     pl.col("^outcome_.*$"))),
                 "tool_calls": self._in_summary_order(self.standard.tool_calls.select(
                     "setup", "subset", "delivered", "runs_exposed", "coverage",
-                    pl.col("^per_run_.*$"), "recorded_per_run_mean", "unique_calls",
-                    "recorded_calls", "runs_with_repeated_ids", "headline_per_run_mean",
-                    "headline_per_run_mean_ci_low", "headline_per_run_mean_ci_high",
-                    "headline_basis", "attempted_runs_exposed", "attempted_per_run_mean",
+                    pl.col("^per_run_.*$"), "recorded_per_run_mean", "calls",
+                    "recorded_calls", "runs_with_duplicate_records",
+                    "attempted_runs_exposed", "attempted_per_run_mean",
                     span_p50_s="span_s_p50")),
                 "comparisons": self.standard.figures,
                 "rejected": rejected, "warnings": warnings}
@@ -318,8 +317,8 @@ class Evaluation:
         """One row per run: ids, status (with the limit's type and value for a run stopped
         by a limit), six dimensions (consistency: its task's, on primary runs), per-run
         composite and rubric score, grade and reason, E2E seconds, working seconds (where
-        the source records them), unique tool calls (null when the run exposed no tool
-        events), tokens where known."""
+        the source records them), tool calls (decided per call, docs/methodology.md §4 "Tool
+        calls"; null when the run exposed no tool events), tokens where known."""
         return _as_kind(self.runs_frame, self.kind)
 
     @property
@@ -353,10 +352,10 @@ class Evaluation:
 
     @property
     def tool_calls(self) -> Frame:
-        """Per setup and subset: delivered, exposed, coverage, unique calls per run
-        (n/mean/P50/P90/min/max) and recorded calls per run (mean) side by side, the
-        headline's calls per run with its mean's clustered 95% interval, unique and recorded
-        calls, runs reusing ids, span P50."""
+        """Per setup and subset: delivered, exposed, coverage, calls per run
+        (n/mean/P50/P90/min/max, the mean's clustered 95% interval) and records per run
+        (mean) side by side, calls and records in all, runs holding a call recorded twice,
+        calls per attempted run, span P50 (docs/methodology.md §4 "Tool calls")."""
         return _as_kind(self._frames["tool_calls"], self.kind)
 
     @property

@@ -54,7 +54,7 @@ from grade_kit.standard import StandardResults
 
 STATE_DIR = "evaluation"
 """The folder under an output folder that holds the evaluation's state."""
-STATE_VERSION = 8
+STATE_VERSION = 9
 
 MAX_STATE_BYTES = 512 * 2**20
 """The largest ``state.json`` a reopen parses (its tasks, rejects and hashes: 2.2 MB at 100k

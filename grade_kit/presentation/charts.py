@@ -465,7 +465,7 @@ def tool_calls_chart(runs: pl.DataFrame | pd.DataFrame, order: Order = None) -> 
     setups = _order(frame, order)
     chart = alt.Chart(_labelled(frame, setups).to_pandas(), title="Unique tool calls per run"
                       ).mark_bar().encode(
-        x=alt.X("tool_calls:O", title="unique tool calls in the run"),
+        x=alt.X("tool_calls:O", title="tool calls in the run"),
         xOffset=_setup_axis(setups, alt.XOffset),
         y=alt.Y("len:Q", title="runs"), color=_setup_colour(setups),
         tooltip=["setup", alt.Tooltip("tool_calls:Q", title="calls"),

@@ -35,6 +35,7 @@ from grade_kit.standard.stats import median, nearest_rank, summarize, wilson_int
 from grade_kit.standard.summary import StandardResults, per_question_figures, standard_results
 from grade_kit.standard.timing import (
     TimingFrames,
+    calls_per_run,
     e2e_frame,
     event_offsets,
     per_question_median,
@@ -42,7 +43,6 @@ from grade_kit.standard.timing import (
     timing_summaries,
     tool_call_frame,
     tool_call_summaries,
-    unique_tool_calls,
 )
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "StandardResults",
     "TimingFrames",
     "bootstrap_mean_ci",
+    "calls_per_run",
     "cluster_of_tasks",
     "clustered_mean_ci",
     "clustered_rates",
@@ -81,6 +82,5 @@ __all__ = [
     "timing_summaries",
     "tool_call_frame",
     "tool_call_summaries",
-    "unique_tool_calls",
     "wilson_interval",
 ]

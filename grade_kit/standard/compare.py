@@ -53,7 +53,7 @@ METRICS = {
     "e2e_median_s": ("per-question median E2E seconds (lower is faster)", "lower"),
     "working_median_s": ("per-question median working seconds, as the source recorded them "
                          "(lower is faster)", "lower"),
-    "tool_calls_per_run": ("per-question mean unique tool calls per run", None),
+    "tool_calls_per_run": ("per-question mean tool calls per run", None),
     "composite": ("GRADE task composite (higher is better)", "higher"),
 }
 

@@ -49,13 +49,13 @@ from grade_kit.standard.source import source_metrics_by_setup
 from grade_kit.standard.stats import rows_by_setup
 from grade_kit.standard.timing import (
     TimingFrames,
+    calls_per_run,
     e2e_frame,
     per_question_median,
     timing_frame,
     timing_summaries,
     tool_call_frame,
     tool_call_summaries,
-    unique_tool_calls,
     working_frame,
 )
 
@@ -93,9 +93,9 @@ class StandardResults:
             the tables, the charts and the headline read.
         per_question: Per (setup, task) with a primary run in the plan, for ranked setups
             (coverage at least :data:`~grade_kit.standard.grade_rates.COVERAGE_MIN`): median
-            E2E, median working time, mean unique tool calls, GRADE composite; what the
+            E2E, median working time, mean tool calls per run, GRADE composite; what the
             comparisons and rank intervals pair.
-        unique_calls: :func:`~grade_kit.standard.timing.unique_tool_calls` of every run
+        run_calls: :func:`~grade_kit.standard.timing.calls_per_run` of every run
             that exposes tools (the per-question figures and the runs frame read it).
         compared: The setups compared pair by pair (:func:`compared_setups`).
         reliability: Per setup, subset and k, pass@k and pass^k with intervals
@@ -118,7 +118,7 @@ class StandardResults:
     comparisons: list[Comparison]
     figures: pl.DataFrame
     per_question: pl.DataFrame
-    unique_calls: pl.DataFrame
+    run_calls: pl.DataFrame
     compared: list[str]
     reliability: pl.DataFrame
     flaky: pl.DataFrame
@@ -135,10 +135,10 @@ class StandardResults:
 
 def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
                          task_composites: pl.DataFrame | None,
-                         unique_calls: pl.DataFrame | None = None,
+                         run_calls: pl.DataFrame | None = None,
                          repeats: int | None = None) -> pl.DataFrame:
     """Per (setup, task) over the planned slots that a primary run fills: median E2E, median
-    working time, mean unique tool calls per exposed delivered run, and the task's GRADE
+    working time, mean tool calls per exposed delivered run, and the task's GRADE
     composite.
 
     Args:
@@ -146,7 +146,7 @@ def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
         slots: :func:`~grade_kit.standard.grade_rates.planned_slots`.
         e2e: :func:`~grade_kit.standard.timing.e2e_frame`.
         task_composites: Per (setup, task) composites, or None (no composite column).
-        unique_calls: :func:`~grade_kit.standard.timing.unique_tool_calls` of every run
+        run_calls: :func:`~grade_kit.standard.timing.calls_per_run` of every run
             (``data.runs``), when already made; default None (made here).
         repeats: R; when given, each grade's per-question rate too (``resolved_rate``, ...:
             its slots / R); default None.
@@ -157,9 +157,9 @@ def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
         (``resolved_slots``, ...: the question's planned slots a primary run filled with it)
         [and its rate, ``resolved_rate``, ..., with ``repeats``].
     """
-    if unique_calls is None:
-        unique_calls = unique_tool_calls(data.runs, data.tool_calls)
-    delivered_calls = unique_calls.join(
+    if run_calls is None:
+        run_calls = calls_per_run(data.runs, data.tool_calls)
+    delivered_calls = run_calls.join(
         data.runs.filter(pl.col("status") == "delivered").select("run_id"), on="run_id",
         how="semi")
     filled = slots.select("setup", "task_id", "run_id")
@@ -172,7 +172,7 @@ def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
                                                             on="run_id"), "working_median_s"),
                            on=["setup", "task_id"], how="left")
     calls = (filled.join(delivered_calls, on="run_id")
-             .group_by("setup", "task_id").agg(tool_calls_per_run=pl.col("unique").mean()))
+             .group_by("setup", "task_id").agg(tool_calls_per_run=pl.col("calls").mean()))
     per_q = per_q.join(calls, on=["setup", "task_id"], how="left")
     if task_composites is not None:
         per_q = per_q.join(task_composites.select("setup", "task_id", "composite"),
@@ -336,9 +336,9 @@ def standard_results(data: EvalData, repeats: int | None = None,
     common = CommonSubset(
         tasks=subset, questions=len(subset), of_questions=len(task_ids), repeats=r,
         rule=COMMON_RULE, setups=summaries["common"].setups)
-    unique_calls = unique_tool_calls(data.runs, data.tool_calls)
+    run_calls = calls_per_run(data.runs, data.tool_calls)
     per_question = per_question_figures(data, slots.filter(is_ranked), e2e, task_composites,
-                                        unique_calls, repeats=r)
+                                        run_calls, repeats=r)
     ran: dict[str, set[str]] = {s: set() for s in setups}
     for setup, tasks in per_question.group_by("setup").agg("task_id").iter_rows():
         ran[setup] = set(tasks)
@@ -368,6 +368,6 @@ def standard_results(data: EvalData, repeats: int | None = None,
         setups=per_setup,
         reruns=reruns, common=common,
         comparisons=comparisons, figures=figures_frame(comparisons),
-        per_question=per_question, unique_calls=unique_calls,
+        per_question=per_question, run_calls=run_calls,
         compared=compared, reliability=pl.concat(list(reliability.values())),
         flaky=flaky["all"])

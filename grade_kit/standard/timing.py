@@ -51,10 +51,6 @@ SPAN_LABEL = ("first-to-last tool event span: includes model reasoning and waiti
 OUTCOME_LABEL = ("time to outcome: received (delivered) or stopped (limit) - submitted, over "
                  "every attempted run that ended with an outcome; E2E covers delivered runs "
                  "only")
-UNIQUE_BASIS = "unique call ids"
-RECORDED_BASIS = ("calls as recorded: some run repeats a call id, so unique ids would "
-                  "undercount distinct calls")
-
 
 def event_offsets(runs: pl.DataFrame, events: pl.DataFrame, start: str,
                   end: str) -> pl.DataFrame:
@@ -173,19 +169,28 @@ def per_question_median(e2e: pl.DataFrame, name: str = "e2e_median_s") -> pl.Dat
             .sort("setup", "task_id"))
 
 
-def unique_tool_calls(runs: pl.DataFrame, tool_calls: pl.DataFrame) -> pl.DataFrame:
-    """Per run that exposes tool events: unique call ids and calls as recorded.
+def counted_calls() -> pl.Expr:
+    """Whether each record of a tool_calls frame is a call of its own (docs/methodology.md §4
+    "Tool calls"): every record but one that repeats an earlier record of its run in id,
+    name and arguments (the same call recorded again). A record whose id is empty or is
+    the tool's name is always a call: such ids name no call."""
+    return ((pl.col("call_id") == "") | (pl.col("call_id") == pl.col("name"))
+            | pl.struct("run_id", "call_id", "name", "arguments").is_first_distinct())
+
+
+def calls_per_run(runs: pl.DataFrame, tool_calls: pl.DataFrame) -> pl.DataFrame:
+    """Per run that exposes tool events: its calls (:func:`counted_calls`) and its records.
 
     Returns:
-        run_id, unique, recorded (0 for an exposed run with no calls): one row per row of
+        run_id, calls, recorded (0 for an exposed run with no calls): one row per row of
         ``runs`` that exposes tools, in ``runs``' order.
     """
     exposed = runs.filter(pl.col("tools_exposed")).select("run_id")
     return exposed.join(
-        tool_calls.group_by("run_id").agg(unique=pl.col("call_id").n_unique(),
-                                          recorded=pl.len()),
+        tool_calls.with_columns(counted=counted_calls()).group_by("run_id").agg(
+            calls=pl.col("counted").sum(), recorded=pl.len()),
         on="run_id", how="left", maintain_order="left",
-    ).with_columns(pl.col("unique").fill_null(0).cast(pl.Int64),
+    ).with_columns(pl.col("calls").fill_null(0).cast(pl.Int64),
                    pl.col("recorded").fill_null(0).cast(pl.Int64))
 
 
@@ -429,12 +434,11 @@ def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.Data
     (docs/methodology.md §4 "Tool calls").
 
     Coverage = delivered runs exposing tool events (``tool_calls`` not null) / delivered
-    runs. Calls are counted by unique id per run; ``recorded_calls`` and
-    ``runs_with_repeated_ids`` show where a source reuses ids. The headline per run is the
-    unique count, or the recorded count when some delivered run of the setup repeats an id
-    (``headline_basis`` says which); ``attempted_per_run`` counts the same way over exposed
-    runs of every status. The first-to-last tool event span (``span_s``) is labelled as
-    including reasoning and waiting.
+    runs. Each record is decided per call (:func:`counted_calls`); ``recorded_calls`` and
+    ``runs_with_duplicate_records`` show where a source records a call twice.
+    ``attempted_per_run`` counts the same way over exposed runs of every status. The
+    first-to-last tool event span (``span_s``) is labelled as including reasoning and
+    waiting.
 
     Args:
         runs: The runs frame.
@@ -443,12 +447,12 @@ def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.Data
         setups: The setups summarised, in order (one row each, with no run too).
 
     Returns:
-        One row per setup: ``delivered``, ``runs_exposed``, ``coverage``, ``unique_calls``,
-        ``recorded_calls``, ``runs_with_repeated_ids``, ``headline_basis``,
-        ``attempted_runs_exposed`` and the summaries
-        (:func:`~grade_kit.standard.stats.summary_frame`) ``per_run_``,
-        ``recorded_per_run_``, ``headline_per_run_``, ``attempted_per_run_`` and ``span_s_``;
-        and the calls by tool name (setup, name, calls, runs; by setup and name).
+        One row per setup: ``delivered``, ``runs_exposed``, ``coverage``, ``calls``,
+        ``recorded_calls``, ``runs_with_duplicate_records``, ``attempted_runs_exposed``,
+        the summaries (:func:`~grade_kit.standard.stats.summary_frame`) ``per_run_``
+        (with ``per_run_mean_ci_low``/``_high``), ``recorded_per_run_``,
+        ``attempted_per_run_`` and ``span_s_``; and the calls by tool name (setup, name,
+        calls, runs; by setup and name).
     """
     keys = pl.DataFrame({"setup": list(setups)}, schema={"setup": pl.String})
     attempted = runs.join(slots.select("run_id"), on="run_id", how="semi")
@@ -456,27 +460,17 @@ def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.Data
     owner = attempted.select("run_id", "setup", "task_id")
 
     def counted(of: pl.DataFrame) -> pl.DataFrame:
-        """Unique and recorded calls of each run of ``of`` exposing tools, with its setup
-        and its count as the headline counts it (set below)."""
+        """Calls and records of each run of ``of`` exposing tools, with its setup."""
         exposed = of.filter(pl.col("tools_exposed")).select("run_id")
         calls = tool_calls.join(exposed, on="run_id", how="inner", maintain_order="left")
-        return unique_tool_calls(of, calls).join(owner, on="run_id", how="left",
-                                                 maintain_order="left")
+        return calls_per_run(of, calls).join(owner, on="run_id", how="left",
+                                             maintain_order="left")
 
-    per_run = counted(delivered)
+    per_run, per_attempt = counted(delivered), counted(attempted)
     totals = pl.concat([keys, per_setup(
-        keys, per_run, unique_calls=pl.col("unique").sum(),
-        recorded_calls=pl.col("recorded").sum(),
-        runs_with_repeated_ids=(pl.col("recorded") > pl.col("unique")).sum())],
-        how="horizontal").with_columns(  # the headline's basis: decided here, once
-        recorded_basis=pl.col("runs_with_repeated_ids") > 0)
-
-    def headline(frame: pl.DataFrame) -> pl.DataFrame:
-        return frame.join(totals.select("setup", "recorded_basis"), on="setup", how="left",
-                          maintain_order="left").with_columns(headline=pl.when(
-                              pl.col("recorded_basis")).then("recorded").otherwise("unique"))
-
-    per_run, per_attempt = headline(per_run), headline(counted(attempted))
+        keys, per_run, calls=pl.col("calls").sum(), recorded_calls=pl.col("recorded").sum(),
+        runs_with_duplicate_records=(pl.col("recorded") > pl.col("calls")).sum())],
+        how="horizontal")
     calls = tool_calls.join(delivered.filter(pl.col("tools_exposed")).select("run_id", "setup"),
                             on="run_id", how="inner", maintain_order="left")
     bounds = (calls.with_columns(last=pl.coalesce("ended", "started"))
@@ -488,19 +482,16 @@ def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.Data
         ("delivered", delivered), ("runs_exposed", per_run),
         ("attempted_runs_exposed", per_attempt)))], how="horizontal")
     rows = rows.with_columns(
-        divide(rows, pl.col("runs_exposed"), pl.col("delivered")).alias("coverage"),
-        headline_basis=pl.when(pl.col("recorded_basis")).then(
-            pl.lit(RECORDED_BASIS)).otherwise(pl.lit(UNIQUE_BASIS))).drop("recorded_basis")
-    for prefix, frame, column in (("per_run_", per_run, "unique"),
+        divide(rows, pl.col("runs_exposed"), pl.col("delivered")).alias("coverage"))
+    for prefix, frame, column in (("per_run_", per_run, "calls"),
                                   ("recorded_per_run_", per_run, "recorded"),
-                                  ("headline_per_run_", per_run, "headline"),
-                                  ("attempted_per_run_", per_attempt, "headline"),
+                                  ("attempted_per_run_", per_attempt, "calls"),
                                   ("span_s_", spans, "seconds")):
         rows = rows.join(summary_frame(frame, ["setup"], column, keys, prefix), on="setup",
                          how="left", maintain_order="left")
-    rows = rows.join(mean_intervals(per_run, "headline", "headline_per_run_", keys, clusters),
+    rows = rows.join(mean_intervals(per_run, "calls", "per_run_", keys, clusters),
                      on="setup", how="left", maintain_order="left")
-    by_name = (calls.unique(["run_id", "call_id"], keep="first", maintain_order=True)
+    by_name = (calls.filter(counted_calls())
                .group_by("setup", "name").agg(calls=pl.len(), runs=pl.col("run_id").n_unique())
                .sort("setup", "name"))
     return rows, by_name
@@ -512,14 +503,12 @@ def tool_call_summaries(rows: pl.DataFrame, by_name: pl.DataFrame) -> dict[str, 
                      for c in counts} for setup, counts in rows_by_setup(by_name).items()}
     return {row["setup"]: ToolCalls(
         runs_exposed=row["runs_exposed"], delivered=row["delivered"], coverage=row["coverage"],
-        per_run=summary_of(row, "per_run_"), recorded_per_run=summary_of(row, "recorded_per_run_"),
-        unique_calls=row["unique_calls"], recorded_calls=row["recorded_calls"],
-        runs_with_repeated_ids=row["runs_with_repeated_ids"],
+        per_run=summary_of(row, "per_run_"), per_run_ci95=_interval(row, "per_run_mean_"),
+        recorded_per_run=summary_of(row, "recorded_per_run_"),
+        calls=row["calls"], recorded_calls=row["recorded_calls"],
+        runs_with_duplicate_records=row["runs_with_duplicate_records"],
         by_name=names.get(row["setup"], {}),
         span_s=_labelled(SPAN_LABEL, summary_of(row, "span_s_")),
-        headline_per_run=summary_of(row, "headline_per_run_"),
-        headline_per_run_ci95=_interval(row, "headline_per_run_mean_"),
-        headline_basis=row["headline_basis"],
         attempted_runs_exposed=row["attempted_runs_exposed"],
         attempted_per_run=summary_of(row, "attempted_per_run_"),
     ) for row in rows.iter_rows(named=True)}

@@ -133,7 +133,8 @@ def _timing_sections(results: Results, timing: Table, tool_calls: Table) -> list
                         [[n, v.run_id, v.task_id, f"{v.then} before {v.first}", v.seconds]
                          for n, v in disorder[:50]])
     lines += ["", "## Tool calls", "",
-              "Counted by unique call id per run. Coverage = runs exposing tool events / "
+              "Each record decided per call: one repeating an earlier record's id, name "
+              "and arguments is that call again. Coverage = runs exposing tool events / "
               "delivered runs. The span is first-to-last tool event and includes reasoning "
               "and waiting.", ""]
     lines.append(tool_calls.markdown())

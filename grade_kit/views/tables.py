@@ -152,7 +152,7 @@ WIDE_COLUMNS = 10
 
 KEY_COLUMNS = ("setup", "compared", "baseline", "subset", "metric", "direction",
                "mean_diff_b_minus_a", "p_holm", "N", "resolved_rate", "composite",
-               "e2e_p50", "e2e_p90", "headline_per_run_mean")
+               "e2e_p50", "e2e_p90", "per_run_mean")
 """What a wide table shows first, in this order, where it has them: who (the setup, or the
 pair), on which questions and figure, then the answer (the difference and its Holm p; the
 resolved rate; the composite; latency; tool calls). The other columns follow as they are,
@@ -404,7 +404,7 @@ def summary_table(results: Results, grades: pl.DataFrame, timing: pl.DataFrame,
     rate with its 95% Wilson interval, the other grades' rates, the source's own headline
     metric where the logs carry one (with its standard error), and where measured E2E P50
     and P90, time to outcome P50 (delivered and limit runs), working-time P50, timeouts,
-    limits and failures, tool calls per run (unique ids, or as recorded where ids repeat);
+    limits and failures, tool calls per run (decided per call);
     the GRADE composite and dimensions where some task has a GRADE rubric. A setup below the
     coverage threshold (docs/methodology.md §4 "Coverage") comes last, its coverage shown
     first and its rates left blank: they would read as measured zeros.
@@ -429,7 +429,7 @@ def summary_table(results: Results, grades: pl.DataFrame, timing: pl.DataFrame,
     working = any(t["working_n"] for t in t_all)
     stopped = any(t["timeouts"] or t["limits"] or t["failures"] for t in t_all)
     tools = any(c["runs_exposed"] for c in c_all)
-    recorded = any(c["runs_with_repeated_ids"] for c in c_all)
+    duplicated = any(c["runs_with_duplicate_records"] for c in c_all)
     graded = any((o["tasks"] or 0) for o in o_rows.values())
     metrics = sorted({m for s in setups.values() for m in s.source_metrics})
     for name, s in setups.items():
@@ -462,7 +462,7 @@ def summary_table(results: Results, grades: pl.DataFrame, timing: pl.DataFrame,
         if stopped:
             row.update(timeouts=t["timeouts"], limits=t["limits"], failures=t["failures"])
         if tools:
-            row.update(tool_calls_per_run=c_rows[name]["headline_per_run_mean"])
+            row.update(tool_calls_per_run=c_rows[name]["per_run_mean"])
         if graded:
             o = o_rows.get(name, {})
             row.update(composite=o.get("composite"), **{d: o.get(d) for d in DIMENSIONS})
@@ -497,8 +497,8 @@ def summary_table(results: Results, grades: pl.DataFrame, timing: pl.DataFrame,
                "standard error), as the source names it." if metrics else "")
             + (" Time to outcome: received or stopped − submitted over delivered and "
                "limit-stopped runs (E2E covers delivered runs only)." if limited else "")
-            + (" Tool calls per run: as recorded, since some run repeats a call id (unique "
-               "ids would undercount)." if recorded else "")
+            + (" Tool calls per run: a call recorded twice (the same id, name and "
+               "arguments) counts once." if duplicated else "")
             + (f" Not ranked (coverage below {plan.coverage_min:.0%} of the planned slots, "
                "listed last, rates left blank; not in the comparisons or the common "
                "subset): " + ", ".join(sorted(unranked)) + "." if unranked else ""))

@@ -39,9 +39,12 @@ def test_tau_bench_gpt4o_airline(tmp_path: Path) -> None:
     assert g["counts"]["unresolved"] == 116
     assert g["stable_resolution"] == {"count": 10, "questions": 50, "repeats": 4}
     tc = results["setups"]["gpt-4o"]["tool_calls"]
-    # 1,164 recorded calls; ids repeat within 49 runs, so 1,091 unique (run, id) pairs
-    assert tc["recorded_calls"] == 1164 and tc["unique_calls"] == 1091
-    assert tc["runs_with_repeated_ids"] == 49
+    # 1,164 records; ids repeat within 49 runs (1,091 unique (run, id) pairs), but a
+    # repeated id with other arguments is another call: 2 records in 2 runs repeat an
+    # earlier one's id, name and arguments, so 1,162 calls (counted by a plain loop over
+    # the file's trajectories)
+    assert tc["recorded_calls"] == 1164 and tc["calls"] == 1162
+    assert tc["runs_with_duplicate_records"] == 2
     timing = results["setups"]["gpt-4o"]["timing"]
     assert timing["e2e_s"]["n"] == 0 and timing["missing_timestamps"] == 200
 
@@ -62,7 +65,7 @@ def test_tau2_bench_two_setups(tmp_path: Path) -> None:
     for setup in results["setups"].values():
         assert setup["grades"]["N"] == 4  # one task x 4 trials
         assert setup["timing"]["e2e_s"]["n"] == 4
-        assert setup["tool_calls"]["recorded_calls"] == setup["tool_calls"]["unique_calls"]
+        assert setup["tool_calls"]["recorded_calls"] == setup["tool_calls"]["calls"]
     imported = import_tau2_bench(files[0])
     sim = json.loads(files[0].read_text())["simulations"][0]
     run = next(r for r in imported.runs if r.repeat == sim["trial"] + 1)

@@ -112,18 +112,17 @@ def test_the_plan_takes_r_from_the_log(constructed: gk.Evaluation) -> None:
     assert (given.repeats, given.rule) == (2, "given (--repeats)")
 
 
-def test_tool_call_ids_that_are_names_are_warned_and_shown_beside_unique(
-        constructed: gk.Evaluation) -> None:
-    """ids-are-names makes four calls under the ids bash, bash, bash, submit: 2 unique."""
+def test_tool_call_ids_that_are_names_are_each_a_call(constructed: gk.Evaluation) -> None:
+    """ids-are-names makes four calls under the ids bash, bash, bash, submit: an id that is
+    the tool's name names no call, so each record is one (4; unique ids would say 2);
+    intermediate makes 2; old-style none: 6 calls over 3 exposed runs, no duplicate."""
     tc = constructed.results.setups["m/agent"].tool_calls
-    assert (tc.runs_exposed, tc.unique_calls, tc.recorded_calls) == (3, 4, 6)
-    assert tc.runs_with_repeated_ids == 1
-    assert tc.per_run.mean == 4 / 3 and tc.recorded_per_run.mean == 2.0
+    assert (tc.runs_exposed, tc.calls, tc.recorded_calls) == (3, 6, 6)
+    assert tc.runs_with_duplicate_records == 0
+    assert tc.per_run.mean == 2.0 and tc.recorded_per_run.mean == 2.0
     row = constructed.tool_calls.filter(pl.col("subset") == "all").row(0, named=True)
-    assert (row["per_run_mean"], row["recorded_per_run_mean"]) == (4 / 3, 2.0)
-    warned = [w for w in constructed.warnings.get_column("message") if "tool-call ids" in w]
-    assert len(warned) == 1
-    assert "within 1 of 3 runs (33%)" in warned[0] and "6 calls recorded under 4" in warned[0]
+    assert (row["per_run_mean"], row["recorded_per_run_mean"]) == (2.0, 2.0)
+    assert not [w for w in constructed.warnings.get_column("message") if "more than once" in w]
 
 
 def test_message_limits_are_limits_in_the_scorecard(constructed: gk.Evaluation,

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import grade_kit as gk
-from grade_kit.demo.server import DemoServer
+from grade_kit.demo.server import SQL_BY_TABLE, DemoServer
 from grade_kit.fetching import (
     OpenAIChat,
     PythonCallable,
@@ -81,8 +81,10 @@ def test_fetched_runs_are_the_recorded_answers_timed_and_tooled(server: DemoServ
         assert instants == sorted(instants) and all(i.tzinfo for i in instants)
         assert run.tool_calls is not None
         assert len(run.tool_calls) == len(recorded["tool_calls"])
-        for call in run.tool_calls:
+        for i, call in enumerate(run.tool_calls):
             assert call.name == "sql" and call.started and call.ended
+            # the arguments as the model streamed them
+            assert call.arguments == json.dumps({"query": SQL_BY_TABLE[i % len(SQL_BY_TABLE)]})
         assert run.usage is not None and run.usage.input_tokens and run.usage.output_tokens
     ev = gk.evaluate(FIXTURES / "tasks", store, packs=FIXTURES / "packs")
     assert ev.timing.filter(ev.timing["subset"] == "all")["e2e_n"].item() == 6
@@ -305,6 +307,10 @@ def test_an_http_agent_streams_events_into_runs(server: DemoServer, tmp_path: Pa
         assert run.events["channel_overhead_started"] and run.events["channel_overhead_ended"]
         assert run.tool_calls is not None
         assert [c.id for c in run.tool_calls] == [c["id"] for c in recorded["tool_calls"]]
+        # an object the agent sent, kept as its JSON text with keys sorted
+        assert [c.arguments for c in run.tool_calls] == [
+            json.dumps({"query": SQL_BY_TABLE[i % len(SQL_BY_TABLE)]}, separators=(",", ":"))
+            for i in range(len(run.tool_calls))]
     ev = gk.evaluate(FIXTURES / "tasks", store, packs=FIXTURES / "packs")
     timing = ev.results.setups["careful"].timing
     assert timing.channel_overhead_s is not None and timing.channel_overhead_s.n == 8

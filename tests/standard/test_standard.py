@@ -184,8 +184,9 @@ def test_timing_by_hand() -> None:
 
 
 def tool_runs() -> list[Any]:
-    """Setup A's runs on q: a repeats call id c1 (3 calls, 2 ids, 09:00:01 to 09:00:09), b
-    exposes no call, c exposes no tool events, d failed after one call."""
+    """Setup A's runs on q: a records call c1 twice (same id, name and no arguments: 3
+    records, 2 calls, 09:00:01 to 09:00:09), b exposes no call, c exposes no tool events, d
+    failed after one call."""
     calls = [{"id": "c1", "name": "sql", "started": at(1), "ended": at(2)},
              {"id": "c1", "name": "sql", "started": at(3), "ended": at(4)},  # id reused
              {"id": "c2", "name": "search", "started": at(5), "ended": at(9)}]
@@ -195,17 +196,56 @@ def tool_runs() -> list[Any]:
             make_run("d", "q", 4, status="failed", tool_calls=[{"id": "x", "name": "sql"}])]
 
 
-def test_tool_calls_by_unique_id_with_coverage() -> None:
+def test_tool_calls_decided_per_call_with_coverage() -> None:
     data = EvalData.from_records([plain("q")], tool_runs())
     tc = standard_results(data).setups["A"].tool_calls.model_dump()
     assert tc["delivered"] == 3 and tc["runs_exposed"] == 2
     assert tc["coverage"] == 2 / 3
     assert tc["per_run"]["n"] == 2 and tc["per_run"]["mean"] == 1.0  # (2 + 0) / 2
-    assert tc["unique_calls"] == 2 and tc["recorded_calls"] == 3
-    assert tc["runs_with_repeated_ids"] == 1
+    assert tc["calls"] == 2 and tc["recorded_calls"] == 3
+    assert tc["runs_with_duplicate_records"] == 1
     assert tc["by_name"] == {"search": {"calls": 1, "runs": 1}, "sql": {"calls": 1, "runs": 1}}
     assert tc["span_s"]["n"] == 1 and tc["span_s"]["mean"] == 8.0
     assert "reasoning and waiting" in tc["span_s"]["label"]
+
+
+def test_each_tool_call_record_is_decided_per_call() -> None:
+    """§4 "Tool calls", hand-computed: of 8 records, the second repeats the first's id, name
+    and arguments (one call recorded twice); the same id with other arguments or another
+    name is another call; ids equal to the tool's name and empty ids name no call, so each
+    of their records is a call: 7 calls of 8 records."""
+    calls = [{"id": "c1", "name": "sql", "arguments": '{"q":1}'},
+             {"id": "c1", "name": "sql", "arguments": '{"q":1}'},   # recorded again
+             {"id": "c1", "name": "sql", "arguments": '{"q":2}'},   # other arguments
+             {"id": "c1", "name": "search", "arguments": '{"q":1}'},  # another tool
+             {"id": "bash", "name": "bash"}, {"id": "bash", "name": "bash"},
+             {"id": "", "name": "sql"}, {"id": "", "name": "sql"}]
+    data = EvalData.from_records([plain("q")], [make_run("a", "q", 1, tool_calls=calls)])
+    tc = standard_results(data).setups["A"].tool_calls
+    assert (tc.calls, tc.recorded_calls, tc.runs_with_duplicate_records) == (7, 8, 1)
+    assert tc.per_run.mean == 7.0 and tc.recorded_per_run.mean == 8.0
+    assert {k: v.calls for k, v in tc.by_name.items()} == {"bash": 2, "search": 1, "sql": 4}
+
+
+def test_a_duplicate_record_in_some_runs_does_not_change_how_others_count() -> None:
+    """A fifth of the runs carry an identical duplicate record: every run still counts its
+    calls, 2 each (mean 2.0; counting records, as a setup-wide switch did, gave 11 / 5 =
+    2.2); the records stay beside (2.2) and the warning says 1 of 5 runs."""
+    import grade_kit as gk
+
+    runs = []
+    for k in range(1, 6):
+        calls = [{"id": f"r{k}-1", "name": "sql", "arguments": '{"q":1}'},
+                 {"id": f"r{k}-2", "name": "sql", "arguments": '{"q":2}'}]
+        if k == 1:
+            calls.append(dict(calls[0]))
+        runs.append(make_run(f"r{k}", "q", k, tool_calls=calls))
+    ev = gk.evaluate([plain("q")], runs, repeats=5)
+    tc = ev.results.setups["A"].tool_calls
+    assert (tc.per_run.mean, tc.recorded_per_run.mean) == (2.0, 2.2)
+    assert ev.summary.frame.row(0, named=True)["tool_calls_per_run"] == 2.0
+    (warned,) = [w for w in ev.warnings.get_column("message") if "more than once" in w]
+    assert "1 of 5 runs (20%)" in warned and "10 calls of 11 records" in warned
 
 
 def test_common_subset_recomputes_each_setup() -> None:
@@ -640,12 +680,11 @@ def test_summary_frame_is_summarize_per_group(samples: list[tuple[str, float | N
         assert summary_of(row, "e_") == summarize(values)
 
 
-def test_tool_call_frame_counts_each_setup_on_its_own_basis() -> None:
-    """§4 "Tool calls", hand-computed: A repeats a call id (its headline counts calls as
-    recorded), B does not (unique ids), C has no run."""
+def test_tool_call_frame_counts_every_setup_by_one_rule() -> None:
+    """§4 "Tool calls", hand-computed: A records one call twice (counted once), B records two
+    calls, C has no run."""
     from grade_kit.standard import tool_call_frame, tool_call_summaries
     from grade_kit.standard.grade_rates import planned_slots, setup_plan
-    from grade_kit.standard.timing import RECORDED_BASIS, UNIQUE_BASIS
 
     runs = [*tool_runs(), make_run("e", "q", 1, setup="B", tool_calls=[
         {"id": "k1", "name": "sql", "started": at(0)}, {"id": "k2", "name": "sql"}])]
@@ -656,16 +695,14 @@ def test_tool_call_frame_counts_each_setup_on_its_own_basis() -> None:
     by = {row["setup"]: row for row in rows.iter_rows(named=True)}
     a, b, c = by["A"], by["B"], by["C"]
     assert (a["delivered"], a["runs_exposed"], a["coverage"]) == (3, 2, 2 / 3)
-    assert (a["unique_calls"], a["recorded_calls"], a["runs_with_repeated_ids"]) == (2, 3, 1)
-    assert a["headline_basis"] == RECORDED_BASIS and b["headline_basis"] == UNIQUE_BASIS
+    assert (a["calls"], a["recorded_calls"], a["runs_with_duplicate_records"]) == (2, 3, 1)
     assert (a["per_run_n"], a["per_run_mean"], a["recorded_per_run_mean"]) == (2, 1.0, 1.5)
-    assert a["headline_per_run_mean"] == 1.5  # calls as recorded: 3 and 0
-    # exposed runs of every status (a, b and the failed d), counted as recorded: 3, 0, 1
+    # exposed runs of every status (a, b and the failed d): 2, 0, 1 calls
     assert (a["attempted_runs_exposed"], a["attempted_per_run_n"],
             a["attempted_per_run_mean"], a["attempted_per_run_p50"],
-            a["attempted_per_run_p90"]) == (3, 3, 4 / 3, 1.0, 3.0)
+            a["attempted_per_run_p90"]) == (3, 3, 1.0, 1.0, 2.0)
     assert (a["span_s_n"], a["span_s_mean"]) == (1, 8.0)  # 09:00:01 to 09:00:09
-    assert (b["per_run_mean"], b["headline_per_run_mean"], b["coverage"]) == (2.0, 2.0, 1.0)
+    assert (b["per_run_mean"], b["recorded_per_run_mean"], b["coverage"]) == (2.0, 2.0, 1.0)
     assert (b["span_s_n"], b["span_s_mean"]) == (1, 0.0)  # started and last both at 0
     assert (c["delivered"], c["runs_exposed"], c["per_run_n"], c["span_s_n"]) == (0, 0, 0, 0)
     assert c["coverage"] is None and c["per_run_mean"] is None
