@@ -1,13 +1,19 @@
-"""Files written whole or not at all: each to a temporary name beside it, then renamed into
-place, so a reader never sees half a file; and the JSON and JSONL forms every records file
-uses."""
+"""Files and folders written whole or not at all: a file to a temporary name beside it, then
+renamed into place, so a reader never sees half a file; a folder built whole beside it, then
+swapped in (:func:`replaced_folder`), so a reader never sees a mix of two versions; and the
+JSON and JSONL forms every records file uses."""
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import fcntl
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import msgspec
@@ -33,6 +39,150 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+def exchange_paths(a: Path, b: Path) -> bool:
+    """Swap two existing paths in one atomic step (Linux ``renameat2`` with
+    ``RENAME_EXCHANGE``); False, with nothing changed, where the system or the file system
+    cannot."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(code, os.strerror(code), str(a), None, str(b))
+
+
+def _beside(final: Path, kind: str) -> list[Path]:
+    """The folders :func:`replaced_folder` leaves beside ``final``: ``.<name>.<kind>-*``."""
+    return sorted(final.parent.glob(f".{final.name}.{kind}-*"))
+
+
+def recover_folder(final: Path) -> None:
+    """Finish what a :func:`replaced_folder` killed between its two renames left (where the
+    system cannot swap in one step): ``final`` is missing and its previous version waits
+    beside it, so that version is put back. Builds that never completed (``.<name>.new-*``)
+    and previous versions already replaced (``.<name>.old-*`` beside an existing ``final``)
+    are removed. Call it holding :func:`folder_lock`."""
+    kept = [aside / final.name for aside in _beside(final, "old")
+            if (aside / final.name).exists()]
+    if not final.exists() and kept:
+        os.rename(kept[-1], final)
+    for leftover in (*_beside(final, "new"), *_beside(final, "old")):
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+def restore_folder(final: Path) -> None:
+    """Before ``final`` is read: where it is missing and its previous version waits beside
+    it (a replacement killed between its two renames), put that version back, under the
+    folder's lock (:func:`recover_folder`)."""
+    if not final.exists() and _beside(final, "old"):
+        with folder_lock(final):
+            pass
+
+
+@contextmanager
+def folder_lock(final: Path) -> Iterator[None]:
+    """Hold the writer lock of the folder ``final``: one writer at a time, a second one
+    waits, then replaces the folder whole. The lock is a file beside the folder
+    (``.<name>.grade-kit.lock``, since the folder itself is swapped), removed when the lock
+    is let go: a waiter that then holds a removed file's lock takes the lock again.
+    Taking it finishes a killed replacement first (:func:`recover_folder`)."""
+    lock = final.parent / f".{final.name}.grade-kit.lock"
+    while True:
+        if lock.is_symlink():
+            raise OSError(errno.ELOOP, "the lock file is a symbolic link", str(lock))
+        handle = lock.open("a")
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            if os.path.samestat(os.fstat(handle.fileno()), os.stat(lock)):
+                break  # the file the lock is on is still the lock
+        except FileNotFoundError:
+            pass
+        handle.close()
+    try:
+        recover_folder(final)
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+        handle.close()  # lets the lock go
+
+
+def _carry_over(final: Path, stage: Path) -> None:
+    """Give ``stage`` every entry of ``final`` it has not written (a page of another
+    command, a file of the user's) as a hard link (a copy where links are refused); links
+    are kept as links, never followed. Temporaries of killed writes are left behind."""
+    def link(source: str, target: str) -> None:
+        try:
+            os.link(source, target, follow_symlinks=False)
+        except OSError:
+            shutil.copy2(source, target, follow_symlinks=False)
+
+    for entry in final.iterdir():
+        if (stage / entry.name).exists() or entry.name.endswith(".tmp"):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.copytree(entry, stage / entry.name, symlinks=True, copy_function=link)
+        else:
+            link(str(entry), str(stage / entry.name))
+
+
+@contextmanager
+def replaced_folder(final: Path) -> Iterator[Path]:
+    """Build the next version of the folder ``final`` whole, then put it in place in one
+    step: yields an empty folder beside ``final`` (``.<name>.new-*``, on its file system)
+    to write into; on a clean exit, the entries of ``final`` it did not write are carried
+    over (:func:`_carry_over`) and the two are swapped (:func:`exchange_paths`); where the
+    system cannot swap, ``final`` is renamed aside (``.<name>.old-*``) and the new one
+    renamed in, a kill between the two being undone by :func:`recover_folder`. The previous
+    version is removed only once the new one is in place. On an error (a full disk, an
+    interrupt) the new folder is removed and ``final`` is as it was.
+
+    Hold :func:`folder_lock` around it. A ``final`` that is a mount point (which no rename
+    can replace) gets the new entries one by one instead.
+    """
+    stage = Path(tempfile.mkdtemp(prefix=f".{final.name}.new-", dir=final.parent))
+    try:
+        os.chmod(stage, 0o777 & ~_umask())  # mkdtemp makes 0700; give the usual mode
+        yield stage
+        if not final.exists():
+            os.rename(stage, final)
+            return
+        if os.stat(final).st_dev != os.stat(final.parent).st_dev:
+            for entry in stage.iterdir():  # a mount point: entry by entry
+                _replace_entry(entry, final / entry.name)
+            shutil.rmtree(stage)
+            return
+        _carry_over(final, stage)
+        if exchange_paths(stage, final):
+            shutil.rmtree(stage, ignore_errors=True)  # the previous version, now beside
+            return
+        aside = Path(tempfile.mkdtemp(prefix=f".{final.name}.old-", dir=final.parent))
+        os.rename(final, aside / final.name)
+        os.rename(stage, final)
+        shutil.rmtree(aside, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+
+
+def _replace_entry(new: Path, path: Path) -> None:
+    """``new`` renamed over ``path`` (a folder moved aside first, then removed)."""
+    if path.is_dir() and not path.is_symlink():
+        aside = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
+        os.rename(path, aside / path.name)
+        os.rename(new, path)
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        os.replace(new, path)
 
 
 def indented_json(value: object) -> str:

@@ -369,11 +369,9 @@ def _score_into(folder: Path, args: argparse.Namespace,
 def _report_cmd(args: argparse.Namespace) -> int:
     """Evaluate once (or reopen a scored folder), then run every notebook on that one
     evaluation (``scored``); the scored folder is kept beside the pages (``scored/``)."""
-    import shutil
-    import tempfile
-
     import yaml
 
+    from grade_kit.atomic import folder_lock, replaced_folder
     from grade_kit.pipeline.files import output_folder, refuse_links
     from grade_kit.pipeline.state import STATE_DIR, verify_state
     from grade_kit.presentation.report import (
@@ -388,7 +386,6 @@ def _report_cmd(args: argparse.Namespace) -> int:
                  for name, value in args.parameter or []}
     out = output_folder(args.out)
     given = Path(args.tasks)
-    staging: Path | None = None
     # the notebooks' kernels boot and import while the inputs are scored
     is_scored = (given / STATE_DIR / "state.json").is_file()
     if is_scored:  # checked whole before any kernel starts (docs/methodology.md §6)
@@ -398,31 +395,23 @@ def _report_cmd(args: argparse.Namespace) -> int:
         if state.store is None:  # a store's runs are in its copy: counted when it was scored
             _no_runs(state.counts.get("runs"), given)
     refuse_links(out, ["scored", *report_entries()])
-    with ReportKernels() as kernels:
-        try:
-            if is_scored:
-                scored, title = given.resolve(), default_title({"runs": str(given.resolve())})
-            else:
-                # scored under its final name (the pages name it), in a folder of its own
-                staging = Path(tempfile.mkdtemp(prefix=".scored-", dir=out.parent))
-                scored = staging / "scored"
-                scored.mkdir(mode=0o755)  # readable as the pages are
-                named = _score_into(scored, args, overrides)
-                # the evaluation is gone with the call: its memory is free for the kernels
-                gc.collect()  # (a kernel's reopen took 3 s beside it, 0.9 s without)
-                title = default_title({"runs": [str(p) for p in named]
-                                       if isinstance(named, list) else str(named)})
-            parameters: dict[str, object] = {"scored": str(scored), **{
-                k: v for k, v in overrides.items() if k not in EVALUATION_PARAMETERS}}
-            index = build_report(parameters, out, title=args.title or title, kernels=kernels)
-        except BaseException:
-            if staging is not None:  # a failed report leaves the folder as it was
-                shutil.rmtree(staging, ignore_errors=True)
-            raise
-    if staging is not None:  # the one evaluation the pages show, beside them
-        shutil.rmtree(out / "scored", ignore_errors=True)
-        os.replace(staging / "scored", out / "scored")
-        staging.rmdir()
+    out = out.resolve()
+    # the pages and the scored folder they show, built whole beside the folder and swapped in
+    # (an interrupt or a failing notebook leaves the folder as it was)
+    with ReportKernels() as kernels, folder_lock(out), replaced_folder(out) as stage:
+        if is_scored:
+            scored, title = given.resolve(), default_title({"runs": str(given.resolve())})
+        else:
+            scored = stage / "scored"  # under its final name: the pages name it
+            named = _score_into(scored, args, overrides)
+            # the evaluation is gone with the call: its memory is free for the kernels
+            gc.collect()  # (a kernel's reopen took 3 s beside it, 0.9 s without)
+            title = default_title({"runs": [str(p) for p in named]
+                                   if isinstance(named, list) else str(named)})
+        parameters: dict[str, object] = {"scored": str(scored), **{
+            k: v for k, v in overrides.items() if k not in EVALUATION_PARAMETERS}}
+        built = build_report(parameters, stage, title=args.title or title, kernels=kernels)
+    index = out / built.relative_to(stage)
     print(f"report: {index.parent / 'report.html'} (one page to mail); each page: {index}")
     return 0
 

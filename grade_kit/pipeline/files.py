@@ -1,13 +1,11 @@
-"""The files ``grade-kit score`` and :meth:`grade_kit.Evaluation.write` write, each to a
-temporary name beside it and renamed into place (:mod:`grade_kit.atomic`), so a reader never
-sees half a file."""
+"""The files ``grade-kit score`` and :meth:`grade_kit.Evaluation.write` write, into a folder
+built whole beside the output folder and swapped in (:func:`grade_kit.atomic.replaced_folder`),
+so a reader never sees half a file nor a mix of two evaluations."""
 
 from __future__ import annotations
 
-import fcntl
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import polars as pl
@@ -16,9 +14,6 @@ from grade_kit.atomic import atomic_write, indented_model_pieces, pieces_writer,
 from grade_kit.reading.io import Rejected, write_rejects
 from grade_kit.schema import InputError, Results
 from grade_kit.scorers import long_scores_query
-
-LOCK_FILE = ".grade-kit.lock"
-"""Held while a run writes its files into a folder."""
 
 OUTPUT_FILES = {
     "results": "results.json",
@@ -77,37 +72,25 @@ def output_folder(out_dir: Path | str) -> Path:
 
 def refuse_links(out: Path, names: Iterable[str]) -> None:
     """Refuse, before anything is written, an output folder where one of the entries
-    ``names`` (and the lock file) is a symbolic link: a planted link must never decide where
-    an output goes.
+    ``names`` is a symbolic link: a planted link must never decide where an output goes.
 
     Raises:
         InputError: naming the entry and where it points.
     """
-    for name in (*names, LOCK_FILE):
+    for name in names:
         entry = out / name
         if entry.is_symlink():
             raise InputError(f"{entry}: a symbolic link (to {os.readlink(entry)}) where an "
                              "output goes; remove it, nothing was written")
 
 
-@contextmanager
-def folder_lock(out: Path) -> Iterator[None]:
-    """Hold the folder's writer lock: one writer at a time per output folder, a second one
-    waits, then writes its whole set."""
-    refuse_links(out, ())
-    with (out / LOCK_FILE).open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def write_outputs(out_dir: Path | str, results: Results, scorecard: Callable[[], str],
                   per_run: pl.DataFrame, graded: pl.DataFrame,
-                  runs: Callable[[], pl.DataFrame], rejected: Sequence[Rejected], *,
-                  locked: bool = False) -> dict[str, Path]:
-    """Write every file of :data:`OUTPUT_FILES` under ``out_dir`` (created if needed).
+                  runs: Callable[[], pl.DataFrame], rejected: Sequence[Rejected]
+                  ) -> dict[str, Path]:
+    """Write every file of :data:`OUTPUT_FILES` under ``out_dir`` (created if needed), each
+    whole or not at all; :meth:`grade_kit.Evaluation.write` calls it on a folder it swaps in
+    whole.
 
     Args:
         out_dir: The output folder.
@@ -117,7 +100,6 @@ def write_outputs(out_dir: Path | str, results: Results, scorecard: Callable[[],
         graded: Each run's grade (run_grades.parquet).
         runs: The tidy runs table, made when written (runs.parquet).
         rejected: Every reject (rejects.jsonl).
-        locked: The caller holds :func:`folder_lock` already; default False (taken here).
 
     Returns:
         The written paths by name.
@@ -141,13 +123,5 @@ def write_outputs(out_dir: Path | str, results: Results, scorecard: Callable[[],
         "runs": _parquet(runs),
         "rejects": _rejects(rejected),
     }
-    def write_all() -> dict[str, Path]:
-        return {name: atomic_write(out / OUTPUT_FILES[name], write)
-                for name, write in writers.items()}
-
-    if locked:
-        return write_all()
-    # One writer at a time per folder: a second run waits, then writes its whole set, so
-    # the folder never holds a mix of two runs' files.
-    with folder_lock(out):
-        return write_all()
+    return {name: atomic_write(out / OUTPUT_FILES[name], write)
+            for name, write in writers.items()}

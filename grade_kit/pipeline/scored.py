@@ -15,15 +15,10 @@ import polars as pl
 
 from grade_kit._progress import Step
 from grade_kit._version import __version__
+from grade_kit.atomic import folder_lock, replaced_folder
 from grade_kit.frames import EvalData, in_run_order, model_columns, to_polars
 from grade_kit.judges import grading_label
-from grade_kit.pipeline.files import (
-    OUTPUT_FILES,
-    folder_lock,
-    output_folder,
-    refuse_links,
-    write_outputs,
-)
+from grade_kit.pipeline.files import OUTPUT_FILES, output_folder, refuse_links, write_outputs
 from grade_kit.pipeline.results import build_results, overall_frame
 from grade_kit.pipeline.state import STATE_DIR, write_state
 from grade_kit.reading.inputs import Inputs
@@ -467,21 +462,24 @@ class Evaluation:
         """Write results.json, scorecard.md, the Parquet frames and rejects.jsonl under
         ``out_dir``: exactly the files of ``grade-kit score``; and the evaluation's state
         (``evaluation/``; for an evaluation of a packed store, a copy of the store), from
-        which :func:`reopen` gives this evaluation back without scoring again.
+        which :func:`reopen` gives this evaluation back without scoring again. The folder is
+        replaced whole (:func:`~grade_kit.atomic.replaced_folder`): it holds the previous
+        evaluation until the new one is complete, and other entries in it are kept.
 
         Returns:
             The written paths by name.
         """
-        out = output_folder(out_dir)
+        out = output_folder(out_dir).resolve()
         refuse_links(out, [*OUTPUT_FILES.values(), STATE_DIR])
-        with folder_lock(out):  # the outputs and the state that vouches for them, together
-            written = write_outputs(out, self.results, self.scorecard_markdown,
+        # the outputs and the state that vouches for them, built whole beside the folder and
+        # swapped in: a kill or a full disk leaves the previous evaluation as it was
+        with folder_lock(out), replaced_folder(out) as stage:
+            written = write_outputs(stage, self.results, self.scorecard_markdown,
                                     self.scores.runs, self.standard.graded,
-                                    lambda: self.runs_frame, self.inputs.rejected,
-                                    locked=True)
-            state = write_state(out, self.inputs, self.data, self.scores, self.standard,
-                                self.kind, outputs=written)
-        return {**written, "state": state}
+                                    lambda: self.runs_frame, self.inputs.rejected)
+            written["state"] = write_state(stage, self.inputs, self.data, self.scores,
+                                           self.standard, self.kind, outputs=written)
+        return {name: out / path.relative_to(stage) for name, path in written.items()}
 
     def _summary(self) -> str:
         def count(n: int, noun: str) -> str:

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
@@ -33,6 +31,7 @@ import polars as pl
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from grade_kit.atomic import restore_folder
 from grade_kit.frames import EvalData, frame_fields, raw_records
 from grade_kit.reading.inputs import Inputs
 from grade_kit.reading.io import HeldRecords, Rejected, sha256_of, write_record_file
@@ -68,14 +67,15 @@ _STANDARD = frame_fields(StandardResults)
 def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
                 standard: StandardResults, kind: str,
                 outputs: Mapping[str, Path] | None = None) -> Path:
-    """Write the state of one evaluation under ``out`` (replacing an earlier one whole).
+    """Write the state of one evaluation under ``out`` (``out/evaluation``, which must not
+    exist: the caller builds a new folder whole, :func:`~grade_kit.atomic.replaced_folder`).
 
     ``state.json`` records the SHA-256 of every file of the state and of every output
     ``outputs`` names (results.json, ...), by its path relative to ``out``: a reader checks
     them all before it trusts anything (:func:`verify_state`)."""
     store = data.extra.get("store")
-    staging = Path(tempfile.mkdtemp(prefix=f".{STATE_DIR}-", dir=out))
-    os.chmod(staging, 0o755)  # readable as the other outputs are (mkdtemp makes it 0700)
+    staging = out / STATE_DIR
+    staging.mkdir(mode=0o755)
     try:
         if store is not None:  # its runs and answer text, read back by explain and the explorer
             shutil.copytree(store, staging / "store")
@@ -112,15 +112,7 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
         state["own_sha256"] = _own_digest(state)
         (staging / "state.json").write_text(json.dumps(state, ensure_ascii=False),
                                             encoding="utf-8")
-        final = out / STATE_DIR
-        old = None
-        if final.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{STATE_DIR}-old-", dir=out))
-            os.replace(final, old / STATE_DIR)
-        os.replace(staging, final)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-        return final
+        return staging
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -192,6 +184,7 @@ def verify_state(folder: Path | str) -> StateFile:
         InputError: one line naming the file and what is wrong with it.
     """
     folder = Path(folder)
+    restore_folder(folder.resolve())
     state_dir = folder / STATE_DIR
     meta_path = state_dir / "state.json"
     links = [p for p in (folder, state_dir, meta_path, *(
