@@ -457,13 +457,14 @@ def timing_charts(runs: pl.DataFrame | pd.DataFrame, timing: pl.DataFrame | pd.D
 
 
 def tool_calls_chart(runs: pl.DataFrame | pd.DataFrame, order: Order = None) -> Chart:
-    """Unique tool calls per delivered primary run that exposed tool events, per setup."""
+    """Tool calls (decided per call, docs/methodology.md §4 "Tool calls") per delivered
+    primary run that exposed tool events, per setup."""
     frame = (to_polars(runs).filter(pl.col("is_primary") & pl.col("tool_calls").is_not_null())
              .group_by("setup", "tool_calls").len().sort("setup", "tool_calls"))
     if not frame.height:
-        return _note("Unique tool calls per run", NO_TOOL_CALLS)
+        return _note("Tool calls per run", NO_TOOL_CALLS)
     setups = _order(frame, order)
-    chart = alt.Chart(_labelled(frame, setups).to_pandas(), title="Unique tool calls per run"
+    chart = alt.Chart(_labelled(frame, setups).to_pandas(), title="Tool calls per run"
                       ).mark_bar().encode(
         x=alt.X("tool_calls:O", title="tool calls in the run"),
         xOffset=_setup_axis(setups, alt.XOffset),

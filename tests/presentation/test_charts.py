@@ -141,13 +141,13 @@ def test_many_tasks_are_binned_and_no_grade_says_why() -> None:
     assert _spec(note)["usermeta"] == {charts.ABSENT_META: charts.NO_TOOL_CALLS}
     shown = charts._offline_renderer(_spec(note))["text/html"]
     assert shown.startswith('<p class="gk-note gk-absent" data-gk-absent="No tool calls:')
-    assert "<b>Unique tool calls per run</b>" in shown and "vegaEmbed" not in shown
+    assert "<b>Tool calls per run</b>" in shown and "vegaEmbed" not in shown
     drawn = charts._offline_renderer(_spec(charts.rates_chart(plain.grades)))["text/html"]
     assert "vegaEmbed" in drawn and "data-gk-absent" not in drawn
     # in a live notebook too: the one line (HTML, and text), never an empty chart frame
     live, meta = charts._live_renderer(_spec(note))
     assert sorted(live) == ["text/html", "text/plain"] and meta == {}
-    assert live["text/plain"] == f"Unique tool calls per run: {charts.NO_TOOL_CALLS}"
+    assert live["text/plain"] == f"Tool calls per run: {charts.NO_TOOL_CALLS}"
 
 
 def test_a_live_chart_is_a_vega_5_spec_with_its_svg_copy_and_a_legend_selection() -> None:
