@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from grade_kit._version import __version__ as __version__
 from grade_kit.adapters import read_log
+from grade_kit.pipeline.diff import Diff, diff
 from grade_kit.pipeline.evaluation import evaluate, reopen, reopen_or_evaluate
 from grade_kit.pipeline.scored import Evaluation
 from grade_kit.reading.inputs import Inputs, read_inputs
@@ -22,6 +23,7 @@ from grade_kit.schema import Grade, Judgement, Run, Task
 from grade_kit.views.tables import table
 
 __all__ = [
+    "Diff",
     "Evaluation",
     "Grade",
     "Inputs",
@@ -30,6 +32,7 @@ __all__ = [
     "LLMJudge",
     "Run",
     "Task",
+    "diff",
     "evaluate",
     "fetch",
     "fetch_setups",
@@ -42,7 +45,8 @@ __all__ = [
 ]
 """The public surface, kept small (at most 25 names): one evaluation from inputs
 (:func:`evaluate`, :func:`reopen`, :func:`read_inputs`, :func:`read_log` for other tools'
-logs, :func:`pack` for inputs bigger than memory), answers fetched (:func:`fetch`,
+logs, :func:`pack` for inputs bigger than memory), one evaluation against an earlier one
+(:func:`diff`), answers fetched (:func:`fetch`,
 :func:`fetch_setups`; the responders are in :mod:`grade_kit.fetching`), model judges and
 graders (the protocols and the rule judge are in :mod:`grade_kit.judges`), the record
 contracts, and :func:`table`. The statistics (planning, rank ranges, the standard's frames)

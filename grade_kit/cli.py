@@ -20,6 +20,7 @@ from typing import Any, cast
 
 from grade_kit.adapters.common import ADAPTERS, SETUP_BY, SetupBy
 from grade_kit.judges import JUDGES, new_grades, new_judgements
+from grade_kit.pipeline.diff import GATED_METRICS
 from grade_kit.pipeline.evaluation import evaluate
 from grade_kit.pipeline.scored import Evaluation
 from grade_kit.reading.inputs import read_inputs
@@ -296,17 +297,58 @@ def _setup_by(value: str) -> SetupBy:
     return mapping
 
 
+def _mapping(given: list[str] | None, option: str, meaning: str) -> dict[str, str] | None:
+    """A repeatable ``option KEY=VALUE`` as a mapping (None when not given)."""
+    out: dict[str, str] = {}
+    for item in given or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise InputError(f"{option} {item}: expected {meaning}")
+        out[key] = value
+    return out or None
+
+
 def _datasets(given: list[str] | None) -> dict[str, str] | None:
     """``--dataset TASK=NAME`` (repeatable) as a mapping from a log's task or file name to
     the dataset its samples belong to."""
-    out: dict[str, str] = {}
-    for item in given or []:
-        log, sep, name = item.partition("=")
-        if not sep or not log or not name:
-            raise InputError(f"--dataset {item}: expected TASK=DATASET (a log's task or file "
-                             "name, then the dataset its sample ids belong to)")
-        out[log] = name
-    return out or None
+    return _mapping(given, "--dataset", "TASK=DATASET (a log's task or file name, then the "
+                                        "dataset its sample ids belong to)")
+
+
+def _diff(args: argparse.Namespace) -> int:
+    """``grade-kit diff``: the headline and what one side lacks, then the page and frames
+    under ``--out``, then the gate (exit 1 on a regression past the margin)."""
+    from grade_kit.atomic import folder_lock, replaced_folder
+    from grade_kit.pipeline.diff import diff
+    from grade_kit.pipeline.files import output_folder
+    from grade_kit.presentation.report import build_page
+
+    out = None if args.out is None else output_folder(args.out).resolve()
+    match = _mapping(args.match, "--match", "OLD=NEW (a baseline setup, then the candidate "
+                                            "setup it is compared with)")
+    d = diff(args.baseline, args.candidate, match=match)
+    print(f"diff: {d.baseline_label} -> {d.candidate_label}: {d.headline}")
+    for note in d.notes:
+        print(f"note: {note}")
+    if out is not None:
+        with folder_lock(out), replaced_folder(out) as stage:
+            for name in ("summary", "flips", "questions", "setups"):
+                getattr(d, f"{name}_frame").write_parquet(stage / f"{name}.parquet")
+            build_page("diff", {"baseline": str(Path(args.baseline).resolve()),
+                                "candidate": str(Path(args.candidate).resolve()),
+                                "match": match},
+                       stage / "diff.html", f"grade_kit diff: {d.baseline_label} -> "
+                                            f"{d.candidate_label}")
+        print(f"diff: the page {out / 'diff.html'}; the frames {out}/*.parquet")
+    if args.fail_on_regression is None:
+        return 0
+    found = d.regressions(args.fail_on_regression, args.metric, args.alpha)
+    for line in found:
+        print(line)
+    if not found:
+        print(f"gate: no matched setup's {args.metric} fell by more than "
+              f"{args.fail_on_regression:g} with Holm p < {args.alpha:g}")
+    return 1 if found else 0
 
 
 def _import(args: argparse.Namespace) -> int:
@@ -533,6 +575,25 @@ def _import_grades(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fraction(text: str) -> float:
+    """An argparse type: a finite number >= 0 (a margin on a rate), or a usage error."""
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, not {text!r}")
+    return value
+
+
+def _level(text: str) -> float:
+    """An argparse type: a level strictly between 0 and 1, or a usage error."""
+    value = _fraction(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {text!r}")
+    return value
+
+
 def _bounded(low: int, high: int) -> Callable[[str], int]:
     """An argparse type: an integer in [low, high], or a clear usage error."""
 
@@ -713,6 +774,24 @@ def commands() -> tuple[Command, ...]:
                       "configuration that differs between its logs over the same questions; "
                       "continuation and retry logs join their setup), model, file (each log its "
                       "own setup), or a JSON object mapping a log's file name to its setup name"),
+        )),
+        Command("diff", "this evaluation against an earlier one: flips, paired tests, a "
+                        "regression gate", _diff, (
+            _arg("baseline", type=Path, help="the earlier evaluation: a scored folder "
+                                             "(grade-kit score --out DIR) or logs"),
+            _arg("candidate", type=Path, help="the later one, the same way"),
+            _out("write diff.html and the frames (summary, flips, questions, setups) here",
+                 required=False),
+            _arg("--match", action="append", metavar="OLD=NEW",
+                 help="compare baseline setup OLD with candidate setup NEW (repeatable; "
+                      "default: setups of one name)"),
+            _arg("--fail-on-regression", type=_fraction, metavar="MARGIN",
+                 help="exit 1 when some matched setup's --metric fell by more than MARGIN "
+                      "with Holm p < --alpha (one line each); else exit 0"),
+            _arg("--metric", default="resolved_rate", choices=GATED_METRICS,
+                 help="the gated metric (default resolved_rate)"),
+            _arg("--alpha", type=_level, default=0.05,
+                 help="the gate's level for the Holm-adjusted p (default 0.05)"),
         )),
         Command("grading-sheet", "export a blind grading sheet (CSV) and key", _grading_sheet, (
             _arg("tasks", type=Path),

@@ -66,7 +66,8 @@ if TYPE_CHECKING:  # pandas is imported when a pandas frame is asked for, never 
     Frame = pl.DataFrame | pd.DataFrame
 
 
-def _as_kind(frame: pl.DataFrame, kind: FrameKind) -> Frame:
+def as_kind(frame: pl.DataFrame, kind: FrameKind) -> Frame:
+    """``frame`` as the kind of frame an evaluation hands out (polars as it is, or pandas)."""
     return frame.to_pandas() if kind == "pandas" else frame
 
 
@@ -290,22 +291,22 @@ class Evaluation:
     @property
     def leaderboard(self) -> Frame:
         """One row per setup, best composite first (see the class docstring)."""
-        return _as_kind(self._frames["leaderboard"], self.kind)
+        return as_kind(self._frames["leaderboard"], self.kind)
 
     @property
     def tasks(self) -> Frame:
         """Per (setup, GRADE task): six dimensions, composite, rubric score, runs."""
-        return _as_kind(self.scores.tasks, self.kind)
+        return as_kind(self.scores.tasks, self.kind)
 
     @property
     def tracks(self) -> Frame:
         """Per (setup, track): dimension means, composite mean, tasks."""
-        return _as_kind(self.scores.tracks, self.kind)
+        return as_kind(self.scores.tracks, self.kind)
 
     @property
     def packs(self) -> Frame:
         """Per (setup, pack): dimension means, composite mean, tasks."""
-        return _as_kind(self.scores.packs, self.kind)
+        return as_kind(self.scores.packs, self.kind)
 
     @property
     def runs(self) -> Frame:
@@ -314,7 +315,7 @@ class Evaluation:
         composite and rubric score, grade and reason, E2E seconds, working seconds (where
         the source records them), tool calls (decided per call, docs/methodology.md §4 "Tool
         calls"; null when the run exposed no tool events), tokens where known."""
-        return _as_kind(self.runs_frame, self.kind)
+        return as_kind(self.runs_frame, self.kind)
 
     @property
     def grades(self) -> Frame:
@@ -322,20 +323,20 @@ class Evaluation:
         Wilson interval over its effective size (clustered) with its design effect, icc and
         n_effective, the interval basis, graded coverage, ungraded, beyond plan, stable
         resolutions."""
-        return _as_kind(self._frames["grades"], self.kind)
+        return as_kind(self._frames["grades"], self.kind)
 
     @property
     def reliability(self) -> Frame:
         """Per setup, subset and k = 1..R: pass_at_k and pass_hat_k with their clustered
         Wilson intervals (``_low``, ``_high``) and the questions (docs/methodology.md §4
         "Reliability"): pass^1 is the resolved rate, pass^R the stable-resolution rate."""
-        return _as_kind(self.standard.reliability, self.kind)
+        return as_kind(self.standard.reliability, self.kind)
 
     @property
     def flaky(self) -> Frame:
         """Per setup, the questions resolved in some of their R slots but not all, with the
         share resolved."""
-        return _as_kind(self.standard.flaky, self.kind)
+        return as_kind(self.standard.flaky, self.kind)
 
     @property
     def timing(self) -> Frame:
@@ -343,7 +344,7 @@ class Evaluation:
         mean's clustered 95% interval (``e2e_mean_ci_low``/``_high``), runs without
         timestamps, working time n/mean/P50/P90/min/max (where the source records
         it), timeouts, limits (with their types) and failures with their rates."""
-        return _as_kind(self._frames["timing"], self.kind)
+        return as_kind(self._frames["timing"], self.kind)
 
     @property
     def tool_calls(self) -> Frame:
@@ -351,7 +352,7 @@ class Evaluation:
         (n/mean/P50/P90/min/max, the mean's clustered 95% interval) and records per run
         (mean) side by side, calls and records in all, runs holding a call recorded twice,
         calls per attempted run, span P50 (docs/methodology.md §4 "Tool calls")."""
-        return _as_kind(self._frames["tool_calls"], self.kind)
+        return as_kind(self._frames["tool_calls"], self.kind)
 
     @property
     def comparisons(self) -> Frame:
@@ -359,17 +360,17 @@ class Evaluation:
         95% bootstrap interval, direction, value, and for each grade rate (``resolved_rate``,
         ...) the paired test's p-value, its Holm adjustment across the pairs and the test's
         name; formula or statement."""
-        return _as_kind(self._frames["comparisons"], self.kind)
+        return as_kind(self._frames["comparisons"], self.kind)
 
     @property
     def rejected(self) -> Frame:
         """Every rejected input record: source, line, field, error."""
-        return _as_kind(self._frames["rejected"], self.kind)
+        return as_kind(self._frames["rejected"], self.kind)
 
     @property
     def warnings(self) -> Frame:
         """Every warning: source, line, message."""
-        return _as_kind(self._frames["warnings"], self.kind)
+        return as_kind(self._frames["warnings"], self.kind)
 
     # ------------------------------------------------------------------ the rest
 
@@ -385,7 +386,7 @@ class Evaluation:
         frame = (self.scores.tasks.filter(pl.col("composite").is_not_null())
                  .sort("setup", "composite", "task_id")
                  .group_by("setup", maintain_order=True).head(n))
-        return _as_kind(frame, self.kind)
+        return as_kind(frame, self.kind)
 
     def _answer_frames(self, one: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         """The metrics and claim matches of the one run in ``one``: from memory, or for an

@@ -581,6 +581,52 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
                       "and tool calls: 95% bootstrap interval over paired questions."])))
 
 
+VERDICT_COLOURS = {"regressed": "#D55E00", "improved": "#009E73",
+                   "no significant change": "#999999", "no clear change": "#999999"}
+"""The colour of each verdict of a diff (:func:`changes_chart`): colour-blind safe."""
+
+
+def changes_chart(summary: pl.DataFrame | pd.DataFrame, metric: str = "resolved_rate") -> Chart:
+    """One metric's change per matched setup of a diff (``d.summary``, docs/methodology.md
+    §5 "Against an earlier evaluation"): candidate - baseline with its interval (the paired
+    test inverted at its Holm level for a tested rate, so it crosses 0 exactly when no
+    change is stated), coloured by the verdict; one line saying why where nothing was
+    measured."""
+    frame = to_polars(summary).filter((pl.col("metric") == metric) & pl.col("k").is_null()
+                                      & (pl.col("label") == "measured"))
+    name = column_label(metric)
+    if not frame.height:
+        return _note(f"Change in {name}", "No matched setup has this figure on paired "
+                                          "questions.")
+    frame = frame.with_columns(pair=pl.when(pl.col("setup") == pl.col("candidate_setup"))
+                               .then(pl.col("setup"))
+                               .otherwise(pl.col("setup") + " -> " + pl.col("candidate_setup")))
+    data: Any = frame.to_pandas()
+    base = alt.Chart(data)
+    shown = [v for v in VERDICT_COLOURS if v in set(frame.get_column("verdict").to_list())]
+    verdict = alt.Color("verdict:N", title=None, legend=alt.Legend(orient="top"),
+                        scale=alt.Scale(domain=shown, range=[VERDICT_COLOURS[v] for v in shown]))
+    y = alt.Y("pair:N", title=None, sort=sorted(frame.get_column("pair").to_list()),
+              axis=alt.Axis(labelLimit=320))
+    points = base.mark_point(filled=True, size=70).encode(
+        x=alt.X("change:Q", title=f"change in {name} (candidate - baseline)",
+                axis=alt.Axis(tickCount=5, labelOverlap="greedy", labelFlush=True)),
+        y=y, color=verdict,
+        tooltip=["setup", "candidate_setup", "n_questions",
+                 alt.Tooltip("baseline:Q", format=".4g"),
+                 alt.Tooltip("candidate:Q", format=".4g"),
+                 alt.Tooltip("change:Q", format=".4g"), alt.Tooltip("ci_low:Q", format=".4g"),
+                 alt.Tooltip("ci_high:Q", format=".4g"),
+                 alt.Tooltip("p_holm:Q", format=".3g", title="Holm p"), "verdict"])
+    bars = base.mark_rule().encode(x="ci_low:Q", x2="ci_high:Q", y=y, color=verdict)
+    zero = base.mark_rule(color="#999999", strokeDash=[2, 2]).encode(x=alt.datum(0))
+    return cast(Chart, alt.layer(zero, bars, points).properties(
+        width=420, height=alt.Step(22),
+        title=alt.TitleParams(f"Change in {name}, per matched setup", subtitle=[
+            "Interval: the paired test inverted at its Holm level (crosses 0 exactly when "
+            "no change is stated)."])))
+
+
 def headline_matrix(comparisons: pl.DataFrame | pd.DataFrame, order: Order = None) -> Chart:
     """The headline's significance matrix (:func:`significance_chart` of the resolved rate
     on all questions); one line saying why when fewer than two setups were compared."""

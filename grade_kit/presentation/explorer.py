@@ -26,7 +26,8 @@ from grade_kit.schema import Grade, InputError, Run, Task, material_error_of
 from grade_kit.standard.blind.sheet import ANONYMITY_NOTE, answer_text
 from grade_kit.views.tables import cell_text, column_label, table
 
-if TYPE_CHECKING:  # a parameter's type only: the explorer is handed an evaluation
+if TYPE_CHECKING:  # a parameter's type only: the explorer is handed an evaluation, a diff
+    from grade_kit.pipeline.diff import Diff
     from grade_kit.pipeline.scored import Evaluation
 
 FILTERS = ("setup", "track", "pack", "task_id", "grade")
@@ -650,3 +651,63 @@ class BlindGradingPanel:
     def __repr__(self) -> str:
         return (f"BlindGradingPanel({len(self.queue)} of {self.total} answers to grade -> "
                 f"{self.path})")
+
+
+FLIPS_SHOWN = 200
+"""Flips a page lists (every one is in ``d.flips``)."""
+
+ANSWER_CHARS = 4000
+"""The most characters of one answer a flip shows (the rest is in the runs)."""
+
+
+class FlipsView:
+    """A diff's flips for a page (``d.flips``, docs/methodology.md §5 "Against an earlier
+    evaluation"): regressions first, each row's two answers side by side on demand (a
+    ``<details>`` per repeat), every text escaped; at most :data:`FLIPS_SHOWN` rows."""
+
+    def __init__(self, d: Diff, limit: int = FLIPS_SHOWN) -> None:
+        self.d = d
+        self.limit = limit
+
+    def _answers(self, row: dict[str, Any]) -> str:
+        pairs = zip((row["baseline_run_ids"] or "").split(", "),
+                    (row["candidate_run_ids"] or "").split(", "), strict=False)
+        parts = []
+        for i, (left, right) in enumerate(pairs, start=1):
+            texts = self.d.answers(left, right)
+            cells = "".join(
+                f"<div><b>{html.escape(side)}</b> ({html.escape(rid)})<pre style='white-space:"
+                f"pre-wrap;max-height:24em;overflow:auto'>"
+                f"{html.escape(text[:ANSWER_CHARS]) or '(no answer delivered)'}"
+                f"{' …' if len(text) > ANSWER_CHARS else ''}</pre></div>"
+                for side, rid, text in (("baseline", left, texts[0]),
+                                        ("candidate", right, texts[1])))
+            parts.append(f"<details><summary>answers, repeat {i}</summary><div style='display:"
+                         f"grid;grid-template-columns:1fr 1fr;gap:1em'>{cells}</div></details>")
+        return "".join(parts)
+
+    def _repr_html_(self) -> str:
+        flips = self.d.flips_frame
+        if not flips.height:
+            return "<p>No paired question changed its resolved share.</p>"
+        counts = flips.group_by("change").len()
+        said = ", ".join(f"{n:,} {c}" for c, n in sorted(counts.iter_rows(), reverse=True))
+        renamed = (flips.get_column("setup") != flips.get_column("candidate_setup")).any()
+        heads = ["setup", *(["candidate setup"] if renamed else []), "task id", "change",
+                 "resolved share", "baseline grades", "candidate grades", "answers"]
+        body = []
+        for row in flips.head(self.limit).iter_rows(named=True):
+            share = (f"{cell_text(row['baseline_resolved'], 'share')} → "
+                     f"{cell_text(row['candidate_resolved'], 'share')}")
+            cells = [row["setup"], *([row["candidate_setup"]] if renamed else []),
+                     row["task_id"], row["change"], share, row["baseline_grades"],
+                     row["candidate_grades"]]
+            body.append("<tr>" + "".join(f"<td style='text-align:left'>{html.escape(str(c))}</td>"
+                                         for c in cells)
+                        + f"<td style='min-width:24em'>{self._answers(row)}</td></tr>")
+        more = (f"<p>{flips.height - self.limit:,} more flips: every one is in d.flips.</p>"
+                if flips.height > self.limit else "")
+        return (f"<p><b>Flips</b>: paired questions whose resolved share changed ({said}); "
+                "regressions first.</p><div style='overflow-x:auto'><table><thead><tr>"
+                + "".join(f"<th>{h}</th>" for h in heads) + "</tr></thead><tbody>"
+                + "".join(body) + "</tbody></table></div>" + more)

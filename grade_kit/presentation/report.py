@@ -386,6 +386,33 @@ def build_report(parameters: Mapping[str, Any], out_dir: Path | str, *,
     return final / "index.html"
 
 
+def build_page(notebook: str, parameters: Mapping[str, Any], out: Path, title: str, *,
+               notebook_dir: Path = NOTEBOOK_DIR) -> Path:
+    """Run one notebook with papermill on a fresh ``python3`` kernel (a report's, which draws
+    charts for an offline page) and export it to the offline page ``out`` (the executed
+    notebook beside it, ``<out stem>.ipynb``), as ``grade-kit diff`` does with
+    ``diff.ipynb``.
+
+    Raises:
+        ReportError: naming the notebook and the failing cell (``out`` is then not
+            written).
+    """
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    source = notebook_dir / f"{notebook}.ipynb"
+    executed = out.with_suffix(".ipynb")
+    try:
+        with ReportKernels((notebook,), count=1) as kernels:  # charts drawn for offline
+            papermill.execute_notebook(str(source), str(executed), parameters=dict(parameters),
+                                       kernel_name="python3", progress_bar=False,
+                                       log_output=False, km=kernels.kernels[0])
+    except PapermillExecutionError as exc:
+        raise ReportError(f"{source.name}: cell {exc.exec_count} failed: {exc.ename}: "
+                          f"{exc.evalue}") from exc
+    return export_html(executed, out, title)
+
+
 FOOTER_TAG = "footer"
 """Cells tagged so (the provenance) go to the end of ``report.html``."""
 HEADLINE_TAG = "headline"

@@ -277,17 +277,20 @@ def verdict_intervals(comparison: Comparison,
         figure.ci_excludes_zero = low > 0 or high < 0
 
 
-def adjust_by_holm(comparisons: list[Comparison]) -> None:
+def adjust_by_holm(comparisons: list[Comparison], one_family: bool = False) -> None:
     """Set every tested figure's ``p_holm``: Holm's adjustment across the setup pairs of
-    its figure, subset and k (docs/methodology.md §5 "Significance"); and its direction from
-    that test alone: stated only when p_holm < :data:`ALPHA` and the grade has a better
-    side, so the table, the matrix and the headline give one answer."""
+    its figure, subset and k (docs/methodology.md §5 "Significance"), or with
+    ``one_family`` across every tested figure of ``comparisons`` (§5 "Against an earlier
+    evaluation"); and its direction from that test alone: stated only when p_holm <
+    :data:`ALPHA` and the grade has a better side, so the table, the matrix and the
+    headline give one answer."""
     families: dict[tuple[str, str, int | None], list[tuple[Comparison, Figure]]] = {}
     for comparison in comparisons:
         for figure in comparison.figures:
             if figure.p_value is not None:
-                families.setdefault((comparison.subset, figure.metric, figure.k), []).append(
-                    (comparison, figure))
+                key = ("", "", None) if one_family else (comparison.subset, figure.metric,
+                                                         figure.k)
+                families.setdefault(key, []).append((comparison, figure))
     for members in families.values():
         adjusted = holm([f.p_value for _, f in members])
         for (comparison, figure), p_holm in zip(members, adjusted, strict=True):

@@ -64,7 +64,8 @@ _PLAIN_INTS = {"seed", "line", "repeat", "track", "position", "year"}
 
 _LABELS = {"outcome_p50": "time to outcome P50 (s)", "run_coverage": "coverage (slots run)",
            "p_holm_vs_best": "Holm p vs best",
-           "tool_calls_per_run": "tool calls per run"}
+           "tool_calls_per_run": "tool calls per run",
+           "change": "change (candidate - baseline)"}
 
 
 def column_label(name: str) -> str:
@@ -117,22 +118,27 @@ def cell_text(value: Any, name: str) -> str:
     return str(value)
 
 
+_DIFFERENCES = ("mean_diff_b_minus_a", "change")
+"""Columns of a paired difference whose interval is ``ci_low``/``ci_high`` at ``ci_level``."""
+
+
 def _merge_intervals(frame: pl.DataFrame) -> tuple[pl.DataFrame, set[str]]:
     """``X_rate`` with ``X_ci_low`` and ``X_ci_high`` as one text column ``X_rate``
     (``0.737 [0.643, 0.814]``); a mean ``X`` with ``X_ci_low`` and ``X_ci_high`` the same way;
-    also ``mean_diff_b_minus_a`` with ``ci_low``/``ci_high``."""
+    also a difference (``mean_diff_b_minus_a``, a diff's ``change``) with ``ci_low``/``ci_high``
+    and its level."""
     merged: set[str] = set()
     pairs = [(c, c.removesuffix("_rate") + "_ci_low", c.removesuffix("_rate") + "_ci_high")
              for c in frame.columns if c.endswith("_rate")]
     pairs += [(c, f"{c}_ci_low", f"{c}_ci_high") for c in frame.columns  # a mean's interval
               if not c.endswith("_rate") and f"{c}_ci_low" in frame.columns]
-    pairs.append(("mean_diff_b_minus_a", "ci_low", "ci_high"))
+    pairs += [(c, "ci_low", "ci_high") for c in _DIFFERENCES]
     for value, low, high in pairs:
         if {value, low, high} <= set(frame.columns):
             # a tested figure's interval is at its Holm level (docs/methodology.md §5 "One
             # verdict"): the level is part of the interval's text
             levels = (frame.get_column("ci_level").to_list()
-                      if value == "mean_diff_b_minus_a" and "ci_level" in frame.columns
+                      if value in _DIFFERENCES and "ci_level" in frame.columns
                       else [None] * frame.height)
             texts = [None if v is None else _number(v, value) + (
                 "" if lo is None else f" [{_number(lo, value)}, {_number(hi, value)}]") + (
@@ -141,7 +147,7 @@ def _merge_intervals(frame: pl.DataFrame) -> tuple[pl.DataFrame, set[str]]:
                 for (v, lo, hi), level in zip(frame.select(value, low, high).iter_rows(),
                                               levels, strict=True)]
             frame = frame.with_columns(pl.Series(value, texts, dtype=pl.String)).drop(low, high)
-            if value == "mean_diff_b_minus_a" and "ci_level" in frame.columns:
+            if value in _DIFFERENCES and "ci_level" in frame.columns:
                 frame = frame.drop("ci_level")
             merged.add(value)
     return frame, merged
@@ -727,6 +733,29 @@ PAIRED_SETUPS = 4
 """Up to this many setups a page's comparisons (table and chart) show every pair; beyond,
 the pairs of each setup with the first of the order (the best), so they grow with setups,
 not pairs."""
+
+
+def diff_table(summary: pl.DataFrame | pd.DataFrame) -> Table:
+    """A diff's figures for a page (``d.summary``, docs/methodology.md §5 "Against an
+    earlier evaluation"): per matched setup and figure, the baseline's and the candidate's
+    value on the paired questions, the change (candidate - baseline) with its interval, the
+    Holm-adjusted p where tested and the verdict; the candidate's setup shown only where it
+    is named differently; pass^k at every k is in ``d.summary``, not here."""
+    frame = to_polars(summary)
+    frame = frame.filter(pl.col("k").is_null() & (pl.col("label") != "untested direction"))
+    renamed = frame.select(
+        "setup", "candidate_setup", "metric", "label", "n_questions", "baseline", "candidate",
+        "change", "ci_low", "ci_high", "ci_level",
+        "p_holm", "verdict")
+    if renamed.height and (renamed.get_column("setup")
+                           == renamed.get_column("candidate_setup")).all():
+        renamed = renamed.drop("candidate_setup")
+    return Table(renamed, "Changes: candidate - baseline on the paired questions",
+                 "Tested rates: exact paired tests (McNemar at R = 1, sign-flip over questions "
+                 "at R > 1), Holm-adjusted across every matched setup and tested figure; the "
+                 "interval is the test inverted at its Holm level. E2E, tool calls and the "
+                 "composite: 95% bootstrap interval over paired questions, no test.",
+                 ordered=True)
 
 
 def comparisons_table(comparisons: pl.DataFrame | pd.DataFrame, subset: str = "all",
