@@ -682,8 +682,9 @@ class FlipsView:
                 f"{' …' if len(text) > ANSWER_CHARS else ''}</pre></div>"
                 for side, rid, text in (("baseline", left, texts[0]),
                                         ("candidate", right, texts[1])))
-            parts.append(f"<details><summary>answers, repeat {i}</summary><div style='display:"
-                         f"grid;grid-template-columns:1fr 1fr;gap:1em'>{cells}</div></details>")
+            parts.append(f"<details class='gk-answers'><summary>answers, repeat {i}</summary>"
+                         "<div style='display:grid;grid-template-columns:1fr 1fr;gap:1em'>"
+                         f"{cells}</div></details>")
         return "".join(parts)
 
     def _repr_html_(self) -> str:
@@ -702,12 +703,14 @@ class FlipsView:
             cells = [row["setup"], *([row["candidate_setup"]] if renamed else []),
                      row["task_id"], row["change"], share, row["baseline_grades"],
                      row["candidate_grades"]]
-            body.append("<tr>" + "".join(f"<td style='text-align:left'>{html.escape(str(c))}</td>"
-                                         for c in cells)
-                        + f"<td style='min-width:24em'>{self._answers(row)}</td></tr>")
+            body.append("<tr>" + "".join(
+                f"<td style='text-align:left;overflow-wrap:anywhere'>{html.escape(str(c))}</td>"
+                for c in cells)
+                        + f"<td style='min-width:20em'>{self._answers(row)}</td></tr>")
         more = (f"<p>{flips.height - self.limit:,} more flips: every one is in d.flips.</p>"
                 if flips.height > self.limit else "")
         return (f"<p><b>Flips</b>: paired questions whose resolved share changed ({said}); "
                 "regressions first.</p><div style='overflow-x:auto'><table><thead><tr>"
-                + "".join(f"<th>{h}</th>" for h in heads) + "</tr></thead><tbody>"
+                + "".join(f"<th style='text-align:left'>{h}</th>" for h in heads)
+                + "</tr></thead><tbody>"
                 + "".join(body) + "</tbody></table></div>" + more)

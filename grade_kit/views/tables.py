@@ -739,12 +739,13 @@ def diff_table(summary: pl.DataFrame | pd.DataFrame) -> Table:
     """A diff's figures for a page (``d.summary``, docs/methodology.md §5 "Against an
     earlier evaluation"): per matched setup and figure, the baseline's and the candidate's
     value on the paired questions, the change (candidate - baseline) with its interval, the
-    Holm-adjusted p where tested and the verdict; the candidate's setup shown only where it
-    is named differently; pass^k at every k is in ``d.summary``, not here."""
+    Holm-adjusted p where tested and the verdict (the figure's label where it is not
+    measured); the candidate's setup shown only where it is named differently; pass^k at
+    every k is in ``d.summary``, not here."""
     frame = to_polars(summary)
     frame = frame.filter(pl.col("k").is_null() & (pl.col("label") != "untested direction"))
     renamed = frame.select(
-        "setup", "candidate_setup", "metric", "label", "n_questions", "baseline", "candidate",
+        "setup", "candidate_setup", "metric", "n_questions", "baseline", "candidate",
         "change", "ci_low", "ci_high", "ci_level",
         "p_holm", "verdict")
     if renamed.height and (renamed.get_column("setup")

@@ -18,7 +18,7 @@ import pytest
 import grade_kit as gk
 from grade_kit.cli import main
 from tests.paths import FIXTURES, REALDATA, ROOT
-from tests.specs import colour_maps, one_colour_each
+from tests.specs import colour_maps, one_colour_each, twenty_setups
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -127,42 +127,6 @@ def test_the_significance_matrix_holds_the_comparisons_p_values(
                 row["p_holm"]}
 
 
-def _twenty_setups(folder: Path) -> list[str]:
-    """20 setups with 40-plus-character names (vendor/model-family-NN-instruct-date), 30
-    plain questions x 2 repeats, timestamps, tool calls and grade records (seeded)."""
-    import random
-    from datetime import UTC, datetime, timedelta
-
-    rng = random.Random(7)
-    vendors = ["anthropic", "openai", "google", "meta-llama", "mistralai"]
-    names = [f"{vendors[i % 5]}/model-family-{i:02d}-instruct-2026-01-{i % 28 + 1:02d}"
-             for i in range(20)]
-    base = datetime(2026, 1, 1, tzinfo=UTC)
-    folder.mkdir(parents=True)
-    tasks = [json.dumps({"task_id": f"q{q:02d}", "prompt": f"question {q}"}) for q in range(30)]
-    runs, grades = [], []
-    for k, name in enumerate(names):
-        for q in range(30):
-            for r in (1, 2):
-                run_id = f"{k}-{q}-{r}"
-                t0 = base + timedelta(seconds=rng.random() * 1000)
-                calls = [{"id": f"c{j}", "name": rng.choice(["sql", "search", "python"])}
-                         for j in range(rng.randint(0, 6))]
-                runs.append(json.dumps({
-                    "run_id": run_id, "setup": name, "task_id": f"q{q:02d}", "repeat": r,
-                    "status": "delivered", "response": {"text": "answer"}, "tool_calls": calls,
-                    "events": {"submitted": t0.isoformat(), "received": (t0 + timedelta(
-                        seconds=rng.lognormvariate(1 + k * 0.05, 0.5))).isoformat()}}))
-                ok = rng.random() < 0.2 + 0.035 * k
-                grades.append(json.dumps({
-                    "run_id": run_id, "grader": "synthetic", "material_error": "no",
-                    "core_conclusion": "correct" if ok else "no_gradable_conclusion",
-                    "request_fulfilment": "full" if ok else "not_met"}))
-    for name, lines in (("tasks", tasks), ("runs", runs), ("grades", grades)):
-        (folder / f"{name}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return names
-
-
 _OVERLAPS = r"""
 (() => {
   const out = [];
@@ -193,7 +157,7 @@ def test_the_page_gives_one_answer_and_stays_readable_at_twenty_setups(
     from tests.devtools import Browser
 
     data = tmp_path / "twenty"
-    names = _twenty_setups(data)
+    names = twenty_setups(data)
     inputs = [str(data / "tasks.jsonl"), str(data / "runs.jsonl")]
     assert main(["report", *inputs, "--grades", str(data / "grades.jsonl"), "--out",
                  str(tmp_path / "pages")]) == 0

@@ -1,0 +1,185 @@
+"""This evaluation against an earlier one (docs/methodology.md §5 "Against an earlier
+evaluation"), on small hand-computed cases: the flips, the paired tests and their Holm
+family, what one side lacks, and the gate's exit codes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+import grade_kit as gk
+from grade_kit.cli import main
+from grade_kit.schema import Grade, InputError
+from tests.conftest import make_run, make_task
+
+
+def grade(run_id: str, resolved: bool) -> Grade:
+    return Grade.model_validate({
+        "run_id": run_id, "grader": "hand", "material_error": "no",
+        "core_conclusion": "correct" if resolved else "no_gradable_conclusion",
+        "request_fulfilment": "full" if resolved else "not_met"})
+
+
+def evaluation(resolved: dict[str, Sequence[bool]], questions: Sequence[str],
+               prompts: dict[str, str] | None = None, **options: Any) -> gk.Evaluation:
+    """Each setup's runs of ``questions``, repeat by repeat resolved or not as given (a
+    setup missing a question's entry did not run it)."""
+    tasks = [make_task(q, prompt=(prompts or {}).get(q, f"question {q}")) for q in questions]
+    runs, grades = [], []
+    for setup, outcomes in resolved.items():
+        for q, per_repeat in zip(questions, outcomes, strict=False):
+            for r, ok in enumerate(per_repeat if isinstance(per_repeat, tuple)
+                                   else (per_repeat,), start=1):
+                run_id = f"{setup}-{q}-{r}"
+                runs.append(make_run(run_id, q, r, setup=setup, findings=["a finding"]))
+                grades.append(grade(run_id, ok))
+    return gk.evaluate(tasks, runs, grades=grades, **options)
+
+
+QS = [f"q{i:02d}" for i in range(1, 13)]
+
+
+def test_twelve_regressions_at_one_repeat_are_tested_by_mcnemar_and_holm() -> None:
+    """R = 1, 12 questions resolved in the baseline and none in the candidate: 12 discordant
+    pairs, exact McNemar p = 2 x 0.5^12 = 2/4096. The Holm family is every tested figure:
+    the four grade rates (resolved and unresolved p = 2/4096, partially resolved and
+    material error p = 1): Holm p = 4 x 2/4096 = 8/4096."""
+    before = evaluation({"A": [True] * 12}, QS)
+    after = evaluation({"A": [False] * 12}, QS)
+    d = gk.diff(before, after)
+    row = d.summary.filter((pl.col("metric") == "resolved_rate") & pl.col("k").is_null()).row(
+        0, named=True)
+    assert (row["baseline"], row["candidate"], row["change"]) == (1.0, 0.0, -1.0)
+    assert row["p_value"] == 2 / 4096 and row["p_holm"] == 8 / 4096
+    assert row["verdict"] == "regressed" and row["n_questions"] == 12
+    assert row["ci_high"] < 0  # the interval agrees with the verdict
+    assert d.headline.startswith("1 setup regressed, 0 improved, 0 unchanged")
+    flips = d.flips
+    assert flips.height == 12 and set(flips.get_column("change")) == {"regressed"}
+    first = flips.row(0, named=True)
+    assert (first["task_id"], first["baseline_grades"], first["candidate_grades"],
+            first["baseline_run_ids"], first["candidate_run_ids"]) == (
+        "q01", "resolved", "unresolved", "A-q01-1", "A-q01-1")
+    assert d.verdict_counts() == {"regressed": 1, "improved": 0, "unchanged": 0}
+    (line,) = d.regressions(0.5)
+    assert line.startswith("regression: A -> A: resolved_rate 1.0000 -> 0.0000 (-1.0000")
+    assert d.regressions(1.0) == []  # fell by exactly the margin: not more
+    assert d.regressions(0.5, alpha=0.001) == []  # Holm p 0.00195 is not below 0.001
+    answers = d.answers("A-q01-1", "A-q01-1")
+    assert answers == ("a finding", "a finding") or all("a finding" in a for a in answers)
+
+
+def test_repeats_are_tested_by_the_exact_sign_flip_over_questions() -> None:
+    """R = 2, three questions resolved 2, 2, 2 times in the baseline and 0, 1, 2 in the
+    candidate: d = -2, -1, 0 slots; the sign flips give S in {3, 1, -1, -3} equally, so
+    p = P(|S| >= 3) = 1/2. Flips: q01 1 -> 0 and q02 1 -> 0.5 (q03 unchanged)."""
+    qs = QS[:3]
+    before = evaluation({"A": [(True, True)] * 3}, qs)
+    after = evaluation({"A": [(False, False), (True, False), (True, True)]}, qs)
+    d = gk.diff(before, after)
+    row = d.summary.filter((pl.col("metric") == "resolved_rate") & pl.col("k").is_null()).row(
+        0, named=True)
+    assert row["p_value"] == 0.5 and row["change"] == pytest.approx(-0.5)
+    assert row["verdict"] == "no significant change"
+    assert row["ci_low"] < 0 < row["ci_high"]  # no verdict: the interval spans 0
+    pass2 = d.summary.filter(pl.col("k") == 2).row(0, named=True)
+    assert pass2["metric"] == "pass_hat_k" and pass2["p_value"] == 0.5  # d = -1, -1, 0
+    shown = d.flips.select("task_id", "baseline_resolved", "candidate_resolved",
+                           "candidate_grades").rows()
+    assert shown == [("q01", 1.0, 0.0, "unresolved, unresolved"),
+                     ("q02", 1.0, 0.5, "resolved, unresolved")]
+    assert d.headline.startswith("0 setups regressed, 0 improved, 1 unchanged")
+
+
+def test_what_one_side_lacks_is_listed_and_a_changed_question_kept_out() -> None:
+    """Baseline q01-q04 by A and B; candidate q02-q05 by A and C, q02 asked another way.
+    Paired: q03 and q04 only; q02 changed; q01 baseline only; q05 candidate only. B and C
+    are listed apart, or compared when matched."""
+    before = evaluation({"A": [True] * 4, "B": [True] * 4}, QS[:4])
+    after = evaluation({"A": [False] * 4, "C": [False] * 4}, QS[1:5],
+                       prompts={"q02": "question q02, reworded"})
+    d = gk.diff(before, after)
+    status = dict(d.questions.rows())
+    assert status == {"q01": "baseline only", "q02": "changed", "q03": "paired",
+                      "q04": "paired", "q05": "candidate only"}
+    assert dict(d.question_counts.rows()) == {"baseline only": 1, "candidate only": 1,
+                                              "changed": 1, "paired": 2}
+    assert d.pairs == [("A", "A")]
+    row = d.summary.filter(pl.col("metric") == "resolved_rate").row(0, named=True)
+    assert row["n_questions"] == 2  # q03 and q04: the changed q02 is not tested
+    said = " | ".join(d.notes)
+    for words in ("1 setup(s) only in the baseline, not compared: B",
+                  "1 setup(s) only in the candidate, not compared: C",
+                  "1 question(s) whose text or gold changed, kept out of the tests: q02",
+                  "1 question(s) only in the baseline: q01",
+                  "1 question(s) only in the candidate: q05"):
+        assert words in said, said
+    matched = gk.diff(before, after, match={"B": "C"})
+    assert matched.pairs == [("A", "A"), ("B", "C")]
+    assert set(matched.setups.get_column("status")) == {"matched"}
+    with pytest.raises(InputError, match="baseline setup 'Z'"):
+        gk.diff(before, after, match={"Z": "C"})
+
+
+def test_a_candidate_with_lower_coverage_is_said_first() -> None:
+    before = evaluation({"A": [True] * 4}, QS[:4])
+    after = evaluation({"A": [True] * 3}, QS[:4])  # q04 not run: 3 of 4 planned slots
+    d = gk.diff(before, after)
+    assert any("ran fewer of its planned slots (75.0% against 100.0% in the baseline)" in n
+               for n in d.notes), d.notes
+    assert d.summary.filter(pl.col("metric") == "resolved_rate").row(
+        0, named=True)["n_questions"] == 3
+
+
+def test_nothing_in_common_differing_repeats_and_a_tampered_folder_are_refused(
+        tmp_path: Path) -> None:
+    before = evaluation({"A": [True] * 2}, QS[:2])
+    with pytest.raises(InputError, match="no setup in common"):
+        gk.diff(before, evaluation({"B": [True] * 2}, QS[:2]))
+    with pytest.raises(InputError, match="no unchanged question in common"):
+        gk.diff(before, evaluation({"A": [True] * 2}, QS[2:4]))
+    with pytest.raises(InputError, match=r"R = 1 .* R = 2"):
+        gk.diff(before, evaluation({"A": [(True, True)] * 2}, QS[:2]))
+    folder = tmp_path / "scored"
+    before.write(folder)
+    results = folder / "results.json"
+    results.write_text(results.read_text().replace('"A"', '"B"', 1))
+    with pytest.raises(InputError, match=r"results\.json"):
+        gk.diff(folder, before)
+
+
+def test_one_setup_against_another_of_the_same_evaluation() -> None:
+    ev = evaluation({"old": [True] * 12, "new": [False] * 12}, QS)
+    d = gk.diff(ev, ev, match={"old": "new"})
+    assert ("old", "new") in d.pairs
+    row = d.summary.filter((pl.col("setup") == "old") & (pl.col("metric") == "resolved_rate")
+                           ).row(0, named=True)
+    assert row["candidate_setup"] == "new" and row["verdict"] == "regressed"
+
+
+def test_the_gate_exits_1_on_a_regression_and_0_otherwise(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base, cand = tmp_path / "base", tmp_path / "cand"
+    evaluation({"A": [True] * 12, "B": [True] * 12}, QS).write(base)
+    evaluation({"A": [False] * 12, "B": [True] * 12}, QS).write(cand)
+    capsys.readouterr()
+    assert main(["diff", str(base), str(cand), "--fail-on-regression", "0.5"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert [line for line in out if line.startswith("regression:")] == [
+        "regression: A -> A: resolved_rate 1.0000 -> 0.0000 (-1.0000, margin 0.5) over 12 "
+        "paired questions, Holm p 0.00391 < 0.05"]
+    assert out[0].startswith("diff: base -> cand: 1 setup regressed, 0 improved, 1 unchanged")
+    assert main(["diff", str(base), str(cand), "--fail-on-regression", "1"]) == 0
+    assert main(["diff", str(cand), str(base), "--fail-on-regression", "0"]) == 0  # improved
+    assert main(["diff", str(base), str(cand)]) == 0  # no gate asked for
+    for bad in (["--fail-on-regression", "-0.1"], ["--fail-on-regression", "x"],
+                ["--fail-on-regression", "0.1", "--metric", "composite"],
+                ["--fail-on-regression", "0.1", "--alpha", "1"]):
+        with pytest.raises(SystemExit) as exit_:
+            main(["diff", str(base), str(cand), *bad])
+        assert exit_.value.code == 2
+    assert main(["diff", str(base), str(tmp_path / "missing")]) == 1
