@@ -12,6 +12,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from grade_kit.pipeline.evaluation import evaluate, reopen
 from grade_kit.pipeline.scored import Evaluation, FrameKind, as_kind
 from grade_kit.pipeline.state import STATE_DIR
 from grade_kit.reading.inputs import Inputs
-from grade_kit.schema import Comparison, InputError, Task
+from grade_kit.schema import Comparison, InputError, Run, Task
 from grade_kit.standard.blind.sheet import answer_text
 from grade_kit.standard.compare import (
     DEFAULT_SEED,
@@ -254,14 +255,24 @@ class Diff:
                            f"{row['p_holm']:.3g} < {alpha:g}")
         return out
 
+    @cached_property
+    def _flipped_runs(self) -> tuple[dict[str, Run], dict[str, Run]]:
+        """The runs of the flips by id, each side's read once."""
+        out: tuple[dict[str, Run], dict[str, Run]] = ({}, {})
+        for side, ev, column in ((0, self.baseline, "baseline_run_ids"),
+                                 (1, self.candidate, "candidate_run_ids")):
+            wanted = {rid for ids in self.flips_frame.get_column(column).to_list()
+                      for rid in (ids or "").split(", ")}
+            out[side].update((r.run_id, r) for r in ev.inputs.runs if r.run_id in wanted)
+        return out
+
     def answers(self, baseline_run_id: str, candidate_run_id: str) -> tuple[str, str]:
         """The two answers of a flip as a grader reads them ("" where none was
-        delivered)."""
-        def one(ev: Evaluation, run_id: str) -> str:
-            run = next((r for r in ev.inputs.runs if r.run_id == run_id), None)
-            return "" if run is None else answer_text(run)
-
-        return one(self.baseline, baseline_run_id), one(self.candidate, candidate_run_id)
+        delivered, or the run is not one of the flips')."""
+        found = self._flipped_runs
+        texts = [answer_text(run) if (run := runs.get(rid)) is not None else ""
+                 for runs, rid in zip(found, (baseline_run_id, candidate_run_id), strict=True)]
+        return texts[0], texts[1]
 
     def __repr__(self) -> str:
         return "\n".join([f"Diff({self.baseline_label} -> {self.candidate_label})",

@@ -581,6 +581,9 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
                       "and tool calls: 95% bootstrap interval over paired questions."])))
 
 
+NO_CHANGE = "No matched setup has this figure on paired questions."
+"""Why a diff's changes chart has nothing to draw."""
+
 VERDICT_COLOURS = {"regressed": "#D55E00", "improved": "#009E73",
                    "no significant change": "#999999", "no clear change": "#999999"}
 """The colour of each verdict of a diff (:func:`changes_chart`): colour-blind safe."""
@@ -596,8 +599,7 @@ def changes_chart(summary: pl.DataFrame | pd.DataFrame, metric: str = "resolved_
                                       & (pl.col("label") == "measured"))
     name = column_label(metric)
     if not frame.height:
-        return _note(f"Change in {name}", "No matched setup has this figure on paired "
-                                          "questions.")
+        return _note(f"Change in {name}", NO_CHANGE)
     frame = frame.with_columns(pair=pl.when(pl.col("setup") == pl.col("candidate_setup"))
                                .then(pl.col("setup"))
                                .otherwise(pl.col("setup") + " -> " + pl.col("candidate_setup")))

@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 
 import grade_kit as gk
+from grade_kit.pipeline.diff import SUMMARY_COLUMNS
 from grade_kit.presentation import charts
 from grade_kit.schema import DIMENSIONS
 from grade_kit.views.tables import Absent
@@ -316,6 +317,7 @@ def test_every_chart_of_an_evaluation_over_the_row_limit_renders() -> None:
         "comparisons_chart": charts.comparisons_chart(ev.comparisons),
         "significance_chart": charts.significance_chart(ev.comparisons, "resolved_rate",
                                                         order=order),
+        "changes_chart": charts.changes_chart(gk.diff(ev, ev).summary),
     }
     # every chart builder the module defines
     public = {n for n, f in vars(charts).items() if inspect.isfunction(f)
@@ -353,6 +355,7 @@ def test_every_chart_builder_with_nothing_to_draw_says_why_in_one_line() -> None
         "comparisons_chart": charts.comparisons_chart(failed.comparisons),
         "significance_chart": charts.significance_chart(failed.comparisons),
         "headline_matrix": charts.headline_matrix(failed.comparisons),
+        "changes_chart": charts.changes_chart(pl.DataFrame(schema=SUMMARY_COLUMNS)),
     }
     reasons = {name: _spec(chart).get("usermeta", {}).get(charts.ABSENT_META)
                for name, chart in built.items()}
@@ -365,7 +368,8 @@ def test_every_chart_builder_with_nothing_to_draw_says_why_in_one_line() -> None
         "timing_charts": "No E2E sample: 0 delivered runs.",
         "tool_calls_chart": charts.NO_TOOL_CALLS,
         **dict.fromkeys(("comparisons_chart", "significance_chart", "headline_matrix"),
-                        charts.NO_COMPARISON)}
+                        charts.NO_COMPARISON),
+        "changes_chart": charts.NO_CHANGE}
     # the builders of a chart every evaluation has (its grades) still draw it
     assert "usermeta" not in _spec(charts.rates_chart(failed.grades))
 
