@@ -326,7 +326,7 @@ def _diff(args: argparse.Namespace) -> int:
     out = None if args.out is None else output_folder(args.out).resolve()
     match = _mapping(args.match, "--match", "OLD=NEW (a baseline setup, then the candidate "
                                             "setup it is compared with)")
-    d = diff(args.baseline, args.candidate, match=match)
+    d = diff(args.baseline, args.candidate, match=match, cluster=args.cluster)
     print(f"diff: {d.baseline_label} -> {d.candidate_label}: {d.headline}")
     for note in d.notes:
         print(f"note: {note}")
@@ -336,7 +336,7 @@ def _diff(args: argparse.Namespace) -> int:
                 getattr(d, f"{name}_frame").write_parquet(stage / f"{name}.parquet")
             build_page("diff", {"baseline": str(Path(args.baseline).resolve()),
                                 "candidate": str(Path(args.candidate).resolve()),
-                                "match": match},
+                                "match": match, "cluster": args.cluster},
                        stage / "diff.html", f"grade_kit diff: {d.baseline_label} -> "
                                             f"{d.candidate_label}")
         print(f"diff: the page {out / 'diff.html'}; the frames {out}/*.parquet")
@@ -792,6 +792,8 @@ def commands() -> tuple[Command, ...]:
                  help="the gated metric (default resolved_rate)"),
             _arg("--alpha", type=_level, default=0.05,
                  help="the gate's level for the Holm-adjusted p (default 0.05)"),
+            _arg("--cluster", choices=["question", "track", "pack"], default="question",
+                 help="the unit the paired tests flip (default: question)"),
         )),
         Command("grading-sheet", "export a blind grading sheet (CSV) and key", _grading_sheet, (
             _arg("tasks", type=Path),

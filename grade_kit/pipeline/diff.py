@@ -24,6 +24,7 @@ from grade_kit.pipeline.state import STATE_DIR
 from grade_kit.reading.inputs import Inputs
 from grade_kit.schema import Comparison, InputError, Run, Task
 from grade_kit.standard.blind.sheet import answer_text
+from grade_kit.standard.clustered import Cluster, cluster_of_tasks
 from grade_kit.standard.compare import (
     DEFAULT_SEED,
     METRICS,
@@ -288,7 +289,8 @@ class Diff:
 
 
 def diff(baseline: Side, candidate: Side, *, match: Mapping[str, str] | None = None,
-         frames: FrameKind | None = None, seed: int = DEFAULT_SEED) -> Diff:
+         cluster: Cluster = "question", frames: FrameKind | None = None,
+         seed: int = DEFAULT_SEED) -> Diff:
     """Compare ``candidate`` with ``baseline`` question by question (docs/methodology.md §5
     "Against an earlier evaluation").
 
@@ -306,6 +308,9 @@ def diff(baseline: Side, candidate: Side, *, match: Mapping[str, str] | None = N
         candidate: The later one.
         match: Baseline setup name -> candidate setup name, for pairs named differently;
             default None (setups of one name only).
+        cluster: The unit the paired tests flip (docs/methodology.md §4 "Rates"):
+            ``question`` (default), or ``track`` or ``pack`` (the baseline's tasks say which
+            question is in which), as ``gk.evaluate(cluster=...)``.
         frames: The kind of frame handed out; default the baseline's.
         seed: The seed of the bootstrap intervals and of a Monte Carlo test.
 
@@ -361,6 +366,8 @@ def diff(baseline: Side, candidate: Side, *, match: Mapping[str, str] | None = N
                    for n in only_a]
     setup_rows += [{"setup": None, "candidate_setup": n, "status": "candidate only"}
                    for n in only_b]
+    clusters = (None if cluster == "question" else cluster_of_tasks(a.data.tasks, cluster)
+                .filter(pl.col("task_id").is_in(pl.Series(paired, dtype=pl.String).implode())))
     comparisons, inversions = [], []
     for x, y in compared:
         per_question = pl.concat([
@@ -369,7 +376,8 @@ def diff(baseline: Side, candidate: Side, *, match: Mapping[str, str] | None = N
             b.standard.per_question.filter(pl.col("setup") == y).with_columns(
                 setup=pl.lit("candidate"))], how="diagonal_relaxed")
         comparison, found = compare_pair(per_question, "baseline", "candidate", paired,
-                                         len(paired), "all", seed=seed, repeats=r_a)
+                                         len(paired), "all", seed=seed, repeats=r_a,
+                                         clusters=clusters)
         comparison.baseline, comparison.compared = x, y
         comparisons.append(comparison)
         inversions.append(found)

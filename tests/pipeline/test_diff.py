@@ -183,3 +183,25 @@ def test_the_gate_exits_1_on_a_regression_and_0_otherwise(
             main(["diff", str(base), str(cand), *bad])
         assert exit_.value.code == 2
     assert main(["diff", str(base), str(tmp_path / "missing")]) == 1
+
+
+def test_clustered_by_pack_the_tests_flip_packs() -> None:
+    """R = 1, four questions in two packs, resolved before and not after. By question: 4
+    discordant questions, McNemar p = 2/16. By pack: units d = -2, -2, S in {4, 0, 0, -4},
+    p = P(|S| >= 4) = 1/2."""
+    tasks = [make_task(q, pack=pack, prompt=f"question {q}")
+             for q, pack in (("q1", "p1"), ("q2", "p1"), ("q3", "p2"), ("q4", "p2"))]
+
+    def scored(ok: bool) -> gk.Evaluation:
+        runs = [make_run(f"A-{t.task_id}", t.task_id, findings=["x"]) for t in tasks]
+        return gk.evaluate(tasks, runs, grades=[grade(r.run_id, ok) for r in runs])
+
+    before, after = scored(True), scored(False)
+
+    def p_value(**options: Any) -> float:
+        summary = gk.diff(before, after, **options).summary
+        return float(summary.filter(pl.col("metric") == "resolved_rate")
+                     .get_column("p_value").item())
+
+    assert p_value() == 2 / 16
+    assert p_value(cluster="pack") == 0.5
