@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from grade_kit.frames import raw_records
 from grade_kit.pipeline.evaluation import evaluate, reopen
 from grade_kit.pipeline.scored import Evaluation, FrameKind, as_kind
 from grade_kit.pipeline.state import STATE_DIR
 from grade_kit.reading.inputs import Inputs
-from grade_kit.schema import Comparison, InputError, Run, Task
+from grade_kit.schema import Comparison, InputError, Task
 from grade_kit.standard.blind.sheet import answer_text
 from grade_kit.standard.clustered import Cluster, cluster_of_tasks
 from grade_kit.standard.compare import (
@@ -257,14 +258,16 @@ class Diff:
         return out
 
     @cached_property
-    def _flipped_runs(self) -> tuple[dict[str, Run], dict[str, Run]]:
-        """The runs of the flips by id, each side's read once."""
-        out: tuple[dict[str, Run], dict[str, Run]] = ({}, {})
+    def _flipped_runs(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The runs of the flips by id, each side's records read once as they are held (no
+        model built for the others)."""
+        out: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
         for side, ev, column in ((0, self.baseline, "baseline_run_ids"),
                                  (1, self.candidate, "candidate_run_ids")):
             wanted = {rid for ids in self.flips_frame.get_column(column).to_list()
                       for rid in (ids or "").split(", ")}
-            out[side].update((r.run_id, r) for r in ev.inputs.runs if r.run_id in wanted)
+            out[side].update((r.run_id, r) for r in raw_records(ev.inputs.runs)
+                             if r.run_id in wanted)
         return out
 
     def answers(self, baseline_run_id: str, candidate_run_id: str) -> tuple[str, str]:
