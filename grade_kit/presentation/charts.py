@@ -458,14 +458,18 @@ def timing_charts(runs: pl.DataFrame | pd.DataFrame, timing: pl.DataFrame | pd.D
 
 def tool_calls_chart(runs: pl.DataFrame | pd.DataFrame, order: Order = None) -> Chart:
     """Tool calls (decided per call, docs/methodology.md §4 "Tool calls") per delivered
-    primary run that exposed tool events, per setup."""
-    frame = (to_polars(runs).filter(pl.col("is_primary") & pl.col("tool_calls").is_not_null())
+    primary run that exposed tool events, per setup: the runs and the count the tool-call
+    table summarises (runs stopped by a limit, failed or timed out are counted there apart,
+    as ``attempted_per_run``)."""
+    frame = (to_polars(runs).filter(pl.col("is_primary") & (pl.col("status") == "delivered")
+                                    & pl.col("tool_calls").is_not_null())
              .group_by("setup", "tool_calls").len().sort("setup", "tool_calls"))
     if not frame.height:
         return _note("Tool calls per run", NO_TOOL_CALLS)
     setups = _order(frame, order)
-    chart = alt.Chart(_labelled(frame, setups).to_pandas(), title="Tool calls per run"
-                      ).mark_bar().encode(
+    chart = alt.Chart(_labelled(frame, setups).to_pandas(), title=alt.TitleParams(
+        "Tool calls per run", subtitle=["Delivered primary runs that exposed tool events, as "
+                                        "the table counts them."])).mark_bar().encode(
         x=alt.X("tool_calls:O", title="tool calls in the run"),
         xOffset=_setup_axis(setups, alt.XOffset),
         y=alt.Y("len:Q", title="runs"), color=_setup_colour(setups),

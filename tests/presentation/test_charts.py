@@ -424,3 +424,22 @@ def test_the_reliability_chart_at_one_repeat_says_why_it_draws_nothing() -> None
         "pass_hat_k_low": [0.3], "pass_hat_k_high": [0.7], "questions": [4]})
     spec = charts.reliability_chart(frame).to_dict()
     assert "One repeat per question" in str(spec["usermeta"])
+
+
+def test_the_tool_call_chart_counts_what_its_table_counts() -> None:
+    """Issue 55: the chart counted every attempt (limit hits included) while the table beside
+    it counts delivered primary runs. Two delivered runs with 1 and 3 calls and a run stopped
+    by a limit after 9: the chart's runs and mean are the table's, 2 runs, mean 2.0."""
+    runs = [{"run_id": f"r{k}", "setup": "s", "task_id": f"q{k}", "repeat": 1,
+             "status": status, "response": {"text": "x"} if status == "delivered" else None,
+             "limit": {"type": "message", "value": 9} if status == "limit" else None,
+             "tool_calls": [{"id": f"c{k}-{j}", "name": "sql"} for j in range(n)]}
+            for k, (status, n) in enumerate((("delivered", 1), ("delivered", 3),
+                                             ("limit", 9)))]
+    ev = gk.evaluate([{"task_id": f"q{k}", "prompt": "x"} for k in range(3)], runs)
+    data = next(iter(_spec(charts.tool_calls_chart(ev.runs))["datasets"].values()))
+    drawn = {row["tool_calls"]: row["len"] for row in data}
+    table = ev.tool_calls.filter(pl.col("subset") == "all").row(0, named=True)
+    assert drawn == {1: 1, 3: 1}
+    assert sum(drawn.values()) == table["per_run_n"] == 2
+    assert sum(k * n for k, n in drawn.items()) / 2 == table["per_run_mean"] == 2.0
