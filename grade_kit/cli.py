@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import gc
 import io
 import math
@@ -16,7 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 from grade_kit.adapters.common import ADAPTERS, SETUP_BY, SetupBy
 from grade_kit.judges import JUDGES, new_grades, new_judgements
@@ -917,9 +918,45 @@ def _add_commands(parser: argparse.ArgumentParser, commands: Sequence[Command], 
                           required=False)
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose "unrecognized arguments" error suggests the closest option
+    of the command given (``--judgments`` -> did you mean ``--judgements``?)."""
+
+    argv: Sequence[str] = ()
+
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        self.argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_args(self.argv, namespace)
+
+    def _options_of_command(self) -> list[str]:
+        """The option strings of the (sub)command ``argv`` names, and its parents'."""
+        options: list[str] = []
+        parser: argparse.ArgumentParser = self
+        for token in self.argv:
+            options += [o for a in parser._actions for o in a.option_strings]
+            choices = next((a.choices for a in parser._actions
+                            if isinstance(a, argparse._SubParsersAction)), None)
+            if not isinstance(choices, dict) or token not in choices:
+                continue
+            parser = choices[token]
+        return options + [o for a in parser._actions for o in a.option_strings]
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("unrecognized arguments:"):
+            known = self._options_of_command()
+            hints = [close[0] for given in message.split(":", 1)[1].split()
+                     if given.startswith("-")
+                     and (close := difflib.get_close_matches(given.split("=")[0], known, n=1,
+                                                             cutoff=0.7))]
+            if hints:
+                message += f" (did you mean {', '.join(hints)}?)"
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``grade-kit``, made from :func:`commands`."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="grade-kit",
         description="GRADE scores, grades and timing statistics for LLM and agent runs.",
     )

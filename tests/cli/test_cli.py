@@ -173,6 +173,22 @@ def test_bad_numbers_on_the_command_line_are_usage_errors(
     assert "--repeats" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(("args", "meant"), [
+    (["score", "T", "R", "--judgments", "j.jsonl", "--out", "o"], "--judgements"),
+    (["diff", "a", "b", "--fail-on-regresion", "0.1"], "--fail-on-regression"),
+    (["demo", "serve", "--latency-sacle", "2"], "--latency-scale"),
+])
+def test_a_mistyped_flag_gets_a_suggestion(args: list[str], meant: str,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 55, item 8: the closest option of the command given, in the usage error."""
+    with pytest.raises(SystemExit) as stop:
+        main(args)
+    assert stop.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("grade-kit: error: unrecognized arguments:")
+    assert last.endswith(f"(did you mean {meant}?)"), last
+
+
 def test_a_lone_path_error_names_its_cause(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     import zipfile
