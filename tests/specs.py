@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+CODE_HINTS = re.compile(r"\bev\.[a-z_]+|\bd\.(?:flips|summary|questions)\b|<code>\.[a-z_]+"
+                        r"</code>|arrow keys|click it")
+"""What a page must not say (issue 55, item 6): code a notebook reader types, or how to
+use a widget the page does not have."""
 
 
 def colour_maps(spec: Any) -> list[dict[str, str]]:

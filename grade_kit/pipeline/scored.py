@@ -57,6 +57,7 @@ from grade_kit.views.tables import (
     summary_table,
     table,
     warnings_table,
+    where_to_look,
 )
 
 FrameKind = Literal["polars", "pandas"]
@@ -514,11 +515,13 @@ class Evaluation:
                  self.summary._repr_html_()]
         if self.results.warnings:  # listed once, by .warnings (the scorecard's own section)
             count = len(self.results.warnings)
-            parts.append(f"<p>{count} warning{'' if count == 1 else 's'}: "
-                         "<code>.warnings</code> lists them.</p>")
+            parts.append(f"<p>{count} warning{'' if count == 1 else 's'}: " + where_to_look(
+                "<code>.warnings</code> lists them.", "the Warnings table lists them.")
+                + "</p>")
         if self.inputs.rejected:
-            parts.append(f"<p>{len(self.inputs.rejected)} input records rejected: see "
-                         "<code>.rejected</code>.</p>")
+            parts.append(f"<p>{len(self.inputs.rejected)} input records rejected: "
+                         + where_to_look("see <code>.rejected</code>.",
+                                         "the Rejected input table lists them.") + "</p>")
         return "".join(parts)
 
 

@@ -24,7 +24,7 @@ import polars as pl
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.schema import Grade, InputError, Run, Task, material_error_of
 from grade_kit.standard.blind.sheet import ANONYMITY_NOTE, answer_text
-from grade_kit.views.tables import cell_text, column_label, table
+from grade_kit.views.tables import cell_text, column_label, table, where_to_look
 
 if TYPE_CHECKING:  # a parameter's type only: the explorer is handed an evaluation, a diff
     from grade_kit.pipeline.diff import Diff
@@ -117,7 +117,9 @@ def _rows_html(shown: pl.DataFrame, rows: int) -> str:
     """The first ``rows`` of ``shown`` as a formatted table, saying how many more there are
     and where they are."""
     more = shown.height - rows
-    reach = "every run is in ev.runs, and the live explorer filters and pages them"
+    reach = where_to_look("every run is in ev.runs, and the live explorer filters and pages "
+                          "them", "every run is in runs.parquet of the scored folder, and "
+                          "the notebook explorer.ipynb filters and pages them")
     return table(shown.head(rows), note=(f"{more:,} more runs: {reach}." if more > 0
                                          else None))._repr_html_()
 
@@ -707,7 +709,8 @@ class FlipsView:
                 f"<td style='text-align:left;overflow-wrap:anywhere'>{html.escape(str(c))}</td>"
                 for c in cells)
                         + f"<td style='min-width:20em'>{self._answers(row)}</td></tr>")
-        more = (f"<p>{flips.height - self.limit:,} more flips: every one is in d.flips.</p>"
+        more = (f"<p>{flips.height - self.limit:,} more flips: every one is in "
+                + where_to_look("d.flips", "flips.parquet beside this page") + ".</p>"
                 if flips.height > self.limit else "")
         return (f"<p><b>Flips</b>: paired questions whose resolved share changed ({said}); "
                 "regressions first.</p><div style='overflow-x:auto'><table><thead><tr>"

@@ -39,6 +39,10 @@ NOTEBOOKS = ("scorecard", "timing_and_tools", "compare", "explorer")
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 TEMPLATE = "grade_kit_offline"
 
+NOTEBOOK_ONLY_TAG = "notebook-only"
+"""Cells tagged so (how to use a widget, where a frame is in code) are for the notebook: a
+page leaves them out."""
+
 
 class ReportError(InputError):
     """A notebook failed: names the notebook and the cell."""
@@ -84,7 +88,8 @@ def _vega_bundle() -> str:
 def export_html(notebook: Path | Any, out: Path, title: str, bundle: str | None = None,
                 page: bool = True) -> Path:
     """Export an executed notebook (a file, or a notebook node) to offline HTML: no input
-    cells, no parameters cells, no CDN scripts, the chart libraries inlined once; sections
+    cells, no parameters cells, no cell for the notebook only (:data:`NOTEBOOK_ONLY_TAG`), no
+    CDN scripts, the chart libraries inlined once; sections
     without data left out (:func:`leave_out_absent`; ``page``: a page of its own, default,
     not ``report.html``)."""
     import nbformat
@@ -100,8 +105,8 @@ def export_html(notebook: Path | Any, out: Path, title: str, bundle: str | None 
     exporter = HTMLExporter(template_name=TEMPLATE, extra_template_basedirs=[str(TEMPLATE_DIR)],
                             exclude_input=True, exclude_input_prompt=True,
                             exclude_output_prompt=True)
-    remover = TagRemovePreprocessor(remove_cell_tags={"parameters", "injected-parameters"},
-                                    enabled=True)
+    remover = TagRemovePreprocessor(remove_cell_tags={"parameters", "injected-parameters",
+                                                      NOTEBOOK_ONLY_TAG}, enabled=True)
     exporter.register_preprocessor(remover, enabled=True)
     body, _ = exporter.from_notebook_node(nb, resources={"vega_bundle": bundle or
                                                          _vega_bundle()})

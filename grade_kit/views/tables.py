@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import math
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +35,13 @@ runs), charts render as a bare ``vegaEmbed`` call whose libraries the report's p
 once (interactive, with tooltips); see :data:`grade_kit.presentation.charts.LIVE_VEGA_LITE`
 otherwise. Here, not in :mod:`grade_kit.presentation.charts`, so the report command reads it
 without importing altair (1.2 s)."""
+
+def where_to_look(notebook: str, page: str) -> str:
+    """Where a reader finds what a table or a line leaves out: ``notebook`` (a code hint,
+    such as ``ev.warnings``) in a notebook, ``page`` (in words, with no code and no widget)
+    on a page ``grade-kit report`` or ``grade-kit diff`` makes (:data:`OFFLINE_ENV`)."""
+    return page if os.environ.get(OFFLINE_ENV) == "1" else notebook
+
 
 MAX_TABLE_ROWS = 5_000
 """The most rows a table shows; a longer frame is cut there with a line that says so and
@@ -724,8 +732,9 @@ def warnings_table(warnings: pl.DataFrame) -> Table:
     if frame.height and frame.get_column("files").null_count() == frame.height:
         frame = frame.drop("files")  # no warning names a file: no column to say so
     note = (f"{warnings.height:,} warnings in {frame.height:,} kinds; messages that differ "
-            "only in their file and figures are one row, the first shown (ev.warnings "
-            "lists every one)." if frame.height < warnings.height else None)
+            "only in their file and figures are one row, the first shown ("
+            + where_to_look("ev.warnings lists every one", "results.json lists every one")
+            + ")." if frame.height < warnings.height else None)
     return Table(frame, "Warnings", note, empty="No warning.")
 
 
@@ -775,7 +784,9 @@ def comparisons_table(comparisons: pl.DataFrame | pd.DataFrame, subset: str = "a
         best = next((s for s in (order or []) if s in names), names[0])
         rows = rows.filter((pl.col("baseline") == best) | (pl.col("compared") == best))
         note = (f"{len(names)} setups: each one's pair with {best} (the best by resolved "
-                "rate); every pair is in ev.comparisons, and the significance matrix tests "
+                "rate); every pair is in "
+                + where_to_look("ev.comparisons", "results.json")
+                + ", and the significance matrix tests "
                 "them all.")
     # the pair first however few columns have values (a subset with no tested pair shows
     # as few as eight): both subsets' tables read alike

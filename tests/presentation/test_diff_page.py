@@ -13,7 +13,7 @@ import pytest
 
 import grade_kit as gk
 from grade_kit.cli import main
-from tests.specs import twenty_setups
+from tests.specs import CODE_HINTS, twenty_setups
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -44,6 +44,7 @@ def test_diff_html_at_twenty_setups(tmp_path: Path) -> None:
         browser.open(out / "diff.html", settle_s=6.0)
         text = browser.evaluate("document.body.innerText")
         assert d.headline in text
+        assert not CODE_HINTS.findall(text)  # no code, no widget instructions
         assert text.index(d.headline) < text.index("Changes: candidate - baseline")
         marks = browser.evaluate("document.querySelectorAll('.gk-chart svg.marks "
                                  "[role=\"graphics-symbol\"]').length")

@@ -18,7 +18,7 @@ import pytest
 import grade_kit as gk
 from grade_kit.cli import main
 from tests.paths import FIXTURES, REALDATA, ROOT
-from tests.specs import colour_maps, one_colour_each, twenty_setups
+from tests.specs import CODE_HINTS, colour_maps, one_colour_each, twenty_setups
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -69,6 +69,20 @@ def test_the_page_reads_as_a_report(reports: dict[str, Path], case: str) -> None
                            "End-to-end latency": "No E2E sample", "Consistency across repeats":
                            "No GRADE scores", "Comparing setups": "No comparison"}
         assert 'id="Leaderboard"' not in page and 'id="Tool-calls"' in page
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_page_never_talks_code(reports: dict[str, Path], case: str) -> None:
+    """Every page of the report (each section and report.html) says where a left-out row
+    is in words, never as code, and gives no widget instructions; the notebooks keep them
+    (cells tagged notebook-only)."""
+    pages = sorted(reports[case].parent.glob("*.html"))
+    assert len(pages) >= 5
+    for page in pages:
+        text = re.sub(r"<script.*?</script>|<style.*?</style>", "", page.read_text(
+            encoding="utf-8"), flags=re.S)
+        found = CODE_HINTS.findall(text)
+        assert not found, (page.name, found[:5])
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
