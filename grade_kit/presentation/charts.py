@@ -226,11 +226,14 @@ def track_heatmap(tracks: pl.DataFrame | pd.DataFrame, order: Order = None) -> C
 
 def grade_distribution_chart(grades: pl.DataFrame | pd.DataFrame, subset: str = "all",
                              order: Order = None) -> Chart:
-    """Slots per grade state as stacked bars over N (pending and not run shown)."""
+    """Slots per grade state as stacked bars over N (pending and not run shown), each state
+    named in words (``partially resolved``, ``not run``)."""
     frame = to_polars(grades).filter(pl.col("subset") == subset)
+    words = {state: state.replace("_", " ") for state in GRADE_STATES}
     long = frame.unpivot(index=["setup", "N"], on=list(GRADE_STATES), variable_name="state",
-                         value_name="slots")
-    states = list(GRADE_STATES)
+                         value_name="slots").with_columns(
+        pl.col("state").replace_strict(words, return_dtype=pl.String))
+    states = list(words.values())
     setups = _order(frame, order)
     chart = alt.Chart(_labelled(long, setups).to_pandas(),
                       title=f"Grades over N = questions x repeats ({subset} questions)"
@@ -239,7 +242,7 @@ def grade_distribution_chart(grades: pl.DataFrame | pd.DataFrame, subset: str = 
         y=_setup_axis(setups),
         color=alt.Color("state:N", title="state", sort=states,
                         scale=alt.Scale(domain=states,
-                                        range=[STATE_COLOURS[s] for s in states])),
+                                        range=[STATE_COLOURS[s] for s in GRADE_STATES])),
         order=alt.Order("state_rank:Q"),
         tooltip=["setup", "state", "slots", "N"],
     ).transform_calculate(state_rank=f"indexof({states!r}, datum.state)")

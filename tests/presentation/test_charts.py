@@ -443,3 +443,15 @@ def test_the_tool_call_chart_counts_what_its_table_counts() -> None:
     assert drawn == {1: 1, 3: 1}
     assert sum(drawn.values()) == table["per_run_n"] == 2
     assert sum(k * n for k, n in drawn.items()) / 2 == table["per_run_mean"] == 2.0
+
+
+def test_grade_states_are_named_in_words(ev: gk.Evaluation) -> None:
+    """Issue 55, item 7: the legend says "partially resolved" and "not run", not the
+    column names, each with its own colour."""
+    spec = _spec(charts.grade_distribution_chart(ev.grades))
+    colour = spec["encoding"]["color"]["scale"]
+    assert colour["domain"] == ["resolved", "partially resolved", "material error",
+                                "unresolved", "pending verification", "not run"]
+    assert colour["range"][1] == charts.STATE_COLOURS["partially_resolved"]
+    states = {row["state"] for rows in spec["datasets"].values() for row in rows}
+    assert states == set(colour["domain"])
