@@ -97,6 +97,7 @@ def folder_lock(final: Path) -> Iterator[None]:
     is let go: a waiter that then holds a removed file's lock takes the lock again.
     Taking it finishes a killed replacement first (:func:`recover_folder`)."""
     lock = final.parent / f".{final.name}.grade-kit.lock"
+    final.parent.mkdir(parents=True, exist_ok=True)
     while True:
         if lock.is_symlink():
             raise OSError(errno.ELOOP, "the lock file is a symbolic link", str(lock))

@@ -102,7 +102,9 @@ def _pack(args: argparse.Namespace) -> int:
 def _score(args: argparse.Namespace) -> int:
     from grade_kit.pipeline.files import output_folder
 
-    output_folder(args.out)  # before the evaluation: never minutes of work for nothing
+    # checked before the evaluation (never minutes of work for nothing), made only when the
+    # evaluation is written (a command that fails leaves no folder behind)
+    output_folder(args.out, create=False)
     tasks, runs = _sources(args)
     pool = (ProcessPoolExecutor(args.workers, mp_context=get_context("spawn"))
             if args.workers > 1 else None)
@@ -324,7 +326,7 @@ def _diff(args: argparse.Namespace) -> int:
     from grade_kit.pipeline.files import output_folder
     from grade_kit.presentation.report import build_page
 
-    out = None if args.out is None else output_folder(args.out).resolve()
+    out = None if args.out is None else output_folder(args.out, create=False).resolve()
     match = _mapping(args.match, "--match", "OLD=NEW (a baseline setup, then the candidate "
                                             "setup it is compared with)")
     d = diff(args.baseline, args.candidate, match=match, cluster=args.cluster)
@@ -427,7 +429,7 @@ def _report_cmd(args: argparse.Namespace) -> int:
     _raise_open_files()
     overrides = {name: yaml.safe_load(value)  # -p weakest 3, -p judge null
                  for name, value in args.parameter or []}
-    out = output_folder(args.out)
+    out = output_folder(args.out, create=False)
     given = Path(args.tasks)
     # the notebooks' kernels boot and import while the inputs are scored
     is_scored = (given / STATE_DIR / "state.json").is_file()

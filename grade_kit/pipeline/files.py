@@ -5,6 +5,7 @@ so a reader never sees half a file nor a mix of two evaluations."""
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -49,8 +50,9 @@ def _rejects(rejected: Sequence[Rejected]) -> Callable[[Path], None]:
     return write
 
 
-def output_folder(out_dir: Path | str) -> Path:
-    """``out_dir``, created if needed, once it is known to be a writable folder.
+def output_folder(out_dir: Path | str, *, create: bool = True) -> Path:
+    """``out_dir`` once it is known to be a folder that can be written (created if needed;
+    with ``create`` False, only checked: a command that fails later leaves nothing behind).
 
     Raises:
         InputError: naming the folder, when it is a file, cannot be created or is not
@@ -58,15 +60,27 @@ def output_folder(out_dir: Path | str) -> Path:
             never ends on a folder it cannot write).
     """
     out = Path(out_dir)
+    if out.exists() or out.is_symlink():
+        if not out.is_dir():
+            raise InputError(f"{out}: exists and is not a folder")
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise InputError(f"{out}: the output folder is not writable")
+        return out
+    ancestor = next(p for p in out.absolute().parents if p.exists() or p.is_symlink())
+    if not ancestor.is_dir():
+        raise InputError(f"{out}: cannot create the output folder: {ancestor} is not a "
+                         "folder")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise InputError(f"{out}: cannot create the output folder: {ancestor} is not "
+                         "writable")
     try:
-        out.mkdir(parents=True, exist_ok=True)
-    except FileExistsError as exc:
-        raise InputError(f"{out}: exists and is not a folder") from exc
+        if create:
+            out.mkdir(parents=True, exist_ok=True)
+        else:  # a folder made and removed where it will go: permissions alone can mislead
+            os.rmdir(tempfile.mkdtemp(prefix=".grade-kit-probe-", dir=ancestor))
     except OSError as exc:
         raise InputError(f"{out}: cannot create the output folder: "
                          f"{exc.strerror or exc}") from exc
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise InputError(f"{out}: the output folder is not writable")
     return out
 
 

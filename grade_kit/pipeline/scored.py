@@ -471,7 +471,7 @@ class Evaluation:
         Returns:
             The written paths by name.
         """
-        out = output_folder(out_dir).resolve()
+        out = output_folder(out_dir, create=False).resolve()
         refuse_links(out, [*OUTPUT_FILES.values(), STATE_DIR])
         # the outputs and the state that vouches for them, built whole beside the folder and
         # swapped in: a kill or a full disk leaves the previous evaluation as it was

@@ -209,9 +209,10 @@ def test_a_lone_path_error_names_its_cause(tmp_path: Path,
         EXAMPLE / "tasks": "RUNS is required",
     }
     for path, why in cases.items():
-        assert main(["score", str(path), "--out", str(tmp_path / "out")]) == 1
+        assert main(["score", str(path), "--out", str(tmp_path / "out" / "deeper")]) == 1
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith(f"error: {path}: {why}"), err
+        assert not (tmp_path / "out").exists()  # a failed command leaves no folder behind
 
 
 def _command_lines() -> list[str]:

@@ -360,6 +360,10 @@ def test_a_failing_report_leaves_no_page_behind(tmp_path: Path) -> None:
                  "-p", "weakest", "not-a-number", "--out", str(out)]) == 1
     assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no staging folder left
+    new = tmp_path / "new"  # a report into a folder that did not exist: none is left
+    assert main(["report", str(EXAMPLE / "tasks"), str(EXAMPLE / "runs.jsonl"),
+                 "-p", "weakest", "not-a-number", "--out", str(new)]) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
 def test_the_index_names_no_local_folder(report: Path) -> None:
