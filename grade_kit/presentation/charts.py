@@ -39,6 +39,11 @@ PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#0
 colour-vision deficiency. Beyond seven setups the colours repeat and a second encoding (a
 line's dash, a point's shape) tells the setups apart."""
 
+COLOUR_NAMES = {"#0072B2": "blue", "#E69F00": "orange", "#009E73": "bluish green",
+                "#CC79A7": "reddish purple", "#56B4E9": "sky blue", "#D55E00": "vermillion",
+                "#000000": "black"}
+"""Each colour of :data:`PALETTE` in words, as Okabe and Ito name them: what a table says."""
+
 DASHES = [[1, 0], [6, 3], [2, 2], [8, 3, 2, 3]]
 SHAPES = ["circle", "square", "triangle-up", "diamond"]
 LABEL_CHARS = 30
@@ -87,11 +92,12 @@ def _middle_cut(text: str) -> str:
 
 
 def legend_table(order: Sequence[str]) -> pl.DataFrame:
-    """Each setup's short label, full name and colour, in ``order`` (one table for the page;
-    charts show the labels)."""
+    """Each setup's short label, full name and colour in words (:data:`COLOUR_NAMES`), in
+    ``order`` (one table for the page; charts show the labels)."""
     labels = short_labels(order)
     return pl.DataFrame({"label": [labels[s] for s in order], "setup": list(order),
-                         "colour": [PALETTE[i % len(PALETTE)] for i in range(len(order))]},
+                         "colour": [COLOUR_NAMES[PALETTE[i % len(PALETTE)]]
+                                    for i in range(len(order))]},
                         schema={"label": pl.String, "setup": pl.String, "colour": pl.String})
 
 

@@ -219,7 +219,10 @@ def test_one_colour_and_one_place_per_setup_on_every_chart(ev: gk.Evaluation) ->
     assert "#F0E442" not in maps[0].values()  # the faint yellow is never used
     legend = charts.legend_table(order)
     assert legend.get_column("setup").to_list() == order
-    assert dict(zip(legend["label"], legend["colour"], strict=True)) == maps[0]
+    named = {hex_: name for hex_, name in charts.COLOUR_NAMES.items()}
+    assert dict(zip(legend["label"], legend["colour"], strict=True)) == {
+        label: named[colour] for label, colour in maps[0].items()}  # in words, no hex code
+    assert set(charts.COLOUR_NAMES) == set(charts.PALETTE)
 
 
 def test_a_wide_latency_span_is_drawn_on_a_log_axis_and_many_setups_get_dashes() -> None:
