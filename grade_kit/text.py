@@ -177,15 +177,26 @@ BRIEF_CHARS = 200
 """How much of a foreign text (a log's error, a tool's stderr) :func:`brief` keeps."""
 
 
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+"""A Python object's address in its ``repr`` (``<Future at 0x7f3a1c2b ...>``)."""
+
+
 def brief(text: str, limit: int = BRIEF_CHARS) -> str:
-    """A foreign text as one line for a page or a warning: its first non-blank line, cut at
+    r"""A foreign text as one line for a page or a warning: its first non-blank line, cut at
     ``limit`` characters (default :data:`BRIEF_CHARS`), and what was left out (``… (+12
     lines)``). A text of one line within the limit comes back as it is; the full text stays
     where it was read from (the run record, the log).
 
+    A line break written as the two characters ``\n`` (a message that went through
+    ``repr``) is a line break, and a Python object's address (``<Future at 0x7f3a...>``) is
+    left out: neither tells a reader anything.
+
     >>> brief("RuntimeError: no services started\nstderr: pull access denied\nexit 1")
     'RuntimeError: no services started … (+2 lines)'
+    >>> brief("RetryError(<Future at 0x7f3a1c2b state=finished raised APIError>)\\nretry 3")
+    'RetryError(<Future state=finished raised APIError>) … (+1 line)'
     """
+    text = _ADDRESS.sub("", text.replace("\\n", "\n"))
     kept = [line.strip() for line in text.splitlines() if line.strip()]
     if not kept:
         return text.strip()

@@ -95,3 +95,12 @@ def test_brief_keeps_a_foreign_texts_first_line_and_says_what_it_left_out() -> N
     assert brief("abc " * 10, limit=19) == "abc abc abc abc abc … (+20 characters)"
     assert brief("abc " * 10, limit=18) == "abc abc abc abc … (+24 characters)"
     assert brief("x" * 25 + "\nmore", limit=10) == "x" * 10 + " … (+15 characters, +1 line)"
+
+
+def test_brief_reads_a_repr_as_a_reader_would() -> None:
+    """Issue 55, item 5: a message that went through repr shows no object address and no
+    literal backslash-n."""
+    assert brief("RetryError(<Future at 0x7f3a1c2b state=finished raised APIError>)") == \
+        "RetryError(<Future state=finished raised APIError>)"
+    assert brief("docker: pull failed\\nstderr: denied\\nexit 1") == \
+        "docker: pull failed … (+2 lines)"
