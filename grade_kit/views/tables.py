@@ -234,17 +234,28 @@ class Table:
             return absent_html(self.absent, self.title)
         header, rows, numeric = self._cells()
         cls = ["gk-num" if n else "gk-text" for n in numeric]
-        head = "".join(f'<th class="{c}">{html.escape(h)}</th>'
-                       for h, c in zip(header, cls, strict=True))
-        body = "".join("<tr>" + "".join(
-            f'<td class="{c}{" gk-long" if len(v) > LONG_TEXT else ""}">{_cell_html(v)}</td>'
-            for v, c in zip(row, cls, strict=True)) + "</tr>" for row in rows)
-        title = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
+
+        def part(columns: Sequence[int], caption: str | None) -> str:
+            head = "".join(f'<th class="{cls[i]}">{html.escape(header[i])}</th>'
+                           for i in columns)
+            body = "".join("<tr>" + "".join(
+                f'<td class="{cls[i]}{" gk-long" if len(row[i]) > LONG_TEXT else ""}">'
+                f"{_cell_html(row[i])}</td>" for i in columns) + "</tr>" for row in rows)
+            title = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+            return (f"<div class=\"gk-table-wrap\"><table class=\"gk-table\">{title}"
+                    f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
+
         foot = "".join(f'<p class="gk-note">{html.escape(n)}</p>' for n in self._notes())
         empty = (f'<p class="gk-note">{html.escape(self.empty or "No rows.")}</p>'
                  if not rows else "")
-        table = (f"<div class=\"gk-table-wrap\"><table class=\"gk-table\">{title}"
-                 f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
+        groups = column_groups(header, rows)
+        table = part(groups[0], self.title)
+        if len(groups) > 1:  # the columns past the page's width, each part with the first
+            folded = [header[i] for group in groups[1:] for i in group[1:]]
+            continued = f"{self.title} (continued)" if self.title else None
+            table += (f'<details class="gk-more"><summary>{len(folded)} more columns: '
+                      f"{html.escape(', '.join(folded))}</summary>"
+                      + "".join(part(group, continued) for group in groups[1:]) + "</details>")
         if len(rows) > COLLAPSE_ROWS:  # the page's height grows with sections, not rows
             what = html.escape(self.title) if self.title else "The table"
             table = (f'<details class="gk-more"><summary>{what}: {len(rows):,} rows '
@@ -284,6 +295,40 @@ class Table:
         return "\n".join(out)
 
 
+PAGE_WIDTH_PX = 1_250
+"""The widest a table may be drawn (a page read at 1,400 px gives its tables 1,319):
+:func:`column_groups` folds the columns past it."""
+
+
+def _column_px(header: str, cells: Sequence[str]) -> float:
+    """About how wide a column draws at the tables' 13 px font: its widest cell (a long text
+    wraps at 24em), or its header's longest word (headers wrap), plus its padding."""
+    widest = max((min(len(c), LONG_TEXT) if len(c) > LONG_TEXT else len(c) for c in cells),
+                 default=0)
+    if any(len(c) > LONG_TEXT for c in cells):
+        widest = max(widest, 44)  # min-width 24em of a long text
+    word = max((len(w) for w in header.split()), default=0)
+    return 18 + 7.8 * max(widest, word)
+
+
+def column_groups(header: Sequence[str], rows: Sequence[Sequence[str]],
+                  width: float = PAGE_WIDTH_PX) -> list[list[int]]:
+    """The columns of a table split so each part fits ``width`` (default
+    :data:`PAGE_WIDTH_PX`): the first part shows as many of the columns, in order, as fit;
+    each further part repeats the first column (what the row is) beside the next ones. A
+    table that fits is one part."""
+    widths = [_column_px(h, [row[i] for row in rows]) for i, h in enumerate(header)]
+    groups: list[list[int]] = [[0]] if header else [[]]
+    used = widths[0] if widths else 0.0
+    for i in range(1, len(header)):
+        if used + widths[i] > width and len(groups[-1]) > 1:
+            groups.append([0])
+            used = widths[0]
+        groups[-1].append(i)
+        used += widths[i]
+    return groups
+
+
 def _cell_html(text: str) -> str:
     """One cell's text as HTML: escaped; a long or many-line text (:data:`FOLD_TEXT`) as its
     first line, the whole text folded beneath it."""
@@ -301,7 +346,7 @@ _STYLE = ("<style>.gk-table-wrap{overflow-x:auto;max-width:100%}"
           "color:#0b4f8a}"
           "table.gk-table th,table.gk-table td{padding:3px 9px;border:none;"
           "border-bottom:1px solid #ddd;white-space:nowrap;vertical-align:top}"
-          "table.gk-table th{background:#f4f4f4;font-weight:600}"
+          "table.gk-table th{background:#f4f4f4;font-weight:600;white-space:normal}"
           "table.gk-table th.gk-num,table.gk-table td.gk-num{text-align:right;"
           "font-variant-numeric:tabular-nums}"
           "table.gk-table th.gk-text,table.gk-table td.gk-text{text-align:left}"

@@ -204,6 +204,15 @@ def test_the_page_gives_one_answer_and_stays_readable_at_twenty_setups(
                 "Array.from(document.querySelectorAll('.gk-table-wrap, .gk-chart svg'))"
                 ".map(e => e.getBoundingClientRect().width)")
             assert widths and max(widths) <= 1400
+            # issue 55, item 1: every table's content fits its box, with every fold open
+            # (the box alone scrolls; its content is what a reader has to see)
+            browser.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+            wider = browser.evaluate(
+                "Array.from(document.querySelectorAll('.gk-table-wrap'))"
+                ".filter(w => w.scrollWidth > w.clientWidth + 1)"
+                ".map(w => [w.scrollWidth, w.clientWidth, w.innerText.slice(0, 40)])")
+            assert wider == [], wider
+            browser.evaluate("document.querySelectorAll('details').forEach(d => d.open = false)")
             assert browser.evaluate(_OVERLAPS) == []
             assert browser.errors() == []
         finally:

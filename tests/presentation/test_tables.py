@@ -222,3 +222,24 @@ def test_a_table_as_markdown_has_the_cells_of_its_html_and_text() -> None:
     ]
     assert gk.table(frame.head(0), empty="Nothing.").markdown() == "Nothing."
     assert gk.table(frame, absent="No <data>.").markdown() == "No &lt;data&gt;."
+
+
+def test_a_table_wider_than_the_page_folds_its_last_columns() -> None:
+    """Issue 55, item 1: 30 numeric columns of about 90 px each cannot fit 1,250 px: the
+    first part shows the first column and as many as fit, each folded part repeats the
+    first column, and every column is shown exactly once besides it."""
+    from grade_kit.views.tables import PAGE_WIDTH_PX, _column_px, column_groups
+
+    header = ["setup"] + [f"figure {i:02d}" for i in range(30)]
+    rows = [["careful"] + ["0.123456"] * 30, ["hasty"] + ["12.5"] * 30]
+    groups = column_groups(header, rows)
+    assert len(groups) > 1 and all(g[0] == 0 for g in groups)
+    assert sorted(i for g in groups for i in g[1:]) == list(range(1, 31))
+    for group in groups:
+        assert sum(_column_px(header[i], [r[i] for r in rows]) for i in group) <= PAGE_WIDTH_PX
+    page = table(pl.DataFrame({h: [r[i] for r in rows] for i, h in enumerate(header)}),
+                 title="Wide")._repr_html_()
+    assert page.count("<caption>Wide (continued)</caption>") == len(groups) - 1
+    assert f"{30 - (len(groups[0]) - 1)} more columns: figure" in page
+    narrow = column_groups(["setup", "N"], [["careful", "200"]])
+    assert narrow == [[0, 1]]
