@@ -96,6 +96,18 @@ class Browser:
                 out.append(params["entry"].get("text", "")[:300])
         return out
 
+    def warnings(self) -> list[str]:
+        """Console warnings seen so far (Vega's "Infinite extent for field ...", ...)."""
+        self.evaluate("1")  # collect pending events
+        out = []
+        for event in self.events:
+            method, params = event.get("method"), event.get("params", {})
+            if method == "Runtime.consoleAPICalled" and params.get("type") == "warning":
+                out.append(json.dumps(params.get("args", []))[:300])
+            elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "warning":
+                out.append(params["entry"].get("text", "")[:300])
+        return out
+
     def close(self) -> None:
         """Close the connection and the browser."""
         try:

@@ -153,9 +153,13 @@ def _beyond_palette(order: list[str], name: str, channel: Any,
         return {}
     labels = short_labels(order)
     domain = [labels[s] for s in order]
-    return {name: channel("label:N", sort=domain, legend=None, scale=alt.Scale(
-        domain=domain, range=[values[(i // len(PALETTE)) % len(values)]
-                              for i in range(len(domain))]))}
+    # the same legend as the colour's (one legend: each setup's colour with its dash or
+    # shape); a legend left out here would conflict with it (a Vega warning)
+    return {name: channel("label:N", sort=domain, title="setup",
+                          legend=alt.Legend(labelLimit=260, symbolLimit=0),
+                          scale=alt.Scale(domain=domain,
+                                          range=[values[(i // len(PALETTE)) % len(values)]
+                                                 for i in range(len(domain))]))}
 
 
 MAX_TICKS = 2_000
@@ -515,6 +519,14 @@ def consistency_chart(tasks: pl.DataFrame | pd.DataFrame, order: Order = None) -
     return cast(Chart, chart)
 
 
+def interval_rule(value: str) -> dict[str, pl.Expr]:
+    """The ends of an interval's rule (``rule_low``, ``rule_high``): the interval, or where a
+    figure has none (one paired question) the point itself, a rule of no length; so no
+    panel's scale is asked to span a field with no value (Vega's "Infinite extent"), and the
+    tooltip still reads the interval's own null."""
+    return {"rule_low": pl.coalesce("ci_low", value), "rule_high": pl.coalesce("ci_high", value)}
+
+
 DIFFERENCE = "a stated difference"
 NO_DIFFERENCE = "no stated difference"
 """The comparisons chart's two colours: whether the comparison states a direction (its
@@ -564,7 +576,8 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
                                + pl.col("baseline").replace_strict(labels),
                                metric=pl.col("metric").replace_strict(words),
                                finding=pl.when(pl.col("direction").is_null())
-                               .then(pl.lit(NO_DIFFERENCE)).otherwise(pl.lit(DIFFERENCE)))
+                               .then(pl.lit(NO_DIFFERENCE)).otherwise(pl.lit(DIFFERENCE)),
+                               **interval_rule("mean_diff_b_minus_a"))
     data: Any = frame.to_pandas()
     base = alt.Chart(data)
     # coloured by the comparisons' own word (their direction column): the chart, the table
@@ -581,7 +594,8 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
                  alt.Tooltip("ci_low:Q", format=".4g"), alt.Tooltip("ci_high:Q", format=".4g"),
                  alt.Tooltip("ci_level:Q", format=".4%", title="interval level"),
                  "direction"])
-    bars = base.mark_rule().encode(x="ci_low:Q", x2="ci_high:Q", y="pair:N", color=finding)
+    bars = base.mark_rule().encode(x="rule_low:Q", x2="rule_high:Q", y="pair:N",
+                                   color=finding)
     zero = base.mark_rule(color="#999999", strokeDash=[2, 2]).encode(x=alt.datum(0))
     return cast(Chart, alt.layer(zero, bars, points).facet(
         row=alt.Row("metric:N", title=None, header=alt.Header(
@@ -615,7 +629,8 @@ def changes_chart(summary: pl.DataFrame | pd.DataFrame, metric: str = "resolved_
         return _note(f"Change in {name}", NO_CHANGE)
     frame = frame.with_columns(pair=pl.when(pl.col("setup") == pl.col("candidate_setup"))
                                .then(pl.col("setup"))
-                               .otherwise(pl.col("setup") + " -> " + pl.col("candidate_setup")))
+                               .otherwise(pl.col("setup") + " -> " + pl.col("candidate_setup")),
+                               **interval_rule("change"))
     data: Any = frame.to_pandas()
     base = alt.Chart(data)
     shown = [v for v in VERDICT_COLOURS if v in set(frame.get_column("verdict").to_list())]
@@ -633,7 +648,7 @@ def changes_chart(summary: pl.DataFrame | pd.DataFrame, metric: str = "resolved_
                  alt.Tooltip("change:Q", format=".4g"), alt.Tooltip("ci_low:Q", format=".4g"),
                  alt.Tooltip("ci_high:Q", format=".4g"),
                  alt.Tooltip("p_holm:Q", format=".3g", title="Holm p"), "verdict"])
-    bars = base.mark_rule().encode(x="ci_low:Q", x2="ci_high:Q", y=y, color=verdict)
+    bars = base.mark_rule().encode(x="rule_low:Q", x2="rule_high:Q", y=y, color=verdict)
     zero = base.mark_rule(color="#999999", strokeDash=[2, 2]).encode(x=alt.datum(0))
     return cast(Chart, alt.layer(zero, bars, points).properties(
         width=420, height=alt.Step(22),

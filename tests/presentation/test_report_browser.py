@@ -115,6 +115,7 @@ def test_what_a_reader_sees(reports: dict[str, Path], tmp_path: Path, case: str)
         # one setup (tau-bench; the shipped Inspect logs, one model): no comparison charts
         assert charts >= (3 if case in ("tau-bench", "inspect") else 6) and marked == charts
         assert browser.errors() == []
+        assert browser.warnings() == []  # no Vega warning (issue 55, item 4)
     finally:
         browser.close()
 
@@ -215,6 +216,7 @@ def test_the_page_gives_one_answer_and_stays_readable_at_twenty_setups(
             browser.evaluate("document.querySelectorAll('details').forEach(d => d.open = false)")
             assert browser.evaluate(_OVERLAPS) == []
             assert browser.errors() == []
+            assert browser.warnings() == []  # no Vega warning (issue 55, item 4)
         finally:
             browser.close()
     assert len(names) == 20 and all(len(n) >= 40 for n in names)
@@ -278,3 +280,35 @@ def test_the_demo_gives_one_answer_for_every_pair(reports: dict[str, Path],
             assert (group[a] == group[b]) == (not stated), row
         answers[pair] = stated
     assert answers[frozenset(("hasty", "erratic"))] is False  # the issue's pair: tied
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+def test_a_comparison_on_one_question_draws_without_a_warning(tmp_path: Path) -> None:
+    """Issue 55, item 4: two setups with one question in common: figures with no interval
+    (one paired question) drew "Infinite extent for field ci_low" in the console; their
+    point is drawn alone and the console stays quiet."""
+    from tests.devtools import Browser
+
+    tasks = [{"task_id": q, "prompt": f"question {q}"} for q in ("q1", "q2")]
+    runs, grades = [], []
+    for setup, questions, seconds in (("a", ("q1", "q2"), 3), ("b", ("q1",), 5)):
+        for q in questions:
+            run_id = f"{setup}-{q}"
+            runs.append({"run_id": run_id, "setup": setup, "task_id": q, "repeat": 1,
+                         "status": "delivered", "response": {"text": "x"}, "tool_calls": [],
+                         "events": {"submitted": "2026-01-01T00:00:00+00:00",
+                                    "received": f"2026-01-01T00:00:0{seconds}+00:00"}})
+            grades.append({"run_id": run_id, "grader": "h", "material_error": "no",
+                           "core_conclusion": "correct", "request_fulfilment": "full"})
+    for name, records in (("tasks", tasks), ("runs", runs), ("grades", grades)):
+        (tmp_path / f"{name}.jsonl").write_text("\n".join(map(json.dumps, records)) + "\n")
+    out = tmp_path / "report"
+    assert main(["report", str(tmp_path / "tasks.jsonl"), str(tmp_path / "runs.jsonl"),
+                 "--grades", str(tmp_path / "grades.jsonl"), "--out", str(out)]) == 0
+    assert CHROMIUM is not None
+    browser = Browser(CHROMIUM, tmp_path / "profile")
+    try:
+        browser.open(out / "report.html", settle_s=5.0)
+        assert browser.errors() == [] and browser.warnings() == []
+    finally:
+        browser.close()
