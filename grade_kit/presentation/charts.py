@@ -553,6 +553,18 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
         frame = frame.filter(pl.col("k").is_null() | (pl.col("k") == top_k))
     if not frame.height:
         return _note(f"Paired differences on {subset} questions", NO_COMPARISON)
+    # a metric whose every pair is 0 with no spread (no setup has a material error) draws
+    # a column of points on 0: left out, and named in one line
+    flat = (frame.group_by("metric").agg(
+        flat=(pl.col("mean_diff_b_minus_a").fill_null(0) == 0).all()
+        & (pl.col("ci_low").fill_null(0) == 0).all()
+        & (pl.col("ci_high").fill_null(0) == 0).all())
+        .filter(pl.col("flat")).get_column("metric").sort().to_list())
+    frame = frame.filter(~pl.col("metric").is_in(pl.Series(flat, dtype=pl.String).implode()))
+    flat_words = ", ".join(column_label(m) for m in flat)
+    if not frame.height:
+        return _note(f"Paired differences on {subset} questions",
+                     f"Every pair's difference is 0 with no spread ({flat_words}).")
     names = sorted(set(frame.get_column("baseline").to_list())
                    | set(frame.get_column("compared").to_list()))
     labels = short_labels(_order(pl.DataFrame({"setup": names}), order))
@@ -605,7 +617,9 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
             f"Paired differences on {subset} questions (measured{against})",
             subtitle=["Tested rates and pass^k: the paired test's interval at its Holm level "
                       "(crosses 0 exactly when no difference is stated); times, composite "
-                      "and tool calls: 95% bootstrap interval over paired questions."])))
+                      "and tool calls: 95% bootstrap interval over paired questions.",
+                      *([f"Left out, every pair 0 with no spread: {flat_words}."]
+                        if flat else [])])))
 
 
 NO_CHANGE = "No matched setup has this figure on paired questions."

@@ -458,3 +458,25 @@ def test_grade_states_are_named_in_words(ev: gk.Evaluation) -> None:
     assert colour["range"][1] == charts.STATE_COLOURS["partially_resolved"]
     states = {row["state"] for rows in spec["datasets"].values() for row in rows}
     assert states == set(colour["domain"])
+
+
+def test_a_metric_that_is_zero_for_every_pair_is_left_out_and_named() -> None:
+    """Issue 55, item 4: no setup has a material error, so every pair's difference is 0
+    with no spread: that panel is left out and its name said in the subtitle; when every
+    metric is so, the chart is one line saying it."""
+    rows = [("a", "b", "e2e_median_s", -3.0, -4.0, -2.0),
+            ("a", "b", "material_error_rate", 0.0, 0.0, 0.0),
+            ("a", "c", "material_error_rate", 0.0, None, None)]
+    frame = pl.DataFrame([{"baseline": a, "compared": b, "subset": "all", "metric": m,
+                           "label": "measured", "mean_diff_b_minus_a": d, "ci_low": lo,
+                           "ci_high": hi, "direction": None, "n_questions": 40}
+                          for a, b, m, d, lo, hi in rows])
+    spec = _spec(charts.comparisons_chart(frame))
+    data = next(iter(spec["datasets"].values()))
+    assert {r["metric"] for r in data} == {"E2E median (s)"}
+    assert "Left out, every pair 0 with no spread: material error rate." in spec["title"][
+        "subtitle"]
+    flat = _spec(charts.comparisons_chart(frame.filter(
+        pl.col("metric") == "material_error_rate")))
+    assert flat["usermeta"][charts.ABSENT_META] == (
+        "Every pair's difference is 0 with no spread (material error rate).")
