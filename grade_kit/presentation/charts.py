@@ -358,10 +358,9 @@ LATENCY_METRICS = {
 """What :func:`latency_chart` can show: run column, timing-frame prefix, axis and title."""
 
 
-LABEL_LINES = 20
-"""Lines from the top a latency chart's P50/P90 labels use; with more setups than half as
-many, the labels are left out (they would print over each other) and the dashed marks keep
-their values in their tooltips."""
+PERCENTILE_DASHES = ([2, 3], [7, 3])
+"""The dash of a latency chart's P50 rule and its P90 rule: told apart with no label over
+the curves."""
 
 
 def _decades(values: list[float]) -> list[float]:
@@ -378,8 +377,8 @@ smallest (one slow setup would otherwise squash the others into a sliver)."""
 
 def latency_chart(runs: pl.DataFrame | pd.DataFrame, timing: pl.DataFrame | pd.DataFrame,
                   metric: Literal["e2e", "working"] = "e2e", order: Order = None) -> Chart:
-    """Latency ECDF per setup (primary runs with a sample), P50 and P90 marked (and labelled
-    up to :data:`LABEL_LINES` / 2 setups);
+    """Latency ECDF per setup (primary runs with a sample), P50 and P90 marked by rules of
+    two dashes (:data:`PERCENTILE_DASHES`; no text over the curves);
     a log axis when the values span more than :data:`SPAN_FOR_LOG` times; timeouts, limits
     and failures are never samples: their counts are in the marks' tooltips.
 
@@ -422,25 +421,18 @@ def latency_chart(runs: pl.DataFrame | pd.DataFrame, timing: pl.DataFrame | pd.D
                                     variable_name="statistic", value_name="seconds")
                       .drop_nulls("seconds").with_columns(
         mark=pl.col("statistic").str.slice(len(prefix) + 1).str.to_uppercase()), setups)
-    # each label on its own line from the top (setup by setup, P50 then P90), so close
-    # marks never print over each other
-    place = {s: i for i, s in enumerate(setups)}
-    marks = marks.with_columns(offset=((pl.col("setup").replace_strict(place, default=0)
-                                        * 2 + (pl.col("mark") == "P90").cast(pl.Int64))
-                                       % LABEL_LINES) * 11)
-    rules = alt.Chart(marks.to_pandas()).mark_rule(strokeDash=[4, 3]).encode(
+    # P50 and P90 told apart by their dash, never by a label over the curves (a label
+    # printed over a line, or over another label, at many setups); values in the tooltips
+    rules = [alt.Chart(marks.filter(pl.col("mark") == mark).to_pandas()).mark_rule(
+        strokeDash=dash).encode(
         x=alt.X("seconds:Q", scale=scale), color=_setup_colour(setups),
         tooltip=["setup", "statistic", alt.Tooltip("seconds:Q", format=".2f"),
                  alt.Tooltip("n:Q", title="n"), "timeouts", "limits", "failures"])
-    names = alt.Chart(marks.to_pandas()).mark_text(
-        align="left", baseline="top", dx=3, dy=2, fontSize=10).encode(
-        x=alt.X("seconds:Q", scale=scale), y=alt.Y("offset:Q", scale=None), text="mark:N",
-        color=_setup_colour(setups),
-        tooltip=["setup", "statistic", alt.Tooltip("seconds:Q", format=".2f")])
-    layers = [lines, rules] + ([names] if len(setups) * 2 <= LABEL_LINES else [])
-    return cast(Chart, alt.layer(*layers).properties(
-        title=f"{title} (ECDF; dashed: P50 and nearest-rank P90; timeouts, limits and "
-              "failures excluded)"))
+        for mark, dash in (("P50", PERCENTILE_DASHES[0]), ("P90", PERCENTILE_DASHES[1]))]
+    return cast(Chart, alt.layer(lines, *rules).properties(
+        title=alt.TitleParams(f"{title} (ECDF)", subtitle=[
+            "Dotted: P50; dashed: nearest-rank P90 (values in their tooltips and the table); "
+            "timeouts, limits and failures excluded."])))
 
 
 ABSENT_META = "grade_kit_absent"

@@ -239,7 +239,11 @@ def test_a_wide_latency_span_is_drawn_on_a_log_axis_and_many_setups_get_dashes()
     assert line["x"]["scale"]["type"] == "log" and "log scale" in line["x"]["title"]
     assert "strokeDash" in line  # 12 setups: colours repeat, dashes tell them apart
     texts = [r["mark"] for rows in spec["datasets"].values() for r in rows if "mark" in r]
-    assert sorted(set(texts)) == ["P50", "P90"]  # the marks are labelled
+    assert sorted(set(texts)) == ["P50", "P90"]  # both percentiles are marked
+    # issue 55, item 3: by their dash, with no text layer over the curves
+    kinds = [layer["mark"] for layer in spec["layer"]]
+    assert all(k["type"] != "text" for k in kinds if isinstance(k, dict))
+    assert [k["strokeDash"] for k in kinds[1:]] == [list(d) for d in charts.PERCENTILE_DASHES]
 
 
 @pytest.mark.parametrize(("before", "env", "active"), [
