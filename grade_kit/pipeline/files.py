@@ -52,7 +52,9 @@ def _rejects(rejected: Sequence[Rejected]) -> Callable[[Path], None]:
 
 def output_folder(out_dir: Path | str, *, create: bool = True) -> Path:
     """``out_dir`` once it is known to be a folder that can be written (created if needed;
-    with ``create`` False, only checked: a command that fails later leaves nothing behind).
+    with ``create`` False, only checked: a command that fails later leaves nothing behind)
+    and may be replaced whole: not the current folder nor one holding it, not a git
+    checkout's root.
 
     Raises:
         InputError: naming the folder, when it is a file, cannot be created or is not
@@ -63,6 +65,14 @@ def output_folder(out_dir: Path | str, *, create: bool = True) -> Path:
     if out.exists() or out.is_symlink():
         if not out.is_dir():
             raise InputError(f"{out}: exists and is not a folder")
+        # an output folder is replaced whole (grade_kit.atomic.replaced_folder): never the
+        # folder a shell stands in, nor a project's root
+        if Path.cwd().resolve().is_relative_to(out.resolve()):
+            raise InputError(f"{out}: the current folder, or a folder that holds it; an "
+                             "output folder is replaced whole: give one of its own")
+        if (out / ".git").exists():
+            raise InputError(f"{out}: a git checkout's root; an output folder is replaced "
+                             "whole: give one of its own")
         if not os.access(out, os.W_OK | os.X_OK):
             raise InputError(f"{out}: the output folder is not writable")
         return out

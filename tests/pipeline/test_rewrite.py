@@ -24,6 +24,7 @@ import pytest
 
 import grade_kit as gk
 from grade_kit import atomic
+from grade_kit.schema import InputError
 from tests.conftest import make_run, make_task
 from tests.paths import ROOT
 
@@ -166,3 +167,23 @@ def test_two_writers_of_one_folder_take_turns(tmp_path: Path) -> None:
         list(pool.map(lambda ev: ev.write(out), evaluations))
     assert _holds(out) in (OLD, NEW)
     assert _leftovers(out) == []
+
+
+def test_a_folder_holding_the_current_one_or_a_checkout_is_never_replaced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder replaced whole must be the outputs' own: ``--out .`` (the folder a shell
+    stands in, its cwd gone with the swap) and a project's root are refused, nothing
+    written."""
+    ev = _evaluation(OLD)
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    with pytest.raises(InputError, match="a git checkout's root"):
+        ev.write(project)
+    inside = tmp_path / "here" / "deeper"
+    inside.mkdir(parents=True)
+    monkeypatch.chdir(inside)
+    for out in (Path("."), tmp_path / "here"):
+        with pytest.raises(InputError, match="the current folder, or a folder"):
+            ev.write(out)
+    assert sorted(p.name for p in project.iterdir()) == [".git"]
+    assert sorted(p.name for p in (tmp_path / "here").iterdir()) == ["deeper"]
