@@ -204,8 +204,9 @@ class Diff:
     @property
     def setups(self) -> Frame:
         """Every setup of either side: setup, candidate_setup, status (``matched``,
-        ``baseline only``, ``candidate only``, ``not compared``), both run coverages and the
-        verdict on the resolved rate."""
+        ``baseline only``, ``candidate only``, ``not matched`` (on both sides, but ``match``
+        pairs it with another), ``not compared``), both run coverages and the verdict on
+        the resolved rate."""
         return as_kind(self.setups_frame, self.kind)
 
     def verdict_counts(self, metric: str = "resolved_rate") -> dict[str, int]:
@@ -345,7 +346,10 @@ def diff(baseline: Side, candidate: Side, *, match: Mapping[str, str] | None = N
             f"setups: {', '.join(list(a.results.setups)[:10])}; candidate setups: "
             f"{', '.join(list(b.results.setups)[:10])}; {len(digests_a)} and "
             f"{len(digests_b)} questions, {len(paired)} the same); pair setups with match=")
-    notes = _side_notes(status, only_a, only_b)
+    notes = _side_notes(status, [n for n in only_a if n not in b.results.setups],
+                        [n for n in only_b if n not in a.results.setups],
+                        [n for n in only_a if n in b.results.setups]
+                        + [n for n in only_b if n in a.results.setups and n not in only_a])
     unranked_a, unranked_b = a.results.plan.unranked, b.results.plan.unranked
     compared: list[tuple[str, str]] = []
     setup_rows: list[dict[str, Any]] = []
@@ -365,9 +369,11 @@ def diff(baseline: Side, candidate: Side, *, match: Mapping[str, str] | None = N
                              f"({_share(cov_b)} against {_share(cov_a)} in the baseline); the "
                              "figures pair only the questions both ran")
         setup_rows.append(row)
-    setup_rows += [{"setup": n, "candidate_setup": None, "status": "baseline only"}
+    setup_rows += [{"setup": n, "candidate_setup": None,
+                    "status": "not matched" if n in b.results.setups else "baseline only"}
                    for n in only_a]
-    setup_rows += [{"setup": None, "candidate_setup": n, "status": "candidate only"}
+    setup_rows += [{"setup": None, "candidate_setup": n,
+                    "status": "not matched" if n in a.results.setups else "candidate only"}
                    for n in only_b]
     clusters = (None if cluster == "question" else cluster_of_tasks(a.data.tasks, cluster)
                 .filter(pl.col("task_id").is_in(pl.Series(paired, dtype=pl.String).implode())))
@@ -410,12 +416,15 @@ def _share(value: float | None) -> str:
     return "no planned slot" if value is None else f"{value:.1%}"
 
 
-def _side_notes(status: Mapping[str, str], only_a: Sequence[str],
-                only_b: Sequence[str]) -> list[str]:
-    """What one side lacks, said before any figure."""
+def _side_notes(status: Mapping[str, str], only_a: Sequence[str], only_b: Sequence[str],
+                unmatched: Sequence[str]) -> list[str]:
+    """What one side lacks, and the setups ``match`` left unpaired, said before any
+    figure."""
     notes = []
     for what, names in (("setup(s) only in the baseline", only_a),
-                        ("setup(s) only in the candidate", only_b)):
+                        ("setup(s) only in the candidate", only_b),
+                        ("setup(s) on both sides that match= pairs with another",
+                         unmatched)):
         if names:
             notes.append(f"{len(names)} {what}, not compared: {', '.join(names[:10])}"
                          + (" ..." if len(names) > 10 else ""))

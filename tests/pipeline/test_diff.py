@@ -155,7 +155,12 @@ def test_nothing_in_common_differing_repeats_and_a_tampered_folder_are_refused(
 def test_one_setup_against_another_of_the_same_evaluation() -> None:
     ev = evaluation({"old": [True] * 12, "new": [False] * 12}, QS)
     d = gk.diff(ev, ev, match={"old": "new"})
-    assert ("old", "new") in d.pairs
+    assert d.pairs == [("old", "new")]
+    assert d.setups.select("setup", "candidate_setup", "status").rows() == [
+        ("old", "new", "matched"), ("new", None, "not matched"), (None, "old", "not matched")]
+    assert not any("only in the" in n for n in d.notes)  # both are in both: not "only"
+    assert any(n.startswith("2 setup(s) on both sides that match= pairs with another")
+               for n in d.notes), d.notes
     row = d.summary.filter((pl.col("setup") == "old") & (pl.col("metric") == "resolved_rate")
                            ).row(0, named=True)
     assert row["candidate_setup"] == "new" and row["verdict"] == "regressed"
