@@ -407,6 +407,7 @@ def _score_into(folder: Path, args: argparse.Namespace,
     evaluation = evaluate(tasks, runs, progress=sys.stderr.isatty(), **options)
     _no_runs(len(evaluation.inputs.runs),
              runs[0] if isinstance(runs, list) and runs else tasks, evaluation)
+    _print_rejects([r.message() for r in evaluation.inputs.rejected])  # said, not only paged
     evaluation.write(folder)
     return runs if runs is not None else tasks
 

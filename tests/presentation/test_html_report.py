@@ -449,3 +449,17 @@ def test_report_at_20_setups_x_3_repeats(tmp_path: Path) -> None:
         if figure["metric"] in ("resolved_rate", "material_error_rate", "unresolved_rate",
                                 "pass_hat_k"):
             assert excludes == (figure["direction"] is not None), figure
+
+
+def test_a_report_says_its_rejected_lines_on_the_terminal(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 55, item 8: a rejected line is said where the command runs (its file, line
+    and why), not only on a page."""
+    lines = (EXAMPLE / "runs.jsonl").read_text().splitlines()[:6]
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("\n".join([*lines, "{not json"]) + "\n")
+    assert main(["report", str(EXAMPLE / "tasks"), str(runs), "--out",
+                 str(tmp_path / "out")]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines()
+            if line.startswith("rejected:")]
+    assert len(said) == 1 and f"{runs}:7" in said[0], said
