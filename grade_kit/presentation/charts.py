@@ -465,21 +465,29 @@ def tool_calls_chart(runs: pl.DataFrame | pd.DataFrame, order: Order = None) -> 
     """Tool calls (decided per call, docs/methodology.md §4 "Tool calls") per delivered
     primary run that exposed tool events, per setup: the runs and the count the tool-call
     table summarises (runs stopped by a limit, failed or timed out are counted there apart,
-    as ``attempted_per_run``)."""
+    as ``attempted_per_run``): bars side by side, or past the palette's seven setups one row
+    of cells per setup (the runs as a shade), so no text shrinks below readable."""
     frame = (to_polars(runs).filter(pl.col("is_primary") & (pl.col("status") == "delivered")
                                     & pl.col("tool_calls").is_not_null())
              .group_by("setup", "tool_calls").len().sort("setup", "tool_calls"))
     if not frame.height:
         return _note("Tool calls per run", NO_TOOL_CALLS)
     setups = _order(frame, order)
-    chart = alt.Chart(_labelled(frame, setups).to_pandas(), title=alt.TitleParams(
-        "Tool calls per run", subtitle=["Delivered primary runs that exposed tool events, as "
-                                        "the table counts them."])).mark_bar().encode(
+    title = alt.TitleParams("Tool calls per run", subtitle=[
+        "Delivered primary runs that exposed tool events, as the table counts them."])
+    tooltip = ["setup", alt.Tooltip("tool_calls:Q", title="calls"),
+               alt.Tooltip("len:Q", title="runs")]
+    data = _labelled(frame, setups).to_pandas()
+    if len(setups) > len(PALETTE):  # bars side by side would shrink past readable text
+        return cast(Chart, alt.Chart(data, title=title).mark_rect().encode(
+            x=alt.X("tool_calls:O", title="tool calls in the run"),
+            y=_setup_axis(setups), tooltip=tooltip,
+            color=alt.Color("len:Q", title="runs", scale=alt.Scale(scheme="blues")),
+        ).properties(height=alt.Step(18)))
+    chart = alt.Chart(data, title=title).mark_bar().encode(
         x=alt.X("tool_calls:O", title="tool calls in the run"),
         xOffset=_setup_axis(setups, alt.XOffset),
-        y=alt.Y("len:Q", title="runs"), color=_setup_colour(setups),
-        tooltip=["setup", alt.Tooltip("tool_calls:Q", title="calls"),
-                 alt.Tooltip("len:Q", title="runs")])
+        y=alt.Y("len:Q", title="runs"), color=_setup_colour(setups), tooltip=tooltip)
     return cast(Chart, chart)
 
 
@@ -717,7 +725,9 @@ def significance_chart(comparisons: pl.DataFrame | pd.DataFrame,
     text = base.mark_text(fontSize=12).encode(
         text="label:N", color=alt.condition("datum.p_holm < 0.05", alt.value("white"),
                                             alt.value("black")))
-    side = max(90, 60 * len(sort))
+    # cells narrower past 16 setups, so the matrix fits a page's 1,319 px unscaled (a
+    # scaled chart's text falls below 10 px)
+    side = max(90, min(60, max(36, 960 // max(1, len(sort)))) * len(sort))
     return cast(Chart, alt.layer(heat, text).properties(
         width=side, height=side,
         title=f"Is the {name} rate difference real? Holm-adjusted p of each pair ({subset} "

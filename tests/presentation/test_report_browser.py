@@ -214,12 +214,28 @@ def test_the_page_gives_one_answer_and_stays_readable_at_twenty_setups(
                 ".map(w => [w.scrollWidth, w.clientWidth, w.innerText.slice(0, 40)])")
             assert wider == [], wider
             browser.evaluate("document.querySelectorAll('details').forEach(d => d.open = false)")
+            # issue 55, item 2: no chart is scaled down to fit, no text below 10 px
+            smallest = browser.evaluate(_SMALLEST_TEXT)
+            assert smallest and min(size for _, size in smallest) >= 9.95, smallest
             assert browser.evaluate(_OVERLAPS) == []
             assert browser.errors() == []
             assert browser.warnings() == []  # no Vega warning (issue 55, item 4)
         finally:
             browser.close()
     assert len(names) == 20 and all(len(n) >= 40 for n in names)
+
+
+_SMALLEST_TEXT = r"""
+Array.from(document.querySelectorAll('.gk-chart svg')).map(svg => {
+  const drawn = svg.getBoundingClientRect().width;
+  const scale = drawn / (svg.width.baseVal.value || drawn);
+  const sizes = Array.from(svg.querySelectorAll('text')).filter(t => t.textContent.trim())
+    .map(t => parseFloat(getComputedStyle(t).fontSize) * scale);
+  return [(svg.querySelector('.role-title-text') || {}).textContent || '',
+          sizes.length ? Math.min(...sizes) : 99];
+})
+"""
+"""Each chart's title and the smallest text it draws, in px as the page shows it."""
 
 
 _TABLE_ROWS = r"""
