@@ -550,7 +550,8 @@ class BlindGradingPanel:
             f"<h4>Answer {html.escape(alias)}: {html.escape(self._progress())}</h4>"
             f"<p><b>Question</b></p><pre style='white-space:pre-wrap'>"
             f"{html.escape(question)}</pre><p><b>Answer</b></p>"
-            f"<pre style='white-space:pre-wrap'>{html.escape(answer)}</pre>")
+            + (f"<pre style='white-space:pre-wrap'>{html.escape(answer)}</pre>"
+               if answer.strip() else "<p><i>(empty answer: the run delivered no text)</i></p>"))
 
     def _save_clicked(self) -> None:
         try:

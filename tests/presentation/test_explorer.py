@@ -259,3 +259,11 @@ def test_without_a_grades_file_the_panel_offers_nothing() -> None:
     assert "set <code>grading_file</code>" in panel.answer.value
     assert ("is done in the notebook <code>blind_grading.ipynb</code> with a grading file"
             in panel.static_html())
+
+
+def test_an_empty_answer_is_said_not_left_blank(tmp_path: Path) -> None:
+    """Issue 55, item 12: a delivered run with no text shows "(empty answer ...)" under its
+    heading, not a heading with nothing under it."""
+    empty = [make_run("e1", "t1", setup="A")]  # delivered, no finding and no text
+    panel = BlindGradingPanel(TASKS, empty, tmp_path / "blind.csv", grader="ana", seed=1)
+    assert panel.queue and "(empty answer: the run delivered no text)" in panel.answer.value
