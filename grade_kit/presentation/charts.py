@@ -472,6 +472,9 @@ def tool_calls_chart(runs: pl.DataFrame | pd.DataFrame, order: Order = None) -> 
              .group_by("setup", "tool_calls").len().sort("setup", "tool_calls"))
     if not frame.height:
         return _note("Tool calls per run", NO_TOOL_CALLS)
+    if frame.get_column("tool_calls").max() == 0:  # one bar at 0: a line says it
+        return _note("Tool calls per run", NO_CALL_MADE.format(
+            runs=int(frame.get_column("len").sum())))
     setups = _order(frame, order)
     title = alt.TitleParams("Tool calls per run", subtitle=[
         "Delivered primary runs that exposed tool events, as the table counts them."])
@@ -621,6 +624,10 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
                       *([f"Left out, every pair 0 with no spread: {flat_words}."]
                         if flat else [])])))
 
+
+NO_CALL_MADE = ("No tool call: none of the {runs:,} delivered runs that exposed tool events "
+                "made one.")
+"""Why the tool-call chart is one line when no run made a call."""
 
 NO_CHANGE = "No matched setup has this figure on paired questions."
 """Why a diff's changes chart has nothing to draw."""

@@ -253,7 +253,8 @@ class Table:
         if len(groups) > 1:  # the columns past the page's width, each part with the first
             folded = [header[i] for group in groups[1:] for i in group[1:]]
             continued = f"{self.title} (continued)" if self.title else None
-            table += (f'<details class="gk-more"><summary>{len(folded)} more columns: '
+            plural = "s" * (len(folded) != 1)
+            table += (f'<details class="gk-more"><summary>{len(folded)} more column{plural}: '
                       f"{html.escape(', '.join(folded))}</summary>"
                       + "".join(part(group, continued) for group in groups[1:]) + "</details>")
         if len(rows) > COLLAPSE_ROWS:  # the page's height grows with sections, not rows

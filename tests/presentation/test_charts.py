@@ -484,3 +484,13 @@ def test_a_metric_that_is_zero_for_every_pair_is_left_out_and_named() -> None:
         pl.col("metric") == "material_error_rate")))
     assert flat["usermeta"][charts.ABSENT_META] == (
         "Every pair's difference is 0 with no spread (material error rate).")
+
+
+def test_a_tool_call_chart_of_zeros_is_one_line() -> None:
+    """Issue 55, item 4: every delivered run exposed its tools and made no call (the
+    shipped Inspect logs): one bar at 0 says nothing; the chart is one line saying so."""
+    runs = pl.DataFrame({"setup": ["s"] * 3, "is_primary": True, "status": "delivered",
+                         "tool_calls": [0, 0, 0]})
+    spec = _spec(charts.tool_calls_chart(runs))
+    assert spec["usermeta"][charts.ABSENT_META] == charts.NO_CALL_MADE.format(runs=3)
+    assert "No tool call: none of the 3 delivered runs" in charts.NO_CALL_MADE.format(runs=3)

@@ -241,5 +241,9 @@ def test_a_table_wider_than_the_page_folds_its_last_columns() -> None:
                  title="Wide")._repr_html_()
     assert page.count("<caption>Wide (continued)</caption>") == len(groups) - 1
     assert f"{30 - (len(groups[0]) - 1)} more columns: figure" in page
+    # 15 columns of about 80 px beside the first: 14 fit, one is folded, said in the singular
+    page = table(pl.DataFrame({"setup": ["careful"], **{f"figure {i:02d}": ["0.123456"]
+                                                        for i in range(15)}}))._repr_html_()
+    assert "1 more column: figure 14<" in page
     narrow = column_groups(["setup", "N"], [["careful", "200"]])
     assert narrow == [[0, 1]]
