@@ -166,10 +166,7 @@ def replaced_folder(final: Path) -> Iterator[Path]:
         if exchange_paths(stage, final):
             shutil.rmtree(stage, ignore_errors=True)  # the previous version, now beside
             return
-        aside = Path(tempfile.mkdtemp(prefix=f".{final.name}.old-", dir=final.parent))
-        os.rename(final, aside / final.name)
-        os.rename(stage, final)
-        shutil.rmtree(aside, ignore_errors=True)
+        _replace_entry(stage, final)  # aside, then in: recover_folder undoes a kill between
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise

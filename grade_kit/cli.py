@@ -579,20 +579,9 @@ def _import_grades(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fraction(text: str) -> float:
-    """An argparse type: a finite number >= 0 (a margin on a rate), or a usage error."""
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, not {text!r}")
-    return value
-
-
 def _level(text: str) -> float:
     """An argparse type: a level strictly between 0 and 1, or a usage error."""
-    value = _fraction(text)
+    value = _non_negative(text)
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {text!r}")
     return value
@@ -789,7 +778,7 @@ def commands() -> tuple[Command, ...]:
             _arg("--match", action="append", metavar="OLD=NEW",
                  help="compare baseline setup OLD with candidate setup NEW (repeatable; "
                       "default: setups of one name)"),
-            _arg("--fail-on-regression", type=_fraction, metavar="MARGIN",
+            _arg("--fail-on-regression", type=_non_negative, metavar="MARGIN",
                  help="exit 1 when some matched setup's --metric fell by more than MARGIN "
                       "with Holm p < --alpha (one line each); else exit 0"),
             _arg("--metric", default="resolved_rate", choices=GATED_METRICS,

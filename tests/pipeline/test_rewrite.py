@@ -156,19 +156,6 @@ def test_a_rewrite_keeps_what_it_does_not_write(tmp_path: Path) -> None:
     assert _leftovers(out) == []
 
 
-def test_two_writers_of_one_folder_take_turns(tmp_path: Path) -> None:
-    """Four writes of two evaluations at once into one folder: each replaces it whole in
-    turn (the lock beside it), so it reopens as one of them, and nothing is left beside."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    out = tmp_path / "scored"
-    evaluations = [_evaluation(OLD), _evaluation(NEW)] * 2
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        list(pool.map(lambda ev: ev.write(out), evaluations))
-    assert _holds(out) in (OLD, NEW)
-    assert _leftovers(out) == []
-
-
 def test_a_folder_holding_the_current_one_or_a_checkout_is_never_replaced(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A folder replaced whole must be the outputs' own: ``--out .`` (the folder a shell
