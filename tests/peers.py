@@ -26,7 +26,7 @@ def _kernel_max(name: str, fallback: int) -> int:
 BUFFERED = _kernel_max("tcp_rmem", 64 << 20) + _kernel_max("tcp_wmem", 64 << 20) + (1 << 20)
 """Bytes a peer can push into socket buffers before it sees that a client stopped reading:
 the client's receive buffer and the peer's send buffer at their kernel maxima (this
-machine's facts: 10 MiB on a default Linux, 36 MiB on this one), plus a MiB of pieces in
+machine's facts: 36 MiB on this one), plus a MiB of pieces in
 flight. A client that reads a body whole is still caught: its peer sends gigabytes."""
 
 
