@@ -541,7 +541,7 @@ does not: it is grey."""
 
 def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
                       subset: str = "all", order: Order = None) -> Chart:
-    """Measured paired differences (B - A) with their intervals, per metric (one line
+    """Measured paired differences (compared - baseline) with their intervals, per metric (one line
     saying why, where nothing was measured): a tested figure's interval is its test
     inverted at its Holm level, so it crosses 0 exactly when no difference is stated
     (docs/methodology.md §5 "One verdict"); the others' a 95% bootstrap interval. pass^k is
@@ -601,7 +601,7 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
         domain=[DIFFERENCE, NO_DIFFERENCE], range=[PALETTE[0], "#999999"]),
         legend=alt.Legend(orient="top"))
     points = base.mark_point(filled=True, size=70).encode(
-        x=alt.X("mean_diff_b_minus_a:Q", title="mean paired difference (B - A)",
+        x=alt.X("mean_diff_b_minus_a:Q", title="mean paired difference (compared - baseline)",
                 axis=alt.Axis(tickCount=5, labelOverlap="greedy", labelFlush=True)),
         y=alt.Y("pair:N", title=None), color=finding,
         tooltip=["compared", "baseline", "metric", "n_questions",

@@ -148,10 +148,10 @@ def _comparison_sections(results: Results, comparisons: Sequence[Table]) -> list
              "slot by every setup: each setup's grades, timing and tool calls on it are the "
              "tables' rows of subset common above."]
     if results.comparisons:
-        lines += ["", "## Comparisons (B − A)", "",
+        lines += ["", "## Comparisons (compared − baseline)", "",
                   "On **all** questions (paired over the questions both setups ran) and on "
-                  "the **common** subset; each row is a figure of one pair, candidate (B) "
-                  "minus baseline (A).", ""]
+                  "the **common** subset; each row is a figure of one pair, the compared "
+                  "setup minus the baseline.", ""]
         for table in comparisons:
             lines += [table.markdown(), ""]
         first = results.comparisons[0]

@@ -2,11 +2,12 @@
 report), and the one-row-per-setup summary (``ev.summary``).
 
 :func:`table` formats a frame without changing it: every row shown (no elision), numbers
-rounded by what they are (rates to 3 decimals, seconds to 2, p-values as ``< 0.001`` below
-that, counts with thousands separators), a rate and its 95% interval as ``0.737 [0.643,
-0.814]``, null as ``—``, a column null in every row left out (and named in a note), column
-headers in words, numbers right-aligned and the first column kept in view. Every text is
-escaped. The raw frames (``ev.grades``, ...) stay as they
+rounded by what they are, one precision per kind (:func:`number_kind`: shares and other
+quantities to 3 decimals, seconds by magnitude, p-values as ``< 0.001`` below that, counts
+with thousands separators; a comparison's figures by the kind of its row's metric), a rate
+and its 95% interval as ``0.737 [0.643, 0.814]``, null as ``—``, a column null in every row
+left out (and named in a note), column headers in words, numbers right-aligned and the first
+column kept in view. Every text is escaped. The raw frames (``ev.grades``, ...) stay as they
 are; this is only how they read.
 """
 
@@ -73,7 +74,9 @@ _PLAIN_INTS = {"seed", "line", "repeat", "track", "position", "year"}
 _LABELS = {"outcome_p50": "time to outcome P50 (s)", "run_coverage": "coverage (slots run)",
            "p_holm_vs_best": "Holm p vs best",
            "tool_calls_per_run": "tool calls per run",
-           "change": "change (candidate - baseline)"}
+           "change": "change (candidate - baseline)",
+           "mean_diff_b_minus_a": "difference (compared - baseline)",
+           "mean_a": "baseline mean", "mean_b": "compared mean", "pass_hat_k": "pass^k"}
 
 
 def column_label(name: str) -> str:
@@ -94,22 +97,61 @@ def _is_seconds(name: str) -> bool:
     return (name.startswith(_SECONDS) and not name.endswith("_n")) or name.endswith("_s")
 
 
-def _number(value: float, name: str) -> str:
+_P_VALUES = {"p_value", "p_holm", "p", "p_holm_vs_best"}
+_EXACT = {"gold", "parsed", "reported", "abs_tol", "rel_tol"}
+"""A value a reader compares with a source as it is written (a gold answer, a tolerance,
+number): shown in full, never rounded."""
+
+_PER_ROW = {"mean_a", "mean_b", "mean_diff_b_minus_a", "change", "baseline", "candidate"}
+"""A comparison's figures: their kind is their row's ``metric`` (a difference of E2E medians
+is seconds, a difference of resolved rates a share)."""
+
+
+def number_kind(name: str) -> str:
+    """What a column (or a comparison's ``metric``) holds, which sets its precision:
+    ``p`` (a p-value), ``seconds``, ``exact`` (a gold or parsed value, in full), ``effective``
+    (an effective sample size, 1 decimal) or ``quantity`` (a share, a rate, a score, a mean
+    count, a design effect: 3 decimals)."""
+    if name in _P_VALUES:
+        return "p"
+    if _is_seconds(name):
+        return "seconds"
+    if name in _EXACT:
+        return "exact"
+    if name.endswith("n_effective"):
+        return "effective"
+    return "quantity"
+
+
+def seconds_decimals(largest: float) -> int:
+    """Decimals for seconds of this magnitude (the largest of a value and its interval):
+    0 from 100 s, 1 from 10 s, 2 from 0.1 s, 3 below (1,532 s; 15.3 s; 0.27 s; 0.068 s)."""
+    size = abs(largest)
+    return 0 if size >= 100 else 1 if size >= 10 else 2 if size >= 0.1 else 3
+
+
+def _number(value: float, name: str, largest: float | None = None) -> str:
+    """``value`` of a column or metric ``name`` (:func:`number_kind`); ``largest`` sets the
+    decimals of seconds shown together (a value and its interval), default ``value``."""
     if not math.isfinite(value):
         return str(value)
-    if name in ("p_value", "p_holm", "p", "p_holm_vs_best"):
+    kind = number_kind(name)
+    if kind == "p":
         return p_text(value)
-    if _is_seconds(name):
-        return f"{value:,.2f}"
-    if name.endswith(_RATES) or name.startswith("ci_"):
-        return f"{value:.3f}"
-    return f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
+    if kind == "exact":
+        return f"{value:,}"
+    decimals = (seconds_decimals(value if largest is None else largest) if kind == "seconds"
+                else 1 if kind == "effective" else 3)
+    if value and not round(value, decimals):  # a figure that is not 0 never reads as 0 (an
+        return f"{value:.2g}"  # interval's end beside a stated difference keeps its sign)
+    return f"{value:,.{decimals}f}"
 
 
 def cell_text(value: Any, name: str) -> str:
     """One value of column ``name`` as every table shows it: ``—`` for null, ``yes``/``no``,
-    thousands separators (not for labels such as ``repeat``), seconds to 2 decimals, rates to
-    3, p-values to 3 significant digits (``< 0.001`` below); a ``metric`` named by its
+    thousands separators (not for labels such as ``repeat``), floats by
+    :func:`number_kind` (seconds by magnitude, other quantities to 3 decimals, p-values to 3
+    significant digits, ``< 0.001`` below); a ``metric`` named by its
     column name in words (``e2e_median_s`` -> ``E2E median (s)``)."""
     if value is None:
         return "—"
@@ -130,6 +172,16 @@ _DIFFERENCES = ("mean_diff_b_minus_a", "change")
 """Columns of a paired difference whose interval is ``ci_low``/``ci_high`` at ``ci_level``."""
 
 
+def _interval_text(value: float, low: float | None, high: float | None, name: str) -> str:
+    """``0.737 [0.643, 0.814]``: a value and its interval at one precision (seconds by the
+    largest of the three)."""
+    if low is None or high is None:
+        return _number(value, name)
+    largest = max(abs(value), abs(low), abs(high))
+    return (f"{_number(value, name, largest)} [{_number(low, name, largest)}, "
+            f"{_number(high, name, largest)}]")
+
+
 def _merge_intervals(frame: pl.DataFrame) -> tuple[pl.DataFrame, set[str]]:
     """``X_rate`` with ``X_ci_low`` and ``X_ci_high`` as one text column ``X_rate``
     (``0.737 [0.643, 0.814]``); a mean ``X`` with ``X_ci_low`` and ``X_ci_high`` the same way;
@@ -148,12 +200,14 @@ def _merge_intervals(frame: pl.DataFrame) -> tuple[pl.DataFrame, set[str]]:
             levels = (frame.get_column("ci_level").to_list()
                       if value in _DIFFERENCES and "ci_level" in frame.columns
                       else [None] * frame.height)
-            texts = [None if v is None else _number(v, value) + (
-                "" if lo is None else f" [{_number(lo, value)}, {_number(hi, value)}]") + (
+            kinds = (frame.get_column("metric").cast(pl.String).to_list()
+                     if value in _PER_ROW and "metric" in frame.columns
+                     else [value] * frame.height)
+            texts = [None if v is None else _interval_text(v, lo, hi, kind) + (
                 "" if level is None or lo is None or level == 0.95
                 else f" at {level_text(level)}")
-                for (v, lo, hi), level in zip(frame.select(value, low, high).iter_rows(),
-                                              levels, strict=True)]
+                for (v, lo, hi), level, kind in zip(
+                    frame.select(value, low, high).iter_rows(), levels, kinds, strict=True)]
             frame = frame.with_columns(pl.Series(value, texts, dtype=pl.String)).drop(low, high)
             if value in _DIFFERENCES and "ci_level" in frame.columns:
                 frame = frame.drop("ci_level")
@@ -214,7 +268,14 @@ class Table:
         numeric = [dtype.is_numeric() or name in merged
                    for name, dtype in shown.schema.items()]
         header = [column_label(c) for c in shown.columns]
-        rows = [[cell_text(v, name) for v, name in zip(row, shown.columns, strict=True)]
+        metric = shown.columns.index("metric") if "metric" in shown.columns else None
+
+        def kind(name: str, row: tuple[Any, ...]) -> str:  # a comparison's figure: its metric
+            return (str(row[metric]) if metric is not None and name in _PER_ROW
+                    and row[metric] is not None else name)
+
+        rows = [[cell_text(v, kind(name, row)) for v, name in zip(row, shown.columns,
+                                                                 strict=True)]
                 for row in shown.iter_rows()]
         return header, rows, numeric
 
@@ -819,7 +880,7 @@ def comparisons_table(comparisons: pl.DataFrame | pd.DataFrame, subset: str = "a
                       absent: str | None = None) -> Table:
     """The comparisons of one subset for a page: every pair up to :data:`PAIRED_SETUPS`
     setups; beyond, only each setup's pair with the first of ``order`` (default by name),
-    as B - A like every pair (``ev.comparisons`` and the significance matrix hold them
+    as compared - baseline like every pair (``ev.comparisons`` and the significance matrix hold them
     all). ``absent``: as for :func:`table`."""
     frame = to_polars(comparisons)
     rows = frame.filter(pl.col("subset") == subset) if frame.height else frame

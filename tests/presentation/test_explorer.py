@@ -115,7 +115,7 @@ def test_the_listing_aligns_its_columns_and_keeps_run_ids_whole() -> None:
                       "  tool calls")
     assert [v for _, v in options] == ["a-very-long-run-id-kept-whole", "b"]
     assert [label for label, _ in options] == [
-        "a-very-long-run-id-kept-whole  A      resolved      0.500    12.35           3",
+        "a-very-long-run-id-kept-whole  A      resolved      0.500     12.3           3",
         "b                              B      —             0.250        —          10"]
 
 

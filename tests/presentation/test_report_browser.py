@@ -285,7 +285,7 @@ def test_the_demo_gives_one_answer_for_every_pair(reports: dict[str, Path],
     for row in rows:
         pair = frozenset((row["baseline"], row["compared"]))
         low, high = (float(x) for x in re.search(r"\[([-\d.e]+), ([-\d.e]+)\]",
-                                                  row["mean difference B minus A"]).groups())
+                                                  row["difference (compared - baseline)"]).groups())
         stated = row["direction"] != "—"
         excludes = low > 0 or high < 0
         a, b = sorted(pair, key=list(group).index)

@@ -22,7 +22,7 @@ def test_cells_are_formatted_by_what_they_are() -> None:
     assert lines[0] == "T"
     assert lines[1].split("  ")[0] == "setup" and "E2E P50 (s)" in lines[1]
     assert "1,234" in lines[2] and "0.737 [0.643, 0.814]" in lines[2]
-    assert "12.11" in lines[2] and "< 0.001" in lines[2] and "0.0625" in lines[3]
+    assert "12.1 " in lines[2] + " " and "< 0.001" in lines[2] and "0.0625" in lines[3]
     assert "—" in lines[3]  # a null rate
     assert lines[-1] == "Left out, with no value in any row: nothing."
     page = table(frame)._repr_html_()
@@ -42,7 +42,7 @@ def test_column_labels_in_words() -> None:
     assert column_label("e2e_n") == "E2E n"
     assert column_label("working_p90") == "working P90 (s)"
     assert column_label("grounding_accuracy") == "ground"
-    assert column_label("mean_diff_b_minus_a") == "mean difference B minus A"
+    assert column_label("mean_diff_b_minus_a") == "difference (compared - baseline)"
 
 
 def test_the_summary_adapts_to_the_data() -> None:
@@ -247,3 +247,27 @@ def test_a_table_wider_than_the_page_folds_its_last_columns() -> None:
     assert "1 more column: figure 14<" in page
     narrow = column_groups(["setup", "N"], [["careful", "200"]])
     assert narrow == [[0, 1]]
+
+
+def test_one_precision_per_kind_and_a_comparison_by_its_metric() -> None:
+    from grade_kit.views.tables import cell_text
+
+    # seconds by magnitude; every other quantity to 3 decimals; an effective n to 1
+    assert [cell_text(v, "e2e_p50") for v in (1531.599, 15.34, 0.2712, 0.06783)] == [
+        "1,532", "15.3", "0.27", "0.068"]
+    assert [cell_text(v, "resolved_icc") for v in (0.03775, 0.3799)] == ["0.038", "0.380"]
+    assert cell_text(2.52, "resolved_design_effect") == "2.520"
+    assert cell_text(173.8, "resolved_n_effective") == "173.8"
+    assert cell_text(3.14159, "gold") == "3.14159"  # compared with a source: in full
+    assert cell_text(-0.0004, "mean_diff_b_minus_a") == "-0.0004"  # not 0 never reads 0
+    assert cell_text(0.0, "mean_diff_b_minus_a") == "0.000"
+    frame = pl.DataFrame({
+        "compared": ["b", "b"], "baseline": ["a", "a"],
+        "metric": ["e2e_median_s", "resolved_rate"], "mean_a": [1200.0, 0.5],
+        "mean_diff_b_minus_a": [-0.06783, -0.57], "ci_low": [-0.08969, -0.7158],
+        "ci_high": [-0.04593, -0.0004], "ci_level": [0.95, 0.9833]})
+    text = repr(table(frame))
+    # the seconds row at the decimals of its largest end, the rate row at 3
+    assert "-0.068 [-0.090, -0.046]" in text and "1,200" in text
+    assert "-0.570 [-0.716, -0.0004] at 98.33%" in text and "0.500" in text
+    assert "difference (compared - baseline)" in text and "baseline mean" in text
