@@ -54,6 +54,7 @@ from grade_kit.views.tables import (
     headline_view,
     pending_state,
     provenance_table,
+    setup_order,
     summary_table,
     table,
     warnings_table,
@@ -290,24 +291,44 @@ class Evaluation:
         return absences(self.results)
 
     @property
+    def setup_order(self) -> list[str]:
+        """The setups as the summary lists them (ranked by resolved rate on all questions,
+        best first, ties by name; setups not ranked last): every per-setup frame and chart
+        of the evaluation keeps this order."""
+        return setup_order(self._frames["grades"])
+
+    def _in_setup_order(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """``frame``'s rows by setup in :attr:`setup_order` (stable: each setup's rows keep
+        their order; a setup the summary does not list after, by name)."""
+        if not frame.height or "setup" not in frame.columns:
+            return frame
+        place = {name: i for i, name in enumerate(self.setup_order)}
+        return frame.sort(pl.col("setup").replace_strict(place, default=len(place),
+                                                         return_dtype=pl.Int64), "setup",
+                          maintain_order=True)
+
+    @property
     def leaderboard(self) -> Frame:
         """One row per setup, best composite first (see the class docstring)."""
         return as_kind(self._frames["leaderboard"], self.kind)
 
     @property
     def tasks(self) -> Frame:
-        """Per (setup, GRADE task): six dimensions, composite, rubric score, runs."""
-        return as_kind(self.scores.tasks, self.kind)
+        """Per (setup, GRADE task): six dimensions, composite, rubric score, runs; setups in
+        the summary's order (:attr:`setup_order`)."""
+        return as_kind(self._in_setup_order(self.scores.tasks), self.kind)
 
     @property
     def tracks(self) -> Frame:
-        """Per (setup, track): dimension means, composite mean, tasks."""
-        return as_kind(self.scores.tracks, self.kind)
+        """Per (setup, track): dimension means, composite mean, tasks; setups in the
+        summary's order."""
+        return as_kind(self._in_setup_order(self.scores.tracks), self.kind)
 
     @property
     def packs(self) -> Frame:
-        """Per (setup, pack): dimension means, composite mean, tasks."""
-        return as_kind(self.scores.packs, self.kind)
+        """Per (setup, pack): dimension means, composite mean, tasks; setups in the
+        summary's order."""
+        return as_kind(self._in_setup_order(self.scores.packs), self.kind)
 
     @property
     def runs(self) -> Frame:
@@ -330,14 +351,15 @@ class Evaluation:
     def reliability(self) -> Frame:
         """Per setup, subset and k = 1..R: pass_at_k and pass_hat_k with their clustered
         Wilson intervals (``_low``, ``_high``) and the questions (docs/methodology.md §4
-        "Reliability"): pass^1 is the resolved rate, pass^R the stable-resolution rate."""
-        return as_kind(self.standard.reliability, self.kind)
+        "Reliability"): pass^1 is the resolved rate, pass^R the stable-resolution rate;
+        setups in the summary's order."""
+        return as_kind(self._in_setup_order(self.standard.reliability), self.kind)
 
     @property
     def flaky(self) -> Frame:
         """Per setup, the questions resolved in some of their R slots but not all, with the
-        share resolved."""
-        return as_kind(self.standard.flaky, self.kind)
+        share resolved; setups in the summary's order."""
+        return as_kind(self._in_setup_order(self.standard.flaky), self.kind)
 
     @property
     def timing(self) -> Frame:
@@ -383,11 +405,12 @@ class Evaluation:
 
     def weakest_tasks(self, n: int = 5) -> Frame:
         """The ``n`` GRADE tasks with the lowest composite per setup (ties by task id), the
-        rows of :attr:`tasks`; tasks without a composite are left out."""
+        rows of :attr:`tasks` (setups in the summary's order); tasks without a composite are
+        left out."""
         frame = (self.scores.tasks.filter(pl.col("composite").is_not_null())
                  .sort("setup", "composite", "task_id")
                  .group_by("setup", maintain_order=True).head(n))
-        return as_kind(frame, self.kind)
+        return as_kind(self._in_setup_order(frame), self.kind)
 
     def _answer_frames(self, one: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         """The metrics and claim matches of the one run in ``one``: from memory, or for an

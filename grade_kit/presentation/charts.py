@@ -33,6 +33,7 @@ from grade_kit.views.tables import (
     column_label,
     no_timing,
 )
+from grade_kit.views.tables import setup_order as setup_order  # every chart's order, here too
 
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000"]
 """Okabe-Ito without its yellow (too faint on white): distinguishable with every common
@@ -59,15 +60,6 @@ ECDF_POINTS = 101
 
 Chart = alt.Chart | alt.LayerChart | alt.FacetChart | alt.VConcatChart
 """What every builder returns: a single, layered, faceted or stacked Altair chart."""
-
-
-def setup_order(grades: pl.DataFrame | pd.DataFrame) -> list[str]:
-    """The setups in the order ``ev.grades`` lists them: the summary's (ranked setups by
-    resolved rate on all questions, best first, ties by name; setups not ranked last), one
-    rule (:func:`~grade_kit.views.tables.summary_table`). Pass it as ``order`` to every
-    chart of an evaluation, so each setup keeps one place and one colour on all of them."""
-    names = to_polars(grades).filter(pl.col("subset") == "all").get_column("setup").to_list()
-    return list(dict.fromkeys(names))
 
 
 def short_labels(names: Sequence[str]) -> dict[str, str]:

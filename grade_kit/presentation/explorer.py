@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 import polars as pl
 
 from grade_kit.frames import Frame, like, to_polars
-from grade_kit.schema import Grade, InputError, Run, Task, material_error_of
+from grade_kit.schema import GRADE_STATES, Grade, InputError, Run, Task, material_error_of
 from grade_kit.standard.blind.sheet import ANONYMITY_NOTE, answer_text
 from grade_kit.views.tables import cell_text, column_label, table, where_to_look
 
@@ -96,6 +96,24 @@ def most_informative_first(runs: pl.DataFrame) -> pl.DataFrame:
             .sort(["_rank", "disagreement", "composite", "setup", "task_id", "repeat"],
                   descending=[False, True, False, False, False, False], nulls_last=True)
             .drop("_rank", "disagreement"))
+
+
+def grade_counts(runs: pl.DataFrame, order: Sequence[str]) -> pl.DataFrame:
+    """Primary runs per setup (rows in ``order``, the summary's; setups not in it after, by
+    name) and grade (columns in the grades' order, named in words; a grade no run has is
+    left out; a run with no grade is counted under ``no grade``)."""
+    primary = runs.filter(pl.col("is_primary")).with_columns(
+        grade=pl.col("grade").fill_null("no grade"))
+    present = set(primary.get_column("grade").to_list())
+    grades = [g for g in (*GRADE_STATES, "no grade") if g in present]
+    grades += sorted(present - set(grades))
+    place = {name: i for i, name in enumerate(order)}
+    counts = (primary.group_by("setup", "grade").len()
+              .pivot(on="grade", index="setup", values="len").fill_null(0))
+    counts = counts.select("setup", *grades) if counts.height else counts
+    return (counts.sort(pl.col("setup").replace_strict(place, default=len(place),
+                                                       return_dtype=pl.Int64), "setup")
+            .rename({g: g.replace("_", " ") for g in grades}))
 
 
 def sort_runs(runs: pl.DataFrame, order: str = INFORMATIVE) -> pl.DataFrame:
@@ -288,7 +306,8 @@ class Explorer:
             if value != ALL and value not in counts:
                 counts[value] = 0
             options = [(f"{ALL} {others.height:,}", ALL),
-                       *((f"{v} {counts[v]:,}", v) for v in sorted(counts))]
+                       *((f"{cell_text(v, column)} {counts[v]:,}", v)
+                         for v in sorted(counts))]
             if tuple(widget.options) != tuple(options):
                 widget.options = options
                 widget.value = value
@@ -359,9 +378,7 @@ class Explorer:
 
     def static_html(self) -> str:
         """What a page without a kernel shows: runs per setup and grade, and the first runs."""
-        counts = (self._runs.filter(pl.col("is_primary"))
-                  .pivot(on="grade", index="setup", values="run_id", aggregate_function="len")
-                  .sort("setup").fill_null(0))
+        counts = grade_counts(self._runs, self.evaluation.setup_order)
         shown = most_informative_first(self._runs).select(*SHOWN)
         return ("<p><b>Explorer</b>: primary runs per setup and grade (the notebook "
                 "<code>explorer.ipynb</code> filters them and shows each run whole):</p>"

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from grade_kit.frames import to_polars
-from grade_kit.schema import DIMENSIONS, SHORT_LABELS, Results
+from grade_kit.schema import DIMENSIONS, GRADE_STATES, SHORT_LABELS, Results
 from grade_kit.text import brief, md_cell
 
 if TYPE_CHECKING:  # pandas is imported by whoever passes a pandas frame; never here
@@ -36,6 +36,15 @@ runs), charts render as a bare ``vegaEmbed`` call whose libraries the report's p
 once (interactive, with tooltips); see :data:`grade_kit.presentation.charts.LIVE_VEGA_LITE`
 otherwise. Here, not in :mod:`grade_kit.presentation.charts`, so the report command reads it
 without importing altair (1.2 s)."""
+
+def setup_order(grades: pl.DataFrame | pd.DataFrame) -> list[str]:
+    """The setups in the order ``ev.grades`` lists them: the summary's (ranked setups by
+    resolved rate on all questions, best first, ties by name; setups not ranked last), one
+    rule (:func:`~grade_kit.views.tables.summary_table`). Pass it as ``order`` to every
+    chart of an evaluation, so each setup keeps one place and one colour on all of them."""
+    names = to_polars(grades).filter(pl.col("subset") == "all").get_column("setup").to_list()
+    return list(dict.fromkeys(names))
+
 
 def where_to_look(notebook: str, page: str) -> str:
     """Where a reader finds what a table or a line leaves out: ``notebook`` (a code hint,
@@ -102,7 +111,8 @@ _EXACT = {"gold", "parsed", "reported", "abs_tol", "rel_tol"}
 """A value a reader compares with a source as it is written (a gold answer, a tolerance,
 number): shown in full, never rounded."""
 
-_PER_ROW = {"mean_a", "mean_b", "mean_diff_b_minus_a", "change", "baseline", "candidate"}
+_PER_ROW = {"mean_a", "mean_b", "mean_diff_b_minus_a", "change", "baseline", "candidate",
+            "value"}
 """A comparison's figures: their kind is their row's ``metric`` (a difference of E2E medians
 is seconds, a difference of resolved rates a share)."""
 
@@ -151,8 +161,8 @@ def cell_text(value: Any, name: str) -> str:
     """One value of column ``name`` as every table shows it: ``—`` for null, ``yes``/``no``,
     thousands separators (not for labels such as ``repeat``), floats by
     :func:`number_kind` (seconds by magnitude, other quantities to 3 decimals, p-values to 3
-    significant digits, ``< 0.001`` below); a ``metric`` named by its
-    column name in words (``e2e_median_s`` -> ``E2E median (s)``)."""
+    significant digits, ``< 0.001`` below); a grade in words (``material error``); a
+    ``metric`` named by its column name in words (``e2e_median_s`` -> ``E2E median (s)``)."""
     if value is None:
         return "—"
     if isinstance(value, bool):
@@ -165,6 +175,8 @@ def cell_text(value: Any, name: str) -> str:
         return ", ".join(cell_text(v, name) for v in value)
     if name in ("metric", "statistic"):  # a column's name as a value: in words too
         return column_label(str(value))
+    if name in ("grade", "state") and value in GRADE_STATES:  # a grade in words
+        return str(value).replace("_", " ")
     return str(value)
 
 
@@ -845,6 +857,32 @@ def warnings_table(warnings: pl.DataFrame) -> Table:
     return Table(frame, "Warnings", note, empty="No warning.")
 
 
+BY_CONSTRUCTION = ("resolved_rate", "partially_resolved_rate", "material_error_rate",
+                   "unresolved_rate", "pending_verification_rate", "not_run_rate",
+                   "pass_hat_k")
+"""The figures fixed on the common subset by how it is chosen (docs/methodology.md §5
+"Common subset"): every slot resolved, so 1 or 0 for every setup."""
+
+COMMON_BY_CONSTRUCTION = ("On the common subset every slot is resolved by every setup (that "
+                          "is how it is chosen), so its grade rates and pass^k are 1 or 0 by "
+                          "construction:")
+
+
+def grades_table(grades: pl.DataFrame | pd.DataFrame) -> Table:
+    """``ev.grades`` for a page: every setup's grades on all questions; the common subset's
+    rows, whose rates are 1 or 0 by construction (docs/methodology.md §5 "Common subset"),
+    left out with one line saying so and how many questions and slots it holds (its timing,
+    tool calls and composite are in their own tables)."""
+    frame = to_polars(grades)
+    common = frame.filter(pl.col("subset") == "common") if frame.height else frame
+    if not common.height:
+        return Table(frame, "Grades per setup")
+    questions, slots = common.select(pl.col("questions").max(), pl.col("N").max()).row(0)
+    note = (f"{COMMON_BY_CONSTRUCTION} its rows ({questions or 0:,} questions, "
+            f"{slots or 0:,} slots per setup) are not shown.")
+    return Table(frame.filter(pl.col("subset") != "common"), "Grades per setup", note)
+
+
 PAIRED_SETUPS = 4
 """Up to this many setups a page's comparisons (table and chart) show every pair; beyond,
 the pairs of each setup with the first of the order (the best), so they grow with setups,
@@ -895,6 +933,12 @@ def comparisons_table(comparisons: pl.DataFrame | pd.DataFrame, subset: str = "a
                 + where_to_look("ev.comparisons", "results.json")
                 + ", and the significance matrix tests "
                 "them all.")
+    if subset == "common" and rows.height:  # docs/methodology.md §5 "Common subset"
+        constant = pl.col("metric").is_in(list(BY_CONSTRUCTION))
+        if rows.filter(constant).height:
+            rows = rows.filter(~constant)
+            note = " ".join(filter(None, [note, COMMON_BY_CONSTRUCTION
+                                          + " their differences, all 0, are not shown."]))
     # the pair first however few columns have values (a subset with no tested pair shows
     # as few as eight): both subsets' tables read alike
     rows = rows.select(key_columns_first(rows.columns, wide=0))

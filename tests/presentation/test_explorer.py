@@ -75,7 +75,7 @@ def test_each_filter_offers_only_what_the_others_leave_with_counts() -> None:
     # B's runs: b1 unresolved (failed), b2 material error; a1/a2's grades are not offered
     grades = list(ex.filters["grade"].options)
     assert [v for _, v in grades] == ["(all)", "material_error", "unresolved"]
-    assert grades[1] == ("material_error 1", "material_error")
+    assert grades[1] == ("material error 1", "material_error")  # a grade in words
     ex.filters["grade"].value = "unresolved"
     # the setup filter narrows in turn: only B has an unresolved run; B stays chosen
     assert list(ex.filters["setup"].options) == [("(all) 1", "(all)"), ("B 1", "B")]
@@ -267,3 +267,15 @@ def test_an_empty_answer_is_said_not_left_blank(tmp_path: Path) -> None:
     empty = [make_run("e1", "t1", setup="A")]  # delivered, no finding and no text
     panel = BlindGradingPanel(TASKS, empty, tmp_path / "blind.csv", grader="ana", seed=1)
     assert panel.queue and "(empty answer: the run delivered no text)" in panel.answer.value
+
+
+def test_the_static_counts_follow_the_summary_and_name_grades_in_words() -> None:
+    from grade_kit.presentation.explorer import grade_counts
+
+    runs = pl.DataFrame({
+        "setup": ["a", "a", "b", "b", "b", "c"], "is_primary": [True] * 5 + [False],
+        "grade": ["unresolved", "resolved", "material_error", "resolved", None, "resolved"],
+        "run_id": list("123456")})
+    counts = grade_counts(runs, ["b", "a"])  # b leads the summary; c made no primary run
+    assert counts.columns == ["setup", "resolved", "material error", "unresolved", "no grade"]
+    assert counts.rows() == [("b", 1, 1, 0, 1), ("a", 1, 0, 1, 0)]

@@ -271,3 +271,42 @@ def test_one_precision_per_kind_and_a_comparison_by_its_metric() -> None:
     assert "-0.068 [-0.090, -0.046]" in text and "1,200" in text
     assert "-0.570 [-0.716, -0.0004] at 98.33%" in text and "0.500" in text
     assert "difference (compared - baseline)" in text and "baseline mean" in text
+
+
+def test_the_common_subsets_figures_fixed_by_construction_are_left_out_and_said() -> None:
+    from grade_kit.views.tables import comparisons_table, grades_table
+
+    grades = pl.DataFrame({"setup": ["a", "b", "a", "b"], "subset": ["all", "all", "common",
+                                                                   "common"],
+                           "N": [20, 20, 6, 6], "questions": [10, 10, 3, 3],
+                           "resolved_rate": [0.5, 0.4, 1.0, 1.0]})
+    shown = grades_table(grades)
+    assert repr(shown).splitlines()[2].split() == ["a", "all", "20", "10", "0.500"]
+    assert "common" not in "\n".join(repr(shown).splitlines()[1:4])
+    assert "its rows (3 questions, 6 slots per setup) are not shown." in repr(shown)
+    assert repr(grades_table(grades.filter(pl.col("subset") == "all"))).count("not shown") == 0
+    comparisons = pl.DataFrame({
+        "baseline": ["a"] * 3, "compared": ["b"] * 3, "subset": ["common"] * 3,
+        "metric": ["resolved_rate", "pass_hat_k", "e2e_median_s"],
+        "mean_diff_b_minus_a": [0.0, 0.0, -0.5], "ci_low": [0.0, 0.0, -0.9],
+        "ci_high": [0.0, 0.0, -0.1], "value": [None, None, -12.345]})
+    text = repr(comparisons_table(comparisons, "common"))
+    rows = text.splitlines()[2:-1]
+    assert len(rows) == 1 and "E2E median (s)" in rows[0]
+    assert "-0.50 [-0.90, -0.10]" in text and "-12.3" in text  # seconds by its metric
+    assert "their differences, all 0, are not shown." in text
+    assert "not shown" not in repr(comparisons_table(comparisons.with_columns(
+        subset=pl.lit("all")), "all"))
+
+
+def test_every_per_setup_frame_keeps_the_summarys_order() -> None:
+    demo = gk.evaluate(ROOT / "fixtures" / "tasks", ROOT / "fixtures" / "runs", judge="rules",
+                       grader="rules")
+    # hasty leads erratic on the resolved rate, though erratic comes first by name
+    assert demo.setup_order == ["careful", "hasty", "erratic"]
+    for frame in (demo.packs, demo.tracks, demo.tasks, demo.flaky, demo.weakest_tasks(2),
+                  demo.reliability):
+        shown = list(dict.fromkeys(frame.get_column("setup").to_list()))
+        assert shown == demo.setup_order, shown
+    assert demo.weakest_tasks(2).get_column("composite").to_list()[:2] == sorted(
+        demo.tasks.filter(pl.col("setup") == "careful").get_column("composite").to_list())[:2]
