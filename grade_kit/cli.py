@@ -397,10 +397,10 @@ def _raise_open_files() -> None:
 
 
 def _score_into(folder: Path, args: argparse.Namespace,
-                overrides: dict[str, Any]) -> Path | list[Path]:
-    """``grade-kit report``'s evaluation of its inputs, written to ``folder``; returns what
-    the report's title names (the runs given, or the logs). The evaluation is not returned:
-    the notebooks' kernels reopen it from ``folder``."""
+                overrides: dict[str, Any]) -> str:
+    """``grade-kit report``'s evaluation of its inputs, written to ``folder``; returns the
+    report's default title (:attr:`Evaluation.title`). The evaluation is not returned: the
+    notebooks' kernels reopen it from ``folder``."""
     tasks, runs = _sources(args)
     options = {name: getattr(args, name) for name in EVALUATION_PARAMETERS}
     options.update({k: v for k, v in overrides.items() if k in EVALUATION_PARAMETERS})
@@ -409,7 +409,7 @@ def _score_into(folder: Path, args: argparse.Namespace,
              runs[0] if isinstance(runs, list) and runs else tasks, evaluation)
     _print_rejects([r.message() for r in evaluation.inputs.rejected])  # said, not only paged
     evaluation.write(folder)
-    return runs if runs is not None else tasks
+    return evaluation.title
 
 
 def _report_cmd(args: argparse.Namespace) -> int:
@@ -419,11 +419,10 @@ def _report_cmd(args: argparse.Namespace) -> int:
 
     from grade_kit.atomic import folder_lock, replaced_folder
     from grade_kit.pipeline.files import output_folder, refuse_links
-    from grade_kit.pipeline.state import STATE_DIR, verify_state
+    from grade_kit.pipeline.state import STATE_DIR, scored_title, verify_state
     from grade_kit.presentation.report import (
         ReportKernels,
         build_report,
-        default_title,
         report_entries,
     )
 
@@ -446,14 +445,12 @@ def _report_cmd(args: argparse.Namespace) -> int:
     # (an interrupt or a failing notebook leaves the folder as it was)
     with ReportKernels() as kernels, folder_lock(out), replaced_folder(out) as stage:
         if is_scored:
-            scored, title = given.resolve(), default_title({"runs": str(given.resolve())})
+            scored, title = given.resolve(), scored_title(given, state)
         else:
             scored = stage / "scored"  # under its final name: the pages name it
-            named = _score_into(scored, args, overrides)
+            title = _score_into(scored, args, overrides)
             # the evaluation is gone with the call: its memory is free for the kernels
             gc.collect()  # (a kernel's reopen took 3 s beside it, 0.9 s without)
-            title = default_title({"runs": [str(p) for p in named]
-                                   if isinstance(named, list) else str(named)})
         parameters: dict[str, object] = {"scored": str(scored), **{
             k: v for k, v in overrides.items() if k not in EVALUATION_PARAMETERS}}
         built = build_report(parameters, stage, title=args.title or title, kernels=kernels)

@@ -51,6 +51,7 @@ from grade_kit.views.tables import (
     absences,
     cell_text,
     comparisons_table,
+    evaluation_title,
     headline_view,
     pending_state,
     provenance_table,
@@ -289,6 +290,13 @@ class Evaluation:
         a table shows instead (``gk.table(ev.leaderboard, absent=ev.absent.grade)``) and why
         ``grade-kit report`` leaves a section out."""
         return absences(self.results)
+
+    @property
+    def title(self) -> str:
+        """What this evaluation is, in one line (:func:`~grade_kit.views.tables.evaluation_title`):
+        the tasks' suites (else packs), the setups, the questions and repeats; a report's
+        default title."""
+        return evaluation_title(self.results, [t.suite or t.pack for t in self.inputs.tasks])
 
     @property
     def setup_order(self) -> list[str]:

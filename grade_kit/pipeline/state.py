@@ -50,6 +50,7 @@ from grade_kit.schema import (
 )
 from grade_kit.scorers import GradeScores
 from grade_kit.standard import StandardResults
+from grade_kit.views.tables import evaluation_title
 
 STATE_DIR = "evaluation"
 """The folder under an output folder that holds the evaluation's state."""
@@ -238,6 +239,21 @@ def verify_state(folder: Path | str) -> StateFile:
     return meta
 
 
+def _results(folder: Path) -> Results:
+    return Results.model_validate_json((folder / "results.json").read_text(encoding="utf-8"))
+
+
+def scored_title(folder: Path | str, state: StateFile | None = None) -> str:
+    """What the evaluation in a scored folder is, in one line (a report's default title,
+    :func:`~grade_kit.views.tables.evaluation_title`), read from its results and task list
+    without reopening it; ``state``: the folder's :func:`verify_state`, checked here when
+    not given."""
+    folder = Path(folder)
+    meta = state or verify_state(folder)
+    return evaluation_title(_results(folder),
+                            [t.get("suite") or t.get("pack") for t in meta.tasks])
+
+
 def read_state(folder: Path | str) -> tuple[Inputs, EvalData, GradeScores,
                                              StandardResults, Results, str]:
     """The parts of the evaluation written under ``folder`` (an output folder of
@@ -254,7 +270,7 @@ def read_state(folder: Path | str) -> tuple[Inputs, EvalData, GradeScores,
     def frames(prefix: str, names: list[str]) -> dict[str, pl.DataFrame]:
         return {n: pl.read_parquet(state_dir / f"{prefix}-{n}.parquet") for n in names}
 
-    results = Results.model_validate_json((folder / "results.json").read_text(encoding="utf-8"))
+    results = _results(folder)
     tasks = [Task.model_validate(t) for t in meta["tasks"]]
     counts = meta["counts"]
     store = state_dir / meta["store"] if meta.get("store") else None

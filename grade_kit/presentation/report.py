@@ -131,11 +131,17 @@ def script_hashes(page: str) -> str:
 
 
 def default_title(parameters: Mapping[str, Any]) -> str:
-    """``grade_kit report: <the runs' (or logs') file names>``, at most three named."""
-    given = parameters.get("runs") or parameters.get("tasks") or []
-    names = [Path(str(p)).name for p in (given if isinstance(given, list) else [given])]
-    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    return f"grade_kit report: {shown}" if shown else "grade_kit report"
+    """What the ``scored`` folder's evaluation is, in one line
+    (:func:`~grade_kit.pipeline.state.scored_title`: its suites or packs, setups, questions
+    and repeats); ``grade_kit report`` where no scored folder is given or it holds none (the
+    notebooks then say why)."""
+    from grade_kit.pipeline.state import scored_title
+
+    scored = parameters.get("scored")
+    try:
+        return scored_title(str(scored)) if scored else "grade_kit report"
+    except InputError:
+        return "grade_kit report"
 
 
 def _portable(value: Any) -> Any:
@@ -166,7 +172,8 @@ def _index(pages: Sequence[Page], parameters: Mapping[str, Any], title: str) -> 
         text = ", ".join(map(str, shown)) if isinstance(shown, list) else str(shown)
         cell = html.escape(text)
         if key == "scored":
-            cell += (f" (open it again with <code>gk.reopen({html.escape(repr(text))})</code>,"
+            cell += (" (open it again, from the folder this page is in, with "
+                     f"<code>gk.reopen({html.escape(repr(text))})</code>,"
                      f" or <code>grade-kit report {html.escape(text)} --out DIR</code> for "
                      "new pages)")
         rows.append(f"<tr><td>{html.escape(_PARAMETER_LABELS.get(key, key))}</td>"

@@ -17,7 +17,7 @@ import html
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,25 @@ def setup_order(grades: pl.DataFrame | pd.DataFrame) -> list[str]:
     chart of an evaluation, so each setup keeps one place and one colour on all of them."""
     names = to_polars(grades).filter(pl.col("subset") == "all").get_column("setup").to_list()
     return list(dict.fromkeys(names))
+
+
+def _named(names: Sequence[str], shown: int = 3) -> str:
+    """``a, b, c and 2 more``: the first ``shown`` names, then how many more."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
+def evaluation_title(results: Results, collections: Iterable[str | None]) -> str:
+    """What an evaluation is, in one line (a page's default title): the collections its
+    questions come from (each task's suite, else its pack; three named, then how many
+    more), its setups by name (three named) and its questions and repeats, e.g.
+    ``airline: gpt-4o · 50 questions x 4 repeats``."""
+    named = sorted({c for c in collections if c})
+    setups = sorted(results.setups)
+    questions, repeats = results.common_subset.of_questions, results.plan.repeats
+    what = (f"{_named(setups)} · {questions:,} question{'s' * (questions != 1)} x "
+            f"{repeats} repeat{'s' * (repeats != 1)}")
+    return f"{_named(named)}: {what}" if named else what
 
 
 def where_to_look(notebook: str, page: str) -> str:

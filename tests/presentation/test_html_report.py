@@ -3,6 +3,7 @@ checked in headless Chromium with every network request blocked."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -17,6 +18,8 @@ from grade_kit.presentation.report import NOTEBOOKS
 from tests.paths import EXAMPLE, ROOT
 
 HOSTILE = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
+TITLE = f"{HOSTILE}, tutoring-mini: {HOSTILE}, careful, hasty · 6 questions x 3 repeats"
+"""The report's default title: the evil task's suite and the others' pack, the setups."""
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
@@ -371,9 +374,11 @@ def test_the_index_names_no_local_folder(report: Path) -> None:
     assert str(ROOT) not in index and str(report.parent) not in index
     # the scored folder by the name it has beside the pages (never a staging folder's),
     # and how to open it again
-    assert ("<td>scored folder</td><td>scored (open it again with <code>gk.reopen("
-            "&#x27;scored&#x27;)</code>") in index
-    assert "<h1>grade_kit report: runs.jsonl</h1>" in index
+    assert ("<td>scored folder</td><td>scored (open it again, from the folder this page is "
+            "in, with <code>gk.reopen(&#x27;scored&#x27;)</code>") in index
+    # the title says what the evaluation is (each task's suite, else its pack; the setups;
+    # questions x R), not which files held it
+    assert f"<h1>{html.escape(TITLE)}</h1>" in index
 
 
 def test_report_html_is_one_page_to_mail(report: Path) -> None:
@@ -387,7 +392,7 @@ def test_report_html_is_one_page_to_mail(report: Path) -> None:
             "Provenance"} <= set(targets)
     assert all(t in ids for t in targets)
     assert page.index('id="Provenance"') > page.index('id="Explorer"')  # the footer is last
-    assert "grade_kit report: runs.jsonl" in page and "sha256" in page
+    assert f"<title>{html.escape(TITLE, quote=False)}</title>" in page and "sha256" in page
     assert str(report.parent) not in page and str(ROOT) not in page
     assert not re.search(r"<script[^>]+src=", page) and page.count("window.vegaEmbed=") == 1
     assert 'href="report.html"' in (report / "index.html").read_text()

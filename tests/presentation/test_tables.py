@@ -310,3 +310,12 @@ def test_every_per_setup_frame_keeps_the_summarys_order() -> None:
         assert shown == demo.setup_order, shown
     assert demo.weakest_tasks(2).get_column("composite").to_list()[:2] == sorted(
         demo.tasks.filter(pl.col("setup") == "careful").get_column("composite").to_list())[:2]
+
+
+def test_an_evaluations_title_says_what_it_is() -> None:
+    tau2 = gk.evaluate(REALDATA / "tau2_grok_airline_relaxed_task8")
+    assert tau2.title == ("airline-relaxed: xai/grok-3-mini, xai/grok-4-fast-reasoning · "
+                          "1 question x 4 repeats")
+    inspect = gk.evaluate(REALDATA / "inspect_ai_testlogs")
+    assert inspect.title == ("popularity, security_guide: openai/gpt-4o-mini · 13 questions x "
+                             "1 repeat")
