@@ -101,7 +101,7 @@ def duplicate_record_warnings(setups: dict[str, SetupResults]) -> list[WarningIt
         tc = s.tool_calls
         if tc.runs_with_duplicate_records:
             out.append(WarningItem(message=(
-                f"{name!r}: {tc.runs_with_duplicate_records} of {tc.runs_exposed} runs "
+                f"setup {name!r}: {tc.runs_with_duplicate_records} of {tc.runs_exposed} runs "
                 f"({tc.runs_with_duplicate_records / tc.runs_exposed:.0%}) record a tool call "
                 "more than once (the same id, name and arguments): "
                 f"{tc.recorded_calls - tc.calls} such record(s) counted once, "

@@ -55,6 +55,7 @@ from grade_kit.views.tables import (
     headline_view,
     pending_state,
     provenance_table,
+    rejected_table,
     setup_order,
     summary_table,
     table,
@@ -486,8 +487,8 @@ class Evaluation:
             comparisons=[comparisons_table(frames["comparisons"], subset, order,
                                            absent=absent.comparison)
                          for subset in ("all", "common")],
-            rejected=table(frames["rejected"], empty="None: every record loaded."),
-            warnings=warnings_table(frames["warnings"]))
+            rejected=rejected_table(frames["rejected"], self.results),
+            warnings=warnings_table(frames["warnings"], self.results))
         return scorecard_markdown(self.results, tables, weakest=weakest,
                                   rejects_file=OUTPUT_FILES["rejects"])
 

@@ -659,11 +659,13 @@ def summary_table(results: Results, grades: pl.DataFrame, timing: pl.DataFrame,
 
 def provenance_table(results: Results) -> Table:
     """What made these figures, for a page's footer: the grade_kit version and time, each
-    input file by name (never its folder) with its SHA-256 prefix and records, R and how it
+    input file relative to the inputs' folder (:func:`inputs_folder`; never an absolute
+    path) with its SHA-256 prefix and records, R and how it
     was set, the seeds, the judges and the graders."""
     prov, plan = results.provenance, results.plan
+    folder = inputs_folder(results)
     rows = [("grade_kit", prov.grade_kit_version), ("made", prov.created_at)]
-    rows += [(f"input: {f.kind}", f"{f.path.replace(chr(92), '/').rsplit('/', 1)[-1]} "
+    rows += [(f"input: {f.kind}", f"{input_name(f.path, folder)} "
               f"({f'sha256 {f.sha256[:12]}…' if f.sha256 else 'no file: records given'}, "
               f"{f.records:,} records, {f.rejected:,} rejected)") for f in prov.inputs]
     rows.append(("R", f"{plan.repeats} ({plan.rule})"))
@@ -848,32 +850,99 @@ _LOG_PREFIX = re.compile(r"^(?P<file>[^\s:]+\.(?:eval|json|jsonl|csv|yaml|yml)):
 _FIGURES = re.compile(r"\d+(?:[.,]\d+)*")
 
 
-def warnings_table(warnings: pl.DataFrame) -> Table:
+def inputs_folder(results: Results) -> str | None:
+    """The folder every input file is under (the common folder of their folders), from the
+    provenance; None when no input is a file with an absolute path, or the only such folder
+    is the file system's root."""
+    folders = [os.path.dirname(f.path) for f in results.provenance.inputs
+               if f.path and os.path.isabs(f.path)]
+    try:
+        common = os.path.commonpath(folders) if folders else None
+    except ValueError:  # paths on two drives
+        return None
+    return None if common is None or common == os.path.dirname(common) else common
+
+
+def input_name(path: str, folder: str | None) -> str:
+    """How a page names an input file: relative to the inputs' ``folder``
+    (:func:`inputs_folder`), else by its name; never by an absolute path."""
+    if folder and path.startswith(folder.rstrip(os.sep) + os.sep):
+        return path[len(folder.rstrip(os.sep)) + 1:]
+    return os.path.basename(path) if os.path.isabs(path) else path
+
+
+def relative_to_inputs(frame: pl.DataFrame, results: Results | None) -> pl.DataFrame:
+    """``frame`` with every input file's path in its text columns (a reject's source, a
+    warning naming a file) as a page names it (:func:`input_name`), and the inputs' folder
+    dropped wherever else it occurs; as it is without ``results``."""
+    if results is None:
+        return frame
+    folder = inputs_folder(results)
+    paths = sorted({f.path for f in results.provenance.inputs
+                    if f.path and os.path.isabs(f.path)}, key=len, reverse=True)
+    text = [c for c, dtype in frame.schema.items() if dtype == pl.String]
+
+    def named(column: pl.Expr) -> pl.Expr:
+        for path in paths:  # the longest first: no path is cut inside a longer one
+            column = column.str.replace_all(path, input_name(path, folder), literal=True)
+        if folder:
+            column = column.str.replace_all(folder.rstrip(os.sep) + os.sep, "", literal=True)
+        return column
+
+    return frame.with_columns(named(pl.col(c)).alias(c) for c in text)
+
+
+def rejected_table(rejected: pl.DataFrame | pd.DataFrame,
+                   results: Results | None = None) -> Table:
+    """``ev.rejected`` for a page: every rejected record, its source relative to the folder
+    of ``results``' inputs (:func:`relative_to_inputs`; without ``results``, as given)."""
+    return Table(relative_to_inputs(to_polars(rejected), results),
+                 empty="No input record was rejected.")
+
+
+_SETUP_PREFIX = re.compile(r"^setup (?P<q>['\"])(?P<setup>.*?)(?P=q): ")
+"""A warning about one setup starts ``setup 'name': ``."""
+
+
+def warnings_table(warnings: pl.DataFrame | pd.DataFrame,
+                   results: Results | None = None) -> Table:
     """The warnings grouped by kind for a page (``ev.warnings`` keeps every one): messages
-    that differ only in the file they name (a ``file.json: `` prefix) and in their figures
-    are one row, with how many there are, every file named once, and the first message in
-    full."""
+    that differ only in the file they name (a ``file.json: `` prefix), the setup they are
+    about (a ``setup 'name': `` prefix) and their figures are one row, with how many there
+    are, every file and every setup named once, and the first message in full (without its
+    setup, which the setups column names). Files relative to the folder of ``results``'
+    inputs (:func:`relative_to_inputs`; without ``results``, as given)."""
+    frame = relative_to_inputs(to_polars(warnings), results)
     rows: dict[str, dict[str, Any]] = {}
-    for message in warnings.get_column("message").to_list() if warnings.height else []:
+    for message in frame.get_column("message").to_list() if frame.height else []:
         text = str(message)
         match = _LOG_PREFIX.match(text)
         rest = text[match.end():] if match else text
+        about = _SETUP_PREFIX.match(rest)
+        if about:
+            rest = rest[about.end():]
+            text = (text[:match.end()] if match else "") + rest
         kind = _FIGURES.sub("#", rest)
-        row = rows.setdefault(kind, {"warning": text, "count": 0, "files": []})
+        row = rows.setdefault(kind, {"warning": text, "count": 0, "files": [], "setups": []})
         row["count"] += 1
         if match and match.group("file") not in row["files"]:
             row["files"].append(match.group("file"))
-    frame = pl.DataFrame(
+        if about and about.group("setup") not in row["setups"]:
+            row["setups"].append(about.group("setup"))
+    shown = pl.DataFrame(
         [{"warning": r["warning"], "count": r["count"],
+          "setups": ", ".join(r["setups"]) or None,
           "files": ", ".join(r["files"]) or None} for r in rows.values()],
-        schema={"warning": pl.String, "count": pl.Int64, "files": pl.String})
-    if frame.height and frame.get_column("files").null_count() == frame.height:
-        frame = frame.drop("files")  # no warning names a file: no column to say so
-    note = (f"{warnings.height:,} warnings in {frame.height:,} kinds; messages that differ "
-            "only in their file and figures are one row, the first shown ("
+        schema={"warning": pl.String, "count": pl.Int64, "setups": pl.String,
+                "files": pl.String})
+    for column in ("setups", "files"):  # no warning names one: no column to say so
+        if shown.height and shown.get_column(column).null_count() == shown.height:
+            shown = shown.drop(column)
+    note = (f"{frame.height:,} warnings in {shown.height:,} kinds; messages that differ "
+            "only in their file, setup and figures are one row, the first shown ("
             + where_to_look("ev.warnings lists every one", "results.json lists every one")
-            + ")." if frame.height < warnings.height else None)
-    return Table(frame, "Warnings", note, empty="No warning.")
+            + ")." if shown.height < frame.height else None)
+    return Table(shown, "Warnings", note, empty="No warning.", ordered=True)
 
 
 BY_CONSTRUCTION = ("resolved_rate", "partially_resolved_rate", "material_error_rate",

@@ -3,6 +3,8 @@ escaped, and the summary that adapts to the data."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 
 import grade_kit as gk
@@ -141,7 +143,7 @@ def test_warnings_are_grouped_by_kind_with_every_file_named_once() -> None:
     view = warnings_table(frame)
     assert view.frame.to_dicts() == [
         {"warning": messages[0], "count": 3, "files": "a.json, b.eval"},
-        {"warning": messages[3], "count": 1, "files": None}]
+        {"warning": messages[3], "count": 1, "files": None}]  # no setup named: no column
     assert view.note is not None and view.note.startswith("4 warnings in 2 kinds")
     empty = warnings_table(frame.clear())
     assert empty.frame.height == 0 and "No warning." in empty._repr_html_()
@@ -319,3 +321,44 @@ def test_an_evaluations_title_says_what_it_is() -> None:
     inspect = gk.evaluate(REALDATA / "inspect_ai_testlogs")
     assert inspect.title == ("popularity, security_guide: openai/gpt-4o-mini · 13 questions x "
                              "1 repeat")
+
+
+def test_warnings_about_setups_are_one_row_naming_every_setup() -> None:
+    from grade_kit.views.tables import warnings_table
+
+    messages = ["setup 'gpt-4o': 2 of 200 runs (1%) record a tool call more than once",
+                "setup \"o'brien\": 5 of 10 runs (50%) record a tool call more than once",
+                "setup 'gpt-4o': composite over 5 of 6 dimensions, renormalised",
+                "/data/evals/logs/a.json: the log's status is 'cancelled'"]
+    frame = pl.DataFrame({"source": ["/data/evals/logs/a.json", None, None, None],
+                          "line": [None] * 4, "message": messages},
+                         schema={"source": pl.String, "line": pl.Int64, "message": pl.String})
+    rows = warnings_table(frame).frame.to_dicts()
+    assert rows == [
+        {"warning": "2 of 200 runs (1%) record a tool call more than once", "count": 2,
+         "setups": "gpt-4o, o'brien", "files": None},
+        {"warning": "composite over 5 of 6 dimensions, renormalised", "count": 1,
+         "setups": "gpt-4o", "files": None},
+        {"warning": "/data/evals/logs/a.json: the log's status is 'cancelled'", "count": 1,
+         "setups": None, "files": "/data/evals/logs/a.json"}]
+
+
+def test_a_page_names_input_files_relative_to_the_inputs(tmp_path: Path) -> None:
+    import shutil
+
+    from grade_kit.views.tables import input_name, inputs_folder, rejected_table
+
+    shutil.copytree(ROOT / "fixtures" / "example" / "tasks", tmp_path / "tasks" / "mini")
+    (tmp_path / "tasks" / "mini" / "broken.yaml").write_text("task_id: [\n")
+    (tmp_path / "runs.jsonl").write_text('{"run_id": 5}\n')
+    ev = gk.evaluate(tmp_path / "tasks", tmp_path / "runs.jsonl", judge="rules",
+                     grader="rules")
+    assert inputs_folder(ev.results) == str(tmp_path)
+    shown = repr(rejected_table(ev.rejected, ev.results))
+    assert str(tmp_path) not in shown
+    assert "tasks/mini/broken.yaml" in shown and "runs.jsonl" in shown
+    assert str(tmp_path) in repr(rejected_table(ev.rejected))  # no results: as given
+    assert input_name("/x/y/a/b.yaml", "/x/y") == "a/b.yaml"
+    assert input_name("/x/yz/c.yaml", "/x/y") == "c.yaml"  # a folder's prefix, not a name's
+    assert input_name("<runs>", "/x/y") == "<runs>"
+    assert input_name("/x/y/a/b.yaml", None) == "b.yaml"
