@@ -136,11 +136,17 @@ _PER_ROW = {"mean_a", "mean_b", "mean_diff_b_minus_a", "change", "baseline", "ca
 is seconds, a difference of resolved rates a share)."""
 
 
+_COUNTS = {"per_run_p50", "per_run_p90", "per_run_min", "per_run_max"}
+"""Order statistics of a count (tool calls per run): whole numbers, or halfway between two
+(a median of an even number of runs)."""
+
+
 def number_kind(name: str) -> str:
     """What a column (or a comparison's ``metric``) holds, which sets its precision:
     ``p`` (a p-value), ``seconds``, ``exact`` (a gold or parsed value, in full), ``effective``
-    (an effective sample size, 1 decimal) or ``quantity`` (a share, a rate, a score, a mean
-    count, a design effect: 3 decimals)."""
+    (an effective sample size, 1 decimal), ``count`` (a count's median, quantile or extreme:
+    whole, or 1 decimal when it falls between two) or ``quantity`` (a share, a rate, a
+    score, a mean count, a design effect: 3 decimals)."""
     if name in _P_VALUES:
         return "p"
     if _is_seconds(name):
@@ -149,6 +155,8 @@ def number_kind(name: str) -> str:
         return "exact"
     if name.endswith("n_effective"):
         return "effective"
+    if name in _COUNTS:
+        return "count"
     return "quantity"
 
 
@@ -170,7 +178,8 @@ def _number(value: float, name: str, largest: float | None = None) -> str:
     if kind == "exact":
         return f"{value:,}"
     decimals = (seconds_decimals(value if largest is None else largest) if kind == "seconds"
-                else 1 if kind == "effective" else 3)
+                else 1 if kind == "effective" or (kind == "count" and not value.is_integer())
+                else 0 if kind == "count" else 3)
     if value and not round(value, decimals):  # a figure that is not 0 never reads as 0 (an
         return f"{value:.2g}"  # interval's end beside a stated difference keeps its sign)
     return f"{value:,.{decimals}f}"
@@ -531,6 +540,68 @@ def absences(results: Results) -> Absent:
         timing=None if any(s.timing.e2e_s.n for s in setups) else no_timing(delivered, missing),
         comparison=None if results.comparisons else NO_COMPARISON,
         tool_calls=None if any(s.tool_calls.runs_exposed for s in setups) else NO_TOOL_CALLS)
+
+
+@dataclass(frozen=True)
+class Prose:
+    """A paragraph a notebook shows as Markdown (and as text outside Jupyter)."""
+
+    text: str
+
+    def _repr_markdown_(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def section_intro(section: str, absent: Absent) -> Prose | Table:
+    """What a notebook's section says first, naming only what this evaluation has
+    (``absent``: :attr:`Evaluation.absent`): ``scorecard`` (the grades; who leads, with its
+    test, where setups are compared; the GRADE dimensions where the tasks carry a rubric),
+    ``timing`` (latency where there is a sample; tool calls where runs exposed them) or
+    ``compare`` (the kinds of figure and how each is tested). A section with nothing to say
+    gives the reason it is left out (a marked sentence, :func:`absent_html`).
+
+    Raises:
+        ValueError: for another section.
+    """
+    if section == "scorecard":
+        leads = ("" if absent.comparison else " and who leads on the resolved rate (with the "
+                 "paired test that says whether the lead is real)")
+        grade = ("" if absent.grade else "; the six GRADE dimensions and their weighted "
+                 "composite by track and pack and the weakest tasks")
+        return Prose(f"Every setup's four grades over honest denominators{leads}{grade}; and "
+                     "every rejected input. The rules are in `docs/methodology.md`.")
+    if section == "timing":
+        parts = []
+        if not absent.timing:
+            parts.append("End-to-end latency (received - submitted) of delivered primary "
+                         "runs, on all questions and on the common subset, every denominator "
+                         "shown; working time (the system's own work, without waiting on rate "
+                         "limits and queues) beside it where the source records it; timeouts, "
+                         "limits and failures are counted apart and are never latency "
+                         "samples.")
+        if not absent.tool_calls:
+            parts.append("Tool calls are decided per call (a record repeating an earlier "
+                         "one's id, name and arguments is that call again), with the records "
+                         "beside them.")
+        return (Prose(" ".join(parts)) if parts
+                else Table(pl.DataFrame(), absent=absent.timing))
+    if section == "compare":
+        if absent.comparison:
+            return Table(pl.DataFrame(), absent=absent.comparison)
+        return Prose(
+            "Every pair of setups, compared - baseline, on the questions both ran and on the "
+            "common subset. Each figure is *measured* (paired, with n and an interval), a "
+            "*conditional estimate* (formula and assumption shown) or an *untested "
+            "direction*. A tested figure (the grade rates, pass^k) states a direction only "
+            "when its Holm-adjusted paired test does, and its interval is that test inverted "
+            "at its Holm level, so the two never disagree"
+            + ("; times, the composite and tool calls have" if not absent.grade
+               else "; times and tool calls have")
+            + " a seeded 95% bootstrap interval over paired questions.")
+    raise ValueError(f"no intro for section {section!r}: scorecard, timing or compare")
 
 
 def pending_state(results: Results) -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 import grade_kit as gk
 from grade_kit.views.tables import column_label, table
@@ -260,6 +261,7 @@ def test_one_precision_per_kind_and_a_comparison_by_its_metric() -> None:
     assert [cell_text(v, "resolved_icc") for v in (0.03775, 0.3799)] == ["0.038", "0.380"]
     assert cell_text(2.52, "resolved_design_effect") == "2.520"
     assert cell_text(173.8, "resolved_n_effective") == "173.8"
+    assert [cell_text(v, "per_run_p50") for v in (5.0, 5.5, 1200.0)] == ["5", "5.5", "1,200"]
     assert cell_text(3.14159, "gold") == "3.14159"  # compared with a source: in full
     assert cell_text(-0.0004, "mean_diff_b_minus_a") == "-0.0004"  # not 0 never reads 0
     assert cell_text(0.0, "mean_diff_b_minus_a") == "0.000"
@@ -362,3 +364,24 @@ def test_a_page_names_input_files_relative_to_the_inputs(tmp_path: Path) -> None
     assert input_name("/x/yz/c.yaml", "/x/y") == "c.yaml"  # a folder's prefix, not a name's
     assert input_name("<runs>", "/x/y") == "<runs>"
     assert input_name("/x/y/a/b.yaml", None) == "b.yaml"
+
+
+def test_a_sections_intro_names_only_what_the_evaluation_has() -> None:
+    from grade_kit.views.tables import Absent, section_intro
+
+    every = Absent(grade=None, timing=None, comparison=None, tool_calls=None)
+    text = repr(section_intro("scorecard", every))
+    assert "who leads on the resolved rate" in text and "six GRADE dimensions" in text
+    tau = gk.evaluate(REALDATA / "tau_bench_gpt4o_airline")  # one setup, no rubric, no times
+    text = repr(section_intro("scorecard", tau.absent))
+    assert text == ("Every setup's four grades over honest denominators; and every rejected "
+                    "input. The rules are in `docs/methodology.md`.")
+    timing = repr(section_intro("timing", tau.absent))
+    assert timing.startswith("Tool calls are decided per call") and "latency" not in timing
+    compare = section_intro("compare", tau.absent)._repr_html_()
+    assert "No comparison" in compare  # marked absent: the report leaves the page out
+    nothing = Absent(grade="g", timing="No E2E sample.", comparison="c", tool_calls="t")
+    assert "No E2E sample." in section_intro("timing", nothing)._repr_html_()
+    assert "the composite" in repr(section_intro("compare", every))
+    with pytest.raises(ValueError, match="no intro for section 'x'"):
+        section_intro("x", every)
