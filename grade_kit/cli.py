@@ -550,9 +550,14 @@ def _grading_sheet(args: argparse.Namespace) -> int:
 
 def _import_grades(args: argparse.Namespace) -> int:
     from grade_kit.atomic import atomic_write_text, write_records
-    from grade_kit.standard.blind import calibration_report, import_grading_sheet, read_key
+    from grade_kit.standard.blind import (
+        calibration_report,
+        default_key_path,
+        import_grading_sheet,
+        read_key,
+    )
 
-    key_path = args.key or args.sheet.with_suffix(".key.json")
+    key_path = args.key or default_key_path(args.sheet)
     if not key_path.is_file():
         raise InputError(f"{key_path}: no such key file (pass --key)")
     key = read_key(key_path)
@@ -807,7 +812,8 @@ def commands() -> tuple[Command, ...]:
         )),
         Command("import-grades", "map a filled grading sheet back to runs", _import_grades, (
             _arg("sheet", type=Path),
-            _arg("--key", type=Path, help="key JSON (default: <sheet>.key.json)"),
+            _arg("--key", type=Path, help="key JSON (default: <sheet>.key.json beside the "
+                 "sheet, else the grading panel's, in ~/.local/share/grade_kit/keys)"),
             _out("grades JSONL to write"),
             _arg("--report", type=Path,
                  help="calibration report (default: calibration.md next to --out)"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,6 +12,10 @@ import pytest
 from grade_kit.frames import EvalData
 from grade_kit.schema import Judgement, Run, Task
 from grade_kit.scorers import GradeScores, grade_scores
+
+# a grading panel writes a new sheet's key outside the served folder, in the user's keys
+# folder: the tests' (and the kernels and servers they start) is one of their own
+os.environ["GRADE_KIT_KEYS"] = tempfile.mkdtemp(prefix="grade-kit-keys-")
 
 ALL_DIMS = {"grounding_accuracy": 0.35, "insight_quality": 0.20, "evidence_linkage": 0.15,
             "calibration_limitation_handling": 0.15, "consistency": 0.10,

@@ -23,7 +23,7 @@ import polars as pl
 
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.schema import GRADE_STATES, Grade, InputError, Run, Task, material_error_of
-from grade_kit.standard.blind.sheet import ANONYMITY_NOTE, answer_text
+from grade_kit.standard.blind.sheet import ANONYMITY_NOTE, answer_text, default_key_path
 from grade_kit.views.tables import cell_text, column_label, table, where_to_look
 
 if TYPE_CHECKING:  # a parameter's type only: the explorer is handed an evaluation, a diff
@@ -424,9 +424,10 @@ class BlindGradingPanel:
         runs: The runs: delivered primary answers are graded.
         grading_file: The grading sheet (CSV) to append to; None shows how to start, with
             no form and no answer.
-        key_file: The key; default ``<grading_file stem>.key.json`` beside it. Move it where
-            the graders cannot read it: the panel asks for it only to start a sheet or
-            resume one.
+        key_file: The key; default :func:`~grade_kit.standard.blind.default_key_path`: a
+            key beside the grading file where one is, else a file in the user's keys folder
+            (``~/.local/share/grade_kit/keys``, or ``$GRADE_KIT_KEYS``), outside the folder
+            JupyterLab serves; the panel's status line says where it is.
         grader: Written in each row's ``grader``; default ``"person"``.
         seed: Seed of the aliases and the order of a new sheet; default 0 (a sheet's key
             keeps its own).
@@ -445,13 +446,14 @@ class BlindGradingPanel:
 
         self.path = None if grading_file is None else Path(grading_file)
         self.key_path = (None if self.path is None else Path(key_file) if key_file is not None
-                         else self.path.with_suffix(".key.json"))
+                         else default_key_path(self.path))
         self.grader = grader
         self.seed = seed
         self._answers: dict[str, tuple[str, str, int]] = {}  # alias -> question, answer, row
         self.queue: list[str] = []  # aliases to grade, in the key's order
         self.total = 0
-        self.saved = 0
+        self.saved_here: list[str] = []
+        """The aliases this panel saved and did not undo (its progress counts them)."""
         if self.path is not None and self.key_path is not None:
             self.sheet = self._open_sheet(tasks, runs)
         wide = w.Layout(width="100%")
@@ -537,7 +539,7 @@ class BlindGradingPanel:
 
     def _progress(self) -> str:
         return (f"{self.total - len(self.queue)} of {self.total} graded "
-                f"({self.saved} saved here, {len(self.queue)} left)")
+                f"({len(self.saved_here)} saved here, {len(self.queue)} left)")
 
     def _clear(self) -> None:
         """Every field back to empty: the next answer starts ungraded."""
@@ -561,6 +563,8 @@ class BlindGradingPanel:
             self.status.value = f"{html.escape(self._progress())}; {where}"
             return
         self.save_button.disabled = False
+        if not self.status.value:  # until the first save or undo: where the files are
+            self.status.value = where
         alias = self.queue[0]
         question, answer, _row = self._answers[alias]
         self.answer.value = (
@@ -617,7 +621,7 @@ class BlindGradingPanel:
             handle.flush()
             os.fsync(handle.fileno())
         self.queue.pop(0)
-        self.saved += 1
+        self.saved_here.append(alias)
         self._clear()
         self.status.value = f"saved: {html.escape(self._progress())}"
         self._show()
@@ -635,21 +639,23 @@ class BlindGradingPanel:
 
         if self.path is None or not self.path.is_file():
             return None
-        text = self.path.read_text(encoding="utf-8")
-        rows = list(csv.reader(io.StringIO(text, newline="")))
-        if len(rows) < 2:
+        from grade_kit.standard.blind import read_sheet_rows
+
+        read = read_sheet_rows(self.path.read_text(encoding="utf-8"))
+        if not read.rows:
             return None
-        header, last = rows[0], dict(zip(rows[0], rows[-1], strict=False))
+        header, last = read.header, dict(zip(read.header, read.rows[-1][1], strict=False))
         alias = last.get("alias", "")
         if last.get("sheet") != self.sheet or alias not in self._answers:
             raise ValueError(f"{self.path}: its last row is not a grade of this sheet: "
                              "nothing undone")
         kept = io.StringIO(newline="")
-        csv.writer(kept).writerows([header, *rows[1:-1]])
+        csv.writer(kept).writerows([*read.preamble, header, *(r for _, r in read.rows[:-1])])
         atomic_write_text(self.path, kept.getvalue())
         if alias not in self.queue:
             self.queue.insert(0, alias)
-        self.saved -= 1
+        if alias in self.saved_here:  # a row of an earlier session is not one saved here
+            self.saved_here.remove(alias)
         self._clear()
         self.status.value = f"undone: {html.escape(self._progress())}"
         self._show()

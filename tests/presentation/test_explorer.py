@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 
 import grade_kit as gk
+from grade_kit.cache import keys_dir
 from grade_kit.presentation.explorer import (
     KEYS_CLASS,
     BlindGradingPanel,
@@ -22,6 +23,7 @@ from grade_kit.presentation.explorer import (
     sort_runs,
 )
 from grade_kit.schema import InputError
+from grade_kit.standard.blind import STATEMENT
 from tests.conftest import make_run, make_task
 
 HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
@@ -155,7 +157,12 @@ def test_blind_grades_are_appended_under_aliases_with_the_key_apart(tmp_path: Pa
 
     path = tmp_path / "blind.csv"
     panel = BlindGradingPanel(TASKS, RUNS, path, grader="ana", seed=3)
-    key = json.loads((tmp_path / "blind.key.json").read_text())
+    # the key is outside the grading file's folder (in the user's keys folder), and the
+    # panel says where
+    assert panel.key_path is not None and panel.key_path.parent == keys_dir()
+    assert panel.key_path.name.startswith("blind-") and list(tmp_path.iterdir()) == []
+    assert f"key in {panel.key_path}" in panel.status.value
+    key = json.loads(panel.key_path.read_text())
     assert len(panel.queue) == 3 == panel.total  # the failed run has no answer to grade
     order = list(panel.queue)
     assert order == [a for a in key["aliases"]]  # the key's seeded order
@@ -172,7 +179,8 @@ def test_blind_grades_are_appended_under_aliases_with_the_key_apart(tmp_path: Pa
     panel.claim.value = "the claim"
     panel.asking.value = True
     panel.save_button.click()
-    text = path.read_text()  # on disk before anything else happens
+    statement, text = path.read_text().split("\n", 1)  # on disk before anything else
+    assert statement == f'"{STATEMENT}"'  # the file graders open states its anonymity
     rows = list(csv.DictReader(io.StringIO(text)))
     cells = {v for row in rows for v in row.values()}
     assert not {"run_id", "setup"} & set(rows[0])
@@ -187,7 +195,7 @@ def test_blind_grades_are_appended_under_aliases_with_the_key_apart(tmp_path: Pa
     with pytest.raises(ValueError, match="choose the core conclusion"):
         panel.save()
     panel.save_button.click()  # a click without a choice writes nothing and says why
-    assert len(list(csv.reader(io.StringIO(path.read_text())))) == 2
+    assert len(list(csv.reader(io.StringIO(path.read_text())))) == 3  # statement, header, row
     assert "Not saved" in panel.status.value
     again = BlindGradingPanel(TASKS, RUNS, path, grader="ana", seed=99)  # a new kernel
     assert again.queue == order[1:]  # the key's order, whatever seed is given now
@@ -221,11 +229,14 @@ def test_undo_takes_the_files_last_row_back_whichever_session_saved_it(
     assert not panel.undo_button.disabled
     panel.undo_button.click()
     assert path.read_bytes() == kept  # exactly the last row out
-    assert panel.queue[0] == second and panel.saved == 1 and panel.claim.value == ""
+    assert panel.queue[0] == second and panel.saved_here == [first]
+    assert panel.claim.value == ""
     again = BlindGradingPanel(TASKS, RUNS, path, seed=3)  # after a restart: still undoable
     assert again.undo() == first and again.queue[:2] == [first, second]
-    assert list(csv.reader(io.StringIO(path.read_text()))) == [
-        next(csv.reader(io.StringIO(kept.decode())))]  # the header alone
+    # a row an earlier session saved was not saved here: no "-1 saved here"
+    assert again.saved_here == [] and "(0 saved here, 3 left)" in again.answer.value
+    assert list(csv.reader(io.StringIO(path.read_text()))) == list(
+        csv.reader(io.StringIO(kept.decode())))[:2]  # the statement and the header alone
     with path.open("a") as handle:  # a row of another sheet
         handle.write("1,othersheet,ZZZZZZ,q,a,correct,full,no,,,,p,,no\n")
     with pytest.raises(InputError, match="belongs to sheet 'othersheet'"):

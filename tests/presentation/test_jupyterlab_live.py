@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from grade_kit.standard.blind import STATEMENT, default_key_path
 from tests.paths import ROOT
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -340,7 +341,9 @@ def test_blind_grading_shows_no_key_renders_its_menus_and_resumes_in_order(lab: 
     nothing on the page names a setup or a run; one grade saved (aliases only on disk, the
     key apart); the kernel restarted and Run All again: the panel resumes at the next answer
     of the same order, its progress counted from the file."""
-    sheet, key_path = lab.root / "blind_grades.csv", lab.root / "blind_grades.key.json"
+    sheet = lab.root / "blind_grades.csv"
+    key_path = default_key_path(sheet)  # outside the served folder, in the keys folder
+    assert lab.root not in key_path.parents
     with _ran(lab, "blind_grading") as seen:
         page = seen.page
         assert seen.failed_cells() == 0
@@ -365,7 +368,10 @@ def test_blind_grading_shows_no_key_renders_its_menus_and_resumes_in_order(lab: 
     runs = {entry["run_id"] for entry in key["aliases"].values()}
     for secret in (*runs, "careful", "hasty", "erratic"):  # the demo's run ids and setups
         assert secret not in text and secret not in on_disk
-    assert on_disk.count(order[0]) == 1 and on_disk.splitlines()[0].startswith("row,sheet,alias")
+    lines = on_disk.splitlines()
+    assert on_disk.count(order[0]) == 1 and lines[0] == f'"{STATEMENT}"'
+    assert lines[1].startswith("row,sheet,alias") and not (lab.root / "blind_grades.key.json"
+                                                           ).exists()
     assert resumed.startswith(f"Answer {order[1]}: 1 of {len(order)} graded (0 saved here")
     assert seen.errors == [] and seen.left == []
 

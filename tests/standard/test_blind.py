@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from grade_kit.cli import main
+from grade_kit.standard.blind import STATEMENT
 from tests.paths import EXAMPLE, ROOT
 
 
@@ -20,15 +21,28 @@ def export(tmp: Path, *extra: str) -> tuple[Path, Path]:
 
 
 def read(sheet: Path) -> list[dict[str, str]]:
+    """The rows of a sheet as a grader's spreadsheet reads them: the first row is the
+    anonymity statement in one cell, then the header."""
     with sheet.open(newline="", encoding="utf-8") as handle:
+        statement = next(csv.reader([handle.readline()]))
+        assert statement == [STATEMENT]
         return list(csv.DictReader(handle))
 
 
 def write(sheet: Path, rows: list[dict[str, str]]) -> None:
+    """A sheet saved back as a spreadsheet saves it: the statement's row padded with empty
+    cells to the header's width."""
     with sheet.open("w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerow([STATEMENT] + [""] * (len(rows[0]) - 1))
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+
+
+def line_of(sheet: Path, row: dict[str, str]) -> int:
+    """The line a row starts on: answers hold line breaks, so rows and lines differ."""
+    text = sheet.read_text(encoding="utf-8")
+    return text[:text.index(f"\n{row['row']},{row['sheet']},") + 1].count("\n") + 1
 
 
 def test_sheet_is_blind_seeded_and_shuffled(tmp_path: Path) -> None:
@@ -39,7 +53,7 @@ def test_sheet_is_blind_seeded_and_shuffled(tmp_path: Path) -> None:
     assert set(rows[0]) == {"row", "sheet", "alias", "question", "answer", "core_conclusion",
                             "request_fulfilment", "material_error", "claim", "evidence",
                             "effect", "grader", "reason", "needs_more_information"}
-    text = sheet.read_text()
+    text = sheet.read_text().split("\n", 1)[1]  # after the statement (which says "tools")
     for leak in ("careful", "hasty", "submitted", "call_", "tool"):
         assert leak not in text  # no setup, time or tool information
     assert len(rows) == 29  # delivered primary runs only
@@ -47,7 +61,7 @@ def test_sheet_is_blind_seeded_and_shuffled(tmp_path: Path) -> None:
     run_order = [key["aliases"][r["alias"]]["run_id"] for r in rows]
     assert run_order != sorted(run_order)  # shuffled
     again, _ = export(tmp_path / "again")
-    assert again.read_text() == text  # same seed, same sheet
+    assert again.read_text() == sheet.read_text()  # same seed, same sheet
 
 
 def test_import_maps_back_and_leaves_blanks_pending(tmp_path: Path) -> None:
@@ -91,7 +105,8 @@ def test_bad_row_names_the_row_and_imports_nothing(tmp_path: Path, change: dict[
     out = tmp_path / "grades.jsonl"
     assert main(["import-grades", str(sheet), "--out", str(out)]) == 1
     err = capsys.readouterr().err
-    assert f"sheet.csv:6 (row 5): {message}" in err
+    assert line_of(sheet, rows[4]) > 7  # the earlier answers span several lines each
+    assert f"sheet.csv:{line_of(sheet, rows[4])} (row 5): {message}" in err
     assert "nothing imported" in err
     assert not out.exists()
 
@@ -102,7 +117,8 @@ def test_duplicate_alias_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixtu
     rows[2]["alias"] = rows[1]["alias"]
     write(sheet, rows)
     assert main(["import-grades", str(sheet), "--out", str(tmp_path / "g.jsonl")]) == 1
-    assert "sheet.csv:4 (row 3): field 'alias'" in capsys.readouterr().err
+    assert (f"sheet.csv:{line_of(sheet, rows[2])} (row 3): field 'alias'"
+            in capsys.readouterr().err)
 
 
 def test_calibration_pairs_report(tmp_path: Path) -> None:
@@ -206,10 +222,10 @@ def test_an_edited_key_or_a_repeated_header_column_is_refused(
     assert "does not match its aliases and seed (the key was edited)" in capsys.readouterr().err
     sheet2, _ = export(tmp_path / "x")
     lines = sheet2.read_text().splitlines()
-    lines[0] = lines[0] + ",grader"
+    lines[1] = lines[1] + ",grader"  # line 1 is the anonymity statement, line 2 the header
     sheet2.write_text("\n".join(lines) + "\n")
     assert main(["import-grades", str(sheet2), "--out", str(tmp_path / "h.jsonl")]) == 1
-    assert "header repeats column(s) ['grader']" in capsys.readouterr().err
+    assert "sheet.csv:2: header repeats column(s) ['grader']" in capsys.readouterr().err
 
 
 def test_every_blind_surface_says_anonymity_is_limited(
@@ -250,3 +266,21 @@ def test_a_sheet_shows_control_characters_as_escapes(tmp_path: Path) -> None:
     assert not any(c in raw for c in ("\x00", "\x07", "\x1b", "\u202e"))
     (row,) = read(sheet)
     assert "a\\x00b\\x07c\\x1b[31md\\u202ee\tf\ng" in row["answer"]
+
+
+def test_the_sheet_states_its_anonymity_first_and_imports_without_it(tmp_path: Path) -> None:
+    sheet, _ = export(tmp_path)
+    first = sheet.read_text(encoding="utf-8").split("\n", 1)[0]
+    # one quoted cell: a spreadsheet shows the whole statement in its first cell
+    assert first == f'"{STATEMENT}"' and STATEMENT.startswith("# Anonymity is limited")
+    rows = read(sheet)
+    for row in rows:
+        row.update(core_conclusion="correct", request_fulfilment="full", material_error="no",
+                   grader="ana")
+    with sheet.open("w", newline="", encoding="utf-8") as handle:  # the grader deleted it
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    out = tmp_path / "grades.jsonl"
+    assert main(["import-grades", str(sheet), "--out", str(out)]) == 0
+    assert len(out.read_text().splitlines()) == 29

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import random
 import string
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from grade_kit.cache import keys_dir
 from grade_kit.schema import Run, Task
 from grade_kit.text import visible
 
@@ -155,16 +158,63 @@ def grading_sheet(tasks: Sequence[Task], runs: Sequence[Run], seed: int = 0,
     return rows, key
 
 
+STATEMENT = f"# {ANONYMITY_NOTE}"
+"""The sheet's first row, one quoted cell: what a grader reads before any answer, in the file
+itself (a spreadsheet shows it in the first cell)."""
+
+
 def write_sheet_rows(handle: IO[str], rows: Iterable[Mapping[str, Any]], *,
                      header: bool) -> None:
     """Write ``rows`` to an open sheet (CSV, the :data:`SHEET_COLUMNS`, every cell
-    neutralised against formula injection), after the header when ``header``: the one way a
-    sheet row is written, whole by :func:`write_grading_sheet` or one at a time by the
-    notebook's grading panel."""
+    neutralised against formula injection), after :data:`STATEMENT` and the header when
+    ``header``: the one way a sheet row is written, whole by :func:`write_grading_sheet` or
+    one at a time by the notebook's grading panel."""
     writer = csv.DictWriter(handle, fieldnames=list(SHEET_COLUMNS))
     if header:
+        csv.writer(handle).writerow([STATEMENT])
         writer.writeheader()
     writer.writerows({k: neutralise_cell(v) for k, v in row.items()} for row in rows)
+
+
+@dataclass(frozen=True)
+class SheetRows:
+    """A sheet's CSV as read by :func:`read_sheet_rows`."""
+
+    preamble: list[list[str]]
+    """The rows before the header whose first cell starts with ``#`` (:data:`STATEMENT`, as
+    written or as a spreadsheet saved it back)."""
+    header: list[str]
+    header_line: int
+    rows: list[tuple[int, list[str]]]
+    """Each row after the header with the line it starts on (a cell may hold line breaks)."""
+
+
+def read_sheet_rows(text: str) -> SheetRows:
+    """The one way a sheet's CSV is read: statement rows (first cell starting with ``#``,
+    trailing empty cells allowed) before the header set apart, then the header, then every
+    row with its first line; a blank line is no row.
+
+    Raises:
+        csv.Error: for text that is not CSV (the caller names the file).
+    """
+    reader = csv.reader(io.StringIO(text, newline=""))
+    preamble: list[list[str]] = []
+    header: list[str] = []
+    header_line = 0
+    rows: list[tuple[int, list[str]]] = []
+    start = 1
+    for cells in reader:
+        if not cells:
+            start = reader.line_num + 1
+            continue
+        if not header and cells[0].startswith("#"):
+            preamble.append(cells)
+        elif not header:
+            header, header_line = cells, start
+        else:
+            rows.append((start, cells))
+        start = reader.line_num + 1
+    return SheetRows(preamble, header, header_line, rows)
 
 
 def write_grading_sheet(rows: Sequence[dict[str, Any]], key: dict[str, Any], sheet: Path,
@@ -180,6 +230,20 @@ def write_grading_sheet(rows: Sequence[dict[str, Any]], key: dict[str, Any], she
     sheet.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(sheet, write_sheet)
     write_key(key, key_path)
+
+
+def default_key_path(sheet: Path | str) -> Path:
+    """Where a sheet's key is when none is named: ``<sheet stem>.key.json`` beside the sheet
+    where that file exists (``grade-kit grading-sheet`` writes it there, for the person who
+    sends the sheet out), else in :func:`~grade_kit.cache.keys_dir` under the sheet's name
+    and a digest of its absolute path (``blind_grades-1a2b3c4d5e6f.key.json``): a grading
+    panel's key is never one double-click from its grader."""
+    sheet = Path(sheet)
+    beside = sheet.with_suffix(".key.json")
+    if beside.is_file():
+        return beside
+    digest = hashlib.sha256(str(sheet.resolve()).encode("utf-8")).hexdigest()[:12]
+    return keys_dir() / f"{sheet.stem}-{digest}.key.json"
 
 
 def write_key(key: dict[str, Any], key_path: Path) -> None:

@@ -4,7 +4,6 @@ row is wrong, calibration pairs compared."""
 from __future__ import annotations
 
 import csv
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,13 @@ from grade_kit.reading.io import describe_validation_error
 from grade_kit.reading.parse import ParseError, loads_json, read_text
 from grade_kit.schema import Grade, InputError
 from grade_kit.standard.blind.pairs import pair_verdicts
-from grade_kit.standard.blind.sheet import ASKS_FIELD, GRADE_FIELDS, restore_cell, sheet_id
+from grade_kit.standard.blind.sheet import (
+    ASKS_FIELD,
+    GRADE_FIELDS,
+    read_sheet_rows,
+    restore_cell,
+    sheet_id,
+)
 
 
 @dataclass
@@ -94,26 +99,21 @@ def import_grading_sheet(sheet: Path, key: dict[str, Any]) -> SheetImport:
     except (ParseError, OSError) as exc:
         out.errors.append(f"{sheet}: cannot be read: {exc}")
         return out
-    rows = csv.reader(io.StringIO(text, newline=""))
     try:
-        header = next(rows, [])
-    except csv.Error as exc:
-        out.errors.append(f"{sheet}:1: not a CSV header: {exc}")
-        return out
-    repeated = sorted({c for c in header if header.count(c) > 1})
-    if repeated:
-        out.errors.append(f"{sheet}:1: header repeats column(s) {repeated}")
-        return out
-    missing = [c for c in ("sheet", "alias", *GRADE_FIELDS) if c not in header]
-    if missing:
-        out.errors.append(f"{sheet}:1: header lacks column(s) {missing}")
-        return out
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    try:
-        records = list(enumerate(reader, start=2))
+        read = read_sheet_rows(text)
     except csv.Error as exc:
         out.errors.append(f"{sheet}: malformed CSV: {exc}")
         return out
+    header, at = read.header, read.header_line or 1
+    repeated = sorted({c for c in header if header.count(c) > 1})
+    if repeated:
+        out.errors.append(f"{sheet}:{at}: header repeats column(s) {repeated}")
+        return out
+    missing = [c for c in ("sheet", "alias", *GRADE_FIELDS) if c not in header]
+    if missing:
+        out.errors.append(f"{sheet}:{at}: header lacks column(s) {missing}")
+        return out
+    records = [(line, dict(zip(header, cells, strict=False))) for line, cells in read.rows]
     for line, raw in records:
         row = {k: restore_cell(v) if isinstance(v, str) else "" for k, v in raw.items()
                if k is not None}
