@@ -3,22 +3,57 @@ of a long evaluation (one bar with a step a stage, naming the stage that runs)."
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class DisplayLine:
+    """A file a tqdm bar writes to in a Jupyter kernel: one text output of the cell (an
+    IPython display with an id), replaced by the bar's latest line on every flush. Each bar
+    has its own, so bars running at once (one per setup) are one line each, updated in
+    place, with no cursor movement (``ESC[A``, which a notebook prints as it is); the saved
+    notebook and its HTML export keep each bar's last line as text."""
+
+    def __init__(self) -> None:
+        from IPython.display import display
+
+        self.line = ""
+        self._pending = ""
+        self.handle = display({"text/plain": ""}, raw=True,  # type: ignore[no-untyped-call]
+                              display_id=True)
+
+    def write(self, text: str) -> int:
+        self._pending += _ESCAPE.sub("", text)
+        lines = [part for part in re.split(r"[\r\n]", self._pending) if part.strip()]
+        if lines:
+            self.line = lines[-1].rstrip()
+        self._pending = self._pending.rsplit("\r", 1)[-1].rsplit("\n", 1)[-1]
+        return len(text)
+
+    def flush(self) -> None:
+        if self.handle is not None:
+            self.handle.update({"text/plain": self.line}, raw=True)
+
 
 def progress_bar(total: int, desc: str, unit: str, **options: Any) -> Any:
-    """A tqdm bar of text, never a widget: on stderr in a terminal; in a Jupyter kernel on
-    stdout, where the notebook keeps its last state as text, so a saved notebook opened again
-    shows the finished bar (a widget bar shows "Error displaying widget: model not found" once
-    its kernel is gone). ``options`` go to tqdm."""
+    """A tqdm bar of text, never a widget: on stderr in a terminal (bars running at once
+    stacked by tqdm's positions); in a Jupyter kernel one output line of its own
+    (:class:`DisplayLine`), updated in place, so a saved notebook opened again, or its HTML
+    export, shows each finished bar as one line of text (a widget bar shows "Error
+    displaying widget: model not found" once its kernel is gone). ``options`` go to
+    tqdm."""
     from tqdm.std import tqdm
 
     in_kernel = "ipykernel" in sys.modules and type(sys.stdout).__name__ == "OutStream"
-    return tqdm(total=total, desc=desc, unit=unit, file=sys.stdout if in_kernel else
-                sys.stderr, **options)
+    if in_kernel:
+        return tqdm(total=total, desc=desc, unit=unit, file=DisplayLine(), position=0,
+                    ncols=options.pop("ncols", 100), **options)
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, **options)
 
 
 Step = Callable[[str], None]

@@ -340,6 +340,43 @@ def test_the_fetch_notebook_fetches_from_a_real_server(tmp_path: Path,
             assert secret.encode() not in path.read_bytes(), path
 
 
+def test_fetch_progress_is_one_line_per_setup_in_the_saved_notebook(tmp_path: Path) -> None:
+    """Three setups fetched at once: each bar is one output line of its own, updated in
+    place (no ESC[A cursor movement, which a notebook prints as it is); the saved notebook
+    and its HTML keep each finished bar as one line of text."""
+    import papermill
+    from nbconvert import HTMLExporter
+
+    from grade_kit.demo.server import DemoServer
+    from grade_kit.reading.task_files import load_tasks
+
+    fixtures = ROOT / "fixtures"
+    tasks = load_tasks(fixtures / "tasks", fixtures / "packs").records
+    server = DemoServer(tasks, fixtures / "packs", latency_scale=0.01).start()
+    setups = ["careful", "hasty", "erratic"]
+    try:
+        papermill.execute_notebook(
+            str(ROOT / "notebooks" / "fetch.ipynb"), str(tmp_path / "fetch.ipynb"),
+            parameters={"endpoint": server.url, "models": setups, "repeats": 1,
+                        "timeout_s": server.timeout_s, "out": str(tmp_path / "runs")},
+            kernel_name="python3", cwd=str(tmp_path), progress_bar=False)
+    finally:
+        server.stop()
+    saved = (tmp_path / "fetch.ipynb").read_text()
+    assert "\\u001b" not in saved and "\x1b" not in saved  # no escape code anywhere
+    notebook = json.loads(saved)
+    fetched = next(c for c in notebook["cells"] if "gk.fetch_setups" in "".join(c["source"]))
+    bars = ["".join(o["data"]["text/plain"]) for o in fetched["outputs"]
+            if o["output_type"] == "display_data" and "fetch " in "".join(
+                o.get("data", {}).get("text/plain", ""))]
+    assert sorted(b.split(":")[0] for b in bars) == sorted(f"fetch {s}" for s in setups)
+    assert all("100%" in b and "40/40" in b and "\n" not in b for b in bars), bars
+    assert not any("fetch " in "".join(o.get("text", "")) for o in fetched["outputs"]
+                   if o["output_type"] == "stream")  # no stream of bar states beside them
+    page, _ = HTMLExporter().from_filename(str(tmp_path / "fetch.ipynb"))
+    assert sum(page.count(f"fetch {s}: 100%") for s in setups) == 3
+
+
 def test_a_notebook_runs_on_its_defaults_from_any_folder(tmp_path: Path) -> None:
     """`papermill notebooks/scorecard.ipynb out.ipynb` from another folder, no parameter:
     the notebook shows the demo suite and its recorded runs, found from the package, and

@@ -385,7 +385,8 @@ def test_fetch_reopens_with_its_bars_as_text_and_no_widget_error(lab: Lab) -> No
         seen.save_and_reopen("fetch", "fetch-reopened")
         outputs = "\n".join(seen.visible_text(".jp-OutputArea-output"))
     assert failed == 0
-    for setup in ("careful", "hasty", "erratic"):
-        assert re.search(rf"fetch {setup}: 100%.*\|", outputs), outputs[:2000]
+    for setup in ("careful", "hasty", "erratic"):  # one line each, updated in place
+        assert len(re.findall(rf"fetch {setup}: 100%.*\|", outputs)) == 1, outputs[:2000]
+    assert "\x1b" not in outputs and "[A" not in outputs
     assert "model not found" not in outputs and "Loading widget" not in outputs
     assert seen.errors == [] and seen.left == []
