@@ -334,3 +334,44 @@ def test_no_control_character_of_an_input_reaches_the_terminal_or_a_scorecard_ra
     card = (tmp_path / "out" / "scorecard.md").read_text(encoding="utf-8")
     assert not any(raw in card for raw in ("\x1b", "\x07", "\x00", "\x9b", "\u202e"))
     assert md_cell(hostile) == "q\\x1b\\]0;pwned\\x07\\x00\\x9b\\u202eevil"
+
+
+def test_the_readmes_usage_lines_match_every_commands_options() -> None:
+    """Every command (and demo's subcommands) has a usage line in the README's table, and
+    the line names exactly the options its --help has."""
+    import argparse
+    import re
+
+    from grade_kit.cli import build_parser
+
+    def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+                 ) -> dict[tuple[str, ...], argparse.ArgumentParser]:
+        found: dict[tuple[str, ...], argparse.ArgumentParser] = {}
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found[(*path, name)] = sub
+                    found.update(commands(sub, (*path, name)))
+        return found
+
+    every = commands(build_parser())
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = {}
+    for line in re.findall(r"^\| `grade-kit ([^`]*)` \|", readme, re.M):
+        words = line.split()
+        name = tuple(words[:2]) if tuple(words[:2]) in every else (words[0],)
+        lines[name] = line
+    with_line = {n for n in every if n in lines}
+    # a command with subcommands of its own (demo) is covered by theirs
+    parents = {n[:-1] for n in every if len(n) > 1}
+    assert set(every) - parents - with_line == set(), "commands with no README usage line"
+    for name, line in lines.items():
+        options = {o for a in every[name]._actions for o in a.option_strings
+                   if o not in ("-h", "--help") and not isinstance(
+                       a, argparse._SubParsersAction)}
+        written = set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", line))
+        long_or_only = {o for o in options if o.startswith("--")
+                        or not any(p.startswith("--") for a in every[name]._actions
+                                   if o in a.option_strings for p in a.option_strings)}
+        assert written - options == set(), (name, "in the README, not in --help")
+        assert long_or_only - written == set(), (name, "in --help, not in the README")
