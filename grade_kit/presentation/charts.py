@@ -548,6 +548,15 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
         frame = frame.filter(pl.col("k").is_null() | (pl.col("k") == top_k))
     if not frame.height:
         return _note(f"Paired differences on {subset} questions", NO_COMPARISON)
+    # a difference over one question is that question's difference: no spread, and an
+    # interval that says nothing (a tested rate's is [-1, 1]): such pairs are left out
+    single = frame.filter(pl.col("n_questions") < MIN_DRAWN_QUESTIONS)
+    frame = frame.filter(pl.col("n_questions") >= MIN_DRAWN_QUESTIONS)
+    lone = sorted({f"{c} - {b}" for c, b in single.select("compared", "baseline").iter_rows()})
+    lone_pairs = "; ".join(lone[:3]) + (f" and {len(lone) - 3} more" if len(lone) > 3 else "")
+    if not frame.height:
+        return _note(f"Paired differences on {subset} questions",
+                     ONE_QUESTION.format(pairs=lone_pairs))
     # a metric whose every pair is 0 with no spread (no setup has a material error) draws
     # a column of points on 0: left out, and named in one line
     flat = (frame.group_by("metric").agg(
@@ -614,7 +623,18 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
                       "(crosses 0 exactly when no difference is stated); times, composite "
                       "and tool calls: 95% bootstrap interval over paired questions.",
                       *([f"Left out, every pair 0 with no spread: {flat_words}."]
-                        if flat else [])])))
+                        if flat else []),
+                      *([f"Left out, one question in common: {lone_pairs}."]
+                        if lone else [])])))
+
+
+MIN_DRAWN_QUESTIONS = 2
+"""The fewest paired questions a pair's difference is drawn on: over one question the
+difference has no spread and its interval says nothing; the table still lists it."""
+
+ONE_QUESTION = ("Not drawn: every pair has one question in common ({pairs}), and a difference "
+                "over one question has no spread to show; the table lists each figure.")
+"""Why the comparisons chart is one line when every pair has a single paired question."""
 
 
 NO_CALL_MADE = ("No tool call: none of the {runs:,} delivered runs that exposed tool events "

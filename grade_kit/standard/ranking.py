@@ -70,13 +70,14 @@ def rank_intervals(per_question: pl.DataFrame, metric: str = "composite", *,
         level: Interval level; default 0.95.
 
     Returns:
-        setup, mean, rank (observed, 1 = best), rank_low, rank_high, questions (paired),
+        setup, metric (``metric``, so the mean reads in its unit), mean, rank (observed,
+        1 = best), rank_low, rank_high, questions (paired),
         basis (only when there is no interval: fewer than :data:`MIN_RANK_QUESTIONS`
         paired questions, and why), seed, resamples. Empty when no question has the metric
         for every setup.
     """
     setups, _, values = _matrix(per_question, metric)
-    schema = {"setup": pl.String, "mean": pl.Float64, "rank": pl.Float64,
+    schema = {"setup": pl.String, "metric": pl.String, "mean": pl.Float64, "rank": pl.Float64,
               "rank_low": pl.Float64, "rank_high": pl.Float64, "questions": pl.Int64,
               "basis": pl.String, "seed": pl.Int64, "resamples": pl.Int64}
     n = values.shape[0]
@@ -88,7 +89,8 @@ def rank_intervals(per_question: pl.DataFrame, metric: str = "composite", *,
         why = (f"{n} paired question{'' if n == 1 else 's'}: fewer than "
                f"{MIN_RANK_QUESTIONS}, no interval (not a separable ranking)")
         return pl.DataFrame({
-            "setup": setups, "mean": means.tolist(), "rank": observed.tolist(),
+            "setup": setups, "metric": [metric] * len(setups), "mean": means.tolist(),
+            "rank": observed.tolist(),
             "rank_low": [None] * len(setups), "rank_high": [None] * len(setups),
             "questions": [n] * len(setups), "basis": [why] * len(setups),
             "seed": [seed] * len(setups), "resamples": [resamples] * len(setups)},
@@ -100,8 +102,9 @@ def rank_intervals(per_question: pl.DataFrame, metric: str = "composite", *,
     alpha = (1 - level) / 2
     low, high = np.quantile(ranks, [alpha, 1 - alpha], axis=0, method="inverted_cdf")
     return pl.DataFrame({
-        "setup": setups, "mean": means.tolist(), "rank": observed.tolist(),
-        "rank_low": low.tolist(), "rank_high": high.tolist(), "questions": [n] * len(setups),
+        "setup": setups, "metric": [metric] * len(setups), "mean": means.tolist(),
+        "rank": observed.tolist(), "rank_low": low.tolist(), "rank_high": high.tolist(),
+        "questions": [n] * len(setups),
         "basis": [None] * len(setups), "seed": [seed] * len(setups),
         "resamples": [resamples] * len(setups)},
         schema=schema).drop("basis").sort("rank", "setup")

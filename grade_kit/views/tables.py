@@ -131,14 +131,15 @@ _EXACT = {"gold", "parsed", "reported", "abs_tol", "rel_tol"}
 number): shown in full, never rounded."""
 
 _PER_ROW = {"mean_a", "mean_b", "mean_diff_b_minus_a", "change", "baseline", "candidate",
-            "value"}
+            "value", "mean"}
 """A comparison's figures: their kind is their row's ``metric`` (a difference of E2E medians
 is seconds, a difference of resolved rates a share)."""
 
 
-_COUNTS = {"per_run_p50", "per_run_p90", "per_run_min", "per_run_max"}
-"""Order statistics of a count (tool calls per run): whole numbers, or halfway between two
-(a median of an even number of runs)."""
+_COUNTS = {"per_run_p50", "per_run_p90", "per_run_min", "per_run_max", "rank", "rank_low",
+           "rank_high"}
+"""Order statistics of a count (tool calls per run) and ranks: whole numbers, or halfway
+between two (a median of an even number of runs, a tied rank)."""
 
 
 def number_kind(name: str) -> str:

@@ -494,3 +494,21 @@ def test_a_tool_call_chart_of_zeros_is_one_line() -> None:
     spec = _spec(charts.tool_calls_chart(runs))
     assert spec["usermeta"][charts.ABSENT_META] == charts.NO_CALL_MADE.format(runs=3)
     assert "No tool call: none of the 3 delivered runs" in charts.NO_CALL_MADE.format(runs=3)
+
+
+def test_a_pair_with_one_question_in_common_is_not_drawn_and_is_named() -> None:
+    """Issue 55, items 2 and 4 (the tau2 logs: one question in common): a difference over
+    one question has no spread, and a tested rate's interval there is [-1, 1]; such pairs
+    are left out and named, and a chart of nothing else is one line saying why."""
+    rows = [("a", "b", "resolved_rate", 0.75, -1.0, 1.0, 1),
+            ("a", "c", "resolved_rate", 0.25, 0.05, 0.45, 30)]
+    frame = pl.DataFrame([{"baseline": a, "compared": b, "subset": "all", "metric": m,
+                           "label": "measured", "mean_diff_b_minus_a": d, "ci_low": lo,
+                           "ci_high": hi, "direction": None, "n_questions": n}
+                          for a, b, m, d, lo, hi, n in rows])
+    spec = _spec(charts.comparisons_chart(frame))
+    data = next(iter(spec["datasets"].values()))
+    assert [(r["compared"], r["baseline"]) for r in data] == [("c", "a")]
+    assert "Left out, one question in common: b - a." in spec["title"]["subtitle"]
+    lone = _spec(charts.comparisons_chart(frame.filter(pl.col("compared") == "b")))
+    assert lone["usermeta"][charts.ABSENT_META] == charts.ONE_QUESTION.format(pairs="b - a")

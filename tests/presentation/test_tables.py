@@ -275,6 +275,11 @@ def test_one_precision_per_kind_and_a_comparison_by_its_metric() -> None:
     assert "-0.068 [-0.090, -0.046]" in text and "1,200" in text
     assert "-0.570 [-0.716, -0.0004] at 98.33%" in text and "0.500" in text
     assert "difference (compared - baseline)" in text and "baseline mean" in text
+    ranks = repr(table(pl.DataFrame({"setup": ["a", "b"], "metric": ["e2e_median_s"] * 2,
+                                     "mean": [1531.599, 0.2712], "rank": [1.0, 1.5]})))
+    # a rank table's mean in its metric's unit (1531.599 s is not a share), ranks whole
+    assert ranks.splitlines()[1].split()[-2:] == ["1,532", "1"]
+    assert ranks.splitlines()[2].split()[-2:] == ["0.27", "1.5"]
 
 
 def test_the_common_subsets_figures_fixed_by_construction_are_left_out_and_said() -> None:
