@@ -196,6 +196,16 @@ def _validate(args: argparse.Namespace) -> int:
     return 1 if loaded.rejected else 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from grade_kit.presentation.report import export_notebook
+
+    if args.out is not None and args.out.resolve() == args.notebook.resolve():
+        raise InputError(f"{args.out}: is the notebook itself; name another --out")
+    written = export_notebook(args.notebook, args.out, code=not args.no_code)
+    print(f"export: {written} (offline; charts interactive)")
+    return 0
+
+
 def _fixtures(args: argparse.Namespace) -> int:
     from grade_kit.demo import generate_packs, record_runs, write_task_suite
 
@@ -750,6 +760,12 @@ def commands() -> tuple[Command, ...]:
                                 "judgements JSONL", "judgements", "the offline rule judge", _judge),
         _model_command("grade", "grade delivered runs (rule grader or a model) -> grades JSONL",
                        "grades", "the offline rule grader", _grade),
+        Command("export", "an executed notebook as one offline HTML file whose charts keep "
+                          "their tooltips", _export, (
+            _arg("notebook", type=Path, help="the executed .ipynb (saved from JupyterLab, or "
+                                             "papermill's output)"),
+            _out("the HTML file (default: the notebook's path with .html)", required=False),
+            _arg("--no-code", action="store_true", help="outputs and text only"))),
         Command("validate", "check task files alone", _validate, (
             _arg("tasks", type=Path), _arg("--packs", type=Path))),
         Command("import", "other tools' logs -> tasks/runs/grades JSONL", _import, (

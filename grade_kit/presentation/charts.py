@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import uuid
 from collections.abc import Sequence
 from typing import Any, Literal, cast
 
@@ -22,6 +21,7 @@ import pandas as pd
 import polars as pl
 
 from grade_kit.frames import to_polars
+from grade_kit.presentation.embed import VEGA_MIME, vega_embed_html
 from grade_kit.schema import COVERAGE_MIN, DIMENSIONS, GRADE_STATES, SHORT_LABELS
 from grade_kit.views.tables import (
     NO_COMPARISON,
@@ -767,13 +767,6 @@ notebook, and again when a saved notebook is opened with no kernel. Beside it go
 chart as an SVG image (vl-convert), for what draws no vega (nbconvert's HTML, GitHub)."""
 
 
-def _script_safe(spec: dict[str, Any]) -> str:
-    """The spec as JSON that cannot close its ``<script>`` element (``<``, ``>`` and ``&``
-    escaped), whatever text the data holds."""
-    return (json.dumps(spec).replace("<", "\\u003c").replace(">", "\\u003e")
-            .replace("&", "\\u0026"))
-
-
 SELECT_PARAM = "gk_setup"
 """The legend selection of every chart coloured by setup (:func:`_select_setups`)."""
 
@@ -831,16 +824,7 @@ def _offline_renderer(spec: dict[str, Any], **_: Any) -> dict[str, str]:
     absent = _absent_bundle(spec)
     if absent is not None:
         return {"text/html": absent["text/html"]}
-    target = f"gk-vis-{uuid.uuid4().hex}"
-    spec = _select_setups(spec)
-    script = (f"(function(){{var spec={_script_safe(spec)};function go(){{"
-              f"if(window.vegaEmbed){{vegaEmbed('#{target}',spec,{{renderer:'svg',"
-              f"actions:false}}).catch(function(e){{console.error(e);}});}}"
-              f"else{{setTimeout(go,20);}}}}go();}})();")
-    return {"text/html": f'<div id="{target}" class="gk-chart"></div><script>{script}</script>'}
-
-
-VEGA_MIME = "application/vnd.vega.v5+json"
+    return {"text/html": vega_embed_html(_select_setups(spec))}
 
 
 def _live_renderer(spec: dict[str, Any], **_: Any) -> tuple[dict[str, Any], dict[str, Any]]:

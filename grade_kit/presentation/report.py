@@ -93,24 +93,76 @@ def export_html(notebook: Path | Any, out: Path, title: str, bundle: str | None 
     without data left out (:func:`leave_out_absent`; ``page``: a page of its own, default,
     not ``report.html``)."""
     import nbformat
-    from nbconvert import HTMLExporter
-    from nbconvert.preprocessors import TagRemovePreprocessor
 
     nb = leave_out_absent(nbformat.read(notebook, as_version=4) if isinstance(notebook, Path)
                           else notebook, page=page)
+    return _offline_page(nb, out, title, bundle, code=False,
+                         remove_tags={"parameters", "injected-parameters", NOTEBOOK_ONLY_TAG})
+
+
+def _offline_page(nb: Any, out: Path, title: str, bundle: str | None, *, code: bool,
+                  remove_tags: set[str]) -> Path:
+    """``nb`` as one HTML file of the offline template (no CDN script; the chart libraries
+    inlined once; a script policy of exactly its own scripts), without widget state (each
+    widget's static copy shows) and the cells tagged ``remove_tags``; input cells kept
+    when ``code``."""
+    from nbconvert import HTMLExporter
+    from nbconvert.preprocessors import TagRemovePreprocessor
+
     nb.metadata["title"] = title
     # no widget state: widgets need a kernel, so each output's static HTML is exported
     # instead (and no widget manager script is fetched)
     nb.metadata.pop("widgets", None)
     exporter = HTMLExporter(template_name=TEMPLATE, extra_template_basedirs=[str(TEMPLATE_DIR)],
-                            exclude_input=True, exclude_input_prompt=True,
-                            exclude_output_prompt=True)
-    remover = TagRemovePreprocessor(remove_cell_tags={"parameters", "injected-parameters",
-                                                      NOTEBOOK_ONLY_TAG}, enabled=True)
+                            exclude_input=not code, exclude_input_prompt=not code,
+                            exclude_output_prompt=not code)
+    remover = TagRemovePreprocessor(remove_cell_tags=remove_tags, enabled=True)
     exporter.register_preprocessor(remover, enabled=True)
     body, _ = exporter.from_notebook_node(nb, resources={"vega_bundle": bundle or
                                                          _vega_bundle()})
     return atomic_write_text(out, script_hashes(body))
+
+
+def export_notebook(notebook: Path | str, out: Path | str | None = None, *,
+                    code: bool = True) -> Path:
+    """An executed notebook (saved from JupyterLab, or papermill's output) as one HTML file
+    that works offline with its charts interactive: each chart output (grade_kit's Vega
+    spec, or a Vega-Lite spec of Altair's own renderers) drawn by the chart libraries
+    inlined once, with tooltips and the legend's setup selection; each widget as its static
+    copy; nothing asked of the network (no require.js, MathJax or CDN, which
+    ``jupyter nbconvert --to html`` asks for and which draws the charts as still images).
+
+    Args:
+        notebook: The executed ``.ipynb``.
+        out: The HTML file; default the notebook's path with ``.html``.
+        code: Keep the code cells (default); False shows outputs and text only.
+
+    Returns:
+        The path written (atomically: an interrupted export leaves no partial file).
+
+    Raises:
+        InputError: when ``notebook`` is not a notebook file nbformat can read.
+    """
+    import nbformat
+
+    from grade_kit.presentation.embed import VEGA_LITE_MIMES, VEGA_MIME, vega_embed_html
+
+    path = Path(notebook)
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except (OSError, ValueError, nbformat.reader.NotJSONError) as exc:
+        raise InputError(f"{path}: not a notebook that can be read: {exc}") from exc
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            spec = next((data[m] for m in (VEGA_MIME, *VEGA_LITE_MIMES) if m in data), None)
+            if isinstance(spec, dict):  # drawn by the inlined libraries, not as an image
+                output["data"] = {"text/html": vega_embed_html(spec),
+                                  "text/plain": data.get("text/plain", "<chart>")}
+    title = next((line[2:].strip() for cell in nb.cells if cell.cell_type == "markdown"
+                  for line in cell.source.splitlines() if line.startswith("# ")), path.stem)
+    target = Path(out) if out is not None else path.with_suffix(".html")
+    return _offline_page(nb, target, title, None, code=code, remove_tags=set())
 
 
 INLINE_POLICY = "script-src 'unsafe-inline' 'unsafe-eval'"

@@ -505,3 +505,34 @@ def test_a_report_says_its_rejected_lines_on_the_terminal(
     said = [line for line in capsys.readouterr().err.splitlines()
             if line.startswith("rejected:")]
     assert len(said) == 1 and f"{runs}:7" in said[0], said
+
+
+def test_export_draws_each_chart_from_its_spec_and_asks_no_cdn(tmp_path: Path) -> None:
+    import nbformat
+
+    from grade_kit.presentation.embed import VEGA_MIME
+    from grade_kit.presentation.report import export_notebook
+    from grade_kit.schema import InputError
+
+    spec = {"$schema": "https://vega.github.io/schema/vega/v5.json", "marks": [],
+            "description": "</script><script>alert(1)</script>"}
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# My evaluation"),
+        nbformat.v4.new_code_cell("charts.something()", outputs=[nbformat.v4.new_output(
+            "display_data", data={VEGA_MIME: spec, "image/svg+xml": "<svg>still</svg>",
+                                  "text/plain": "<chart: x>"})])])
+    source = tmp_path / "nb.ipynb"
+    nbformat.write(nb, source)
+    page = export_notebook(source).read_text()
+    assert (tmp_path / "nb.html").is_file()
+    code = '<span class="n">something</span>'  # the code cell, highlighted
+    assert "<title>My evaluation</title>" in page and code in page
+    assert "vegaEmbed('#gk-vis-" in page and "<svg>still</svg>" not in page
+    assert "alert(1)</script>" not in page  # the spec cannot close its script
+    assert "require.min.js" not in page and "mathjax" not in page.lower()
+    assert not re.search(r"<script[^>]+src=", page)
+    bare = export_notebook(source, tmp_path / "bare.html", code=False).read_text()
+    assert code not in bare
+    (tmp_path / "bad.ipynb").write_text("not json")
+    with pytest.raises(InputError, match=r"bad\.ipynb: not a notebook"):
+        export_notebook(tmp_path / "bad.ipynb")

@@ -390,3 +390,59 @@ def test_fetch_reopens_with_its_bars_as_text_and_no_widget_error(lab: Lab) -> No
     assert "\x1b" not in outputs and "[A" not in outputs
     assert "model not found" not in outputs and "Loading widget" not in outputs
     assert seen.errors == [] and seen.left == []
+
+
+def test_an_exported_notebook_shows_a_tooltip_on_hover_offline(lab: Lab) -> None:
+    """Issue 55, item 10: a notebook run and saved in JupyterLab, exported with
+    ``grade-kit export``, opened from disk with every request off the file refused: each
+    chart draws from its spec (none an image), a hovered mark shows vega's tooltip, and
+    the page asks the network for nothing (nbconvert's own export asks a CDN for require.js
+    and MathJax and draws still images)."""
+    from playwright.sync_api import sync_playwright
+
+    from grade_kit.cli import main
+
+    with _ran(lab, "timing_and_tools") as seen:
+        assert seen.failed_cells() == 0
+        seen.save_and_reopen("timing_and_tools", "timing-export")
+    exported = lab.root / "timing_and_tools.html"
+    assert main(["export", str(lab.root / "timing_and_tools.ipynb"), "--out",
+                 str(exported)]) == 0
+    asked: list[str] = []
+    errors: list[str] = []
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.on("request", lambda r: None if r.url.startswith(("file:", "data:"))
+                    else asked.append(r.url))
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.route("**/*", lambda route: route.continue_()
+                       if route.request.url.startswith(("file:", "data:")) else route.abort())
+            page.goto(exported.as_uri())
+            page.wait_for_function(
+                "(n) => document.querySelectorAll('.gk-chart svg').length >= n",
+                arg=_charts_in("timing_and_tools"), timeout=30_000)
+            images = page.locator(".jp-RenderedSVG, .jp-RenderedImage").count()
+            marks = page.locator(".gk-chart svg [role='graphics-symbol']")
+            tip = ""
+            for k in range(min(marks.count(), 40)):
+                mark = marks.nth(k)
+                mark.scroll_into_view_if_needed()
+                box = mark.bounding_box()
+                if not box or box["width"] < 1 or box["height"] < 1:
+                    continue
+                page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+                try:
+                    page.wait_for_selector("#vg-tooltip-element.visible", timeout=1_500)
+                except Exception:  # a mark without a tooltip: the next one
+                    continue
+                tip = page.locator("#vg-tooltip-element").inner_text()
+                break
+        finally:
+            browser.close()
+    assert images == 0  # every chart drawn from its spec, none a still image
+    # vega's tooltip: a table of the mark's named fields, a figure among them
+    assert re.search(r"^setup\s*$", tip, re.M) and re.search(r"[0-9]", tip), tip
+    assert asked == [] and errors == []
