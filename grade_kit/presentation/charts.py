@@ -523,12 +523,14 @@ def interval_rule(value: str) -> dict[str, pl.Expr]:
 
 
 DIFFERENCE = "a stated difference"
+UNSIDED_DIFFERENCE = "a difference, neither side better"
 NO_DIFFERENCE = "no stated difference"
-"""The comparisons chart's two colours: whether the comparison states a direction (its
-``direction`` column: a grade rate's where its Holm-adjusted paired test has p < 0.05, a
-measured figure's where its interval excludes 0; docs/methodology.md §5), the same word the
-table and the headline use. A grade rate's interval may exclude 0 while its adjusted test
-does not: it is grey."""
+"""The comparisons chart's colours, the words the table and the headline use: a stated
+difference (its ``direction`` column: a grade rate's where its Holm-adjusted paired test has
+p < 0.05, a measured figure's where its interval excludes 0; docs/methodology.md §5); a
+difference of a figure with no better side (the partially resolved rate: its interval
+excludes 0, so its test found one, but no direction is stated); or none (the interval
+crosses 0)."""
 
 
 def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
@@ -591,15 +593,19 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
     frame = frame.with_columns(pair=pl.col("compared").replace_strict(labels) + " - "
                                + pl.col("baseline").replace_strict(labels),
                                metric=pl.col("metric").replace_strict(words),
-                               finding=pl.when(pl.col("direction").is_null())
-                               .then(pl.lit(NO_DIFFERENCE)).otherwise(pl.lit(DIFFERENCE)),
+                               finding=pl.when(pl.col("direction").is_not_null())
+                               .then(pl.lit(DIFFERENCE))
+                               .when((pl.col("ci_low") > 0) | (pl.col("ci_high") < 0))
+                               .then(pl.lit(UNSIDED_DIFFERENCE))
+                               .otherwise(pl.lit(NO_DIFFERENCE)),
                                **interval_rule("mean_diff_b_minus_a"))
     data: Any = frame.to_pandas()
     base = alt.Chart(data)
     # coloured by the comparisons' own word (their direction column): the chart, the table
     # and the headline say the same
     finding = alt.Color("finding:N", title=None, scale=alt.Scale(
-        domain=[DIFFERENCE, NO_DIFFERENCE], range=[PALETTE[0], "#999999"]),
+        domain=[DIFFERENCE, UNSIDED_DIFFERENCE, NO_DIFFERENCE],
+        range=[PALETTE[0], PALETTE[3], "#999999"]),
         legend=alt.Legend(orient="top"))
     points = base.mark_point(filled=True, size=70).encode(
         x=alt.X("mean_diff_b_minus_a:Q", title="mean paired difference (compared - baseline)",

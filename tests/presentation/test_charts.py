@@ -386,7 +386,9 @@ def test_the_comparisons_chart_colours_what_the_comparisons_state() -> None:
     its interval alone would say (a grade rate's interval can exclude 0 while its Holm p does
     not: one answer, as in the table)."""
     rows = [("careful", "hasty", "e2e_median_s", -3.0, -4.0, -2.0, "hasty better than careful"),
-            ("careful", "hasty", "unresolved_rate", 0.03, 0.005, 0.055, None)]
+            ("careful", "hasty", "unresolved_rate", 0.03, -0.005, 0.055, None),
+            # no better side: a difference (the interval excludes 0), no direction stated
+            ("careful", "hasty", "partially_resolved_rate", 0.2, 0.1, 0.3, None)]
     frame = pl.DataFrame([{"baseline": a, "compared": b, "subset": "all", "metric": m,
                            "label": "measured", "mean_diff_b_minus_a": d, "ci_low": lo,
                            "ci_high": hi, "direction": t, "n_questions": 40}
@@ -394,9 +396,11 @@ def test_the_comparisons_chart_colours_what_the_comparisons_state() -> None:
     spec = _spec(charts.comparisons_chart(frame))
     data = next(iter(spec["datasets"].values()))
     assert {r["metric"]: r["finding"] for r in data} == {
-        "E2E median (s)": charts.DIFFERENCE, "unresolved rate": charts.NO_DIFFERENCE}
+        "E2E median (s)": charts.DIFFERENCE, "unresolved rate": charts.NO_DIFFERENCE,
+        "partially resolved rate": charts.UNSIDED_DIFFERENCE}
     colour = spec["spec"]["layer"][2]["encoding"]["color"]
-    assert colour["scale"]["domain"] == [charts.DIFFERENCE, charts.NO_DIFFERENCE]
+    assert colour["scale"]["domain"] == [charts.DIFFERENCE, charts.UNSIDED_DIFFERENCE,
+                                         charts.NO_DIFFERENCE]
 
 
 def test_the_reliability_chart_draws_both_curves_of_every_setup() -> None:
