@@ -117,14 +117,14 @@ def _sentence(rng: random.Random, words: list[str] = WORDS) -> str:
 
 
 def write_inputs(folder: Path, n_runs: int, seed: int = 42,
-                 per_task: bool = False) -> dict[str, Path]:
+                 per_task: bool = False, setups: int = SETUPS) -> dict[str, Path]:
     """Tasks, runs (1% bad lines), judgements (2 per run) and grades (1 per run).
 
     With ``per_task``, every task has 40 words of its own, which its claims use and its
     answers mix with the shared words (a vocabulary that grows with the tasks, as real
     ones do); by default all tasks share one 60-word vocabulary and the same claims."""
     rng = random.Random(seed)
-    n_tasks = max(1, n_runs // (SETUPS * REPEATS))
+    n_tasks = max(1, n_runs // (setups * REPEATS))
     paths = {k: folder / f"{k}.jsonl" for k in ("tasks", "runs", "judgements", "grades")}
     with paths["tasks"].open("w") as f:
         for i in range(n_tasks):
@@ -134,7 +134,7 @@ def write_inputs(folder: Path, n_runs: int, seed: int = 42,
     with paths["runs"].open("w") as runs, paths["judgements"].open("w") as judged, \
             paths["grades"].open("w") as graded:
         for i in range(n_tasks):
-            for s in range(SETUPS):
+            for s in range(setups):
                 for repeat in range(1, REPEATS + 1):
                     line += 1
                     run_id = f"s{s}-t{i:06d}-r{repeat}"

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -58,19 +59,45 @@ METRICS = {
 }
 
 
+RESAMPLE_CACHE_BYTES = 64 << 20
+"""The most memory the seeded resample indices of one size may keep between comparisons
+(``resamples x n`` int32 indices: 2,000 x 8,000 questions); past it each comparison draws
+them again, block by block, so memory does not grow with the questions."""
+
+
 @functools.lru_cache(maxsize=2)
 def _resample_indices(seed: int, n: int, resamples: int) -> np.ndarray:
-    """The resampled question indices: ``default_rng(seed).integers(0, n, (resamples, n))``,
-    drawn once per (seed, n, resamples) and reused (read-only) by every comparison of that
-    size, so each gets exactly the draws it would have made itself."""
-    indices = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    """The resampled question indices: ``default_rng(seed).integers(0, n, (resamples, n))``
+    as int32 (the same draws: numpy draws int32 and int64 bounds below 2^31 alike), drawn
+    once per (seed, n, resamples) and reused (read-only) by every comparison of that size,
+    so each gets exactly the draws it would have made itself."""
+    indices = np.random.default_rng(seed).integers(0, n, size=(resamples, n), dtype=np.int32)
     indices.flags.writeable = False
     return indices
 
 
+_DRAWING = threading.Lock()
+"""Two comparison threads asking for the same indices draw them once."""
+
+
+def _resample_blocks(seed: int, n: int, resamples: int, step: int) -> Iterator[np.ndarray]:
+    """The rows of :func:`_resample_indices`, ``step`` at a time: from the cache while they
+    fit :data:`RESAMPLE_CACHE_BYTES`, else drawn from the same seeded stream block by block
+    (a block of rows drawn after another is the rows that follow it in one draw)."""
+    if resamples * n * 4 <= RESAMPLE_CACHE_BYTES:
+        with _DRAWING:
+            indices = _resample_indices(seed, n, resamples)
+        for at in range(0, resamples, step):
+            yield indices[at:at + step]
+        return
+    rng = np.random.default_rng(seed)
+    for at in range(0, resamples, step):
+        yield rng.integers(0, n, size=(min(step, resamples - at), n), dtype=np.int32)
+
+
 def forget_resamples() -> None:
-    """Let go of the cached resampled indices (up to 2 x 320 MB at 20,000 questions) once a
-    set of comparisons is done; the next comparison draws them again, the same."""
+    """Let go of the cached resampled indices (at most 2 x :data:`RESAMPLE_CACHE_BYTES`)
+    once a set of comparisons is done; the next comparison draws them again, the same."""
     _resample_indices.cache_clear()
 
 
@@ -82,14 +109,14 @@ def bootstrap_mean_ci(diffs: np.ndarray, seed: int = DEFAULT_SEED,
     n = len(diffs)
     if n < 2:
         return None
-    indices = _resample_indices(seed, n, resamples)
     # A few resamples at a time: each block of values stays in the cache, and no array of
     # resamples x n values is made (at n = 20,000 that is 320 MB, paged in at every call).
     # Each resample's mean is the same numpy row mean as over the whole array.
     means = np.empty(resamples)
     step = max(1, _BLOCK_VALUES // n)
-    for at in range(0, resamples, step):
-        means[at:at + step] = diffs[indices[at:at + step]].mean(axis=1)
+    for at, block in zip(range(0, resamples, step),
+                         _resample_blocks(seed, n, resamples, step), strict=True):
+        means[at:at + step] = diffs[block].mean(axis=1)
     alpha = (1 - level) / 2
     lo, hi = np.quantile(means, [alpha, 1 - alpha])
     return float(lo), float(hi)
