@@ -297,7 +297,9 @@ class Evaluation:
         """What this evaluation is, in one line (:func:`~grade_kit.views.tables.evaluation_title`):
         the tasks' suites (else packs), the setups, the questions and repeats; a report's
         default title."""
-        return evaluation_title(self.results, [t.suite or t.pack for t in self.inputs.tasks])
+        tasks = self.data.tasks
+        return evaluation_title(self.results, tasks.select(
+            pl.coalesce("suite", "pack")).to_series().to_list() if tasks.height else [])
 
     @property
     def setup_order(self) -> list[str]:

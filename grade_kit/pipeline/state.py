@@ -36,7 +36,7 @@ from grade_kit.frames import EvalData, frame_fields, raw_records
 from grade_kit.reading.inputs import Inputs
 from grade_kit.reading.io import HeldRecords, Rejected, sha256_of, write_record_file
 from grade_kit.reading.packed import StoreRuns, read_manifest
-from grade_kit.reading.task_files import task_as_data
+from grade_kit.reading.task_files import CompactTasks, task_as_data
 from grade_kit.schema import (
     Grade,
     InputError,
@@ -100,7 +100,8 @@ def write_state(out: Path, inputs: Inputs, data: EvalData, scores: GradeScores,
         state = {
             "version": STATE_VERSION, "frames": kind, "counts": counts,
             "store": None if store is None else "store",
-            "tasks": [task_as_data(t) for t in inputs.tasks],
+            "tasks": list(inputs.tasks.as_data() if isinstance(inputs.tasks, CompactTasks)
+                          else map(task_as_data, inputs.tasks)),
             "rejected": [asdict(r) for r in inputs.rejected],
             "warnings": [w.model_dump(mode="json") for w in inputs.warnings],
             "files": [f.model_dump(mode="json") for f in inputs.files],
@@ -271,7 +272,7 @@ def read_state(folder: Path | str) -> tuple[Inputs, EvalData, GradeScores,
         return {n: pl.read_parquet(state_dir / f"{prefix}-{n}.parquet") for n in names}
 
     results = _results(folder)
-    tasks = [Task.model_validate(t) for t in meta["tasks"]]
+    tasks = CompactTasks(Task.model_validate(t) for t in meta["tasks"])
     counts = meta["counts"]
     store = state_dir / meta["store"] if meta.get("store") else None
 

@@ -56,7 +56,7 @@ from grade_kit.reading.io import (
     write_rejects,
 )
 from grade_kit.reading.records import RunChecks, VerdictCheck, record_sources
-from grade_kit.reading.task_files import load_tasks, task_as_data
+from grade_kit.reading.task_files import CompactTasks, load_tasks, task_as_data
 from grade_kit.schema import Grade, InputError, InputFile, Judgement, Run, WarningItem
 
 STORE_FORMAT = "grade-kit-store/1"
@@ -374,7 +374,7 @@ def store_records(store: Path | str, manifest: dict[str, Any]) -> dict[str, Any]
     with (Path(store) / "rejected.jsonl").open(encoding="utf-8") as handle:
         rejected = [Rejected(**{k: item[k] for k in ("source", "line", "field", "error", "raw")})
                     for item in map(json.loads, handle)]
-    return {"tasks": list(loaded.records), "rejected": rejected,
+    return {"tasks": CompactTasks(loaded.records), "rejected": rejected,
             "warnings": [WarningItem.model_validate(w) for w in manifest.get("warnings", [])],
             "files": [InputFile.model_validate(f) for f in manifest.get("inputs", [])]}
 

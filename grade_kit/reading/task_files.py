@@ -8,10 +8,10 @@ import json
 import math
 import os
 import stat
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, cast, overload
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -91,6 +91,50 @@ def task_as_data(record: Mapping[str, Any] | BaseModel) -> Any:
         if "value" in fact:  # already resolved from its pack
             fact.pop("ground_truth", None)
     return data
+
+
+class CompactTasks(Sequence[Task]):
+    """Validated tasks held as their JSON text (:func:`task_as_data`, about 1 KB a task), each
+    built as a :class:`~grade_kit.schema.Task` when asked for and not kept: 40,000 tasks are
+    about 40 MB held, where 40,000 models were 450 MB (docs/scaling.md). Indexing and
+    iterating give models; :meth:`as_data` gives the plain data without building one."""
+
+    def __init__(self, tasks: Iterable[Task | Mapping[str, Any]]) -> None:
+        self._texts = [json.dumps(task_as_data(t), ensure_ascii=False)
+                       .encode("utf-8") for t in tasks]
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    @overload
+    def __getitem__(self, index: int) -> Task: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Task]: ...
+
+    def __getitem__(self, index: int | slice) -> Task | list[Task]:
+        if isinstance(index, slice):
+            return [Task.model_validate_json(t) for t in self._texts[index]]
+        return Task.model_validate_json(self._texts[index])
+
+    def __iter__(self) -> Iterator[Task]:
+        for text in self._texts:
+            yield Task.model_validate_json(text)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def as_data(self) -> Iterator[Any]:
+        """Each task as plain data, as :func:`task_as_data` gives it."""
+        for text in self._texts:
+            yield json.loads(text)
+
+    def __repr__(self) -> str:
+        return f"CompactTasks({len(self)} tasks)"
 
 
 def _file_text(path: Path) -> str:

@@ -487,3 +487,22 @@ def test_a_line_past_the_bound_is_rejected_unread(tmp_path: Path) -> None:
             assert "long.jsonl:2: the line is 40,000,1" in rejects[0]
             assert f"longer than the {MAX_LINE_BYTES:,}" in rejects[0]
     assert peaks["long.jsonl"] - peaks["short.jsonl"] < 100  # MiB
+
+
+def test_compact_tasks_give_the_same_tasks_and_data() -> None:
+    """Issue 56: a store's or a reopened evaluation's tasks are held as their JSON text and
+    built when asked for; they are the tasks loaded, and their data is the file's."""
+    from grade_kit.reading.task_files import CompactTasks, load_tasks, task_as_data
+    from grade_kit.schema import Task
+    from tests.paths import FIXTURES
+
+    # as a store or a scored folder keeps them: their data (a fact's resolved value, not
+    # the ground_truth key it came from)
+    loaded = [Task.model_validate(task_as_data(t))
+              for t in load_tasks(FIXTURES / "tasks", FIXTURES / "packs").records]
+    compact = CompactTasks(loaded)
+    assert len(compact) == len(loaded) and compact == loaded
+    assert compact[3] == loaded[3] and compact[-1] == loaded[-1]
+    assert compact[1:3] == loaded[1:3]
+    assert list(compact.as_data()) == [task_as_data(t) for t in loaded]
+    assert compact[0] is not compact[0]  # built when asked for, not kept
