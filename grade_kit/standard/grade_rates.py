@@ -155,8 +155,10 @@ def setup_plan(runs: pl.DataFrame, tasks: pl.DataFrame) -> pl.DataFrame:
     """
     setups = runs.select("setup").unique()
     plain = tasks.filter(pl.col("suite").is_null()).select("task_id")
-    ran = (runs.filter(pl.col("is_primary")).join(tasks.select("task_id", "suite"),
-                                                  on="task_id")
+    # the two columns needed, then the rows: filtering the whole runs frame first copied
+    # every column of a million runs (docs/scaling.md)
+    ran = (runs.select("setup", "task_id", "is_primary").filter(pl.col("is_primary"))
+           .join(tasks.select("task_id", "suite"), on="task_id")
            .filter(pl.col("suite").is_not_null()).select("setup", "suite").unique())
     suited = ran.join(tasks.filter(pl.col("suite").is_not_null()).select("suite", "task_id"),
                       on="suite").select("setup", "task_id")

@@ -179,16 +179,18 @@ def counted_calls() -> pl.Expr:
 
 
 def calls_per_run(runs: pl.DataFrame, tool_calls: pl.DataFrame) -> pl.DataFrame:
-    """Per run that exposes tool events: its calls (:func:`counted_calls`) and its records.
+    """Per run that exposes tool events: its calls (:func:`counted_calls`, or the frame's own
+    ``counted`` column where it has one) and its records.
 
     Returns:
         run_id, calls, recorded (0 for an exposed run with no calls): one row per row of
         ``runs`` that exposes tools, in ``runs``' order.
     """
-    exposed = runs.filter(pl.col("tools_exposed")).select("run_id")
-    return exposed.join(
-        tool_calls.with_columns(counted=counted_calls()).group_by("run_id").agg(
-            calls=pl.col("counted").sum(), recorded=pl.len()),
+    exposed = runs.select("run_id", "tools_exposed").filter(pl.col("tools_exposed"))
+    decided = (tool_calls.select("run_id", "counted") if "counted" in tool_calls.columns
+               else tool_calls.select("run_id", counted=counted_calls()))
+    return exposed.select("run_id").join(
+        decided.group_by("run_id").agg(calls=pl.col("counted").sum(), recorded=pl.len()),
         on="run_id", how="left", maintain_order="left",
     ).with_columns(pl.col("calls").fill_null(0).cast(pl.Int64),
                    pl.col("recorded").fill_null(0).cast(pl.Int64))
@@ -455,14 +457,20 @@ def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.Data
         calls, runs; by setup and name).
     """
     keys = pl.DataFrame({"setup": list(setups)}, schema={"setup": pl.String})
-    attempted = runs.join(slots.select("run_id"), on="run_id", how="semi")
+    # the columns needed, then the rows (the whole runs frame copied is 0.4 GB at 1M runs)
+    attempted = runs.select("run_id", "setup", "task_id", "status", "tools_exposed").join(
+        slots.select("run_id"), on="run_id", how="semi")
     delivered = attempted.filter(pl.col("status") == "delivered")
     owner = attempted.select("run_id", "setup", "task_id")
+
+    # each record decided once, on the whole frame (a record's run is all in it), and only
+    # the columns used kept: the ids and arguments, hashed once, are let go
+    flagged = tool_calls.select("run_id", "name", "started", "ended", counted=counted_calls())
 
     def counted(of: pl.DataFrame) -> pl.DataFrame:
         """Calls and records of each run of ``of`` exposing tools, with its setup."""
         exposed = of.filter(pl.col("tools_exposed")).select("run_id")
-        calls = tool_calls.join(exposed, on="run_id", how="inner", maintain_order="left")
+        calls = flagged.join(exposed, on="run_id", how="inner", maintain_order="left")
         return calls_per_run(of, calls).join(owner, on="run_id", how="left",
                                              maintain_order="left")
 
@@ -471,8 +479,8 @@ def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.Data
         keys, per_run, calls=pl.col("calls").sum(), recorded_calls=pl.col("recorded").sum(),
         runs_with_duplicate_records=(pl.col("recorded") > pl.col("calls")).sum())],
         how="horizontal")
-    calls = tool_calls.join(delivered.filter(pl.col("tools_exposed")).select("run_id", "setup"),
-                            on="run_id", how="inner", maintain_order="left")
+    calls = flagged.join(delivered.filter(pl.col("tools_exposed")).select("run_id", "setup"),
+                         on="run_id", how="inner", maintain_order="left")
     bounds = (calls.with_columns(last=pl.coalesce("ended", "started"))
               .group_by("run_id", "setup").agg(pl.col("started").min(), pl.col("last").max())
               .filter(pl.col("started").is_not_null() & pl.col("last").is_not_null()))
@@ -491,7 +499,7 @@ def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.Data
                          how="left", maintain_order="left")
     rows = rows.join(mean_intervals(per_run, "calls", "per_run_", keys, clusters),
                      on="setup", how="left", maintain_order="left")
-    by_name = (calls.filter(counted_calls())
+    by_name = (calls.filter(pl.col("counted"))
                .group_by("setup", "name").agg(calls=pl.len(), runs=pl.col("run_id").n_unique())
                .sort("setup", "name"))
     return rows, by_name
