@@ -41,7 +41,9 @@ def _number_text(value: pl.Expr) -> pl.Expr:
 
 
 def _run_grades(runs: pl.DataFrame, grades: pl.DataFrame) -> pl.DataFrame:
-    joined = runs.join(grades, on="run_id", how="left")
+    joined = runs.select("run_id", "setup", "task_id", "repeat", "attempt_of", "is_primary",
+                         "status", "error", "limit_type", "limit_value").join(
+        grades, on="run_id", how="left")
     has_grade = pl.col("core_conclusion").is_not_null()
     pending = ((pl.col("core_conclusion") == "pending")
                | (pl.col("request_fulfilment") == "pending")

@@ -160,8 +160,8 @@ def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
     if run_calls is None:
         run_calls = calls_per_run(data.runs, data.tool_calls)
     delivered_calls = run_calls.join(
-        data.runs.filter(pl.col("status") == "delivered").select("run_id"), on="run_id",
-        how="semi")
+        data.runs.select("run_id", "status").filter(pl.col("status") == "delivered"),
+        on="run_id", how="semi")
     filled = slots.select("setup", "task_id", "run_id")
     per_q = filled.select("setup", "task_id").unique()
     medians = per_question_median(e2e.join(filled.select("run_id"), on="run_id"))
