@@ -157,9 +157,30 @@ def stage(name: str, n: int, fn: Callable[[], Any], stages: list[dict[str, Any]]
 
 
 FRESH_PROCESS = """
-import json, resource, sys, time
+import json, resource, sys, threading, time
 from pathlib import Path
 import grade_kit as gk
+MAIN = threading.main_thread().ident
+peak = {"rss": 0, "where": []}
+sampling = True
+def _rss():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+def _sample():  # the main thread's grade_kit frames at the highest RSS seen (every 0.2 s)
+    while sampling:
+        now = _rss()
+        if now > peak["rss"]:
+            frame, where = sys._current_frames().get(MAIN), []
+            while frame is not None:
+                if "grade_kit" in frame.f_code.co_filename:
+                    where.append(Path(frame.f_code.co_filename).stem + "." + frame.f_code.co_name)
+                frame = frame.f_back
+            peak.update(rss=now, where=where[::-1])
+        time.sleep(0.2)
+threading.Thread(target=_sample, daemon=True).start()
 import grade_kit.pipeline.evaluation
 from grade_kit.reading.packed import pack
 kind, folder, partitions = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
@@ -184,7 +205,9 @@ else:
     through_store = not kind.startswith("store") and "store" in ev.data.extra
     ev.write(folder / f"out-{kind}")
 done = time.perf_counter()
+sampling = False
 print(json.dumps({
+    "peak_stage": " > ".join(peak["where"][-4:]),
     "seconds": round(done - started, 2), "evaluate_s": round(evaluated - started, 2),
     "write_s": round(done - evaluated, 2), "through_store": through_store,
     "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
@@ -195,7 +218,9 @@ print(json.dumps({
 a folder into ``store``; ``gk.evaluate`` + ``write`` of the JSONL as a user calls it
 (``as-called``: through a temporary store above the bound), forced in memory (``memory``),
 or of the store (``store``); ``-2-workers``: the map step on two spawned processes. Writes
-to ``out-<kind>``; ``worker_peak_rss_mb`` is the largest child process's peak."""
+to ``out-<kind>``; ``worker_peak_rss_mb`` is the largest child process's peak (the packer,
+through a temporary store); ``peak_stage`` the innermost grade_kit functions running when
+the process's RSS was highest (sampled every 0.2 s)."""
 
 
 def measure_in_fresh_process(kind: str, folder: Path, partitions: int = 16) -> dict[str, Any]:

@@ -194,11 +194,14 @@ def write_inputs(folder: Path, n_runs: int, seed: int = 42,
     return paths
 
 
-def pipeline(n_runs: int, inputs_folder: Path | None = None,
-             per_task: bool = False) -> dict[str, Any]:
-    """Every stage of ``gk.evaluate`` and ``write`` on ``n_runs`` synthetic runs (generated
-    in a temporary folder, or kept in ``inputs_folder/<n_runs>`` and generated only when
-    that folder has none: the same seed gives the same files)."""
+def pipeline(n_runs: int, inputs_folder: Path | None = None, per_task: bool = False,
+             setups: int = SETUPS, as_called_only: bool = False) -> dict[str, Any]:
+    """Every stage of ``gk.evaluate`` and ``write`` on ``n_runs`` synthetic runs over
+    ``setups`` setups (generated in a temporary folder, or kept in
+    ``inputs_folder/<n_runs>[-per-task][-<setups>-setups]`` and generated only when that
+    folder has none: the same seed gives the same files); ``as_called_only``: the
+    measurement as a user calls it alone (each process's peak RSS and the stage where the
+    scorer's falls), not the in-memory stages."""
     from grade_kit import __version__
     from grade_kit.pipeline.results import build_results
     from grade_kit.pipeline.scored import Evaluation
@@ -210,14 +213,15 @@ def pipeline(n_runs: int, inputs_folder: Path | None = None,
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
         kept = (None if inputs_folder is None
-                else inputs_folder / f"{n_runs}{'-per-task' if per_task else ''}")
+                else inputs_folder / (f"{n_runs}{'-per-task' if per_task else ''}"
+                                      + (f"-{setups}-setups" if setups != SETUPS else "")))
         if kept is not None and (kept / "done").exists():
             paths = {k: kept / f"{k}.jsonl" for k in ("tasks", "runs", "judgements", "grades")}
             made = "kept from an earlier run"
         else:
             if kept is not None:
                 kept.mkdir(parents=True, exist_ok=True)
-            paths = write_inputs(kept or Path(tmp), n_runs, per_task=per_task)
+            paths = write_inputs(kept or Path(tmp), n_runs, per_task=per_task, setups=setups)
             if kept is not None:
                 (kept / "done").touch()
             made = f"generated in {time.perf_counter() - started:.0f} s"
@@ -231,6 +235,10 @@ def pipeline(n_runs: int, inputs_folder: Path | None = None,
               f"peak RSS {as_called['peak_rss_mb']:>8,} MB"
               + (f" (packing, in its own process: {as_called['worker_peak_rss_mb']:,} MB)"
                  if as_called["through_store"] else ""), flush=True)
+        print(f"    {'the scorer peaks in':<40} {as_called['peak_stage']}", flush=True)
+        if as_called_only:
+            return {"runs": n_runs, "setups": setups, "runs_jsonl_mb": round(size / 2**20),
+                    "as_called": as_called}
         print("    in memory, stage by stage:", flush=True)
         inputs = stage("read and validate", n_runs, lambda: read_inputs(
             paths["tasks"], paths["runs"], judgements=paths["judgements"],
@@ -357,13 +365,20 @@ def main() -> None:
     parser.add_argument("--per-task-vocabulary", action="store_true",
                         help="every task has words and claims of its own (default: all "
                              "tasks share one vocabulary and the same claims)")
+    parser.add_argument("--setups", type=int, default=SETUPS,
+                        help=f"setups (default {SETUPS}); the tasks are runs / (setups x "
+                             f"{REPEATS} repeats)")
+    parser.add_argument("--as-called-only", action="store_true",
+                        help="only the measurement as a user calls it (each process's peak "
+                             "RSS, the stage of the scorer's), not the in-memory stages")
     args = parser.parse_args()
     figures: dict[str, Any] = {**figures_header(),
                                "vocabulary": ("per task" if args.per_task_vocabulary
                                               else "shared"),
-                               "sizes": [pipeline(size, args.inputs, args.per_task_vocabulary)
+                               "sizes": [pipeline(size, args.inputs, args.per_task_vocabulary,
+                                                  args.setups, args.as_called_only)
                                          for size in args.sizes]}
-    if len(figures["sizes"]) > 1:
+    if len(figures["sizes"]) > 1 and not args.as_called_only:
         small, large = figures["sizes"][0], figures["sizes"][-1]
         ratio = large["end_to_end_s"] / small["end_to_end_s"]
         print(f"scaling {small['runs']:,} -> {large['runs']:,} runs "

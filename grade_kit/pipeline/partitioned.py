@@ -191,10 +191,12 @@ def evaluate_store(store: Path, grader: str | None, repeats: int | None, frames:
         if rules is not None:
             rule_records.append(rules)
     scores = combine_scores(parts, tf["tasks"], tf["weights"])
+    del parts  # combined: the partitions' own frames go before the statistics start
     graders = sorted(set(whole["grades"].get_column("grader").unique().to_list()))
     if grader == "rules":
         whole["grades"] = pl.concat([whole["grades"], *rule_records], how="vertical")
         graders.append(RULE_GRADER)
+    del rule_records
     data = EvalData.from_frames({**tf, **whole}, extra={"store": str(store)})
     inputs = Inputs(runs=StoreRuns(store, manifest), **store_records(store, manifest))
     return conclude(

@@ -468,18 +468,16 @@ def tool_call_frame(runs: pl.DataFrame, tool_calls: pl.DataFrame, slots: pl.Data
     attempted = runs.select("run_id", "setup", "task_id", "status", "tools_exposed").join(
         slots.select("run_id"), on="run_id", how="semi")
     delivered = attempted.filter(pl.col("status") == "delivered")
-    owner = attempted.select("run_id", "setup", "task_id")
-
     # each record decided once, on the whole frame (a record's run is all in it), and only
-    # the columns used kept: the ids and arguments, hashed once, are let go
+    # the columns used kept: the ids and arguments, hashed once, are let go; then each run's
+    # calls and records counted once, for the delivered and the attempted runs alike
     flagged = tool_calls.select("run_id", "name", "started", "ended", counted=counted_calls())
+    by_run = calls_per_run(runs.select("run_id", "tools_exposed"), flagged)
 
     def counted(of: pl.DataFrame) -> pl.DataFrame:
         """Calls and records of each run of ``of`` exposing tools, with its setup."""
-        exposed = of.filter(pl.col("tools_exposed")).select("run_id")
-        calls = flagged.join(exposed, on="run_id", how="inner", maintain_order="left")
-        return calls_per_run(of, calls).join(owner, on="run_id", how="left",
-                                             maintain_order="left")
+        exposed = of.filter(pl.col("tools_exposed")).select("run_id", "setup", "task_id")
+        return exposed.join(by_run, on="run_id", how="left", maintain_order="left")
 
     per_run, per_attempt = counted(delivered), counted(attempted)
     totals = pl.concat([keys, per_setup(
