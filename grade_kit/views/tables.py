@@ -55,12 +55,14 @@ def _named(names: Sequence[str], shown: int = 3) -> str:
 def evaluation_title(results: Results, collections: Iterable[str | None]) -> str:
     """What an evaluation is, in one line (a page's default title): the collections its
     questions come from (each task's suite, else its pack; three named, then how many
-    more), its setups by name (three named) and its questions and repeats, e.g.
+    more), its setups (by name up to three, else how many) and its questions and repeats,
+    e.g.
     ``airline: gpt-4o · 50 questions x 4 repeats``."""
     named = sorted({c for c in collections if c})
     setups = sorted(results.setups)
     questions, repeats = results.common_subset.of_questions, results.plan.repeats
-    what = (f"{_named(setups)} · {questions:,} question{'s' * (questions != 1)} x "
+    who = ", ".join(setups) if len(setups) <= 3 else f"{len(setups):,} setups"
+    what = (f"{who} · {questions:,} question{'s' * (questions != 1)} x "
             f"{repeats} repeat{'s' * (repeats != 1)}")
     return f"{_named(named)}: {what}" if named else what
 

@@ -390,3 +390,14 @@ def test_a_sections_intro_names_only_what_the_evaluation_has() -> None:
     assert "the composite" in repr(section_intro("compare", every))
     with pytest.raises(ValueError, match="no intro for section 'x'"):
         section_intro("x", every)
+
+
+def test_a_title_counts_setups_past_three() -> None:
+    from grade_kit.views.tables import evaluation_title
+
+    results = gk.evaluate(ROOT / "fixtures" / "example" / "tasks",
+                          ROOT / "fixtures" / "example" / "runs.jsonl").results
+    many = results.model_copy(update={"setups": {f"s{i}": v for i, v in enumerate(
+        list(results.setups.values()) * 2)}})
+    assert evaluation_title(many, ["a", "b", "c", "d"]) == (
+        "a, b, c and 1 more: 4 setups · 5 questions x 3 repeats")
