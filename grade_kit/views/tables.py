@@ -181,7 +181,7 @@ def _number(value: float, name: str, largest: float | None = None) -> str:
     if kind == "exact":
         return f"{value:,}"
     decimals = (seconds_decimals(value if largest is None else largest) if kind == "seconds"
-                else 1 if kind == "effective" or (kind == "count" and not value.is_integer())
+                else 1 if kind == "effective" or (kind == "count" and not float(value).is_integer())
                 else 0 if kind == "count" else 3)
     if value and not round(value, decimals):  # a figure that is not 0 never reads as 0 (an
         return f"{value:.2g}"  # interval's end beside a stated difference keeps its sign)
