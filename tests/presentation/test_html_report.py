@@ -536,3 +536,12 @@ def test_export_draws_each_chart_from_its_spec_and_asks_no_cdn(tmp_path: Path) -
     (tmp_path / "bad.ipynb").write_text("not json")
     with pytest.raises(InputError, match=r"bad\.ipynb: not a notebook"):
         export_notebook(tmp_path / "bad.ipynb")
+
+
+def test_each_page_says_what_it_holds_before_its_first_figure(report: Path) -> None:
+    """A section's intro comes right under its heading, before the evaluation's one-line
+    summary and the first table (it sat below them when the intro became a code cell)."""
+    page = (report / "scorecard.html").read_text()
+    intro = page.index("four grades over honest denominators")
+    assert intro < page.index("<b>Evaluation</b>:")
+    assert intro < page.index('<table class="gk-table"')
