@@ -350,8 +350,10 @@ class Table:
                     f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
 
         foot = "".join(f'<p class="gk-note">{html.escape(n)}</p>' for n in self._notes())
-        empty = (f'<p class="gk-note">{html.escape(self.empty or "No rows.")}</p>'
-                 if not rows else "")
+        if not rows:  # a sentence, not a header over nothing
+            title = f"<p><b>{html.escape(self.title)}</b></p>" if self.title else ""
+            return (f'{_STYLE}{title}<p class="gk-note">'
+                    f'{html.escape(self.empty or "No rows.")}</p>{foot}')
         groups = column_groups(header, rows)
         table = part(groups[0], self.title)
         if len(groups) > 1:  # the columns past the page's width, each part with the first
@@ -365,7 +367,7 @@ class Table:
             what = html.escape(self.title) if self.title else "The table"
             table = (f'<details class="gk-more"><summary>{what}: {len(rows):,} rows '
                      f"(open to read them all)</summary>{table}</details>")
-        return f"{_STYLE}{table}{empty}{foot}"
+        return f"{_STYLE}{table}{foot}"
 
     def markdown(self) -> str:
         """The table as Markdown (scorecard.md): the same cells, notes and sentences as its

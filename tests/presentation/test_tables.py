@@ -79,8 +79,9 @@ def test_a_table_whose_data_does_not_exist_says_why_in_one_marked_line() -> None
     assert repr(shown) == "Leaderboard: No GRADE <rubric>."
     assert repr(table(frame, absent=None)).startswith("setup")  # None: shown as ever
     nothing = frame.clear()
-    assert "No input record was rejected." in table(nothing, empty="No input record was "
-                                                    "rejected.")._repr_html_()
+    said = table(nothing, empty="No input record was rejected.")._repr_html_()
+    assert "No input record was rejected." in said
+    assert "<table" not in said  # a sentence, not a header over no row
     assert "No rows." in table(nothing)._repr_html_()
     assert repr(table(nothing, empty="None.")).splitlines()[-1] == "None."
 
