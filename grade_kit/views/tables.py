@@ -19,7 +19,7 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 
@@ -188,12 +188,14 @@ def _number(value: float, name: str, largest: float | None = None) -> str:
     return f"{value:,.{decimals}f}"
 
 
-def cell_text(value: Any, name: str) -> str:
+def cell_text(value: Any, name: str, largest: float | None = None) -> str:
     """One value of column ``name`` as every table shows it: ``—`` for null, ``yes``/``no``,
     thousands separators (not for labels such as ``repeat``), floats by
     :func:`number_kind` (seconds by magnitude, other quantities to 3 decimals, p-values to 3
     significant digits, ``< 0.001`` below); a grade in words (``material error``); a
-    ``metric`` named by its column name in words (``e2e_median_s`` -> ``E2E median (s)``)."""
+    ``metric`` named by its column name in words (``e2e_median_s`` -> ``E2E median (s)``).
+    ``largest``: the largest magnitude shown beside it (seconds take their decimals from it,
+    so a column reads at one precision); default the value's own."""
     if value is None:
         return "—"
     if isinstance(value, bool):
@@ -201,7 +203,7 @@ def cell_text(value: Any, name: str) -> str:
     if isinstance(value, int):
         return str(value) if name in _PLAIN_INTS else f"{value:,}"
     if isinstance(value, float):
-        return _number(value, name)
+        return _number(value, name, largest)
     if isinstance(value, list | tuple):
         return ", ".join(cell_text(v, name) for v in value)
     if name in ("metric", "statistic"):  # a column's name as a value: in words too
@@ -317,8 +319,13 @@ class Table:
             return (str(row[metric]) if metric is not None and name in _PER_ROW
                     and row[metric] is not None else name)
 
-        rows = [[cell_text(v, kind(name, row)) for v, name in zip(row, shown.columns,
-                                                                 strict=True)]
+        # a column of seconds at the decimals of its largest value: 0.083 beside 0.140,
+        # not beside 0.14
+        largest = {name: shown.get_column(name).abs().max() for name, dtype
+                   in shown.schema.items() if dtype.is_float() and name not in _PER_ROW
+                   and number_kind(name) == "seconds"}
+        rows = [[cell_text(v, kind(name, row), cast(float | None, largest.get(name)))
+                 for v, name in zip(row, shown.columns, strict=True)]
                 for row in shown.iter_rows()]
         return header, rows, numeric
 

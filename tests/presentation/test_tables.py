@@ -276,6 +276,11 @@ def test_one_precision_per_kind_and_a_comparison_by_its_metric() -> None:
     assert "-0.068 [-0.090, -0.046]" in text and "1,200" in text
     assert "-0.570 [-0.716, -0.0004] at 98.33%" in text and "0.500" in text
     assert "difference (compared - baseline)" in text and "baseline mean" in text
+    # a column of seconds at the decimals of its largest value (the explorer's E2E column
+    # read 0.083 beside 0.14); a figure that is not 0 still never reads as 0
+    column = repr(table(pl.DataFrame({"run_id": ["a", "b", "c"],
+                                      "e2e_s": [0.083, 0.14, 0.0004]}))).splitlines()
+    assert [line.split()[-1] for line in column[1:]] == ["0.08", "0.14", "0.0004"]
     ranks = repr(table(pl.DataFrame({"setup": ["a", "b"], "metric": ["e2e_median_s"] * 2,
                                      "mean": [1531.599, 0.2712], "rank": [1.0, 1.5]})))
     # a rank table's mean in its metric's unit (1531.599 s is not a share), ranks whole
