@@ -1049,8 +1049,10 @@ def grades_table(grades: pl.DataFrame | pd.DataFrame) -> Table:
     if not common.height:
         return Table(frame, "Grades per setup")
     questions, slots = common.select(pl.col("questions").max(), pl.col("N").max()).row(0)
-    note = (f"{COMMON_BY_CONSTRUCTION} its rows ({questions or 0:,} questions, "
-            f"{slots or 0:,} slots per setup) are not shown.")
+    note = (f"{COMMON_BY_CONSTRUCTION} its rows ({questions:,} questions, {slots:,} slots per "
+            "setup) are not shown." if questions else
+            "The common subset is empty (no question has every slot resolved by every "
+            "setup): its rows are not shown.")
     return Table(frame.filter(pl.col("subset") != "common"), "Grades per setup", note)
 
 

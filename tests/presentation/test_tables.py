@@ -300,6 +300,9 @@ def test_the_common_subsets_figures_fixed_by_construction_are_left_out_and_said(
     assert "common" not in "\n".join(repr(shown).splitlines()[1:4])
     assert "its rows (3 questions, 6 slots per setup) are not shown." in repr(shown)
     assert repr(grades_table(grades.filter(pl.col("subset") == "all"))).count("not shown") == 0
+    empty = grades.with_columns(questions=pl.when(pl.col("subset") == "common").then(0)
+                                .otherwise(pl.col("questions")))
+    assert "The common subset is empty" in repr(grades_table(empty))
     comparisons = pl.DataFrame({
         "baseline": ["a"] * 3, "compared": ["b"] * 3, "subset": ["common"] * 3,
         "metric": ["resolved_rate", "pass_hat_k", "e2e_median_s"],
