@@ -31,6 +31,7 @@ from grade_kit.views.tables import (
     PAIRED_SETUPS,
     absent_html,
     column_label,
+    first_named,
     no_timing,
 )
 from grade_kit.views.tables import setup_order as setup_order  # every chart's order, here too
@@ -555,7 +556,7 @@ def comparisons_chart(comparisons: pl.DataFrame | pd.DataFrame,
     single = frame.filter(pl.col("n_questions") < MIN_DRAWN_QUESTIONS)
     frame = frame.filter(pl.col("n_questions") >= MIN_DRAWN_QUESTIONS)
     lone = sorted({f"{c} - {b}" for c, b in single.select("compared", "baseline").iter_rows()})
-    lone_pairs = "; ".join(lone[:3]) + (f" and {len(lone) - 3} more" if len(lone) > 3 else "")
+    lone_pairs = first_named(lone, sep="; ")
     if not frame.height:
         return _note(f"Paired differences on {subset} questions",
                      ONE_QUESTION.format(pairs=lone_pairs))

@@ -46,10 +46,11 @@ def setup_order(grades: pl.DataFrame | pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _named(names: Sequence[str], shown: int = 3) -> str:
-    """``a, b, c and 2 more``: the first ``shown`` names, then how many more."""
+def first_named(names: Sequence[str], shown: int = 3, sep: str = ", ") -> str:
+    """``a, b, c and 2 more``: the first ``shown`` names, then how many more (a title's
+    suites, a chart's pairs left out)."""
     more = len(names) - shown
-    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
+    return sep.join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def evaluation_title(results: Results, collections: Iterable[str | None]) -> str:
@@ -64,7 +65,7 @@ def evaluation_title(results: Results, collections: Iterable[str | None]) -> str
     who = ", ".join(setups) if len(setups) <= 3 else f"{len(setups):,} setups"
     what = (f"{who} · {questions:,} question{'s' * (questions != 1)} x "
             f"{repeats} repeat{'s' * (repeats != 1)}")
-    return f"{_named(named)}: {what}" if named else what
+    return f"{first_named(named)}: {what}" if named else what
 
 
 def where_to_look(notebook: str, page: str) -> str:
