@@ -1029,9 +1029,7 @@ def warnings_table(warnings: pl.DataFrame | pd.DataFrame,
     return Table(shown, "Warnings", note, empty="No warning.", ordered=True)
 
 
-BY_CONSTRUCTION = ("resolved_rate", "partially_resolved_rate", "material_error_rate",
-                   "unresolved_rate", "pending_verification_rate", "not_run_rate",
-                   "pass_hat_k")
+BY_CONSTRUCTION = (*(f"{state}_rate" for state in GRADE_STATES), "pass_hat_k")
 """The figures fixed on the common subset by how it is chosen (docs/methodology.md §5
 "Common subset"): every slot resolved, so 1 or 0 for every setup."""
 
