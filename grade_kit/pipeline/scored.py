@@ -53,6 +53,7 @@ from grade_kit.views.tables import (
     comparisons_table,
     evaluation_title,
     headline_view,
+    in_setup_order,
     pending_state,
     provenance_table,
     rejected_table,
@@ -309,14 +310,9 @@ class Evaluation:
         return setup_order(self._frames["grades"])
 
     def _in_setup_order(self, frame: pl.DataFrame) -> pl.DataFrame:
-        """``frame``'s rows by setup in :attr:`setup_order` (stable: each setup's rows keep
-        their order; a setup the summary does not list after, by name)."""
-        if not frame.height or "setup" not in frame.columns:
-            return frame
-        place = {name: i for i, name in enumerate(self.setup_order)}
-        return frame.sort(pl.col("setup").replace_strict(place, default=len(place),
-                                                         return_dtype=pl.Int64), "setup",
-                          maintain_order=True)
+        """``frame``'s rows by setup in :attr:`setup_order`
+        (:func:`~grade_kit.views.tables.in_setup_order`)."""
+        return in_setup_order(frame, self.setup_order)
 
     @property
     def leaderboard(self) -> Frame:

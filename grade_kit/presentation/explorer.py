@@ -24,7 +24,13 @@ import polars as pl
 from grade_kit.frames import Frame, like, to_polars
 from grade_kit.schema import GRADE_STATES, Grade, InputError, Run, Task, material_error_of
 from grade_kit.standard.blind.sheet import ANONYMITY_NOTE, answer_text, default_key_path
-from grade_kit.views.tables import cell_text, column_label, table, where_to_look
+from grade_kit.views.tables import (
+    cell_text,
+    column_label,
+    in_setup_order,
+    table,
+    where_to_look,
+)
 
 if TYPE_CHECKING:  # a parameter's type only: the explorer is handed an evaluation, a diff
     from grade_kit.pipeline.diff import Diff
@@ -107,13 +113,11 @@ def grade_counts(runs: pl.DataFrame, order: Sequence[str]) -> pl.DataFrame:
     present = set(primary.get_column("grade").to_list())
     grades = [g for g in (*GRADE_STATES, "no grade") if g in present]
     grades += sorted(present - set(grades))
-    place = {name: i for i, name in enumerate(order)}
     counts = (primary.group_by("setup", "grade").len()
               .pivot(on="grade", index="setup", values="len").fill_null(0))
     counts = counts.select("setup", *grades) if counts.height else counts
-    return (counts.sort(pl.col("setup").replace_strict(place, default=len(place),
-                                                       return_dtype=pl.Int64), "setup")
-            .rename({g: g.replace("_", " ") for g in grades}))
+    return in_setup_order(counts, order).rename(
+        {g: g.replace("_", " ") for g in grades})
 
 
 def sort_runs(runs: pl.DataFrame, order: str = INFORMATIVE) -> pl.DataFrame:

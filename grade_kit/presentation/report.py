@@ -159,8 +159,8 @@ def export_notebook(notebook: Path | str, out: Path | str | None = None, *,
             if isinstance(spec, dict):  # drawn by the inlined libraries, not as an image
                 output["data"] = {"text/html": vega_embed_html(spec),
                                   "text/plain": data.get("text/plain", "<chart>")}
-    title = next((line[2:].strip() for cell in nb.cells if cell.cell_type == "markdown"
-                  for line in cell.source.splitlines() if line.startswith("# ")), path.stem)
+    title = next((h[1] for cell in nb.cells if (h := _heading(cell)) and h[0] == 1),
+                 path.stem)
     target = Path(out) if out is not None else path.with_suffix(".html")
     return _offline_page(nb, target, title, None, code=code, remove_tags=set())
 

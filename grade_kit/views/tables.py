@@ -46,6 +46,18 @@ def setup_order(grades: pl.DataFrame | pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def in_setup_order(frame: pl.DataFrame, order: Sequence[str]) -> pl.DataFrame:
+    """``frame``'s rows by ``setup`` in ``order`` (:func:`setup_order`, the summary's),
+    stable: each setup's rows keep their order; a setup ``order`` does not list comes after,
+    by name."""
+    if not frame.height or "setup" not in frame.columns:
+        return frame
+    place = {name: i for i, name in enumerate(order)}
+    return frame.sort(pl.col("setup").replace_strict(place, default=len(place),
+                                                     return_dtype=pl.Int64), "setup",
+                      maintain_order=True)
+
+
 def first_named(names: Sequence[str], shown: int = 3, sep: str = ", ") -> str:
     """``a, b, c and 2 more``: the first ``shown`` names, then how many more (a title's
     suites, a chart's pairs left out)."""
