@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 RUNTIME := $(VENV)/.installed-runtime
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck chromium bench bench-scale bench-store bench-plain bench-baseline bench-compare bench-fetch bench-report fixtures schemas clean
+.PHONY: demo test sweep lint typecheck chromium bench bench-scale bench-store bench-plain bench-baseline bench-compare bench-fetch bench-report fixtures schemas clean
 
 # The package and what it needs to run (enough for the demo) ...
 $(RUNTIME): pyproject.toml
@@ -26,6 +26,9 @@ demo: $(RUNTIME)          ## the embedded default, end to end -> reports/demo
 # wait on a browser, a kernel or a server, so three share two cores well (docs/scaling.md).
 test: $(STAMP) lint typecheck chromium   ## the test suite, plus ruff and mypy
 	$(BIN)/python -m pytest -n 3 --dist loadfile
+
+sweep: $(STAMP)           ## the full shape sweep: generated evaluations of 1-5,000 questions, 1-50 setups, R 1-10, every effect, through evaluate, write and diff (docs/scaling.md)
+	GRADE_KIT_SWEEP=full $(BIN)/python -m pytest -n 2 -q tests/pipeline/test_shapes.py -k every_shape
 
 chromium:                 ## Debian's Chromium for the browser tests (skipped when it cannot be had)
 	@command -v chromium >/dev/null 2>&1 || (apt-get install -y -qq chromium >/dev/null 2>&1 \

@@ -849,7 +849,8 @@ class Figure(_Out):
     (``ci_level``), so it excludes 0 exactly when ``p_holm`` < 0.05 (docs/methodology.md §5
     "One verdict")."""
     ci_level: float | None = None
-    """The interval's confidence level (0.95, or 1 - 0.05 p / p_holm for a tested figure)."""
+    """The interval's confidence level: 0.95, or for a tested figure 1 - 0.05 / its Holm
+    multiplier (p_holm / p, from their log10)."""
     ci_basis: str | None = None
     """How the interval was made."""
     k: int | None = None
@@ -861,9 +862,14 @@ class Figure(_Out):
     assumptions: str | None = None
     statement: str | None = None
     p_value: float | None = None
-    """A grade rate's paired test, two-sided (docs/methodology.md §5 "Significance")."""
+    """A grade rate's paired test, two-sided (docs/methodology.md §5 "Significance"); never
+    0 nor below 2.2e-308 (``log10_p`` says how far below)."""
     p_holm: float | None = None
     """``p_value`` adjusted by Holm across the setup pairs of its figure and subset."""
+    log10_p: float | None = None
+    """log10 of the test's p, exact where ``p_value`` is floored (below 2.2e-308)."""
+    log10_p_holm: float | None = None
+    """log10 of the Holm-adjusted p; the Holm multiplier is 10^(log10_p_holm - log10_p)."""
     test: str | None = None
     """Which test gave ``p_value`` (exact McNemar, or the sign-flip permutation test)."""
 

@@ -42,17 +42,54 @@ MAX_LOG_BYTES = 1 << 30
 
 
 def question_id(dataset: str | None, sample: object) -> str:
-    """The task id of a source's question: the sample's id within its dataset, as text that
-    tells every (dataset, sample) pair apart (docs/adapters.md "Setups and questions").
+    """The task id of a source's question as the source writes it: ``<dataset>/<sample
+    id>``, or the sample id alone where the source names no dataset (docs/adapters.md
+    "Setups and questions"). A sample id is taken as text: ``1`` and ``"1"`` are one.
 
-    The two parts are joined by ``/`` after each has its ``%`` written ``%25`` and its ``/``
-    written ``%2F``, so dataset ``pop/x`` sample ``1`` (``pop%2Fx/1``) and dataset ``pop``
-    sample ``x/1`` (``pop/x%2F1``) stay two questions. Without a dataset the id is the
-    sample's alone (escaped the same way), so logs that name no dataset share the questions
-    whose sample ids they share. A sample id is taken as text: ``1`` and ``"1"`` are one.
+    Two (dataset, sample) pairs can read the same (dataset ``pop/x`` sample ``1`` and
+    dataset ``pop`` sample ``x/1``); where logs read together do, :func:`merge_imported`
+    writes those ids with :func:`escaped_question_id` instead, so they stay two questions.
     """
+    return "/".join(([] if dataset is None else [dataset]) + [str(sample)])
+
+
+def escaped_question_id(dataset: str | None, sample: object) -> str:
+    """:func:`question_id` with each part's ``%`` written ``%25`` and ``/`` written ``%2F``:
+    a text no other (dataset, sample) pair has (dataset ``pop/x`` sample ``1`` is
+    ``pop%2Fx/1``, dataset ``pop`` sample ``x/1`` is ``pop/x%2F1``)."""
     parts = ([] if dataset is None else [dataset]) + [str(sample)]
     return "/".join(p.replace("%", "%25").replace("/", "%2F") for p in parts)
+
+
+def _sample_of(part: Imported, task_id: str) -> str:
+    """The sample id of one of ``part``'s task ids (:func:`question_id` undone)."""
+    return task_id if part.questions is None else task_id[len(part.questions) + 1:]
+
+
+def _tell_colliding_questions_apart(parts: list[Imported]) -> list[str]:
+    """Where two parts' (dataset, sample) pairs read as one task id, write every such id
+    with :func:`escaped_question_id` (its tasks and runs), and say so; every other id stays
+    as its source wrote it."""
+    pairs: dict[str, set[tuple[str | None, str]]] = {}
+    for part in parts:
+        for task in part.tasks:
+            pairs.setdefault(task.task_id, set()).add(
+                (part.questions, _sample_of(part, task.task_id)))
+    colliding = {task_id for task_id, found in pairs.items() if len(found) > 1}
+    if not colliding:
+        return []
+    for part in parts:
+        renamed = {t.task_id: escaped_question_id(part.questions, _sample_of(part, t.task_id))
+                   for t in part.tasks if t.task_id in colliding}
+        for task in part.tasks:
+            task.task_id = renamed.get(task.task_id, task.task_id)
+        for run in part.runs:
+            run.task_id = renamed.get(run.task_id, run.task_id)
+    shown = sorted(colliding)
+    return [f"{len(shown)} question id(s) read the same for two (dataset, sample) pairs "
+            f"({', '.join(shown[:3])}{' ...' if len(shown) > 3 else ''}): those are written "
+            "with each part's '%' as %25 and '/' as %2F (dataset 'pop/x' sample '1' is "
+            "'pop%2Fx/1'), so they stay apart; every other id is as its log wrote it"]
 
 
 def log_json(data: bytes | str, what: str) -> Any:
@@ -284,11 +321,14 @@ def merge_imported(parts: list[Imported]) -> Imported:
     An attempt that a later log carries over unchanged (the same Inspect sample ``uuid``, as
     ``eval-retry`` copies completed samples) is one attempt, kept once (the later copy).
     A run id an earlier log already used (a retry log that keeps its original's ids) becomes
-    ``<run_id>@<file name>``, its grades with it.
+    ``<run_id>@<file name>``, its grades with it. Question ids stay as the logs wrote them,
+    but where two (dataset, sample) pairs would read the same (those alone escaped,
+    :func:`escaped_question_id`).
     """
     out = Imported()
     if all(p.created for p in parts):
         parts = sorted(parts, key=lambda p: str(p.created))
+    out.notes.extend(_tell_colliding_questions_apart(parts))
     seen: dict[str, tuple[Task, str]] = {}  # task id -> the task kept, and its log
     golds: dict[tuple[str, str], list[str]] = {}  # (first log, later log) -> ids they differ on
     slots: dict[tuple[str, str, int], list[Run]] = {}

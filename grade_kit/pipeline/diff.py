@@ -35,6 +35,7 @@ from grade_kit.standard.compare import (
     verdict_intervals,
 )
 from grade_kit.standard.headline import ALPHA
+from grade_kit.views.tables import p_precise
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -228,8 +229,8 @@ class Diff:
         return (f"{counts['regressed']} setup{'s' * (counts['regressed'] != 1)} regressed, "
                 f"{counts['improved']} improved, {counts['unchanged']} unchanged on the "
                 f"resolved rate ({len(self.pairs)} matched, {paired} paired questions, R = "
-                f"{self.repeats}; paired tests, Holm-adjusted across every setup and metric, "
-                f"at {ALPHA})")
+                f"{self.repeats}; paired tests, each figure Holm-adjusted across the "
+                f"matched setups, at {ALPHA})")
 
     def regressions(self, margin: float, metric: str = "resolved_rate",
                     alpha: float = ALPHA) -> list[str]:
@@ -255,7 +256,7 @@ class Diff:
                            f"{metric} {row['baseline']:.4f} -> {row['candidate']:.4f} "
                            f"({row['change']:+.4f}, margin {margin:g}) over "
                            f"{row['n_questions']} paired questions, Holm p "
-                           f"{row['p_holm']:.3g} < {alpha:g}")
+                           f"{p_precise(row['p_holm'])} < {alpha:g}")
         return out
 
     @cached_property
@@ -304,8 +305,9 @@ def diff(baseline: Side, candidate: Side, *, match: Mapping[str, str] | None = N
     tests, and questions and setups on one side only are listed, never dropped silently.
     Each matched pair is compared on the questions both ran, as two setups of one
     evaluation are (each grade rate and pass^k with its exact paired test, E2E, tool calls
-    and the composite with their bootstrap intervals), and every tested figure of every
-    pair is one Holm family.
+    and the composite with their bootstrap intervals); each tested figure (and k) is one
+    Holm family across the matched pairs, so the gate on one figure is never weakened by
+    the page testing others.
 
     Args:
         baseline: The earlier evaluation (:data:`Side`).
@@ -390,7 +392,7 @@ def diff(baseline: Side, candidate: Side, *, match: Mapping[str, str] | None = N
         comparison.baseline, comparison.compared = x, y
         comparisons.append(comparison)
         inversions.append(found)
-    adjust_by_holm(comparisons, one_family=True)
+    adjust_by_holm(comparisons)
     for comparison, found in zip(comparisons, inversions, strict=True):
         verdict_intervals(comparison, found)
     summary = _summary(comparisons)

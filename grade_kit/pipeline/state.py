@@ -54,7 +54,9 @@ from grade_kit.views.tables import evaluation_title
 
 STATE_DIR = "evaluation"
 """The folder under an output folder that holds the evaluation's state."""
-STATE_VERSION = 9
+STATE_VERSION = 10
+"""10: imported question ids as their logs wrote them (escaped only where two collide), and
+each tested figure's log10 p; a state of 9 or before is refused, naming its version."""
 
 MAX_STATE_BYTES = 512 * 2**20
 """The largest ``state.json`` a reopen parses (its tasks, rejects and hashes: 2.2 MB at 100k

@@ -33,6 +33,7 @@ from grade_kit.views.tables import (
     column_label,
     first_named,
     no_timing,
+    p_precise_column,
 )
 from grade_kit.views.tables import setup_order as setup_order  # every chart's order, here too
 
@@ -670,7 +671,7 @@ def changes_chart(summary: pl.DataFrame | pd.DataFrame, metric: str = "resolved_
     frame = frame.with_columns(pair=pl.when(pl.col("setup") == pl.col("candidate_setup"))
                                .then(pl.col("setup"))
                                .otherwise(pl.col("setup") + " -> " + pl.col("candidate_setup")),
-                               **interval_rule("change"))
+                               **interval_rule("change"), p_holm_text=p_precise_column("p_holm"))
     data: Any = frame.to_pandas()
     base = alt.Chart(data)
     shown = [v for v in VERDICT_COLOURS if v in set(frame.get_column("verdict").to_list())]
@@ -687,7 +688,7 @@ def changes_chart(summary: pl.DataFrame | pd.DataFrame, metric: str = "resolved_
                  alt.Tooltip("candidate:Q", format=".4g"),
                  alt.Tooltip("change:Q", format=".4g"), alt.Tooltip("ci_low:Q", format=".4g"),
                  alt.Tooltip("ci_high:Q", format=".4g"),
-                 alt.Tooltip("p_holm:Q", format=".3g", title="Holm p"), "verdict"])
+                 alt.Tooltip("p_holm_text:N", title="Holm p"), "verdict"])
     bars = base.mark_rule().encode(x="rule_low:Q", x2="rule_high:Q", y=y, color=verdict)
     zero = base.mark_rule(color="#999999", strokeDash=[2, 2]).encode(x=alt.datum(0))
     return cast(Chart, alt.layer(zero, bars, points).properties(
@@ -732,7 +733,8 @@ def significance_chart(comparisons: pl.DataFrame | pd.DataFrame,
         label=pl.when(pl.col("p_holm") < 0.001).then(pl.lit("<0.001"))
         .otherwise(pl.col("p_holm").round(3).cast(pl.String)),
         row_label=pl.col("row").replace_strict(labels, return_dtype=pl.String),
-        column_label=pl.col("column").replace_strict(labels, return_dtype=pl.String))
+        column_label=pl.col("column").replace_strict(labels, return_dtype=pl.String),
+        p_text=p_precise_column("p"), p_holm_text=p_precise_column("p_holm"))
     sort = [labels[s] for s in setups if s in set(cells.get_column("row").to_list())]
     data: Any = cells.to_pandas()
     name = metric.removesuffix("_rate").replace("_", " ")
@@ -742,8 +744,8 @@ def significance_chart(comparisons: pl.DataFrame | pd.DataFrame,
         y=alt.Y("row_label:N", sort=sort, title=None, axis=alt.Axis(labelLimit=200)),
         tooltip=[alt.Tooltip("row:N", title="setup"), alt.Tooltip("column:N", title="against"),
                  alt.Tooltip("difference:Q", format="+.3f", title=f"{name} rate difference"),
-                 alt.Tooltip("p:Q", format=".3g", title="p"),
-                 alt.Tooltip("p_holm:Q", format=".3g", title="p (Holm)"),
+                 alt.Tooltip("p_text:N", title="p"),
+                 alt.Tooltip("p_holm_text:N", title="p (Holm)"),
                  alt.Tooltip("n:Q", title="paired questions")])
     heat = base.mark_rect(stroke="white").encode(
         color=alt.Color("p_holm:Q", title="p (Holm)", scale=alt.Scale(

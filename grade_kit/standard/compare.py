@@ -27,7 +27,13 @@ from grade_kit.exact import fmean
 from grade_kit.frames import model_columns
 from grade_kit.schema import Comparison, Figure, Interval
 from grade_kit.standard.headline import ALPHA
-from grade_kit.standard.significance import Inversion, PairedUnits, holm, units_tests
+from grade_kit.standard.significance import (
+    Inversion,
+    PairedUnits,
+    holm,
+    holm_log10,
+    units_tests,
+)
 
 DEFAULT_SEED = 20261130
 DEFAULT_RESAMPLES = 2000
@@ -232,9 +238,10 @@ def _grade_rate_figures(paired: pl.DataFrame, a: str, b: str, repeats: int, wher
         if planned_units is None:
             out.append((figure, None))
             continue
-        p, test, inversion = next(results)
-        figure.p_value, figure.test = p, test
-        out.append((figure, inversion))
+        tested_figure = next(results)
+        figure.p_value, figure.log10_p = tested_figure.p, tested_figure.log10_p
+        figure.test = tested_figure.how
+        out.append((figure, tested_figure.inversion))
     return out
 
 
@@ -282,13 +289,16 @@ def verdict_intervals(comparison: Comparison,
                       inversions: Sequence[Inversion | None]) -> None:
     """Set the interval of every tested figure of ``comparison`` once its ``p_holm`` is set
     (``inversions``: one per figure, from :func:`compare_pair`): the shifts its own
-    sign-flip test does not reject at gamma = ALPHA x p / p_holm, the level at which Holm
-    judges it (docs/methodology.md §5 "One verdict"), so the interval excludes 0 exactly
-    when p_holm < ALPHA and the direction is stated."""
+    sign-flip test does not reject at gamma = ALPHA / (its Holm multiplier p_holm / p, from
+    their log10, in [1, m]), the level at which Holm judges it (docs/methodology.md §5 "One
+    verdict"), so the interval excludes 0 exactly when p_holm < ALPHA and the direction is
+    stated."""
     for figure, inversion in zip(comparison.figures, inversions, strict=True):
-        if inversion is None or figure.p_value is None or figure.p_holm is None:
+        if (inversion is None or figure.log10_p is None or figure.log10_p_holm is None
+                or figure.p_holm is None):
             continue
-        gamma = ALPHA * figure.p_value / figure.p_holm
+        multiplier = 10.0 ** (figure.log10_p_holm - figure.log10_p)
+        gamma = ALPHA / multiplier
         low, high = inversion.interval(gamma)
         stated = figure.p_holm < ALPHA
         positive = (figure.mean_diff_b_minus_a or 0.0) > 0
@@ -299,29 +309,29 @@ def verdict_intervals(comparison: Comparison,
         figure.ci95 = Interval(low=low, high=high)
         figure.ci_level = 1 - gamma
         figure.ci_basis = ("sign-flip test inverted at its Holm level "
-                           f"(1 - {ALPHA} x p / p_holm = {1 - gamma:.4g}), "
+                           f"(1 - {ALPHA} / {multiplier:.4g} = {1 - gamma:.4g}), "
                            f"{inversion.basis}")
         figure.ci_excludes_zero = low > 0 or high < 0
 
 
-def adjust_by_holm(comparisons: list[Comparison], one_family: bool = False) -> None:
+def adjust_by_holm(comparisons: list[Comparison]) -> None:
     """Set every tested figure's ``p_holm``: Holm's adjustment across the setup pairs of
-    its figure, subset and k (docs/methodology.md §5 "Significance"), or with
-    ``one_family`` across every tested figure of ``comparisons`` (§5 "Against an earlier
-    evaluation"); and its direction from that test alone: stated only when p_holm <
-    :data:`ALPHA` and the grade has a better side, so the table, the matrix and the
-    headline give one answer."""
+    its figure, subset and k (docs/methodology.md §5 "Significance"), so adding a figure
+    never changes another's verdict; and its direction from that test alone: stated only
+    when p_holm < :data:`ALPHA` and the grade has a better side, so the table, the matrix
+    and the headline give one answer."""
     families: dict[tuple[str, str, int | None], list[tuple[Comparison, Figure]]] = {}
     for comparison in comparisons:
         for figure in comparison.figures:
             if figure.p_value is not None:
-                key = ("", "", None) if one_family else (comparison.subset, figure.metric,
-                                                         figure.k)
+                key = (comparison.subset, figure.metric, figure.k)
                 families.setdefault(key, []).append((comparison, figure))
     for members in families.values():
         adjusted = holm([f.p_value for _, f in members])
-        for (comparison, figure), p_holm in zip(members, adjusted, strict=True):
-            figure.p_holm = p_holm
+        logged = holm_log10([f.log10_p for _, f in members])
+        for (comparison, figure), p_holm, log10_p_holm in zip(members, adjusted, logged,
+                                                              strict=True):
+            figure.p_holm, figure.log10_p_holm = p_holm, log10_p_holm
             figure.direction = (direction_text(
                 better_side(figure.metric), figure.mean_diff_b_minus_a, comparison.baseline,
                 comparison.compared)

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -27,26 +29,60 @@ FLIPS = 10_000
 """Random sign flips of the Monte Carlo sign-flip test."""
 
 
+P_FLOOR = sys.float_info.min
+"""The smallest p stored as a float (2.2e-308, the smallest normal double): a p below it is
+stored as this bound, never as 0.0, and its exact size is its ``log10_p``
+(docs/methodology.md §5 "Significance")."""
+
+_LOG_BELOW = 1e-250
+"""A float sign-flip distribution's p below this is counted again in log space: its tail
+may have passed through numbers too small for a double."""
+
+
+def p_of(log10_p: float) -> float:
+    """The float p of a log10 p: 10^log10_p, at least :data:`P_FLOOR`, at most 1."""
+    return min(1.0, max(P_FLOOR, 10.0 ** log10_p)) if log10_p > -300 else P_FLOOR
+
+
 def mcnemar_exact(b: int, c: int) -> float:
     """McNemar's exact two-sided p: min(1, 2 P(X <= min(b, c))), X ~ Binomial(b + c, 1/2);
-    1 with no discordant question.
+    1 with no discordant question; never below :data:`P_FLOOR` (its exact size:
+    :func:`mcnemar_log10`).
 
     Args:
         b: Questions the baseline got and the compared setup did not.
         c: Questions the compared setup got and the baseline did not.
     """
+    return max(P_FLOOR, _mcnemar(b, c)[0])
+
+
+def mcnemar_log10(b: int, c: int) -> float:
+    """log10 of McNemar's exact two-sided p (:func:`mcnemar_exact`), from the same exact
+    integers: it does not underflow however many questions are discordant."""
+    return _mcnemar(b, c)[1]
+
+
+def _mcnemar(b: int, c: int) -> tuple[float, float]:
+    """McNemar's p (as a float, 0.0 where it underflows) and its log10, from the exact
+    integer tail 2 sum_{i <= min(b, c)} C(n, i) over 2^n."""
     n = b + c
     if n == 0:
-        return 1.0
-    # integers to the one division, which Python rounds correctly however large they are
-    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1)) / (1 << n)
-    return min(1.0, 2.0 * tail)
+        return 1.0, 0.0
+    # integers to the one division, which Python rounds correctly however large they are;
+    # C(n, i + 1) = C(n, i) (n - i) / (i + 1) exactly, so the tail costs min(b, c) steps
+    term = tail = 1
+    for i in range(min(b, c)):
+        term = term * (n - i) // (i + 1)
+        tail += term
+    p = min(1.0, (2 * tail) / (1 << n))
+    return p, min(0.0, math.log10(2 * tail) - n * math.log10(2))
 
 
 def sign_flip_p(differences: Sequence[int], seed: int,
                 flips: int = FLIPS) -> tuple[float, str]:
     """The two-sided sign-flip permutation p of the sum of integer per-question
-    differences: P(|S| >= |s|) where S flips each difference's sign with probability 1/2.
+    differences: P(|S| >= |s|) where S flips each difference's sign with probability 1/2;
+    never below :data:`P_FLOOR` (its exact size: :func:`sign_flip_log10`).
 
     Exact (the distribution of S counted by convolution) while the work stays within
     :data:`EXACT_CELLS`; else ``(1 + #{|S*| >= |s|}) / (flips + 1)`` over ``flips`` seeded
@@ -55,19 +91,39 @@ def sign_flip_p(differences: Sequence[int], seed: int,
     Returns:
         (p, how it was computed).
     """
+    p, _, how = _sign_flip(differences, seed, flips)
+    return p, how
+
+
+def sign_flip_log10(differences: Sequence[int], seed: int, flips: int = FLIPS) -> float:
+    """log10 of :func:`sign_flip_p`'s p, counted in log space where the float tail would
+    underflow: exact however many questions differ."""
+    return _sign_flip(differences, seed, flips)[1]
+
+
+def _sign_flip(differences: Sequence[int], seed: int, flips: int) -> tuple[float, float, str]:
+    """:func:`sign_flip_p`'s p (floored at :data:`P_FLOOR`), its log10 and how."""
     d = np.abs(np.asarray([x for x in differences if x != 0], dtype=np.int64))
     observed = abs(int(np.sum(np.asarray(differences, dtype=np.int64))))
     if d.size == 0:
-        return 1.0, "exact sign-flip permutation (no question differs)"
+        return 1.0, 0.0, "exact sign-flip permutation (no question differs)"
     total = int(d.sum())
     if d.size * (2 * total + 1) <= EXACT_CELLS:
         # counts of sign patterns per sum, as probabilities halved at each step (exact in
         # binary floating point: every value is k / 2^n with k < 2^53 while n <= 52; beyond,
         # the relative rounding is about 1e-16 per step)
+        how = "exact sign-flip permutation on per-question differences"
         dist = _sign_sum_distribution(d.tolist())
         sums = np.arange(-total, total + 1)
-        p = float(math.fsum(dist[np.abs(sums) >= observed].tolist()))
-        return min(1.0, p), "exact sign-flip permutation on per-question differences"
+        p = min(1.0, float(math.fsum(dist[np.abs(sums) >= observed].tolist())))
+        if p >= _LOG_BELOW:
+            return p, math.log10(p), how
+        # a tail this far out may have passed through subnormal doubles: count it again in
+        # log space, where nothing underflows
+        log_dist = _sign_sum_log_distribution(d.tolist())
+        log_p = float(np.logaddexp.reduce(log_dist[np.abs(sums) >= observed]))
+        log10_p = min(0.0, log_p / math.log(10))
+        return p_of(log10_p), log10_p, how
     rng = np.random.default_rng(seed)
     extreme = 0
     block = max(1, (1 << 22) // d.size)  # flips drawn at once: about 4 million signs
@@ -76,7 +132,8 @@ def sign_flip_p(differences: Sequence[int], seed: int,
         # the flipped sum: the kept differences minus the others, 2 (kept @ d) - total (the
         # same integers as (2 kept - 1) @ d, without that array)
         extreme += int(np.count_nonzero(np.abs(2 * (kept @ d) - total) >= observed))
-    return (1 + extreme) / (flips + 1), (
+    p = (1 + extreme) / (flips + 1)
+    return p, math.log10(p), (
         f"seeded sign-flip permutation on per-question differences ({flips:,} flips)")
 
 
@@ -96,6 +153,20 @@ def _sign_sum_distribution(differences: list[int]) -> np.ndarray:
     return dist
 
 
+def _sign_sum_log_distribution(differences: list[int]) -> np.ndarray:
+    """ln P(S = s) of :func:`_sign_sum_distribution`, the same recursion in log space:
+    ln P'(s) = ln(e^ln P(s - k) + e^ln P(s + k)) - ln 2 (-inf where P is 0)."""
+    dist = np.zeros(1)
+    half = math.log(0.5)
+    for k in differences:
+        wider = np.full(dist.size + 2 * k, -np.inf)
+        wider[:dist.size] = dist
+        wider[2 * k:] = np.logaddexp(wider[2 * k:], dist)
+        wider += half
+        dist = wider
+    return dist
+
+
 def holm(p_values: Sequence[float | None]) -> list[float | None]:
     """Holm's step-down adjustment of the non-null p-values (m of them): in ascending order,
     p_(i) -> max over j <= i of min(1, (m - j + 1) p_(j)); nulls stay null."""
@@ -105,6 +176,21 @@ def holm(p_values: Sequence[float | None]) -> list[float | None]:
     running = 0.0
     for rank, (p, index) in enumerate(given):
         running = max(running, min(1.0, (m - rank) * p))
+        out[index] = running
+    return out
+
+
+def holm_log10(log10_p: Sequence[float | None]) -> list[float | None]:
+    """:func:`holm` of p-values given by their log10 (``None`` stays ``None``), in log
+    space, so a p past a double's range keeps its size: log10 p_(i) -> max over j <= i of
+    min(0, log10(m - j + 1) + log10 p_(j)). Its Holm multiplier, p_holm / p, is
+    10^(log10 p_holm - log10 p), in [1, m]."""
+    given = sorted((p, i) for i, p in enumerate(log10_p) if p is not None)
+    m = len(given)
+    out: list[float | None] = [None] * len(log10_p)
+    running = -math.inf
+    for rank, (p, index) in enumerate(given):
+        running = max(running, min(0.0, math.log10(m - rank) + p))
         out[index] = running
     return out
 
@@ -242,8 +328,18 @@ def _flip_blocks(seed: int, n: int, flips: int, exact_below: float):  # type: ig
         yield np.unpackbits(packed[at:at + step], axis=1, count=n).astype(kind)
 
 
+class Tested(NamedTuple):
+    """One figure's paired test: its p (never below :data:`P_FLOOR`), the exact log10 of
+    that p, how it was computed, and its inversion."""
+
+    p: float
+    log10_p: float
+    how: str
+    inversion: Inversion
+
+
 def _monte_carlo(group: list[PairedUnits], seed: int, flips: int, up_to: float
-                 ) -> list[tuple[float, str, Inversion]]:
+                 ) -> list[Tested]:
     """The seeded sign-flip test and its inversion of every figure of ``group`` (units of
     one shape: the same sizes), from one pass over the same flips: with S a flip's flipped
     set, it is extreme at delta below the figure when min(mean S, mean of the rest) <= delta
@@ -261,11 +357,13 @@ def _monte_carlo(group: list[PairedUnits], seed: int, flips: int, up_to: float
         total = float(units.d.sum())
         if total == 0:
             p, how = 1.0, "sign-flip permutation (the differences sum to 0)"
+            log10_p = 0.0
         else:
             extreme = int(np.count_nonzero(np.abs(total - 2 * s) >= abs(total)))
             p, how = (1 + extreme) / (flips + 1), (
                 f"seeded sign-flip permutation over {m.size:,} paired units "
                 f"({flips:,} flips)")
+            log10_p = math.log10(p)
         with np.errstate(divide="ignore", invalid="ignore"):
             inside = s / (units.per * size)
             rest = (total - s) / (units.per * (total_m - size))
@@ -274,13 +372,13 @@ def _monte_carlo(group: list[PairedUnits], seed: int, flips: int, up_to: float
         highs = -np.sort(-np.maximum(np.where(size == 0, np.inf, inside),
                                      np.where(size == total_m, np.inf, rest)))
         steps = (2 + np.arange(flips)) / (flips + 1)  # p from the k-th value on
-        out.append((p, how, Inversion(*_kept(lows, steps, up_to), *_kept(highs, steps, up_to),
-                                      floor=1 / (flips + 1),
-                                      basis=f"over {flips:,} seeded sign flips")))
+        out.append(Tested(p, log10_p, how, Inversion(
+            *_kept(lows, steps, up_to), *_kept(highs, steps, up_to), floor=1 / (flips + 1),
+            basis=f"over {flips:,} seeded sign flips")))
     return out
 
 
-def _exact_p(units: PairedUnits, seed: int) -> tuple[float, str] | None:
+def _exact_p(units: PairedUnits, seed: int) -> tuple[float, float, str] | None:
     """The exact test's p where it can be counted (McNemar's for single-question units at
     R = 1; the sign-flip distribution by convolution within :data:`EXACT_CELLS`), else
     None."""
@@ -288,19 +386,20 @@ def _exact_p(units: PairedUnits, seed: int) -> tuple[float, str] | None:
     single = bool((units.m == 1).all())
     if units.per == 1 and single:
         only_a, only_b = int((d < 0).sum()), int((d > 0).sum())
-        return mcnemar_exact(only_a, only_b), (
+        p, log10_p = _mcnemar(only_a, only_b)
+        return max(P_FLOOR, p), log10_p, (
             f"exact McNemar on {only_a + only_b} discordant questions "
             f"(baseline only {only_a}, compared only {only_b})")
     nonzero = int(np.count_nonzero(d))
     if nonzero * (2 * int(np.abs(d).sum()) + 1) > EXACT_CELLS:
         return None
-    p, how = sign_flip_p(d.tolist(), seed)
-    return p, how if single else how.replace(
+    p, log10_p, how = _sign_flip(d.tolist(), seed, FLIPS)
+    return p, log10_p, how if single else how.replace(
         "per-question differences", "per-cluster differences (whole clusters flipped)")
 
 
 def units_tests(group: list[PairedUnits], seed: int, flips: int = FLIPS,
-                up_to: float = 1.0) -> list[tuple[float, str, Inversion]]:
+                up_to: float = 1.0) -> list[Tested]:
     """The two-sided sign-flip test of each figure over its paired units, with its
     inversion (:class:`Inversion`, kept up to p = ``up_to``; the pipeline keeps what Holm's
     levels can ask, up to 0.05).
@@ -312,7 +411,7 @@ def units_tests(group: list[PairedUnits], seed: int, flips: int = FLIPS,
     where its interval and an exact p disagree about 0, only within the flips' error of the
     boundary, the exact test decides (:func:`~grade_kit.standard.compare.verdict_intervals`).
     """
-    out: list[tuple[float, str, Inversion] | None] = [None] * len(group)
+    out: list[Tested | None] = [None] * len(group)
     shapes: dict[bytes, list[int]] = {}
     for index, units in enumerate(group):
         if not units.exact:
@@ -320,21 +419,22 @@ def units_tests(group: list[PairedUnits], seed: int, flips: int = FLIPS,
             continue
         exact = _exact_p(units, seed)
         assert exact is not None  # within EXACT_WORK the convolution is smaller still
-        out[index] = (*exact, _exact_inversion(units, up_to))
+        out[index] = Tested(*exact, _exact_inversion(units, up_to))
     for members in shapes.values():
-        for index, (p, how, inversion) in zip(
+        for index, seeded in zip(
                 members, _monte_carlo([group[i] for i in members], seed, flips, up_to),
                 strict=True):
             exact = _exact_p(group[index], seed)
-            out[index] = (p, how, inversion) if exact is None else (
-                exact[0], f"{exact[1]}; interval {inversion.basis}", inversion)
+            out[index] = seeded if exact is None else Tested(
+                exact[0], exact[1], f"{exact[2]}; interval {seeded.inversion.basis}",
+                seeded.inversion)
     return [result for result in out if result is not None]
 
 
 def units_test(units: PairedUnits, seed: int, flips: int = FLIPS) -> tuple[float, str]:
     """:func:`units_tests` of one figure: its p and how it was computed."""
-    p, how, _ = units_tests([units], seed, flips)[0]
-    return p, how
+    tested = units_tests([units], seed, flips)[0]
+    return tested.p, tested.how
 
 
 def units_interval(units: PairedUnits, gamma: float, seed: int,
@@ -342,4 +442,4 @@ def units_interval(units: PairedUnits, gamma: float, seed: int,
     """The shifts of the figure that its sign-flip test does not reject at ``gamma``
     (docs/methodology.md §5 "One verdict"): 0 is inside exactly when the test's p at 0 is at
     least ``gamma``."""
-    return units_tests([units], seed, flips)[0][2].interval(gamma)
+    return units_tests([units], seed, flips)[0].inversion.interval(gamma)

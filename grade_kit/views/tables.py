@@ -778,6 +778,22 @@ def p_text(p: float | None, missing: str = "—") -> str:
     return missing if p is None else ("< 0.001" if p < 0.001 else f"{p:.3g}")
 
 
+P_SHOWN_DOWN_TO = 1e-300
+"""The smallest p a page writes as a number: below it (a p stored at its floor, its size in
+``log10_p``) it says ``< 1e-300``."""
+
+
+def p_precise(p: float | None) -> str | None:
+    """A p-value for a tooltip: three significant digits, ``< 1e-300`` below
+    :data:`P_SHOWN_DOWN_TO`; None where there is none."""
+    return None if p is None else ("< 1e-300" if p < P_SHOWN_DOWN_TO else f"{p:.3g}")
+
+
+def p_precise_column(column: str) -> pl.Expr:
+    """:func:`p_precise` of a frame's p-value column, as a string column of that name."""
+    return pl.col(column).map_elements(p_precise, return_dtype=pl.String, skip_nulls=True)
+
+
 @dataclass
 class HeadlineView:
     """The page's first words (docs/methodology.md §5 "The headline"): a few sentences and
@@ -978,9 +994,14 @@ def relative_to_inputs(frame: pl.DataFrame, results: Results | None) -> pl.DataF
                     if f.path and os.path.isabs(f.path)}, key=len, reverse=True)
     text = [c for c, dtype in frame.schema.items() if dtype == pl.String]
 
+    # one pass over each text, whatever the number of files: an automaton of every path
+    # that takes the first listed of those matching at a place, the longest first, so no
+    # path is cut inside a longer one; then the folder wherever else it occurs
+    names = [input_name(path, folder) for path in paths]
+
     def named(column: pl.Expr) -> pl.Expr:
-        for path in paths:  # the longest first: no path is cut inside a longer one
-            column = column.str.replace_all(path, input_name(path, folder), literal=True)
+        if paths:
+            column = column.str.replace_many(paths, names, leftmost=True)
         if folder:
             column = column.str.replace_all(folder.rstrip(os.sep) + os.sep, "", literal=True)
         return column

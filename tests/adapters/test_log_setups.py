@@ -244,21 +244,31 @@ def test_logs_that_name_no_dataset_share_the_questions_whose_ids_they_share(
 
 def test_question_ids_tell_every_dataset_and_sample_apart(tmp_path: Path) -> None:
     """Dataset ``pop/x`` sample ``1`` and dataset ``pop`` sample ``x/1`` are two questions (a
-    joined string made them one)."""
-    from grade_kit.adapters.common import question_id
+    joined string made them one): read together, those two ids alone are escaped; a log whose
+    ids collide with none keeps them as it wrote them (``intercode-ctf_crypto/task_12``)."""
+    from grade_kit.adapters.common import escaped_question_id, question_id
 
-    assert question_id("pop/x", "1") == "pop%2Fx/1"
-    assert question_id("pop", "x/1") == "pop/x%2F1"
-    assert question_id("a%2Fb", 1) == "a%252Fb/1" != question_id("a/b", 1)
-    assert question_id(None, 7) == "7" and question_id(None, "a/b") == "a%2Fb"
+    assert question_id("pop/x", "1") == "pop/x/1" == question_id("pop", "x/1")
+    assert escaped_question_id("pop/x", "1") == "pop%2Fx/1"
+    assert escaped_question_id("pop", "x/1") == "pop/x%2F1"
+    assert escaped_question_id("a%2Fb", 1) == "a%252Fb/1" != escaped_question_id("a/b", 1)
+    assert question_id(None, 7) == "7" and question_id(None, "a/b") == "a/b"
+    assert escaped_question_id(None, "a/b") == "a%2Fb"
     logs = tmp_path / "logs"
     logs.mkdir()
     write_log(logs / "a.json", "m", "t1", [{**sample(1), "id": "1"}],
               "2025-06-01T10:00:00+00:00", dataset="pop/x")
     write_log(logs / "b.json", "m", "t2", [{**sample(1), "id": "x/1"}],
               "2025-06-01T11:00:00+00:00", dataset="pop")
+    write_log(logs / "c.json", "m", "t3", [{**sample(1), "id": "intercode-ctf_crypto/task_12"},
+                                          {**sample(2), "id": "50%"}],
+              "2025-06-01T12:00:00+00:00", named=False)
     inputs = gk.read_log(logs, source="inspect")
-    assert sorted(t.task_id for t in inputs.tasks) == ["pop%2Fx/1", "pop/x%2F1"]
+    assert sorted(t.task_id for t in inputs.tasks) == [
+        "50%", "intercode-ctf_crypto/task_12", "pop%2Fx/1", "pop/x%2F1"]
+    assert {r.task_id for r in inputs.runs} == {t.task_id for t in inputs.tasks}
+    assert any("read the same for two (dataset, sample) pairs (pop/x/1)" in n
+               for n in inputs.notes), inputs.notes
 
 
 def test_a_dataset_mapping_keys_logs_by_the_dataset_named(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import grade_kit as gk
 from grade_kit.cli import main
 from grade_kit.schema import Grade, InputError
 from tests.conftest import make_run, make_task
+from tests.paths import REALDATA
 
 
 def grade(run_id: str, resolved: bool) -> Grade:
@@ -45,16 +46,16 @@ QS = [f"q{i:02d}" for i in range(1, 13)]
 
 def test_twelve_regressions_at_one_repeat_are_tested_by_mcnemar_and_holm() -> None:
     """R = 1, 12 questions resolved in the baseline and none in the candidate: 12 discordant
-    pairs, exact McNemar p = 2 x 0.5^12 = 2/4096. The Holm family is every tested figure:
-    the four grade rates (resolved and unresolved p = 2/4096, partially resolved and
-    material error p = 1): Holm p = 4 x 2/4096 = 8/4096."""
+    pairs, exact McNemar p = 2 x 0.5^12 = 2/4096. Each figure's Holm family is that figure
+    across the matched setups: one setup, so Holm p = p = 2/4096 (the other figures of the
+    page, unresolved at 2/4096 and two at 1, do not weaken it)."""
     before = evaluation({"A": [True] * 12}, QS)
     after = evaluation({"A": [False] * 12}, QS)
     d = gk.diff(before, after)
     row = d.summary.filter((pl.col("metric") == "resolved_rate") & pl.col("k").is_null()).row(
         0, named=True)
     assert (row["baseline"], row["candidate"], row["change"]) == (1.0, 0.0, -1.0)
-    assert row["p_value"] == 2 / 4096 and row["p_holm"] == 8 / 4096
+    assert row["p_value"] == 2 / 4096 and row["p_holm"] == 2 / 4096
     assert row["verdict"] == "regressed" and row["n_questions"] == 12
     assert row["ci_high"] < 0  # the interval agrees with the verdict
     assert d.headline.startswith("1 setup regressed, 0 improved, 0 unchanged")
@@ -68,7 +69,7 @@ def test_twelve_regressions_at_one_repeat_are_tested_by_mcnemar_and_holm() -> No
     (line,) = d.regressions(0.5)
     assert line.startswith("regression: A -> A: resolved_rate 1.0000 -> 0.0000 (-1.0000")
     assert d.regressions(1.0) == []  # fell by exactly the margin: not more
-    assert d.regressions(0.5, alpha=0.001) == []  # Holm p 0.00195 is not below 0.001
+    assert d.regressions(0.5, alpha=0.0004) == []  # Holm p 0.000488 is not below 0.0004
     answers = d.answers("A-q01-1", "A-q01-1")
     assert answers == ("a finding", "a finding") or all("a finding" in a for a in answers)
 
@@ -176,7 +177,7 @@ def test_the_gate_exits_1_on_a_regression_and_0_otherwise(
     out = capsys.readouterr().out.splitlines()
     assert [line for line in out if line.startswith("regression:")] == [
         "regression: A -> A: resolved_rate 1.0000 -> 0.0000 (-1.0000, margin 0.5) over 12 "
-        "paired questions, Holm p 0.00391 < 0.05"]
+        "paired questions, Holm p 0.000977 < 0.05"]  # 2 x 2/4096: A and B, resolved rate
     assert out[0].startswith("diff: base -> cand: 1 setup regressed, 0 improved, 1 unchanged")
     assert main(["diff", str(base), str(cand), "--fail-on-regression", "1"]) == 0
     assert main(["diff", str(cand), str(base), "--fail-on-regression", "0"]) == 0  # improved
@@ -188,6 +189,46 @@ def test_the_gate_exits_1_on_a_regression_and_0_otherwise(
             main(["diff", str(base), str(cand), *bad])
         assert exit_.value.code == 2
     assert main(["diff", str(base), str(tmp_path / "missing")]) == 1
+
+
+def test_the_gate_sees_an_eighteen_point_fall_on_the_real_tau_bench_log(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The real tau-bench gpt-4o airline log (50 questions x 4 trials, resolved 84/200 =
+    0.42) against a copy where the 10 questions it resolved every trial lose every trial and
+    one it never resolved gains all four: 0.24 (48/200). Per question d = -4 (ten) and +4
+    (one); the sign flips give S = 4 (2k - 11), k of 11 signs kept, and |S| >= 36 exactly
+    when k <= 1 or k >= 10: p = (1 + 11 + 11 + 1) / 2^11 = 24/2048 = 0.01171875. The gate's
+    family is the resolved rate across the one matched setup, so Holm p = p < 0.05: exit 1,
+    however many other figures the page tests (unresolved, partial, material, pass^2..4)."""
+    import json
+
+    source = REALDATA / "tau_bench_gpt4o_airline" / "gpt-4o-airline.json"
+    records = json.loads(source.read_text(encoding="utf-8"))
+    by_task: dict[Any, list[float]] = {}
+    for record in records:
+        by_task.setdefault(record["task_id"], []).append(record["reward"])
+    always = [t for t, rewards in by_task.items() if all(r == 1 for r in rewards)]
+    never = sorted(t for t, rewards in by_task.items() if all(r == 0 for r in rewards))
+    assert len(always) == 10 and len(never) == 14
+    for record in records:
+        if record["task_id"] in always:
+            record["reward"] = 0.0
+        elif record["task_id"] == never[0]:
+            record["reward"] = 1.0
+    (tmp_path / "base").mkdir()
+    (tmp_path / "cand").mkdir()
+    (tmp_path / "base" / source.name).write_bytes(source.read_bytes())
+    (tmp_path / "cand" / source.name).write_text(json.dumps(records), encoding="utf-8")
+    d = gk.diff(tmp_path / "base" / source.name, tmp_path / "cand" / source.name)
+    row = d.summary.filter((pl.col("metric") == "resolved_rate") & pl.col("k").is_null()).row(
+        0, named=True)
+    assert (row["baseline"], row["candidate"]) == (0.42, 0.24)
+    assert row["p_value"] == 24 / 2048 and row["p_holm"] == 24 / 2048
+    assert row["verdict"] == "regressed" and row["ci_high"] < 0
+    capsys.readouterr()
+    assert main(["diff", str(tmp_path / "base" / source.name),
+                 str(tmp_path / "cand" / source.name), "--fail-on-regression", "0.05"]) == 1
+    assert "Holm p 0.0117 < 0.05" in capsys.readouterr().out
 
 
 def test_clustered_by_pack_the_tests_flip_packs() -> None:

@@ -255,7 +255,7 @@ def test_the_middle_range_keeps_an_exact_p() -> None:
     d = rng.integers(-3, 4, size=400)
     units = PairedUnits(d=d, m=np.ones(400, dtype=np.int64), per=3)
     assert not units.exact
-    ((p, how, inversion),) = units_tests([units], seed=9, up_to=0.05)
+    ((p, _, how, inversion),) = units_tests([units], seed=9, up_to=0.05)
     assert (p, how.split(";")[0]) == sign_flip_p(d.tolist(), seed=9)
     assert how.endswith("interval over 10,000 seeded sign flips")
     assert inversion.basis == "over 10,000 seeded sign flips"
@@ -273,10 +273,11 @@ def test_the_interval_never_contradicts_the_holm_verdict_at_the_boundary(seed: i
     rng = np.random.default_rng(seed)
     d = rng.integers(-3, 4, size=300) + (rng.random(300) < 0.08)  # a small lead
     units = PairedUnits(d=d, m=np.ones(300, dtype=np.int64), per=3)
-    ((p, _, inversion),) = units_tests([units], seed=seed, up_to=0.05)
+    ((p, _, _, inversion),) = units_tests([units], seed=seed, up_to=0.05)
     for p_holm in (0.05 * (1 - 1e-9), 0.05 * (1 + 1e-9), 0.049, 0.051, min(1.0, 3 * p)):
         p_holm = max(p_holm, p)
         figure = Figure(metric="resolved_rate", label="measured", p_value=p, p_holm=p_holm,
+                        log10_p=math.log10(p), log10_p_holm=math.log10(p_holm),
                         mean_diff_b_minus_a=units.value, n_questions=300)
         comparison = Comparison(baseline="a", compared="b", subset="all", questions=300,
                                 seed=seed, resamples=1, figures=[figure])
@@ -284,3 +285,67 @@ def test_the_interval_never_contradicts_the_holm_verdict_at_the_boundary(seed: i
         assert figure.ci95 is not None
         excludes = figure.ci95.low > 0 or figure.ci95.high < 0
         assert excludes == (p_holm < 0.05), (p, p_holm, figure.ci95)
+
+
+def test_a_p_past_a_doubles_range_keeps_its_size_and_is_never_0() -> None:
+    """McNemar with 5,000 discordant questions all one way: p = 2 / 2^5000, log10 p =
+    -4999 log10 2 = -1504.8578...; as a float it is the floor 2.2e-308, never 0.0."""
+    from grade_kit.standard.significance import P_FLOOR, mcnemar_log10
+
+    assert mcnemar_log10(0, 5000) == pytest.approx(-4999 * math.log10(2), abs=1e-9)
+    assert mcnemar_exact(0, 5000) == P_FLOOR > 0
+    assert mcnemar_log10(3, 3) == 0.0 and mcnemar_log10(0, 0) == 0.0
+    # within a double's range the log is the float's own: 2/1024
+    assert mcnemar_log10(0, 10) == pytest.approx(math.log10(2 / 1024), abs=1e-12)
+
+
+def test_the_sign_flip_tail_is_counted_in_log_space_where_it_underflows() -> None:
+    """With differences of +-1 the sign-flip test is McNemar's (S = 2 (#kept) - n): two
+    independent computations, the log-space convolution and exact integers, agree far
+    past where the halving convolution's doubles underflow (p about 10^-340 and 10^-602)."""
+    from grade_kit.standard.significance import P_FLOOR, mcnemar_log10, sign_flip_log10
+
+    for a, b in ((1300, 40), (2000, 0)):
+        d = [1] * a + [-1] * b
+        log10_p = sign_flip_log10(d, seed=0)
+        assert log10_p == pytest.approx(mcnemar_log10(b, a), abs=1e-9)
+        assert log10_p < -300 and sign_flip_p(d, seed=0)[0] == P_FLOOR
+    # above the floor nothing changes: 2/2^12 exactly, as the float convolution counts it
+    assert sign_flip_p([1] * 12, seed=0)[0] == 2 / 4096
+    assert sign_flip_log10([1] * 12, seed=0) == math.log10(2 / 4096)
+
+
+def test_holm_in_log_space_is_holm() -> None:
+    """The hand case of :func:`holm` given by log10: 0.01, 0.04, 0.03, -, 0.5 -> 0.04,
+    0.09, 0.09, -, 0.5; and a family of three p = 10^-1000, 10^-999, 0.5 keeps its sizes:
+    3 x 10^-1000, max(that, 2 x 10^-999), 0.5."""
+    from grade_kit.standard.significance import holm_log10
+
+    got = holm_log10([math.log10(x) for x in (0.01, 0.04, 0.03)] + [None, math.log10(0.5)])
+    assert [None if g is None else 10 ** g for g in got] == pytest.approx(
+        [0.04, 0.09, 0.09, None, 0.5])
+    assert holm_log10([-1000.0, -999.0, math.log10(0.5)]) == pytest.approx(
+        [math.log10(3) - 1000, math.log10(2) - 999, math.log10(0.5)])
+    assert holm_log10([]) == [] and holm_log10([None]) == [None]
+
+
+def test_an_all_against_none_comparison_of_2000_questions_has_its_interval() -> None:
+    """R = 1, 2,000 questions, A resolves none and B all: McNemar p = 2/2^2000 (log10 =
+    -1999 log10 2), floored as a float; Holm over one pair keeps it (multiplier 1), so the
+    interval is at 95%, excludes 0 and holds the difference +1."""
+    import polars as pl
+
+    from grade_kit.standard.compare import compare_setups
+    from grade_kit.standard.significance import P_FLOOR
+
+    ids = [f"q{i}" for i in range(2000)]
+    per_question = pl.DataFrame({
+        "setup": ["A"] * 2000 + ["B"] * 2000, "task_id": ids * 2,
+        "resolved_slots": [0] * 2000 + [1] * 2000})
+    comparison = compare_setups(per_question, "A", "B", ids, 2000, "all", repeats=1)
+    (figure,) = [f for f in comparison.figures if f.metric == "resolved_rate"]
+    assert figure.p_value == figure.p_holm == P_FLOOR
+    assert figure.log10_p == figure.log10_p_holm == pytest.approx(-1999 * math.log10(2))
+    assert figure.ci_level == 0.95 and figure.ci95 is not None
+    assert 0 < figure.ci95.low <= 1.0 == figure.ci95.high
+    assert figure.direction == "B better than A"
