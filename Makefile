@@ -44,10 +44,11 @@ typecheck: $(STAMP)
 bench: $(STAMP)           ## speed figures (not assertions)
 	$(BIN)/python -m benchmarks.bench
 
-bench-scale: $(STAMP)     ## rich inputs at 100k/300k/1M runs and per-task vocabularies at 100k, stage by stage; per-task at 1M (40,000 tasks, 5 setups) as called, each process's peak; 10M-run statistics
+bench-scale: $(STAMP)     ## rich inputs at 100k/300k/1M runs and per-task vocabularies at 100k, stage by stage; per-task at 1M (40,000 tasks, 5 setups) as called, each process's peak; 10M-run statistics; the held-out-like shape (4,000 task files x 5 setups x R 5) scored and reported
 	$(BIN)/python -m benchmarks.scale
 	$(BIN)/python -m benchmarks.scale --sizes 100000 --stats 0 --per-task-vocabulary
 	$(BIN)/python -m benchmarks.scale --sizes 1000000 --stats 0 --per-task-vocabulary --setups 5 --as-called-only
+	$(BIN)/python -m benchmarks.scale --held-out-only
 
 bench-store: $(STAMP)     ## pack and evaluate a store vs in memory: time, peak RSS, same results
 	$(BIN)/python -m benchmarks.store_bench

@@ -25,6 +25,8 @@ import argparse
 import json
 import math
 import random
+import subprocess
+import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -44,6 +46,7 @@ from benchmarks.bench import (
 from grade_kit.frames import EvalData
 from grade_kit.reading.inputs import read_inputs
 from grade_kit.scorers import combine_scores, partition_scores
+from tests.shapes import Shape, write_shape
 
 SETUPS = 10
 REPEATS = 5
@@ -355,6 +358,43 @@ def stats_part(n_runs: int) -> dict[str, Any]:
             "peak_rss_mb": round(rss.peak / 2**20)}
 
 
+HELD_OUT = Shape(4000, 5, 5, (0.45, 0.45, 0.45, 0.45, 0.7), seed=62,
+                 name="held-out-like: 4,000 task files x 5 setups x R 5, one setup better")
+"""The held-out-like shape (issue 62): one JSON file a question, 100,000 runs, one setup
+clearly better, so its comparisons reach p far below a double's range."""
+
+
+def held_out_part(shape: Shape = HELD_OUT) -> dict[str, Any]:
+    """``grade-kit score`` and ``grade-kit report`` of :data:`HELD_OUT`, each a fresh
+    process, as a user calls them: wall time and the process's peak RSS."""
+    out: dict[str, Any] = {"shape": shape.name,
+                           "runs": shape.questions * shape.setups * shape.repeats}
+    cli = str(Path(sys.executable).parent / "grade-kit")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        tasks = write_shape(shape, folder / "inputs")
+        for command in ("score", "report"):
+            started = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-c", _TIMED, cli, command, str(tasks),
+                 str(folder / "inputs" / "runs.jsonl"), "--grades",
+                 str(folder / "inputs" / "grades.jsonl"), "--out", str(folder / command)],
+                capture_output=True, text=True, check=True)
+            seconds = time.perf_counter() - started
+            peak = int(done.stdout.strip().splitlines()[-1])
+            out[command] = {"wall_s": round(seconds, 2), "peak_rss_mb": round(peak / 2**10)}
+            print(f"held-out {command}: {seconds:.1f} s, peak RSS {peak / 2**10:.0f} MB")
+    return out
+
+
+_TIMED = """
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+"""Runs a command and prints its peak RSS in KiB (Linux's ru_maxrss)."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="*", default=[100_000, 300_000, 1_000_000])
@@ -371,7 +411,13 @@ def main() -> None:
     parser.add_argument("--as-called-only", action="store_true",
                         help="only the measurement as a user calls it (each process's peak "
                              "RSS, the stage of the scorer's), not the in-memory stages")
+    parser.add_argument("--held-out-only", action="store_true",
+                        help="only the held-out-like shape (4,000 task files x 5 setups x "
+                             "R 5), scored and reported as a user calls them")
     args = parser.parse_args()
+    if args.held_out_only:
+        save_figures({**figures_header(), "held_out": held_out_part()}, "scale-held-out-")
+        return
     figures: dict[str, Any] = {**figures_header(),
                                "vocabulary": ("per task" if args.per_task_vocabulary
                                               else "shared"),
