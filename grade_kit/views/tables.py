@@ -1112,7 +1112,7 @@ def diff_table(summary: pl.DataFrame | pd.DataFrame) -> Table:
         renamed = renamed.drop("candidate_setup")
     return Table(renamed, "Changes: candidate - baseline on the paired questions",
                  "Tested rates: exact paired tests (McNemar at R = 1, sign-flip over questions "
-                 "at R > 1), Holm-adjusted across every matched setup and tested figure; the "
+                 "at R > 1), each figure Holm-adjusted across the matched setups; the "
                  "interval is the test inverted at its Holm level. E2E, tool calls and the "
                  "composite: 95% bootstrap interval over paired questions, no test.",
                  ordered=True)
