@@ -41,7 +41,7 @@ may have passed through numbers too small for a double."""
 
 def p_of(log10_p: float) -> float:
     """The float p of a log10 p: 10^log10_p, at least :data:`P_FLOOR`, at most 1."""
-    return min(1.0, max(P_FLOOR, 10.0 ** log10_p))  # 10.0 ** -400 is 0.0, no error
+    return min(1.0, max(P_FLOOR, math.pow(10.0, log10_p)))  # 10^-400 is 0.0, no error
 
 
 def mcnemar_exact(b: int, c: int) -> float:
