@@ -327,6 +327,10 @@ def diff(baseline: Side, candidate: Side, *, match: Mapping[str, str] | None = N
     """
     a, a_label = _side(baseline, frames)
     b, b_label = _side(candidate, frames or a.kind)
+    if a_label == b_label and isinstance(baseline, str | Path) and isinstance(
+            candidate, str | Path):  # two of one name (a log and its rerun): with their folders
+        a_label, b_label = (f"{Path(s).resolve().parent.name}/{Path(s).name}"
+                            for s in (baseline, candidate))
     kind = frames or a.kind
     r_a, r_b = a.results.plan.repeats, b.results.plan.repeats
     if r_a != r_b:

@@ -228,7 +228,9 @@ def test_the_gate_sees_an_eighteen_point_fall_on_the_real_tau_bench_log(
     capsys.readouterr()
     assert main(["diff", str(tmp_path / "base" / source.name),
                  str(tmp_path / "cand" / source.name), "--fail-on-regression", "0.05"]) == 1
-    assert "Holm p 0.0117 < 0.05" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Holm p 0.0117 < 0.05" in out
+    assert out.startswith(f"diff: base/{source.name} -> cand/{source.name}: ")  # told apart
 
 
 def test_clustered_by_pack_the_tests_flip_packs() -> None:
