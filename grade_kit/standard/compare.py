@@ -30,8 +30,7 @@ from grade_kit.standard.headline import ALPHA
 from grade_kit.standard.significance import (
     Inversion,
     PairedUnits,
-    holm,
-    holm_log10,
+    holm_adjusted,
     units_tests,
 )
 
@@ -327,8 +326,8 @@ def adjust_by_holm(comparisons: list[Comparison]) -> None:
                 key = (comparison.subset, figure.metric, figure.k)
                 families.setdefault(key, []).append((comparison, figure))
     for members in families.values():
-        adjusted = holm([f.p_value for _, f in members])
-        logged = holm_log10([f.log10_p for _, f in members])
+        adjusted, logged = holm_adjusted([f.p_value for _, f in members],
+                                         [f.log10_p for _, f in members])
         for (comparison, figure), p_holm, log10_p_holm in zip(members, adjusted, logged,
                                                               strict=True):
             figure.p_holm, figure.log10_p_holm = p_holm, log10_p_holm

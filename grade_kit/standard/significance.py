@@ -169,30 +169,34 @@ def _sign_sum_log_distribution(differences: list[int]) -> np.ndarray:
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:
     """Holm's step-down adjustment of the non-null p-values (m of them): in ascending order,
-    p_(i) -> max over j <= i of min(1, (m - j + 1) p_(j)); nulls stay null."""
-    given = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    p_(i) -> max over j <= i of min(1, (m - j + 1) p_(j)); nulls stay null
+    (:func:`holm_adjusted` of the floats alone)."""
+    return holm_adjusted(p_values, [None if p is None else -math.inf if p == 0
+                                    else math.log10(p) for p in p_values])[0]
+
+
+def holm_adjusted(p_values: Sequence[float | None], log10_p: Sequence[float | None]
+                  ) -> tuple[list[float | None], list[float | None]]:
+    """Holm's adjustment of the p-values and, in the same steps, of their log10 (so a p
+    floored at :data:`P_FLOOR` keeps its size): in ascending order of the exact p, p_(i) ->
+    max over j <= i of min(1, (m - j + 1) p_(j)), and log10 p_(i) -> max over j <= i of
+    min(0, log10(m - j + 1) + log10 p_(j)); nulls stay null. The Holm multiplier p_holm / p
+    is 10^(log10 p_holm - log10 p), in [1, m].
+
+    Returns:
+        (p_holm, log10 p_holm), one each per p-value.
+    """
+    given = sorted((lg, p, i) for i, (p, lg) in enumerate(zip(p_values, log10_p, strict=True))
+                   if p is not None and lg is not None)
     m = len(given)
     out: list[float | None] = [None] * len(p_values)
-    running = 0.0
-    for rank, (p, index) in enumerate(given):
+    logged: list[float | None] = [None] * len(p_values)
+    running, running_log = 0.0, -math.inf
+    for rank, (lg, p, index) in enumerate(given):
         running = max(running, min(1.0, (m - rank) * p))
-        out[index] = running
-    return out
-
-
-def holm_log10(log10_p: Sequence[float | None]) -> list[float | None]:
-    """:func:`holm` of p-values given by their log10 (``None`` stays ``None``), in log
-    space, so a p past a double's range keeps its size: log10 p_(i) -> max over j <= i of
-    min(0, log10(m - j + 1) + log10 p_(j)). Its Holm multiplier, p_holm / p, is
-    10^(log10 p_holm - log10 p), in [1, m]."""
-    given = sorted((p, i) for i, p in enumerate(log10_p) if p is not None)
-    m = len(given)
-    out: list[float | None] = [None] * len(log10_p)
-    running = -math.inf
-    for rank, (p, index) in enumerate(given):
-        running = max(running, min(0.0, math.log10(m - rank) + p))
-        out[index] = running
-    return out
+        running_log = max(running_log, min(0.0, math.log10(m - rank) + lg))
+        out[index], logged[index] = running, running_log
+    return out, logged
 
 
 # ---------------------------------------------------------------- tests over paired units

@@ -772,21 +772,21 @@ def provenance_table(results: Results) -> Table:
     return Table(frame, "Provenance")
 
 
-def p_text(p: float | None, missing: str = "—") -> str:
-    """A p-value as people read it: three significant digits, ``< 0.001`` below that;
-    ``missing`` (default —) where there is none."""
-    return missing if p is None else ("< 0.001" if p < 0.001 else f"{p:.3g}")
-
-
 P_SHOWN_DOWN_TO = 1e-300
 """The smallest p a page writes as a number: below it (a p stored at its floor, its size in
 ``log10_p``) it says ``< 1e-300``."""
 
 
 def p_precise(p: float | None) -> str | None:
-    """A p-value for a tooltip: three significant digits, ``< 1e-300`` below
-    :data:`P_SHOWN_DOWN_TO`; None where there is none."""
+    """A p-value for a tooltip or a line of text: three significant digits, ``< 1e-300``
+    below :data:`P_SHOWN_DOWN_TO`; None where there is none."""
     return None if p is None else ("< 1e-300" if p < P_SHOWN_DOWN_TO else f"{p:.3g}")
+
+
+def p_text(p: float | None, missing: str = "—") -> str:
+    """A p-value as a table shows it: :func:`p_precise`, but ``< 0.001`` below that;
+    ``missing`` (default —) where there is none."""
+    return missing if p is None else ("< 0.001" if p < 0.001 else str(p_precise(p)))
 
 
 def p_precise_column(column: str) -> pl.Expr:

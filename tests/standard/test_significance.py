@@ -316,17 +316,21 @@ def test_the_sign_flip_tail_is_counted_in_log_space_where_it_underflows() -> Non
 
 
 def test_holm_in_log_space_is_holm() -> None:
-    """The hand case of :func:`holm` given by log10: 0.01, 0.04, 0.03, -, 0.5 -> 0.04,
-    0.09, 0.09, -, 0.5; and a family of three p = 10^-1000, 10^-999, 0.5 keeps its sizes:
-    3 x 10^-1000, max(that, 2 x 10^-999), 0.5."""
-    from grade_kit.standard.significance import holm_log10
+    """The hand case of :func:`holm` given with its log10: 0.01, 0.04, 0.03, -, 0.5 -> 0.04,
+    0.09, 0.09, -, 0.5 in both; and a family of three p = 10^-1000, 10^-999, 0.5 (the first
+    two floored as floats) keeps its sizes in log10: 3 x 10^-1000, max(that, 2 x 10^-999),
+    0.5, in the order of the exact p, not of the tied floats."""
+    from grade_kit.standard.significance import P_FLOOR, holm_adjusted
 
-    got = holm_log10([math.log10(x) for x in (0.01, 0.04, 0.03)] + [None, math.log10(0.5)])
-    assert [None if g is None else 10 ** g for g in got] == pytest.approx(
-        [0.04, 0.09, 0.09, None, 0.5])
-    assert holm_log10([-1000.0, -999.0, math.log10(0.5)]) == pytest.approx(
-        [math.log10(3) - 1000, math.log10(2) - 999, math.log10(0.5)])
-    assert holm_log10([]) == [] and holm_log10([None]) == [None]
+    ps = [0.01, 0.04, 0.03, None, 0.5]
+    floats, logs = holm_adjusted(ps, [None if p is None else math.log10(p) for p in ps])
+    assert floats == holm(ps) == [0.04, 0.09, 0.09, None, 0.5]
+    assert [None if g is None else 10 ** g for g in logs] == pytest.approx(floats)
+    floats, logs = holm_adjusted([P_FLOOR, P_FLOOR, 0.5], [-999.0, -1000.0, math.log10(0.5)])
+    assert logs == pytest.approx([math.log10(2) - 999, math.log10(3) - 1000, math.log10(0.5)])
+    assert floats == [3 * P_FLOOR, 3 * P_FLOOR, 0.5]  # bounds: at least p, never 0
+    assert holm_adjusted([], []) == ([], []) and holm_adjusted([None], [None]) == ([None],
+                                                                                 [None])
 
 
 def test_an_all_against_none_comparison_of_2000_questions_has_its_interval() -> None:
