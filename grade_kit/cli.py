@@ -112,7 +112,8 @@ def _score(args: argparse.Namespace) -> int:
         evaluation = evaluate(
             tasks, runs, judgements=args.judgements, grades=args.grades,
             judge=args.judge, grader=args.grader, repeats=args.repeats, packs=args.packs,
-            cluster=args.cluster, arguments={k: (str(v) if isinstance(v, Path) else
+            cluster=args.cluster, prices=args.prices,
+            arguments={k: (str(v) if isinstance(v, Path) else
                            [str(x) for x in v] if isinstance(v, list) else v)
                        for k, v in vars(args).items() if k not in ("func", "quiet")},
             map_partitions=None if pool is None else pool.map, progress=_bar(args))
@@ -386,7 +387,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 EVALUATION_PARAMETERS = ("judgements", "grades", "judge", "grader", "repeats", "packs",
-                         "cluster")
+                         "cluster", "prices")
 """The notebook parameters that change the evaluation itself (``-p`` may set them too)."""
 
 
@@ -523,7 +524,8 @@ def _review_sheet(args: argparse.Namespace) -> int:
 
     evaluation = evaluate(*_sources(args), judgements=args.judgements,
                           grades=args.grades, judge=args.judge, grader=args.grader,
-                          repeats=args.repeats, packs=args.packs, cluster=args.cluster)
+                          repeats=args.repeats, packs=args.packs, cluster=args.cluster,
+                          prices=args.prices)
     _print_rejects([r.message() for r in evaluation.inputs.rejected])
     queue, key = write_review_sheet(evaluation, args.out, key=args.key,
                                     spot_check=args.spot_check, seed=args.seed)
@@ -691,6 +693,11 @@ EVALUATION = (
     _arg("--cluster", choices=["question", "track", "pack"], default="question",
          help="what the repeats are clustered by in every interval and paired test (default: "
               "question; docs/methodology.md)"),
+    _arg("--prices", type=Path, metavar="PRICES.yaml",
+         help="dollars per million tokens per model (YAML or JSON, Inspect's "
+              "--model-cost-config shape: input, output, input_cache_write, input_cache_read) "
+              "for runs whose log carries no cost; a model it lacks is named, never priced "
+              "at 0 (default: logged costs only)"),
 )
 """The inputs and options of :func:`grade_kit.evaluate`, the same for every command that
 evaluates (score, report, review-sheet)."""

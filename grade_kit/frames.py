@@ -37,10 +37,12 @@ from pydantic import BaseModel
 from grade_kit._gc import gc_paused
 from grade_kit.schema import (
     DIMENSIONS,
+    USAGE_COUNTS,
     Claim,
     GoldFact,
     Grade,
     Judgement,
+    ModelUsage,
     Run,
     RunLimit,
     SourceRecord,
@@ -118,7 +120,8 @@ COLUMNS: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
     # one row per attempt
     "runs": {**_RUN_KEYS, "is_primary": pl.Boolean, "has_response": pl.Boolean,
              "tools_exposed": pl.Boolean, "clock": pl.String,
-             "endpoint_offset_s": pl.Float64, **model_columns(Usage),
+             "endpoint_offset_s": pl.Float64, **model_columns(Usage, *USAGE_COUNTS),
+             **model_columns(Usage, "model", "total_cost", "user_cost", prefix="usage_"),
              "follow_up": pl.String, "resumed": pl.Boolean,
              **model_columns(RunLimit, prefix="limit_"), **model_columns(Run, "working_s"),
              **model_columns(SourceRecord, prefix="source_"), "line": pl.Int64},
@@ -133,6 +136,10 @@ COLUMNS: dict[str, dict[str, pl.DataType | type[pl.DataType]]] = {
     # one row per tool call record (a call may be recorded twice: counting decides per call)
     "tool_calls": {"run_id": pl.String, "call_id": pl.String,
                    **model_columns(ToolCall, "name", "arguments"), "started": _TS, "ended": _TS},
+    # one row per (run, model) of a run with usage: each model's own (Inspect's model_usage),
+    # else the run's totals with the model they are of (null where the run names none)
+    "usage": {"run_id": pl.String, "model": pl.String,
+              **model_columns(ModelUsage, *USAGE_COUNTS)},
     # one row per recorded judgement
     "judgements": {**model_columns(Judgement, "run_id", "dimension", "score", "judge",
                                    "reason"), "method": pl.String},
@@ -280,7 +287,9 @@ _FIELDS = (("finding", "key_findings"), ("limitation", "limitations"),
 RUN_FIELDS: dict[str, str] = {
     "run_id": "run_id", "setup": "setup", "task_id": "task_id", "repeat": "repeat",
     "attempt_of": "attempt_of", "status": "status", "error": "error",
-    "input_tokens": "usage.input_tokens", "output_tokens": "usage.output_tokens",
+    **{name: f"usage.{name}" for name in USAGE_COUNTS},
+    "usage_model": "usage.model", "usage_total_cost": "usage.total_cost",
+    "usage_user_cost": "usage.user_cost",
     "limit_type": "limit.type", "limit_value": "limit.value", "working_s": "working_s",
     "source_metric": "source.metric", "source_score": "source.score",
     "source_total_s": "source.total_s",
@@ -300,7 +309,7 @@ def _path_values(records: Sequence[Any], path: str) -> list[Any]:
             for record in records]
 
 
-RUN_FRAMES = ("runs", "items", "metrics", "events", "tool_calls")
+RUN_FRAMES = ("runs", "items", "metrics", "events", "tool_calls", "usage")
 """The frames flattened from run records (see :data:`COLUMNS`)."""
 
 def run_frames(runs: Sequence[Run],
@@ -323,8 +332,10 @@ def run_frames(runs: Sequence[Run],
     m: dict[str, list[Any]] = {k: [] for k in COLUMNS["metrics"]}
     ev: dict[str, list[Any]] = {k: [] for k in COLUMNS["events"]}
     tc: dict[str, list[Any]] = {k: [] for k in COLUMNS["tool_calls"]}
+    us: dict[str, list[Any]] = {k: [] for k in COLUMNS["usage"]}
     with gc_paused(), ThreadPoolExecutor(max_workers=1) as pool:
         _flatten_runs(runs, r, it, m, ev, tc)
+        _flatten_usage(runs, us)
         items = pl.DataFrame(it, schema={k: v for k, v in COLUMNS["items"].items()
                                          if k != "norm"})
         # The texts are normalised by polars on a second thread while the other columns,
@@ -335,9 +346,25 @@ def run_frames(runs: Sequence[Run],
         r["tools_exposed"] = [run.tool_calls is not None for run in runs]
         r["line"] = list(lines) if lines is not None else [None] * len(runs)
         frames = {"runs": _frame("runs", r), "metrics": _frame("metrics", m),
-                  "events": _frame("events", ev), "tool_calls": _frame("tool_calls", tc)}
+                  "events": _frame("events", ev), "tool_calls": _frame("tool_calls", tc),
+                  "usage": _frame("usage", us)}
         items = items.with_columns(norm.result()).select(list(COLUMNS["items"]))
     return {name: items if name == "items" else frames[name] for name in RUN_FRAMES}
+
+
+def _flatten_usage(runs: Sequence[Any], us: dict[str, list[Any]]) -> None:
+    """Append the ``usage`` rows of every run with usage: one per model of ``usage.models``,
+    else one of the run's totals with ``usage.model`` (docs/methodology.md §4 "Cost")."""
+    for run in runs:
+        usage = run.usage
+        if usage is None:
+            continue
+        parts = list(usage.models.items()) if usage.models else [(usage.model, usage)]
+        for model, part in parts:
+            us["run_id"].append(run.run_id)
+            us["model"].append(model)
+            for name in USAGE_COUNTS:
+                us[name].append(getattr(part, name))
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -482,6 +509,7 @@ class EvalData:
     metrics: pl.DataFrame
     events: pl.DataFrame
     tool_calls: pl.DataFrame
+    usage: pl.DataFrame
     judgements: pl.DataFrame
     grades: pl.DataFrame
     extra: dict[str, Any] = field(default_factory=dict)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import unicodedata
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -348,11 +349,117 @@ class RunLimit(_In):
     value: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
 
-class Usage(_In):
-    """Token usage of a run, where the server or log reports it."""
+MAX_COST = 1e9
+"""The most dollars one run's logged cost may state: a contract bound."""
 
-    input_tokens: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
-    output_tokens: int | None = Field(default=None, ge=0, le=MAX_TOKENS)
+Tokens = Annotated[int | None, Field(ge=0, le=MAX_TOKENS)]
+Dollars = Annotated[float | None, Field(ge=0, le=MAX_COST, allow_inf_nan=False)]
+
+USAGE_COUNTS = ("input_tokens", "output_tokens", "total_tokens", "input_tokens_cache_read",
+                "input_tokens_cache_write", "reasoning_tokens")
+"""The token counts of a usage record, as Inspect's ``ModelUsage`` names them."""
+
+
+class ModelUsage(_In):
+    """One model's usage of a run, in the fields of Inspect's ``ModelUsage``
+    (docs/methodology.md §4 "Cost"). ``input_tokens`` excludes the cache fields, as in
+    Inspect. A field the source did not record is absent, never 0."""
+
+    input_tokens: Tokens = None
+    output_tokens: Tokens = None
+    total_tokens: Tokens = None
+    input_tokens_cache_read: Tokens = None
+    input_tokens_cache_write: Tokens = None
+    reasoning_tokens: Tokens = None
+    """Counted within ``output_tokens`` (as every provider bills them), never added to it."""
+    total_cost: Dollars = None
+    """Dollars as the source logged them (Inspect's ``total_cost``, tau2's ``agent_cost``)."""
+
+
+class Usage(ModelUsage):
+    """Usage of a run, where the server or log reports it: its totals, the model they are of
+    (``model``) or each model's own (``models``: Inspect's ``model_usage``), and the
+    simulated user's logged cost (tau-bench's and tau2's ``user_cost``, not the system's).
+
+    With ``models``, a total left out is their sum where every model has the field, and a
+    total given must equal that sum."""
+
+    model: str | None = Field(default=None, min_length=1)
+    models: dict[str, ModelUsage] = Field(default_factory=dict)
+    user_cost: Dollars = None
+    """Dollars the simulated user (the benchmark's, not the system's) cost, as logged."""
+
+    @model_validator(mode="after")
+    def _totals_of_models(self) -> Usage:
+        if not self.models:
+            return self
+        for name in (*USAGE_COUNTS, "total_cost"):
+            parts = [getattr(m, name) for m in self.models.values()]
+            if any(part is None for part in parts):
+                continue
+            whole = math.fsum(parts) if name == "total_cost" else sum(parts)
+            given = getattr(self, name)
+            if given is None:
+                setattr(self, name, whole)
+            elif given != whole:
+                raise ValueError(f"usage.{name} {given} is not the sum over usage.models "
+                                 f"({whole})")
+        return self
+
+
+def summed_usage(parts: Sequence[Mapping[str, Any] | None]) -> dict[str, Any] | None:
+    """The usage of one run made of ``parts`` (turns, messages, the two answers of a follow-up),
+    each a usage record's fields or None (a part with no usage reported): each count and the
+    logged cost is the sum where every part has it, else absent (a part that reported
+    nothing makes the whole unknown, never a partial sum, docs/methodology.md §4 "Cost");
+    the model where every part names the same one. None when no part has usage."""
+    if not parts or all(part is None for part in parts):
+        return None
+    whole: dict[str, Any] = {}
+    for name in (*USAGE_COUNTS, "total_cost"):
+        values = [None if part is None else part.get(name) for part in parts]
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            whole[name] = (math.fsum(values) if name == "total_cost"
+                           else sum(values))  # type: ignore[arg-type]
+    models = {None if part is None else part.get("model") for part in parts}
+    if len(models) == 1 and None not in models:
+        whole["model"] = models.pop()
+    return whole
+
+
+def openai_usage(usage: Mapping[str, Any], model: Any = None) -> dict[str, Any]:
+    """An OpenAI-style ``usage`` object (``prompt_tokens``, ``completion_tokens``,
+    ``total_tokens``, ``prompt_tokens_details.cached_tokens``,
+    ``completion_tokens_details.reasoning_tokens``) in :class:`ModelUsage`'s fields, Inspect's
+    way: ``input_tokens`` = prompt tokens - cached tokens, the cached ones
+    ``input_tokens_cache_read``; a field the object lacks is absent. A value that is not a
+    count is passed on as it is, for the run contract to reject with its field."""
+    def count(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    prompt = usage.get("prompt_tokens")
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
+    reasoning = usage.get("completion_tokens_details")
+    out = {"input_tokens": prompt - cached if count(prompt) and count(cached) else prompt,
+           "input_tokens_cache_read": cached,
+           "output_tokens": usage.get("completion_tokens"),
+           "total_tokens": usage.get("total_tokens"),
+           "reasoning_tokens": (reasoning.get("reasoning_tokens")
+                                if isinstance(reasoning, Mapping) else None),
+           "model": model if isinstance(model, str) and model else None}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+class ModelPrice(_In):
+    """One model's prices in dollars per million tokens, in the shape of Inspect's
+    ``--model-cost-config`` (docs/methodology.md §4 "Cost"). A cache price left out prices
+    no cache token: a run that used that cache has no computed cost (never a price of 0)."""
+
+    input: float = Field(ge=0, allow_inf_nan=False)
+    output: float = Field(ge=0, allow_inf_nan=False)
+    input_cache_write: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    input_cache_read: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
 
 SOURCE_TOTAL_SLACK_S = 0.1
@@ -388,7 +495,7 @@ class Run(_In):
     response: Response | None = None
     tool_calls: list[ToolCall] | None = None
     usage: Usage | None = None
-    """Token usage (input, output) where known; never scored."""
+    """Token usage and cost where known (docs/methodology.md §4 "Cost"); never scored."""
     working_s: float | None = Field(default=None, ge=0, le=MAX_WORKING_S, allow_inf_nan=False)
     """Seconds the system worked on the run as its source recorded them (Inspect's
     ``working_time``: without waiting on rate limits and queues); its own metric beside E2E
@@ -797,6 +904,62 @@ class Rerun(_Out):
     e2e_s: float | None
 
 
+class CostSummary(_Out):
+    """One setup's tokens and dollars on a subset (docs/methodology.md §4 "Cost"), over its
+    primary runs in the plan of every status. Intervals are percentile 95% intervals from
+    the question-clustered bootstrap; the frontier fields are set on all questions only."""
+
+    runs: int
+    """Primary runs in the plan (filled slots)."""
+    runs_with_tokens: int
+    token_coverage: float | None
+    tokens_per_run_mean: float | None = None
+    tokens_per_run_ci_low: float | None = None
+    tokens_per_run_ci_high: float | None = None
+    tokens_per_run_p50: float | None = None
+    tokens_per_run_p90: float | None = None
+    tokens_total: int | None = None
+    input_tokens_total: int | None = None
+    """Over the runs recording it, as every total of a count; excludes the cache counts."""
+    output_tokens_total: int | None = None
+    input_tokens_cache_read_total: int | None = None
+    input_tokens_cache_write_total: int | None = None
+    reasoning_tokens_total: int | None = None
+    """Within the output tokens, never added to them."""
+    runs_with_cost: int
+    cost_coverage: float | None
+    cost_per_run_mean: float | None = None
+    cost_per_run_ci_low: float | None = None
+    cost_per_run_ci_high: float | None = None
+    cost_per_run_p50: float | None = None
+    cost_per_run_p90: float | None = None
+    cost_total: float | None = None
+    questions_with_cost: int = 0
+    cost_per_question: float | None = None
+    """Total cost / questions with a costed run: what one question's R runs cost."""
+    cost_per_question_ci_low: float | None = None
+    cost_per_question_ci_high: float | None = None
+    resolved_with_cost: int = 0
+    cost_per_resolved: float | None = None
+    """Total cost / resolved slots among the costed runs (null with none resolved)."""
+    cost_per_resolved_ci_low: float | None = None
+    cost_per_resolved_ci_high: float | None = None
+    basis: str | None = None
+    """Where the costs came from: ``as logged``, ``computed from prices <sha256 prefix>``."""
+    unpriced: str | None = None
+    """Why the runs without a cost have none, with their count (``m: no price (3 runs)``)."""
+    runs_with_user_cost: int = 0
+    user_cost_total: float | None = None
+    """The simulated user's logged dollars (tau-bench, tau2): the benchmark's, not the
+    setup's; never in the setup's cost."""
+    clusters: int = 0
+    """The clusters the intervals resample."""
+    on_frontier: bool | None = None
+    """Not dominated on (cost per question, resolved rate) by a compared setup."""
+    p_on_frontier: float | None = None
+    """Share of the bootstrap resamples in which it is on the frontier."""
+
+
 class SetupResults(_Out):
     """Everything computed for one setup."""
 
@@ -810,6 +973,8 @@ class SetupResults(_Out):
     reruns: list[Rerun] = Field(default_factory=list)
     source_metrics: dict[str, SourceMetric] = Field(default_factory=dict)
     """The source's own headline metric(s), by the name the source gives them."""
+    cost: CostSummary | None = None
+    """Tokens and dollars, where some run records usage."""
 
 
 class SubsetSetup(_Out):
@@ -820,6 +985,8 @@ class SubsetSetup(_Out):
     tool_calls: ToolCalls
     source_metrics: dict[str, SourceMetric] = Field(default_factory=dict)
     """The source's own headline metric(s), by the name the source gives them."""
+    cost: CostSummary | None = None
+    """Tokens and dollars, where some run records usage."""
 
 
 class CommonSubset(_Out):
@@ -927,6 +1094,8 @@ class Provenance(_Out):
     seeds: dict[str, int]
     judges: list[str]
     graders: list[str]
+    prices: dict[str, Any] | None = None
+    """The price file computed costs came from: its source, SHA-256 and models."""
 
 
 class Results(_Out):

@@ -282,19 +282,19 @@ def _call_id(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _usage(sample: dict[str, Any]) -> dict[str, int] | None:
-    """Input and output tokens summed over the sample's models (``model_usage``)."""
+def _usage(sample: dict[str, Any]) -> dict[str, Any] | None:
+    """The sample's usage as Inspect writes it (docs/methodology.md §4 "Cost"): each model's
+    ``model_usage`` entry as given, a null field absent (never 0), with the run's totals their
+    sums where every model has the field (:class:`~grade_kit.schema.Usage`); the model named
+    when there is one. None when the sample records no usage (an empty ``model_usage``: an
+    errored sample). A value that is not a count reaches the run contract, which names it."""
     usage = sample.get("model_usage")
     if not isinstance(usage, dict) or not usage:
         return None
-    totals = {"input_tokens": 0, "output_tokens": 0}
-    for per_model in usage.values():
-        if isinstance(per_model, dict):
-            for key in totals:
-                value = per_model.get(key)
-                if isinstance(value, int) and not isinstance(value, bool):
-                    totals[key] += value
-    return totals
+    models = {str(name): ({k: v for k, v in per.items() if v is not None}
+                          if isinstance(per, dict) else per)
+              for name, per in usage.items()}
+    return {"models": models, **({"model": next(iter(models))} if len(models) == 1 else {})}
 
 
 SCORE_VALUES = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
@@ -555,6 +555,9 @@ def import_inspect(path: Path | str, setup: str | None = None, scorer: str | Non
                              "clock": {"source": "the Inspect runner's event timestamps",
                                        "precision": "as logged"},
                              "total_time": total,
+                             # model_usage again, by role (the grader's, ...): kept as
+                             # written, never added to the usage it restates
+                             "role_usage": sample.get("role_usage") or None,
                              "working_time": non_negative(sample.get("working_time"))},
             })
         except ValidationError as exc:  # one line naming the sample and the field

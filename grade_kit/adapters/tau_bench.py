@@ -35,7 +35,7 @@ from grade_kit.adapters.common import (
 )
 from grade_kit.reading.io import Rejected
 from grade_kit.reading.sniff import FileHead
-from grade_kit.schema import Run, Task, arguments_text
+from grade_kit.schema import Run, Task, arguments_text, openai_usage, summed_usage
 
 KNOWN_DOMAINS = ("airline", "retail", "telecom", "mock")
 DELIVERED_TERMINATIONS = {"user_stop", "agent_stop", "transfer", "user_transfer"}
@@ -92,6 +92,8 @@ def import_tau_bench(path: Path | str, setup: str | None = None,
         "an earlier record's id, name and arguments",
         "tau-bench: reward 1 -> resolved, 0 < reward < 1 -> partially resolved, "
         "else unresolved (the adapter never claims a material error)",
+        "tau-bench result files log only the simulated user's cost (info.user_cost), never "
+        "the agent's: no cost of the setup is shown for them",
     ])
     tasks: dict[str, Task] = {}
     first: dict[tuple[str, int], int] = {}  # (task, trial) -> the record kept
@@ -131,20 +133,57 @@ def import_tau_bench(path: Path | str, setup: str | None = None,
             for message in traj if message.get("role") == "assistant"
             for call in message.get("tool_calls") or []
         ]
+        user_cost = info.get("user_cost")
+        if user_cost is not None and not _dollars(user_cost):
+            out.rejected.append(Rejected(
+                str(path), None, f"[{index}].info.user_cost",
+                f"user_cost {user_cost!r} is not a number of dollars >= 0",
+                json.dumps({"task_id": rec.get("task_id"), "trial": rec.get("trial"),
+                            "user_cost": user_cost}, default=str)))
+            continue
         run = Run.model_validate({
             "run_id": run_id, "setup": setup, "task_id": task_id, "repeat": trial + 1,
             "status": "delivered",
             "response": {"text": _last_assistant_text(traj)},
             "tool_calls": calls,
+            # the simulated user's cost only: tau-bench v1 writes no cost of the agent's
+            "usage": None if user_cost is None else {"user_cost": user_cost},
             "source": {"metric": "reward", "score": reward},
-            "metadata": {"source": "tau-bench", "reward": reward,
-                         "user_cost": info.get("user_cost")},
+            "metadata": {"source": "tau-bench", "reward": reward},
         })
         out.runs.append(run)
         out.grades.append(grade_for_outcome(run_id, _outcome(reward), "tau-bench reward",
                                             f"reward {reward:g}"))
     out.tasks = list(tasks.values())
     return out
+
+
+def _dollars(value: Any) -> bool:
+    """Whether a logged cost is a finite number of dollars >= 0 (a bool or text is not)."""
+    number = finite_number(value)
+    return number is not None and number >= 0
+
+
+def _tau2_usage(sim: dict[str, Any], messages: list[dict[str, Any]],
+                model: str | None) -> dict[str, Any] | None:
+    """A tau2 simulation's usage (docs/adapters.md "Cost"): ``agent_cost`` as logged, the
+    agent's tokens from ``agent_usage`` where the simulation has it, else summed over its
+    model calls' ``usage`` (OpenAI fields; unknown when one call lacks it), the
+    agent's model (``info.agent_info.llm``) and the simulated user's ``user_cost``."""
+    given = sim.get("agent_usage")
+    if isinstance(given, dict):
+        tokens = openai_usage(given)
+    else:
+        # a model call: an assistant message with usage or a cost (tau2's fixed greeting
+        # has neither: no call); one that cost something but lacks usage leaves it unknown
+        turns = [m for m in messages if m.get("role") == "assistant"
+                 and (m.get("usage") or m.get("cost"))]
+        tokens = summed_usage([openai_usage(m["usage"]) if isinstance(m.get("usage"), dict)
+                               else None for m in turns]) or {}
+    usage = {**tokens, "model": model, "total_cost": sim.get("agent_cost"),
+             "user_cost": sim.get("user_cost")}
+    usage = {k: v for k, v in usage.items() if v is not None}
+    return usage if set(usage) - {"model"} else None
 
 
 def _aware(value: str | None, zone: ZoneInfo) -> str | None:
@@ -252,6 +291,15 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
                                                      "trial": trial, "reward": raw_reward},
                                                     default=str)))
             continue
+        bad_cost = next((key for key in ("agent_cost", "user_cost")
+                         if sim.get(key) is not None and not _dollars(sim.get(key))), None)
+        if bad_cost is not None:
+            out.rejected.append(Rejected(
+                str(path), None, f"simulations[{index}].{bad_cost}",
+                f"{bad_cost} {sim.get(bad_cost)!r} is not a number of dollars >= 0",
+                json.dumps({"task_id": sim.get("task_id"), "trial": trial,
+                            bad_cost: sim.get(bad_cost)}, default=str)))
+            continue
         duration = non_negative(sim.get("duration"))
         run = Run.model_validate({
             "run_id": run_id, "setup": setup, "task_id": task_id, "repeat": trial + 1,
@@ -261,6 +309,8 @@ def import_tau2_bench(path: Path | str, setup: str | None = None,
             "response": {"text": _last_assistant_text(messages)}
             if status in ("delivered", "limit") else None,
             "tool_calls": calls,
+            "usage": _tau2_usage(sim, messages, str((info.get("agent_info") or {}).get("llm")
+                                                    or "") or None),
             "source": {"metric": "reward" if reward is not None else None, "score": reward,
                        "total_s": duration},
             "metadata": {"source": "tau2-bench",

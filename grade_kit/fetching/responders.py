@@ -40,7 +40,16 @@ from grade_kit.http import (
     receipt,
     request_headers,
 )
-from grade_kit.schema import MAX_TOKENS, Response, Task, arguments_text, parse_timestamp
+from grade_kit.schema import (
+    MAX_TOKENS,
+    Response,
+    Task,
+    Usage,
+    arguments_text,
+    openai_usage,
+    parse_timestamp,
+    summed_usage,
+)
 
 RESPONSE_FORMAT_INSTRUCTION = (
     "Answer with one JSON object and nothing else, with these keys: "
@@ -233,8 +242,7 @@ class OpenAIChat:
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         events: dict[str, datetime] = {}
         calls: list[dict[str, Any]] = []
-        usage = {"input_tokens": 0, "output_tokens": 0}
-        usage_seen = False
+        turn_usage: list[dict[str, Any] | None] = []
         text = ""
         offset = None
         for _ in range(self.max_rounds):
@@ -246,10 +254,8 @@ class OpenAIChat:
                 body["tools"] = [SQL_TOOL]
             turn = await self._stream(body, events)
             offset = turn["offset"] if offset is None else offset
-            if turn["usage"]:
-                usage_seen = True
-                usage["input_tokens"] += turn["usage"].get("prompt_tokens", 0)
-                usage["output_tokens"] += turn["usage"].get("completion_tokens", 0)
+            turn_usage.append(openai_usage(turn["usage"], self.model) if turn["usage"]
+                              else None)
             text = turn["content"]
             if not turn["tool_calls"] or tools is None:
                 break
@@ -288,7 +294,7 @@ class OpenAIChat:
         events["runner_finished"] = now()
         return Answer(response=response, events=events,
                       tool_calls=calls if tools is not None else None,
-                      usage=usage if usage_seen else None, metadata=metadata)
+                      usage=summed_usage(turn_usage), metadata=metadata)
 
     async def _stream(self, body: dict[str, Any],
                       events: dict[str, datetime]) -> dict[str, Any]:
@@ -558,7 +564,7 @@ class HTTPAgent:
         events["runner_finished"] = now()
         # usage as the agent reported it: the run contract checks it before it is written
         return Answer(response=response, events=events, tool_calls=calls,
-                      usage=({k: usage.get(k) for k in ("input_tokens", "output_tokens")}
+                      usage=({k: v for k, v in usage.items() if k in Usage.model_fields}
                              if isinstance(usage, dict) else None),
                       metadata=metadata)
 

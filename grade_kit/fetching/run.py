@@ -52,7 +52,7 @@ from grade_kit.http import (
     secret_values,
 )
 from grade_kit.reading.parse import ParseError, loads_json
-from grade_kit.schema import Run, Task
+from grade_kit.schema import Run, Task, summed_usage
 from grade_kit.text import only_asks
 
 DEFAULT_TIMEOUT_S = 600.0
@@ -147,10 +147,7 @@ async def _interaction(responder: Responder, task: Task, repeat: int,
               "follow_up_sent": sent}
     calls = ([*(first.tool_calls or []), *(second.tool_calls or [])]
              if first.tool_calls is not None or second.tool_calls is not None else None)
-    usage = None
-    if first.usage is not None or second.usage is not None:
-        usage = {k: (first.usage or {}).get(k, 0) + (second.usage or {}).get(k, 0)
-                 for k in ("input_tokens", "output_tokens")}
+    usage = summed_usage([first.usage, second.usage])
     interaction = {"follow_up": "protocol", "message": task.follow_up,
                    "first_answer": first.response}
     return Answer(response=second.response, events=events, tool_calls=calls, usage=usage,

@@ -13,7 +13,7 @@ A packed store, or run files too big for memory, go partition by partition
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -50,6 +50,7 @@ from grade_kit.reading.packed import (
     is_store,
     split_by_task,
 )
+from grade_kit.reading.prices import Prices, read_prices
 from grade_kit.reading.records import load_grades, load_judgements, run_files
 from grade_kit.reading.sniff import log_files
 from grade_kit.schema import (
@@ -184,6 +185,7 @@ def evaluate(
     map_partitions: MapPartitions | None = None,
     progress: bool = False,
     cluster: Cluster = "question",
+    prices: Path | str | Mapping[str, Any] | Prices | None = None,
 ) -> Evaluation:
     """Read, judge and score an evaluation: GRADE scores, grades, timing, tool calls,
     comparisons, with every reject and warning (docs/methodology.md).
@@ -227,6 +229,12 @@ def evaluate(
             asked, GRADE scores, the standard's statistics, the typed results), each named
             as it runs: on stderr, or a widget in Jupyter. Default False (``grade-kit
             score`` shows it unless ``--quiet``).
+        prices: A price file (YAML or JSON, Inspect's ``--model-cost-config`` shape: per
+            model ``input``, ``output``, ``input_cache_write``, ``input_cache_read`` in $ per
+            million tokens) or the same mapping, for the runs whose source logged no cost;
+            default None (a cost the log carries is used as logged; no other is computed).
+            A model it does not price is named, never priced at 0 (docs/methodology.md §4
+            "Cost"); its SHA-256 is in the provenance.
 
     Returns:
         The :class:`Evaluation`.
@@ -241,6 +249,7 @@ def evaluate(
     resolve_grader(grader)
     if cluster not in CLUSTERS:
         raise ValueError(f"cluster must be one of {', '.join(CLUSTERS)}, not {cluster!r}")
+    priced = None if prices is None else read_prices(prices)
     if arguments is None and is_store(tasks):  # what the provenance records of this call
         arguments = {"store": str(Path(cast(Path | str, tasks))), "grader": grader,
                      "repeats": repeats, "frames": frames, "seed": seed,
@@ -268,18 +277,18 @@ def evaluate(
         with gc_paused(), stage_progress(STORE_STAGES, progress) as step:
             return evaluate_store(Path(cast(Path | str, tasks)), grader, repeats, frames,
                                    seed, arguments, exclude_channel_overhead, map_partitions,
-                                   step, cluster=cluster)
+                                   step, cluster=cluster, prices=priced)
     size = _run_bytes(runs)
     if size > STORE_ABOVE_BYTES and judge is None and claim_judge is None and (
             grader is None or grader == "rules"):
         return evaluate_through_store(
             cast(Records, tasks), cast(Records, runs), size, judgements, grades, packs,
             grader, repeats, frames, seed, exclude_channel_overhead, map_partitions, progress,
-            arguments, cluster=cluster)
+            arguments, cluster=cluster, prices=priced)
     with gc_paused():  # the pipeline builds many small objects; see grade_kit._gc
         return _evaluate(tasks, runs, judgements, grades, judge, grader, claim_judge, repeats,
                          packs, frames, seed, arguments, exclude_channel_overhead,
-                         map_partitions, progress, cluster)
+                         map_partitions, progress, cluster, priced)
 
 
 STORE_ABOVE_BYTES = 512 * 1024**2
@@ -307,7 +316,8 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
               arguments: dict[str, Any],
               exclude_channel_overhead: bool = False,
               map_partitions: MapPartitions | None = None,
-              progress: bool = False, cluster: Cluster = "question") -> Evaluation:
+              progress: bool = False, cluster: Cluster = "question",
+              prices: Prices | None = None) -> Evaluation:
     # Each optional stage is decided once, here: for the bar's count and for the work.
     model_grader = None if grader is None or isinstance(grader, str) else grader
     rules = grader == "rules"
@@ -357,6 +367,7 @@ def _evaluate(tasks: Records | Inputs, runs: Records | None, judgements: Records
                                  - set(judges_used))
         return conclude(
             inputs, data, scores, frames, repeats, seed, exclude_channel_overhead, step,
-            cluster=cluster, arguments=dict(arguments), judges=[*judges_used, *recorded_judges]
+            cluster=cluster, prices=prices, arguments=dict(arguments),
+            judges=[*judges_used, *recorded_judges]
             + ([f"claim_judge:{claim_judge.name}"] if claim_judge is not None else []),
             graders=graders)

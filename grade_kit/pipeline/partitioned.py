@@ -34,6 +34,7 @@ from grade_kit.reading.packed import (
     read_task_frames,
     store_records,
 )
+from grade_kit.reading.prices import Prices
 from grade_kit.schema import InputError
 from grade_kit.scorers import (
     PartitionScores,
@@ -122,7 +123,8 @@ def evaluate_through_store(tasks: Records, runs: Records, size: int,
                             exclude_channel_overhead: bool,
                             map_partitions: MapPartitions | None, progress: bool,
                             arguments: dict[str, Any], *,
-                            cluster: Cluster = "question") -> Evaluation:
+                            cluster: Cluster = "question",
+                            prices: Prices | None = None) -> Evaluation:
     """:func:`evaluate` of run files too big for one pass in memory: packed into a
     temporary store (removed when the evaluation is), then scored as a store."""
     folder = Path(tempfile.mkdtemp(prefix="grade-kit-store-"))
@@ -134,7 +136,7 @@ def evaluate_through_store(tasks: Records, runs: Records, size: int,
         with gc_paused(), stage_progress(STORE_STAGES, progress) as step:
             evaluation = evaluate_store(folder / "store", grader, repeats, frames, seed,
                                          arguments, exclude_channel_overhead, map_partitions,
-                                         step, cluster=cluster)
+                                         step, cluster=cluster, prices=prices)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
@@ -174,7 +176,8 @@ def evaluate_store(store: Path, grader: str | None, repeats: int | None, frames:
                     exclude_channel_overhead: bool,
                     map_partitions: MapPartitions | None = None,
                     step: Step = lambda _: None, *,
-                    cluster: Cluster = "question") -> Evaluation:
+                    cluster: Cluster = "question",
+                    prices: Prices | None = None) -> Evaluation:
     """:func:`evaluate` on a packed store (docs/scaling.md): GRADE scores one partition at a
     time (a task's runs never span two), then the reduce over tasks, tracks, packs and setups
     and the standard's statistics over the per-run frames, which are read whole."""
@@ -201,6 +204,6 @@ def evaluate_store(store: Path, grader: str | None, repeats: int | None, frames:
     inputs = Inputs(runs=StoreRuns(store, manifest), **store_records(store, manifest))
     return conclude(
         inputs, data, scores, frames, repeats, seed, exclude_channel_overhead, step,
-        cluster=cluster, arguments=dict(arguments),
+        cluster=cluster, prices=prices, arguments=dict(arguments),
         judges=sorted(set(whole["judgements"].get_column("judge").unique().to_list())),
         graders=graders)

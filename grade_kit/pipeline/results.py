@@ -182,7 +182,7 @@ def build_results(scores: GradeScores, standard: StandardResults,
             packs={str(r["pack"]): _aggregate(r) for r in scores.packs.filter(mine).to_dicts()},
             tasks=tasks, grades=summary.grades, timing=summary.timing,
             tool_calls=summary.tool_calls, reruns=standard.reruns[setup],
-            source_metrics=summary.source_metrics)
+            source_metrics=summary.source_metrics, cost=summary.cost)
     notes = list(warnings)
     if standard.plan.inferred and out:
         notes.append(WarningItem(message=(

@@ -27,6 +27,7 @@ from grade_kit.reading.packed import (
     read_manifest,
     read_store_frame,
 )
+from grade_kit.reading.prices import Prices
 from grade_kit.schema import (
     DIMENSIONS,
     GRADE_STATES,
@@ -156,8 +157,8 @@ class Evaluation:
       every grade rate, graded coverage;
     - :attr:`tasks`, :attr:`tracks`, :attr:`packs`: the GRADE aggregates;
     - :attr:`runs`: one row per run (primary and re-runs, ``is_primary``);
-    - :attr:`grades`, :attr:`timing`, :attr:`tool_calls`: one row per setup and subset
-      (``all``, ``common``), every denominator a column;
+    - :attr:`grades`, :attr:`timing`, :attr:`tool_calls`, :attr:`cost`: one row per setup and
+      subset (``all``, ``common``), every denominator a column;
     - :attr:`comparisons`: one row per setup pair, subset and figure, with its label;
     - :attr:`rejected`, :attr:`warnings`.
     """
@@ -197,7 +198,9 @@ class Evaluation:
                                 ("consistency", consistency, ["setup", "task_id"]),
                                 ("composites", composites, "run_id"),
                                 ("run grades", graded, "run_id"), ("E2E", e2e, "run_id"),
-                                ("tool calls", calls, "run_id")):
+                                ("tool calls", calls, "run_id"),
+                                ("costs", self.standard.run_costs.select(
+                                    "run_id", "tokens", "cost", "cost_basis"), "run_id")):
             piece = keys.join(other, on=on, how="left", maintain_order="left")
             if piece.height != runs.height:  # loaded inputs never repeat these keys
                 raise ValueError(f"the runs frame cannot be made: {name} repeat a key "
@@ -209,7 +212,7 @@ class Evaluation:
             "run_id", "setup", "task_id", "track", "pack", "repeat", "is_primary", "attempt_of",
             "status", "limit_type", "limit_value", "error", *DIMENSIONS, "composite",
             "rubric_score", "grade", "grade_reason", "e2e_s", "working_s", "tool_calls",
-            "input_tokens", "output_tokens",
+            "input_tokens", "output_tokens", "tokens", "cost", "cost_basis",
         )
 
     @cached_property
@@ -254,6 +257,7 @@ class Evaluation:
                     "recorded_calls", "runs_with_duplicate_records",
                     "attempted_runs_exposed", "attempted_per_run_mean",
                     span_p50_s="span_s_p50")),
+                "cost": self._in_summary_order(self.standard.cost),
                 "comparisons": self.standard.figures,
                 "rejected": rejected, "warnings": warnings}
 
@@ -385,6 +389,17 @@ class Evaluation:
         return as_kind(self._frames["tool_calls"], self.kind)
 
     @property
+    def cost(self) -> Frame:
+        """Per setup and subset: tokens and dollars per run (mean with its question-clustered
+        bootstrap interval, P50, P90, total), per question and per resolved question (with
+        intervals), the coverage of runs with tokens and with a cost, where the costs came
+        from (``basis``: as logged, or computed from the price file's digest), the runs with
+        no cost and why (``unpriced``), and on all questions the setup's place on the
+        cost-accuracy frontier with the share of resamples it holds it in (docs/methodology.md
+        §4 "Cost"). No row when no run records usage."""
+        return as_kind(self._frames["cost"], self.kind)
+
+    @property
     def comparisons(self) -> Frame:
         """One row per setup pair, subset and figure: label, paired n, means, difference,
         95% bootstrap interval, direction, value, and for each grade rate (``resolved_rate``,
@@ -433,7 +448,8 @@ class Evaluation:
                                  int(read_manifest(store)["partitions"]))
         frames = {name: read_store_frame(store, name, partition)
                   .filter(pl.col("run_id") == run_id) for name in
-                  ("items", "metrics", "events", "tool_calls", "judgements", "grades")}
+                  ("items", "metrics", "events", "tool_calls", "usage", "judgements",
+                   "grades")}
         mini = EvalData.from_frames({**{k: getattr(d, k) for k in
                                         ("tasks", "weights", "facts", "claims", "claim_terms")},
                                      **frames, "runs": one})
@@ -558,17 +574,20 @@ class Evaluation:
 def conclude(inputs: Inputs, data: EvalData, scores: GradeScores, frames: FrameKind,
               repeats: int | None, seed: int, exclude_channel_overhead: bool, step: Step, *,
               arguments: dict[str, Any], judges: list[str],
-              graders: list[str], cluster: Cluster = "question") -> Evaluation:
+              graders: list[str], cluster: Cluster = "question",
+              prices: Prices | None = None) -> Evaluation:
     """The last steps of every evaluation: the standard's statistics, the provenance and
     the typed results."""
     step("standard statistics")
     standard = standard_results(data, repeats, scores.tasks, seed=seed,
                                 exclude_channel_overhead=exclude_channel_overhead,
-                                stated_repeats=inputs.stated_repeats, cluster=cluster)
+                                stated_repeats=inputs.stated_repeats, cluster=cluster,
+                                prices=prices)
     provenance = Provenance(
         grade_kit_version=__version__, created_at=datetime.now(UTC).isoformat(),
         inputs=inputs.files, arguments=arguments, seeds={"comparison_bootstrap": seed},
-        judges=judges, graders=graders)
+        judges=judges, graders=graders,
+        prices=None if prices is None else prices.provenance())
     step("results")
     results = build_results(scores, standard, inputs.rejected, inputs.warnings, provenance)
     return Evaluation(inputs, data, scores, standard, results, frames)

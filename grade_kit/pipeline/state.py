@@ -54,9 +54,9 @@ from grade_kit.views.tables import evaluation_title
 
 STATE_DIR = "evaluation"
 """The folder under an output folder that holds the evaluation's state."""
-STATE_VERSION = 10
-"""10: imported question ids as their logs wrote them (escaped only where two collide), and
-each tested figure's log10 p; a state of 9 or before is refused, naming its version."""
+STATE_VERSION = 11
+"""11: each run's usage by model and its cost (``usage``, ``run_costs``, ``cost``); a state of
+10 or before is refused, naming its version."""
 
 MAX_STATE_BYTES = 512 * 2**20
 """The largest ``state.json`` a reopen parses (its tasks, rejects and hashes: 2.2 MB at 100k
@@ -296,6 +296,7 @@ def read_state(folder: Path | str) -> tuple[Inputs, EvalData, GradeScores,
     standard = StandardResults(
         **frames("standard", _STANDARD), plan=results.plan,
         setups={name: SubsetSetup(grades=s.grades, timing=s.timing, tool_calls=s.tool_calls,
+                                  cost=s.cost,
                                   source_metrics=s.source_metrics)
                 for name, s in results.setups.items()},
         reruns={name: list(s.reruns) for name, s in results.setups.items()},

@@ -209,7 +209,7 @@ class _Writer:
         self.write("runs", runs)
         keys = runs.select("run_id", "partition")
         self.run_partition.append(keys)
-        for name in ("items", "metrics", "events", "tool_calls"):
+        for name in RUN_FRAMES[1:]:
             self.write(name, frames[name].join(keys, on="run_id", how="left"))
 
 

@@ -61,6 +61,8 @@ METRICS = {
                          "(lower is faster)", "lower"),
     "tool_calls_per_run": ("per-question mean tool calls per run", None),
     "composite": ("GRADE task composite (higher is better)", "higher"),
+    "tokens_per_run": ("per-question mean tokens per run", None),
+    "cost_per_run": ("per-question mean dollars per run (lower is cheaper)", "lower"),
 }
 
 
@@ -85,7 +87,7 @@ _DRAWING = threading.Lock()
 """Two comparison threads asking for the same indices draw them once."""
 
 
-def _resample_blocks(seed: int, n: int, resamples: int, step: int) -> Iterator[np.ndarray]:
+def resample_blocks(seed: int, n: int, resamples: int, step: int) -> Iterator[np.ndarray]:
     """The rows of :func:`_resample_indices`, ``step`` at a time: from the cache while they
     fit :data:`RESAMPLE_CACHE_BYTES`, else drawn from the same seeded stream block by block
     (a block of rows drawn after another is the rows that follow it in one draw)."""
@@ -120,7 +122,7 @@ def bootstrap_mean_ci(diffs: np.ndarray, seed: int = DEFAULT_SEED,
     means = np.empty(resamples)
     step = max(1, _BLOCK_VALUES // n)
     for at, block in zip(range(0, resamples, step),
-                         _resample_blocks(seed, n, resamples, step), strict=True):
+                         resample_blocks(seed, n, resamples, step), strict=True):
         means[at:at + step] = diffs[block].mean(axis=1)
     alpha = (1 - level) / 2
     lo, hi = np.quantile(means, [alpha, 1 - alpha])

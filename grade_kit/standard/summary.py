@@ -13,11 +13,13 @@ import polars as pl
 
 from grade_kit.exact import divide
 from grade_kit.frames import EvalData, frames_repr, frames_repr_html
+from grade_kit.reading.prices import Prices
 from grade_kit.schema import (
     COVERAGE_MIN,
     FOUR_GRADES,
     CommonSubset,
     Comparison,
+    CostSummary,
     InputError,
     Plan,
     Rerun,
@@ -32,6 +34,7 @@ from grade_kit.standard.compare import (
     forget_resamples,
     verdict_intervals,
 )
+from grade_kit.standard.cost import COST_COLUMNS, cost_frame, frontier, run_costs
 from grade_kit.standard.grade_rates import (
     common_subset,
     grade_frame,
@@ -102,6 +105,11 @@ class StandardResults:
             (:func:`~grade_kit.standard.reliability.reliability_frame`).
         flaky: Per setup, the questions resolved in some of their R slots but not all
             (:func:`~grade_kit.standard.reliability.flaky_questions`).
+        run_costs: Every run with usage: its tokens and cost
+            (:func:`~grade_kit.standard.cost.run_costs`); empty when none has usage.
+        cost: Per setup and subset, its tokens and cost, on all questions with its place on
+            the cost-accuracy frontier (:func:`~grade_kit.standard.cost.cost_frame`,
+            :func:`~grade_kit.standard.cost.frontier`); empty when no run has usage.
     """
 
     graded: pl.DataFrame
@@ -122,6 +130,8 @@ class StandardResults:
     compared: list[str]
     reliability: pl.DataFrame
     flaky: pl.DataFrame
+    run_costs: pl.DataFrame
+    cost: pl.DataFrame
 
     def __repr__(self) -> str:
         frames = frames_repr("", vars(self)).strip("()")
@@ -136,7 +146,8 @@ class StandardResults:
 def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
                          task_composites: pl.DataFrame | None,
                          run_calls: pl.DataFrame | None = None,
-                         repeats: int | None = None) -> pl.DataFrame:
+                         repeats: int | None = None,
+                         run_cost: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per (setup, task) over the planned slots that a primary run fills: median E2E, median
     working time, mean tool calls per exposed delivered run, and the task's GRADE
     composite.
@@ -150,6 +161,9 @@ def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
             (``data.runs``), when already made; default None (made here).
         repeats: R; when given, each grade's per-question rate too (``resolved_rate``, ...:
             its slots / R); default None.
+        run_cost: :func:`~grade_kit.standard.cost.run_costs`; when it has a row, the mean
+            tokens and dollars per run of the question's primary runs in the plan that
+            record them too (``tokens_per_run``, ``cost_per_run``); default None.
 
     Returns:
         setup, task_id, e2e_median_s[, working_median_s where some run records working
@@ -174,6 +188,11 @@ def per_question_figures(data: EvalData, slots: pl.DataFrame, e2e: pl.DataFrame,
     calls = (filled.join(delivered_calls, on="run_id")
              .group_by("setup", "task_id").agg(tool_calls_per_run=pl.col("calls").mean()))
     per_q = per_q.join(calls, on=["setup", "task_id"], how="left")
+    if run_cost is not None and run_cost.height:  # only where some run records usage
+        spent = filled.join(run_cost.select("run_id", "tokens", "cost"), on="run_id").group_by(
+            "setup", "task_id").agg(tokens_per_run=pl.col("tokens").cast(pl.Float64).mean(),
+                                    cost_per_run=pl.col("cost").mean())
+        per_q = per_q.join(spent, on=["setup", "task_id"], how="left")
     if task_composites is not None:
         per_q = per_q.join(task_composites.select("setup", "task_id", "composite"),
                            on=["setup", "task_id"], how="left")
@@ -268,7 +287,8 @@ def standard_results(data: EvalData, repeats: int | None = None,
                      seed: int = DEFAULT_SEED, *,
                      exclude_channel_overhead: bool = False,
                      stated_repeats: Mapping[str, int] | None = None,
-                     cluster: Cluster = "question") -> StandardResults:
+                     cluster: Cluster = "question",
+                     prices: Prices | None = None) -> StandardResults:
     """Grades, rates, timing and tool calls per setup, the common subset and comparisons.
 
     Args:
@@ -284,6 +304,8 @@ def standard_results(data: EvalData, repeats: int | None = None,
             ``repeats`` is None and they agree; default None.
         cluster: What the repeats are clustered by in every interval and paired test
             (docs/methodology.md §4 "Clusters"); default every question its own cluster.
+        prices: Dollars per million tokens per model, for the runs whose source logged no
+            cost (docs/methodology.md §4 "Cost"); default None (logged costs only).
     """
     setups = sorted(set(data.runs.get_column("setup").to_list()))
     if len(setups) > MAX_SETUPS:
@@ -333,12 +355,17 @@ def standard_results(data: EvalData, repeats: int | None = None,
                      ("common", grades_common, sub_slots, ranked))}
     per_setup = summaries["all"].setups
     reruns = _reruns(graded, e2e, setups)
+    run_cost = run_costs(data.runs, data.usage, prices)
+    cost = _cost(plan_frame, run_cost, {"all": (slots, setups), "common": (sub_slots, ranked)},
+                 {s: per_setup[s].grades.rates.resolved
+                  for s in compared_setups(per_setup, ranked)}, r, clusters, seed,
+                 prices, {k: v.setups for k, v in summaries.items()})
     common = CommonSubset(
         tasks=subset, questions=len(subset), of_questions=len(task_ids), repeats=r,
         rule=COMMON_RULE, setups=summaries["common"].setups)
     run_calls = calls_per_run(data.runs, data.tool_calls)
     per_question = per_question_figures(data, slots.filter(is_ranked), e2e, task_composites,
-                                        run_calls, repeats=r)
+                                        run_calls, repeats=r, run_cost=run_cost)
     ran: dict[str, set[str]] = {s: set() for s in setups}
     for setup, tasks in per_question.group_by("setup").agg("task_id").iter_rows():
         ran[setup] = set(tasks)
@@ -370,4 +397,29 @@ def standard_results(data: EvalData, repeats: int | None = None,
         comparisons=comparisons, figures=figures_frame(comparisons),
         per_question=per_question, run_calls=run_calls,
         compared=compared, reliability=pl.concat(list(reliability.values())),
-        flaky=flaky["all"])
+        flaky=flaky["all"], run_costs=run_cost, cost=cost)
+
+
+def _cost(plan_frame: pl.DataFrame, run_cost: pl.DataFrame,
+          subsets: Mapping[str, tuple[pl.DataFrame, list[str]]],
+          rates: Mapping[str, float | None], repeats: int, clusters: pl.DataFrame | None,
+          seed: int, prices: Prices | None,
+          typed: Mapping[str, dict[str, SubsetSetup]]) -> pl.DataFrame:
+    """Per subset, each setup's tokens and cost, on all questions with its place on the
+    frontier of the compared setups (``rates``); each setup's typed summary gets its row.
+    Empty, and nothing computed, when no run records usage."""
+    if run_cost.is_empty():
+        return pl.DataFrame(schema={"setup": pl.String, "subset": pl.String,
+                                    **{k: v for k, v in COST_COLUMNS.items() if k != "setup"}})
+    frames = {name: cost_frame(run_cost, on_slots, on_setups, clusters, seed, prices=prices)
+              for name, (on_slots, on_setups) in subsets.items()}
+    placed = frontier(plan_frame, subsets["all"][0], run_cost, rates, repeats, clusters, seed)
+    frames["all"] = frames["all"].drop("on_frontier", "p_on_frontier").join(
+        placed, on="setup", how="left").select(list(COST_COLUMNS))
+    for name, frame in frames.items():
+        for row in frame.iter_rows(named=True):
+            setup = row.pop("setup")
+            if setup in typed[name]:
+                typed[name][setup] = typed[name][setup].model_copy(
+                    update={"cost": CostSummary.model_validate(row)})
+    return _by_subset(frames)

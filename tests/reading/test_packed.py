@@ -269,7 +269,7 @@ def test_map_and_reduce_equal_one_pass() -> None:
             **{k: getattr(data, k) for k in ("tasks", "weights", "facts", "claims",
                                              "claim_terms")},
             "runs": runs, **{k: getattr(data, k).filter(ids) for k in
-                             ("items", "metrics", "events", "tool_calls", "judgements",
+                             ("items", "metrics", "events", "tool_calls", "usage", "judgements",
                               "grades")}})))
     split = combine_scores(parts, data.tasks, data.weights)
     for name in ("runs", "tasks", "tracks", "packs", "overall"):
