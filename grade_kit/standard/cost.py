@@ -53,7 +53,8 @@ def run_costs(runs: pl.DataFrame, usage: pl.DataFrame,
     models ("computed"). Tokens not recorded, a run naming no model, a model without a
     price, or cache tokens without a cache price leave the run without a cost, and
     ``unpriced`` says why: never a price of 0. A run's tokens are its ``total_tokens``, else
-    input + output + the cache counts it records (null without input and output).
+    input + output + the cache counts it records, per model, summed over its models
+    (null where some model records neither).
 
     Args:
         runs: The runs frame (its usage columns).
@@ -72,9 +73,13 @@ def run_costs(runs: pl.DataFrame, usage: pl.DataFrame,
         pl.when(recorded).then(pl.col("input_tokens") + pl.col("output_tokens")
                                + pl.col("input_tokens_cache_read").fill_null(0)
                                + pl.col("input_tokens_cache_write").fill_null(0)))
-    base = with_usage.select("run_id", tokens.cast(pl.Int64).alias("tokens"), *COUNTS,
-                             logged=pl.col("usage_total_cost"),
-                             user_cost=pl.col("usage_user_cost"))
+    # a run's tokens: each model's, summed where every model of the run has them
+    per_run = usage.select("run_id", t=tokens.cast(pl.Int64)).group_by(
+        "run_id", maintain_order=True).agg(
+        tokens=pl.when(pl.col("t").null_count() == 0).then(pl.col("t").sum()))
+    base = with_usage.select("run_id", *COUNTS, logged=pl.col("usage_total_cost"),
+                             user_cost=pl.col("usage_user_cost")).join(
+        per_run, on="run_id", how="left", maintain_order="left")
     if prices is None:
         computed = usage.select("run_id", computed=pl.lit(None, pl.Float64),
                                 unpriced=_reason(None)).unique("run_id", keep="first",
