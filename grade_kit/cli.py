@@ -354,15 +354,24 @@ def _diff(args: argparse.Namespace) -> int:
                        stage / "diff.html", f"grade_kit diff: {d.baseline_label} -> "
                                             f"{d.candidate_label}")
         print(f"diff: the page {out / 'diff.html'}; the frames {out}/*.parquet")
-    if args.fail_on_regression is None:
-        return 0
-    found = d.regressions(args.fail_on_regression, args.metric, args.alpha)
-    for line in found:
-        print(line)
-    if not found:
-        print(f"gate: no matched setup's {args.metric} fell by more than "
-              f"{args.fail_on_regression:g} with Holm p < {args.alpha:g}")
-    return 1 if found else 0
+    failed = False
+    if args.fail_on_regression is not None:
+        found = d.regressions(args.fail_on_regression, args.metric, args.alpha)
+        for line in found:
+            print(line)
+        if not found:
+            print(f"gate: no matched setup's {args.metric} fell by more than "
+                  f"{args.fail_on_regression:g} with Holm p < {args.alpha:g}")
+        failed = bool(found)
+    if args.fail_on_cost_increase is not None:
+        dearer = d.cost_increases(args.fail_on_cost_increase)
+        for line in dearer:
+            print(line)
+        if not dearer:
+            print(f"gate: no matched setup's cost per run rose more than "
+                  f"x{args.fail_on_cost_increase:g} with its interval above 0")
+        failed = failed or bool(dearer)
+    return 1 if failed else 0
 
 
 def _import(args: argparse.Namespace) -> int:
@@ -601,6 +610,14 @@ def _level(text: str) -> float:
     return value
 
 
+def _at_least_one(text: str) -> float:
+    """An argparse type: a finite ratio of at least 1 (1.1: 10% more), or a usage error."""
+    value = _non_negative(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a ratio of at least 1, not {text!r}")
+    return value
+
+
 def _bounded(low: int, high: int) -> Callable[[str], int]:
     """An argparse type: an integer in [low, high], or a clear usage error."""
 
@@ -806,6 +823,9 @@ def commands() -> tuple[Command, ...]:
             _arg("--fail-on-regression", type=_non_negative, metavar="MARGIN",
                  help="exit 1 when some matched setup's --metric fell by more than MARGIN "
                       "with Holm p < --alpha (one line each); else exit 0"),
+            _arg("--fail-on-cost-increase", type=_at_least_one, metavar="RATIO",
+                 help="exit 1 when some matched setup's dollars per run rose more than RATIO "
+                      "times (1.1: by more than 10%%) with its 95%% interval above 0"),
             _arg("--metric", default="resolved_rate", choices=GATED_METRICS,
                  help="the gated metric (default resolved_rate)"),
             _arg("--alpha", type=_level, default=0.05,

@@ -259,6 +259,33 @@ class Diff:
                            f"{p_precise(row['p_holm'])} < {alpha:g}")
         return out
 
+    def cost_increases(self, ratio: float) -> list[str]:
+        """One line per matched setup whose dollars per run rose more than ``ratio`` times
+        (candidate / baseline over the paired questions' per-question means) with the
+        increase measured: its 95% bootstrap interval above 0 (the gate of ``grade-kit diff
+        --fail-on-cost-increase``, docs/methodology.md §5 "Against an earlier evaluation").
+        A setup without costs on both sides is never a line: the summary says so.
+
+        Raises:
+            ValueError: when ``ratio`` is below 1 or not finite.
+        """
+        if not math.isfinite(ratio) or ratio < 1:
+            raise ValueError(f"ratio {ratio}: a finite number >= 1 (1.1: more than 10% dearer)")
+        out = []
+        rows = self.summary_frame.filter((pl.col("metric") == "cost_per_run")
+                                         & (pl.col("label") == "measured"))
+        for row in rows.iter_rows(named=True):
+            before, after, low = row["baseline"], row["candidate"], row["ci_low"]
+            if before is None or after is None or low is None or low <= 0:
+                continue
+            times = math.inf if before == 0 else after / before
+            if times > ratio:
+                out.append(f"cost increase: {row['setup']} -> {row['candidate_setup']}: "
+                           f"${before:.6g} -> ${after:.6g} per run (x{times:.3g} > "
+                           f"x{ratio:g}) over {row['n_questions']} paired questions, 95% "
+                           f"interval of the change [{low:+.6g}, {row['ci_high']:+.6g}]")
+        return out
+
     @cached_property
     def _flipped_runs(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """The runs of the flips by id, each side's records read once as they are held (no

@@ -253,3 +253,38 @@ def test_clustered_by_pack_the_tests_flip_packs() -> None:
 
     assert p_value() == 2 / 16
     assert p_value(cluster="pack") == 0.5
+
+
+def costed(dollars: dict[str, float]) -> gk.Evaluation:
+    """Twelve questions, R = 1, all resolved; each setup's runs cost its logged dollars."""
+    tasks = [make_task(q, prompt=f"question {q}") for q in QS]
+    runs = [make_run(f"{s}-{q}", q, 1, setup=s, findings=["a finding"],
+                     usage={"model": "m", "total_cost": cost})
+            for s, cost in dollars.items() for q in QS]
+    return gk.evaluate(tasks, runs, grades=[grade(r.run_id, True) for r in runs])
+
+
+def test_the_cost_gate_fires_on_a_measured_rise_past_the_ratio(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A's runs go from $0.01 to $0.02 on all 12 questions (x2, every resample +0.01), B's
+    stay at $0.01: --fail-on-cost-increase 1.5 names A and exits 1; 2 does not (x2 is not
+    more than x2)."""
+    base, cand = tmp_path / "base", tmp_path / "cand"
+    costed({"A": 0.01, "B": 0.01}).write(base)
+    costed({"A": 0.02, "B": 0.01}).write(cand)
+    capsys.readouterr()
+    assert main(["diff", str(base), str(cand), "--fail-on-cost-increase", "1.5"]) == 1
+    lines = [line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("cost increase:")]
+    assert lines == ["cost increase: A -> A: $0.01 -> $0.02 per run (x2 > x1.5) over 12 "
+                     "paired questions, 95% interval of the change [+0.01, +0.01]"]
+    assert main(["diff", str(base), str(cand), "--fail-on-cost-increase", "2"]) == 0
+    assert main(["diff", str(cand), str(base), "--fail-on-cost-increase", "1"]) == 0
+    with pytest.raises(SystemExit) as exit_:
+        main(["diff", str(base), str(cand), "--fail-on-cost-increase", "0.9"])
+    assert exit_.value.code == 2
+    d = gk.diff(base, cand)
+    row = d.summary.filter((pl.col("metric") == "cost_per_run")
+                           & (pl.col("setup") == "A")).row(0, named=True)
+    assert (row["baseline"], row["candidate"]) == (0.01, 0.02)
+    assert row["verdict"] != "no clear change"
