@@ -119,7 +119,10 @@ _LABELS = {"outcome_p50": "time to outcome P50 (s)", "run_coverage": "coverage (
            "tool_calls_per_run": "tool calls per run",
            "change": "change (candidate - baseline)",
            "mean_diff_b_minus_a": "difference (compared - baseline)",
-           "mean_a": "baseline mean", "mean_b": "compared mean", "pass_hat_k": "pass^k"}
+           "mean_a": "baseline mean", "mean_b": "compared mean", "pass_hat_k": "pass^k",
+           "p_on_frontier": "P(on frontier)", "runs_with_cost": "runs with a cost",
+           "cost_per_resolved": "cost per resolved question",
+           "user_cost_total": "simulated user's cost (logged)"}
 
 
 def column_label(name: str) -> str:
@@ -161,7 +164,8 @@ def number_kind(name: str) -> str:
     """What a column (or a comparison's ``metric``) holds, which sets its precision:
     ``p`` (a p-value), ``seconds``, ``exact`` (a gold or parsed value, in full), ``effective``
     (an effective sample size, 1 decimal), ``count`` (a count's median, quantile or extreme:
-    whole, or 1 decimal when it falls between two) or ``quantity`` (a share, a rate, a
+    whole, or 1 decimal when it falls between two), ``dollars`` (4 significant digits, cents
+    from $1,000), ``tokens`` (whole, 1 decimal for a mean) or ``quantity`` (a share, a rate, a
     score, a mean count, a design effect: 3 decimals)."""
     if name in _P_VALUES:
         return "p"
@@ -173,6 +177,10 @@ def number_kind(name: str) -> str:
         return "effective"
     if name in _COUNTS:
         return "count"
+    if name.startswith(("cost", "user_cost")):
+        return "dollars"
+    if name.startswith("tokens") or name.endswith("tokens_total"):
+        return "tokens"
     return "quantity"
 
 
@@ -193,6 +201,10 @@ def _number(value: float, name: str, largest: float | None = None) -> str:
         return p_text(value)
     if kind == "exact":
         return f"{value:,}"
+    if kind == "dollars":  # $0.01627, $4.213, $1,532.40: small sums keep their digits
+        return f"{value:,.2f}" if abs(value) >= 1000 else f"{value:.4g}"
+    if kind == "tokens":
+        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
     decimals = (seconds_decimals(value if largest is None else largest) if kind == "seconds"
                 else 1 if kind == "effective" or (kind == "count" and not float(value).is_integer())
                 else 0 if kind == "count" else 3)
@@ -553,6 +565,8 @@ class Absent:
     """No pair of setups has a question both ran: :data:`NO_COMPARISON`."""
     tool_calls: str | None
     """No delivered primary run exposed its tool events: :data:`NO_TOOL_CALLS`."""
+    cost: str | None = None
+    """No run records tokens or a cost: :data:`NO_COST`."""
 
 
 def absences(results: Results) -> Absent:
@@ -564,7 +578,9 @@ def absences(results: Results) -> Absent:
         grade=None if any(s.overall.composite is not None for s in setups) else NO_GRADE,
         timing=None if any(s.timing.e2e_s.n for s in setups) else no_timing(delivered, missing),
         comparison=None if results.comparisons else NO_COMPARISON,
-        tool_calls=None if any(s.tool_calls.runs_exposed for s in setups) else NO_TOOL_CALLS)
+        tool_calls=None if any(s.tool_calls.runs_exposed for s in setups) else NO_TOOL_CALLS,
+        cost=None if any(s.cost is not None and (s.cost.runs_with_tokens or s.cost.runs_with_cost)
+                         for s in setups) else NO_COST)
 
 
 @dataclass(frozen=True)
@@ -1086,6 +1102,47 @@ def grades_table(grades: pl.DataFrame | pd.DataFrame) -> Table:
             "The common subset is empty (no question has every slot resolved by every "
             "setup): its rows are not shown.")
     return Table(frame.filter(pl.col("subset") != "common"), "Grades per setup", note)
+
+
+NO_COST = ("No cost: no run records tokens or a cost (the logs carry no usage, or the "
+           "endpoint returned none).")
+"""Why token and cost figures do not exist."""
+
+
+def cost_table(cost: pl.DataFrame | pd.DataFrame, subset: str = "all") -> Table:
+    """``ev.cost`` for a page (docs/methodology.md §4 "Cost"): per setup on ``subset`` (default
+    all questions), dollars per run, per question and per resolved question with their
+    question-clustered bootstrap intervals, the total, tokens per run, how many runs have a
+    cost, the share of resamples on the cost-accuracy frontier, where the costs came from and
+    why a run has none (never priced at 0)."""
+    frame = to_polars(cost)
+    frame = frame.filter(pl.col("subset") == subset) if frame.height else frame
+    if not frame.height:
+        return Table(frame, absent=NO_COST)
+    shown = frame.select(
+        "setup", "runs", "runs_with_cost",
+        cost_per_run=pl.col("cost_per_run_mean"), cost_per_run_ci_low="cost_per_run_ci_low",
+        cost_per_run_ci_high="cost_per_run_ci_high",
+        cost_per_question="cost_per_question", cost_per_question_ci_low="cost_per_question_ci_low",
+        cost_per_question_ci_high="cost_per_question_ci_high",
+        cost_per_resolved="cost_per_resolved",
+        cost_per_resolved_ci_low="cost_per_resolved_ci_low",
+        cost_per_resolved_ci_high="cost_per_resolved_ci_high",
+        cost_total="cost_total",
+        tokens_per_run=pl.col("tokens_per_run_mean"),
+        tokens_per_run_ci_low="tokens_per_run_ci_low",
+        tokens_per_run_ci_high="tokens_per_run_ci_high",
+        p_on_frontier="p_on_frontier", basis="basis", unpriced="unpriced")
+    if frame.get_column("runs_with_user_cost").sum():
+        shown = shown.with_columns(frame.get_column("user_cost_total"))
+    keep = [c for c in shown.columns if shown.get_column(c).null_count() < shown.height
+            or c in ("setup", "cost_per_run")]
+    where = "all questions" if subset == "all" else "the common subset"
+    return Table(shown.select(keep), f"Cost per setup on {where} (dollars)",
+                 "Intervals: 95% percentile bootstrap over questions (their repeats resampled "
+                 "together). Cost per question: what one question's repeats cost; per resolved "
+                 "question: total / resolved slots. A run without a cost is counted in "
+                 "'unpriced' with the reason, never priced at 0.")
 
 
 PAIRED_SETUPS = 4
