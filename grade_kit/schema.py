@@ -417,10 +417,10 @@ def summed_usage(parts: Sequence[Mapping[str, Any] | None]) -> dict[str, Any] | 
         return None
     whole: dict[str, Any] = {}
     for name in (*USAGE_COUNTS, "total_cost"):
-        values = [None if part is None else part.get(name) for part in parts]
-        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-            whole[name] = (math.fsum(values) if name == "total_cost"
-                           else sum(values))  # type: ignore[arg-type]
+        got = [None if part is None else part.get(name) for part in parts]
+        values = [v for v in got if isinstance(v, int | float) and not isinstance(v, bool)]
+        if len(values) == len(got):
+            whole[name] = math.fsum(values) if name == "total_cost" else sum(values)
     models = {None if part is None else part.get("model") for part in parts}
     if len(models) == 1 and None not in models:
         whole["model"] = models.pop()
@@ -441,7 +441,8 @@ def openai_usage(usage: Mapping[str, Any], model: Any = None) -> dict[str, Any]:
     details = usage.get("prompt_tokens_details")
     cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
     reasoning = usage.get("completion_tokens_details")
-    out = {"input_tokens": prompt - cached if count(prompt) and count(cached) else prompt,
+    out = {"input_tokens": (int(prompt) - int(cached)  # type: ignore[arg-type]
+                            if count(prompt) and count(cached) else prompt),
            "input_tokens_cache_read": cached,
            "output_tokens": usage.get("completion_tokens"),
            "total_tokens": usage.get("total_tokens"),

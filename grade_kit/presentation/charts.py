@@ -25,6 +25,7 @@ from grade_kit.presentation.embed import VEGA_MIME, vega_embed_html
 from grade_kit.schema import COVERAGE_MIN, DIMENSIONS, GRADE_STATES, SHORT_LABELS
 from grade_kit.views.tables import (
     NO_COMPARISON,
+    NO_COST,
     NO_GRADE,
     NO_TOOL_CALLS,
     OFFLINE_ENV,
@@ -287,6 +288,61 @@ def rates_chart(grades: pl.DataFrame | pd.DataFrame, state: str = "resolved",
         title=alt.TitleParams(title, subtitle=[
             f"Not ranked (coverage below {COVERAGE_MIN:.0%}), not drawn: "
             + ", ".join(unranked)]) if unranked else title))
+
+
+def frontier_chart(cost: pl.DataFrame | pd.DataFrame, grades: pl.DataFrame | pd.DataFrame,
+                   order: Order = None) -> Chart:
+    """The cost-accuracy frontier on all questions (docs/methodology.md §4 "The frontier"):
+    each compared setup's cost per question (x, with its question-clustered bootstrap 95%
+    interval) against its resolved rate (y, with its Wilson interval), the frontier's setups
+    joined by a line, and in the tooltip each setup's share of resamples on the frontier."""
+    rows = to_polars(cost)
+    rows = rows.filter((pl.col("subset") == "all") & pl.col("cost_per_question").is_not_null()
+                       & pl.col("on_frontier").is_not_null()) if rows.height else rows
+    if not rows.height:
+        return _note("Cost-accuracy frontier", NO_COST if not to_polars(cost).height else
+                     "No compared setup has a cost per question: no cost logged, and no "
+                     "price for its models (give a price file: --prices).")
+    rates = to_polars(grades).filter(pl.col("subset") == "all").select(
+        "setup", rate="resolved_rate", rate_low="resolved_ci_low", rate_high="resolved_ci_high")
+    frame = rows.select(
+        "setup", "on_frontier", "p_on_frontier", "runs_with_cost", cost="cost_per_question",
+        cost_low=pl.coalesce("cost_per_question_ci_low", "cost_per_question"),
+        cost_high=pl.coalesce("cost_per_question_ci_high", "cost_per_question"),
+    ).join(rates, on="setup", how="left").with_columns(
+        frontier=pl.when(pl.col("on_frontier")).then(pl.lit("on the frontier"))
+        .otherwise(pl.lit("dominated")))
+    setups = _order(frame, order)
+    base = alt.Chart(_labelled(frame, setups).to_pandas())
+    x = alt.X("cost:Q", title="dollars per question (all its repeats)",
+              scale=alt.Scale(zero=False, padding=24), axis=alt.Axis(format="$.3g"))
+    y = alt.Y("rate:Q", title="resolved rate", scale=alt.Scale(domain=[0, 1]))
+    tooltip = ["setup", alt.Tooltip("cost:Q", format="$.4g", title="$ per question"),
+               alt.Tooltip("cost_low:Q", format="$.4g", title="95% low"),
+               alt.Tooltip("cost_high:Q", format="$.4g", title="95% high"),
+               alt.Tooltip("rate:Q", format=".3f", title="resolved rate"),
+               alt.Tooltip("rate_low:Q", format=".3f", title="Wilson low"),
+               alt.Tooltip("rate_high:Q", format=".3f", title="Wilson high"),
+               "frontier", alt.Tooltip("p_on_frontier:Q", format=".0%",
+                                       title="P(on frontier)"),
+               alt.Tooltip("runs_with_cost:Q", title="runs with a cost")]
+    line = alt.Chart(frame.filter(pl.col("on_frontier")).sort("cost").to_pandas()).mark_line(
+        color="#999999", strokeDash=[4, 3]).encode(x="cost:Q", y="rate:Q")
+    across = base.mark_rule().encode(x="cost_low:Q", x2="cost_high:Q", y=y,
+                                     color=_setup_colour(setups))
+    up = base.mark_rule().encode(x=x, y="rate_low:Q", y2="rate_high:Q",
+                                 color=_setup_colour(setups))
+    marks = {"filled": (True, "datum.on_frontier"), "hollow": (False, "!datum.on_frontier")}
+    points = [base.transform_filter(keep).mark_point(size=110, filled=filled, strokeWidth=2,
+                                                     opacity=1).encode(
+        x=x, y=y, color=_setup_colour(setups), **_shape(setups), tooltip=tooltip)
+        for filled, keep in marks.values()]
+    return cast(Chart, alt.layer(line, across, up, *points).properties(
+        title=alt.TitleParams("Cost and accuracy: the frontier (filled: not dominated)",
+                              subtitle=["Bars: 95% intervals (cost: bootstrap over questions;",
+                                        "rate: Wilson). Tooltip: P(on frontier), the share of",
+                                        "2,000 resamples in which no setup is cheaper and",
+                                        "at least as accurate."])))
 
 
 def reliability_chart(reliability: pl.DataFrame | pd.DataFrame, subset: str = "all",

@@ -303,7 +303,8 @@ def dominated(cost: np.ndarray, rate: np.ndarray) -> np.ndarray:
     c_s, c_t = cost[..., :, None], cost[..., None, :]
     r_s, r_t = rate[..., :, None], rate[..., None, :]
     beats = (c_t <= c_s) & (r_t >= r_s) & ((c_t < c_s) | (r_t > r_s))
-    return beats.any(axis=-1) | np.isnan(cost) | np.isnan(rate)
+    out: np.ndarray = beats.any(axis=-1) | np.isnan(cost) | np.isnan(rate)
+    return out
 
 
 def frontier(plan: pl.DataFrame, slots: pl.DataFrame, run_cost: pl.DataFrame,

@@ -74,7 +74,7 @@ def test_missing_is_missing_in_every_sum() -> None:
     usage = Usage.model_validate({"models": {"a": {"input_tokens": 3, "output_tokens": 4},
                                              "b": {"input_tokens": 1}}})
     assert usage.input_tokens == 4 and usage.output_tokens is None
-    with pytest.raises(ValueError, match="not the sum over usage.models"):
+    with pytest.raises(ValueError, match=r"not the sum over usage\.models"):
         Usage.model_validate({"models": {"a": {"input_tokens": 3}}, "input_tokens": 4})
 
 
