@@ -1117,7 +1117,8 @@ def cost_table(cost: pl.DataFrame | pd.DataFrame, subset: str = "all") -> Table:
     why a run has none (never priced at 0)."""
     frame = to_polars(cost)
     frame = frame.filter(pl.col("subset") == subset) if frame.height else frame
-    if not frame.height:
+    if not frame.height or not frame.select(
+            pl.col("runs_with_tokens").sum() + pl.col("runs_with_cost").sum()).item():
         return Table(frame, absent=NO_COST)
     shown = frame.select(
         "setup", "runs", "runs_with_cost",

@@ -16,7 +16,8 @@ import grade_kit as gk
 from grade_kit.pipeline.diff import SUMMARY_COLUMNS
 from grade_kit.presentation import charts
 from grade_kit.schema import DIMENSIONS
-from grade_kit.views.tables import Absent
+from grade_kit.views.tables import NO_COST, Absent
+from tests.paths import REALDATA
 from tests.specs import colour_maps, one_colour_each
 
 
@@ -308,7 +309,8 @@ def test_every_chart_of_an_evaluation_over_the_row_limit_renders() -> None:
     import vl_convert
 
     ev = _runs_over_the_row_limit()
-    assert ev.runs.height == 12_000 and ev.absent == Absent(None, None, None, None)
+    priced = gk.evaluate(REALDATA / "tau2_grok_airline_relaxed_task8")
+    assert ev.runs.height == 12_000 and ev.absent == Absent(None, None, None, None, NO_COST)
     order = charts.setup_order(ev.grades)
     built = {
         "composite_chart": charts.composite_chart(ev.leaderboard, order=order),
@@ -325,6 +327,8 @@ def test_every_chart_of_an_evaluation_over_the_row_limit_renders() -> None:
         "significance_chart": charts.significance_chart(ev.comparisons, "resolved_rate",
                                                         order=order),
         "changes_chart": charts.changes_chart(gk.diff(ev, ev).summary),
+        # these runs record no usage: the frontier is drawn on the real tau2 log's costs
+        "frontier_chart": charts.frontier_chart(priced.cost, priced.grades),
     }
     # every chart builder the module defines
     public = {n for n, f in vars(charts).items() if inspect.isfunction(f)
@@ -363,6 +367,7 @@ def test_every_chart_builder_with_nothing_to_draw_says_why_in_one_line() -> None
         "significance_chart": charts.significance_chart(failed.comparisons),
         "headline_matrix": charts.headline_matrix(failed.comparisons),
         "changes_chart": charts.changes_chart(pl.DataFrame(schema=SUMMARY_COLUMNS)),
+        "frontier_chart": charts.frontier_chart(failed.cost, failed.grades),
     }
     reasons = {name: _spec(chart).get("usermeta", {}).get(charts.ABSENT_META)
                for name, chart in built.items()}
@@ -376,7 +381,7 @@ def test_every_chart_builder_with_nothing_to_draw_says_why_in_one_line() -> None
         "tool_calls_chart": charts.NO_TOOL_CALLS,
         **dict.fromkeys(("comparisons_chart", "significance_chart", "headline_matrix"),
                         charts.NO_COMPARISON),
-        "changes_chart": charts.NO_CHANGE}
+        "changes_chart": charts.NO_CHANGE, "frontier_chart": NO_COST}
     # the builders of a chart every evaluation has (its grades) still draw it
     assert "usermeta" not in _spec(charts.rates_chart(failed.grades))
 

@@ -96,8 +96,8 @@ def test_what_does_not_exist_is_said_once_per_kind() -> None:
     assert repr(evaluation).startswith("Evaluation(1 setup, 50 tasks, 200 runs, R = 4")
     # its warnings are listed once, by .warnings: the evaluation's HTML counts them
     page = evaluation._repr_html_()
-    assert "5 warnings: <code>.warnings</code> lists them." in page and "<li>" not in page
-    assert evaluation.warnings.height == 5
+    assert "6 warnings: <code>.warnings</code> lists them." in page and "<li>" not in page
+    assert evaluation.warnings.height == 6
     tau = evaluation.absent
     assert tau.grade == NO_GRADE and tau.comparison == NO_COMPARISON
     assert tau.timing == ("No E2E sample: 200 of 200 delivered runs lack a submitted or "
