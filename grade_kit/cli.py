@@ -265,7 +265,9 @@ def _demo(args: argparse.Namespace) -> int:
               f"pairwise: {v.flagged} of {v.pairs} pairs flagged as position-dependent; "
               f"{v.review.label}: consistency {figure} over {v.review.samples} calibration "
               f"samples ({v.calibration})")
+    prices = root / "prices.yaml"  # the demo models' made-up prices, where the suite has them
     evaluation = evaluate(root / "tasks", runs, packs=root / "packs", **verdict_args,
+                          prices=prices if prices.is_file() else None,
                           arguments={"command": "demo", "fixtures": str(root),
                                      "recorded": args.recorded})
     paths = evaluation.write(args.out)

@@ -315,7 +315,7 @@ def frontier_chart(cost: pl.DataFrame | pd.DataFrame, grades: pl.DataFrame | pd.
     setups = _order(frame, order)
     base = alt.Chart(_labelled(frame, setups).to_pandas())
     x = alt.X("cost:Q", title="dollars per question (all its repeats)",
-              scale=alt.Scale(zero=False, padding=24), axis=alt.Axis(format="$.3g"))
+              scale=alt.Scale(zero=True), axis=alt.Axis(format="$.3g"))
     y = alt.Y("rate:Q", title="resolved rate", scale=alt.Scale(domain=[0, 1]))
     tooltip = ["setup", alt.Tooltip("cost:Q", format="$.4g", title="$ per question"),
                alt.Tooltip("cost_low:Q", format="$.4g", title="95% low"),

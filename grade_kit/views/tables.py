@@ -121,7 +121,7 @@ _LABELS = {"outcome_p50": "time to outcome P50 (s)", "run_coverage": "coverage (
            "mean_diff_b_minus_a": "difference (compared - baseline)",
            "mean_a": "baseline mean", "mean_b": "compared mean", "pass_hat_k": "pass^k",
            "p_on_frontier": "P(on frontier)", "runs_with_cost": "runs with a cost",
-           "cost_per_resolved": "cost per resolved question",
+           "cost_per_resolved": "cost per resolved slot",
            "user_cost_total": "simulated user's cost (logged)"}
 
 
@@ -1142,7 +1142,8 @@ def cost_table(cost: pl.DataFrame | pd.DataFrame, subset: str = "all") -> Table:
     return Table(shown.select(keep), f"Cost per setup on {where} (dollars)",
                  "Intervals: 95% percentile bootstrap over questions (their repeats resampled "
                  "together). Cost per question: what one question's repeats cost; per resolved "
-                 "question: total / resolved slots. A run without a cost is counted in "
+                 "slot: total / resolved slots (a slot is one repeat of a question). A run "
+                 "without a cost is counted in "
                  "'unpriced' with the reason, never priced at 0.")
 
 
