@@ -183,6 +183,7 @@ def test_inspect_costs_from_a_price_file_of_two_models(tmp_path: Path) -> None:
         named=True)}
     assert ev.results.provenance.prices is not None
     assert ev.results.provenance.prices["sha256"] == read_prices(prices).sha256
+    checked = 0
     for setup, row in rows.items():
         if row["runs_with_cost"] == 0:
             continue
@@ -191,9 +192,11 @@ def test_inspect_costs_from_a_price_file_of_two_models(tmp_path: Path) -> None:
         assert price is not None
         expected = (row["input_tokens_total"] * price[0] / 1e6
                     + row["output_tokens_total"] * price[1] / 1e6)
-        if row["runs_with_cost"] == row["runs_with_tokens"]:
-            assert math.isclose(row["cost_total"], expected, rel_tol=1e-12)
+        assert row["runs_with_cost"] == row["runs_with_tokens"]  # every priced run costed
+        assert math.isclose(row["cost_total"], expected, rel_tol=1e-12)
         assert row["basis"].startswith("computed from prices ")
+        checked += 1
+    assert checked >= 2  # gamma's and alpha's setups, each priced at its own model's prices
     beta = [r for s, r in rows.items() if "beta" in s]
     assert beta and beta[0]["runs_with_cost"] == 0
     assert "mockllm/beta: no price" in beta[0]["unpriced"]
